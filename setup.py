@@ -1,0 +1,50 @@
+"""Build policy for zarrcy's Cython kernels (CONVENTIONS.md rule 7).
+
+Every ``zarrcy/_kernels/*.pyx`` becomes one extension module.  Compiler directives are
+set here, not in file headers: bounds/wraparound/initialized checks are off unless
+``ZARRCY_CYTHON_DEBUG=1`` is set in the environment (CI builds both ways).
+"""
+
+import glob
+import os
+
+import numpy as np
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+DEBUG = os.environ.get("ZARRCY_CYTHON_DEBUG", "") not in ("", "0")
+
+directives = {
+    "language_level": 3,
+    "boundscheck": DEBUG,
+    "wraparound": DEBUG,
+    "initializedcheck": DEBUG,
+    "cdivision": True,
+    "embedsignature": True,
+    "freethreading_compatible": True,
+}
+
+compile_args = ["-O3"] if not DEBUG else ["-O0", "-g"]
+
+extensions = [
+    Extension(
+        "zarrcy._kernels." + os.path.splitext(os.path.basename(path))[0],
+        [path],
+        include_dirs=[np.get_include()],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION")],
+        extra_compile_args=compile_args,
+    )
+    for path in sorted(glob.glob(os.path.join("zarrcy", "_kernels", "*.pyx")))
+    # developer convenience: ZARRCY_ONLY=_cast,_grid rebuilds just those modules in place
+    if not os.environ.get("ZARRCY_ONLY")
+    or os.path.splitext(os.path.basename(path))[0] in os.environ["ZARRCY_ONLY"].split(",")
+]
+
+setup(
+    ext_modules=cythonize(
+        extensions,
+        compiler_directives=directives,
+        annotate=os.environ.get("ZARRCY_CYTHON_ANNOTATE", "") == "1",
+        nthreads=int(os.environ.get("ZARRCY_BUILD_JOBS", "0") or 0),
+    ),
+)

@@ -1,0 +1,3 @@
+# placeholder, replaced by the grid kernel
+def _ping():
+    return 1

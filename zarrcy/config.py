@@ -1,0 +1,61 @@
+"""Runtime configuration: thread count and tunables.
+
+``zarrcy.config(threads=N)`` sets values; ``zarrcy.config()`` returns the current dict.
+The environment variable ``ZARRCY_THREADS`` sets the initial thread count.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+__all__ = ["config", "get", "executor"]
+
+_lock = threading.Lock()
+_values: dict[str, Any] = {
+    "threads": int(os.environ.get("ZARRCY_THREADS", "0") or 0) or (os.cpu_count() or 1),
+    "write_empty_chunks": False,
+    # largest decoded chunk we agree to allocate (hostile-store guard), bytes
+    "max_chunk_bytes": int(os.environ.get("ZARRCY_MAX_CHUNK_BYTES", str(8 << 30))),
+    # sharding: merge byte ranges whose gap is below this; cap merged ranges at this size
+    "coalesce_gap": 64 << 10,
+    "coalesce_max": 64 << 20,
+}
+_executor: ThreadPoolExecutor | None = None
+_executor_threads = 0
+
+
+def config(**kwargs: Any) -> dict[str, Any]:
+    """Update configuration values; return a copy of the current configuration."""
+    global _executor
+    with _lock:
+        for k, v in kwargs.items():
+            if k not in _values:
+                raise KeyError(f"config: unknown option {k!r}; known: {sorted(_values)}")
+            if k == "threads":
+                v = int(v)
+                if v < 1:
+                    raise ValueError(f"config.threads: expected >= 1, received {v}")
+            _values[k] = v
+        return dict(_values)
+
+
+def get(name: str) -> Any:
+    return _values[name]
+
+
+def executor() -> ThreadPoolExecutor:
+    """The shared thread pool, sized to ``config()['threads']``."""
+    global _executor, _executor_threads
+    n = _values["threads"]
+    if _executor is None or _executor_threads != n:
+        with _lock:
+            if _executor is None or _executor_threads != n:
+                old = _executor
+                _executor = ThreadPoolExecutor(max_workers=n, thread_name_prefix="zarrcy")
+                _executor_threads = n
+                if old is not None:
+                    old.shutdown(wait=False)
+    return _executor

@@ -1,0 +1,98 @@
+"""The abstract store interface (v3-core.rst "Abstract store interface").
+
+Keys are ``str`` without a leading or trailing ``/``; values are bytes.  ``get``
+returns ``None`` for a missing key (never raises for absence).  Capability flags say
+which optional operations a store supports; calling an unsupported one raises
+``StoreError`` (or ``ReadOnlyError`` for writes on a read-only store).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Iterable, Iterator, Sequence
+
+from zarrcy.byte_range import ByteRequest
+from zarrcy.errors import ReadOnlyError
+
+__all__ = ["Store"]
+
+Buffer = bytes | bytearray | memoryview
+
+
+class Store(ABC):
+    supports_writes: bool = True
+    supports_deletes: bool = True
+    supports_partial_reads: bool = True
+    supports_partial_writes: bool = False
+    supports_listing: bool = True
+
+    def __init__(self, *, read_only: bool = False) -> None:
+        self.read_only = read_only
+
+    # -- identity ------------------------------------------------------------------------
+    @property
+    @abstractmethod
+    def url(self) -> str:
+        """A URL that ``zarrcy.storage.store_from_url`` turns back into an equal store."""
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise ReadOnlyError(f"{self.url}: store is read-only")
+
+    # -- reads ---------------------------------------------------------------------------
+    @abstractmethod
+    def get(self, key: str, byte_range: ByteRequest = None) -> bytes | None:
+        """Value of ``key`` (or the requested range of it); None if ``key`` does not exist."""
+
+    def get_partial_values(self, key_ranges: Sequence[tuple[str, ByteRequest]]) -> list[bytes | None]:
+        """Several (key, range) reads; results in request order."""
+        return [self.get(k, r) for k, r in key_ranges]
+
+    def exists(self, key: str) -> bool:
+        return self.get(key, None) is not None
+
+    # -- writes --------------------------------------------------------------------------
+    @abstractmethod
+    def set(self, key: str, value: Buffer) -> None:
+        """Store ``value`` under ``key`` atomically (readers see old or new, never a mix)."""
+
+    def set_partial_values(self, key_start_values: Sequence[tuple[str, int, Buffer]]) -> None:
+        """Write ``value`` at byte offset ``start`` of ``key`` for each triple."""
+        from zarrcy.errors import StoreError
+
+        raise StoreError(f"{self.url}: store does not support partial writes")
+
+    @abstractmethod
+    def erase(self, key: str) -> None:
+        """Delete ``key``; no error if absent."""
+
+    def erase_values(self, keys: Iterable[str]) -> None:
+        for k in keys:
+            self.erase(k)
+
+    @abstractmethod
+    def erase_prefix(self, prefix: str) -> None:
+        """Delete every key starting with ``prefix`` (``""``: everything)."""
+
+    # -- listing -------------------------------------------------------------------------
+    @abstractmethod
+    def list(self) -> Iterator[str]:
+        """Every key in the store."""
+
+    def list_prefix(self, prefix: str) -> Iterator[str]:
+        """Every key starting with ``prefix`` (full keys)."""
+        return (k for k in self.list() if k.startswith(prefix))
+
+    @abstractmethod
+    def list_dir(self, prefix: str) -> list[str]:
+        """Names directly under ``prefix`` (a ``""`` or ``"a/b/"`` style prefix): keys and
+        child "directories" alike, without the prefix and without a trailing ``/``; sorted."""
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
