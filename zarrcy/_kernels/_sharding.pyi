@@ -1,0 +1,55 @@
+from enum import IntEnum
+
+import numpy as np
+import numpy.typing as npt
+
+SENTINEL_U64: int
+MAX_RANK: int
+
+class IndexFault(IntEnum):
+    FAULT_NONE = 0
+    FAULT_HALF_EMPTY = 1
+    FAULT_OVERFLOW = 2
+    FAULT_PAST_END = 3
+    FAULT_INTO_INDEX = 4
+
+def decode_index(raw: npt.NDArray[np.uint8] | bytes | memoryview, out: npt.NDArray[np.uint64]) -> None: ...
+def encode_index(index: npt.NDArray[np.uint64], out: npt.NDArray[np.uint8] | bytearray | memoryview) -> None: ...
+def validate_index(
+    index: npt.NDArray[np.uint64], data_start: int, data_stop: int, shard_size: int
+) -> tuple[int, int]: ...
+def build_index(nbytes: npt.NDArray[np.uint64], base: int, index_out: npt.NDArray[np.uint64]) -> int: ...
+def slice_runs(
+    start: int,
+    stop: int,
+    chunk_len: int,
+    chunk_idx: npt.NDArray[np.int64],
+    c_start: npt.NDArray[np.int64],
+    c_stop: npt.NDArray[np.int64],
+    o_start: npt.NDArray[np.int64],
+) -> int: ...
+def product_runs(
+    counts: npt.NDArray[np.int64],
+    run_chunk: npt.NDArray[np.int64],
+    grid_shape: npt.NDArray[np.int64],
+    out_linear: npt.NDArray[np.int64],
+    out_runs: npt.NDArray[np.int64],
+) -> int: ...
+def coalesce(
+    offsets: npt.NDArray[np.uint64],
+    nbytes: npt.NDArray[np.uint64],
+    order: npt.NDArray[np.int64],
+    gap: int,
+    cap: int,
+    group_of: npt.NDArray[np.int64],
+    group_start: npt.NDArray[np.uint64],
+    group_stop: npt.NDArray[np.uint64],
+) -> int: ...
+def empty_chunks(
+    data: npt.NDArray[np.uint8] | memoryview,
+    shape: npt.NDArray[np.int64],
+    chunk_shape: npt.NDArray[np.int64],
+    itemsize: int,
+    fill_row: npt.NDArray[np.uint8] | bytes,
+    out: npt.NDArray[np.uint8],
+) -> None: ...

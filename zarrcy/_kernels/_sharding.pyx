@@ -1,0 +1,383 @@
+"""Shard index arithmetic for the ``sharding_indexed`` codec
+(../shared/specs/v3-codec-sharding-indexed.rst, "Binary shard format").
+
+The index is ``prod(chunks_per_shard)`` pairs ``(offset, nbytes)`` of uint64 in C order
+of the inner-chunk grid; ``offset == nbytes == 2^64-1`` marks an empty inner chunk.
+
+Everything here is pure index work: no zarrcy imports, no Python objects inside the
+loops.  Values read from a file are only trusted after :func:`validate_index` passed.
+Functions return ``-1`` (or a count) on success; the Python layer raises with context.
+"""
+
+from libc.stdint cimport int64_t, uint64_t, uint8_t
+from libc.string cimport memcmp
+
+import numpy as np
+
+cdef uint64_t SENTINEL = 0xFFFFFFFFFFFFFFFFULL
+SENTINEL_U64 = 0xFFFFFFFFFFFFFFFF
+
+# dimensions handled by the odometer loops (stack arrays); Zarr has no rank limit,
+# but 64 dimensions is far beyond anything a shard index could hold in memory anyway
+cdef enum:
+    MAX_NDIM = 64
+MAX_RANK = MAX_NDIM
+
+
+# ------------------------------------------------------------------------------------
+# index <-> little-endian bytes
+# ------------------------------------------------------------------------------------
+
+cdef inline uint64_t _load_le64(const uint8_t* p) noexcept nogil:
+    return ((<uint64_t>p[0]) | (<uint64_t>p[1] << 8) | (<uint64_t>p[2] << 16)
+            | (<uint64_t>p[3] << 24) | (<uint64_t>p[4] << 32) | (<uint64_t>p[5] << 40)
+            | (<uint64_t>p[6] << 48) | (<uint64_t>p[7] << 56))
+
+
+cdef inline void _store_le64(uint8_t* p, uint64_t v) noexcept nogil:
+    cdef int k
+    for k in range(8):
+        p[k] = <uint8_t>(v >> (8 * k))
+
+
+def decode_index(const uint8_t[::1] raw, uint64_t[::1] out):
+    """Little-endian bytes -> uint64 values (``len(raw) == 8 * len(out)``)."""
+    cdef Py_ssize_t n = out.shape[0], i
+    if raw.shape[0] != 8 * n:
+        raise ValueError(f"decode_index: expected {8 * n} bytes, received {raw.shape[0]}")
+    if n == 0:
+        return
+    cdef const uint8_t* src = &raw[0]
+    cdef uint64_t* dst = &out[0]
+    with nogil:
+        for i in range(n):
+            dst[i] = _load_le64(src + 8 * i)
+
+
+def encode_index(const uint64_t[::1] index, uint8_t[::1] out):
+    """uint64 values -> little-endian bytes (``len(out) == 8 * len(index)``)."""
+    cdef Py_ssize_t n = index.shape[0], i
+    if out.shape[0] != 8 * n:
+        raise ValueError(f"encode_index: expected {8 * n} output bytes, received {out.shape[0]}")
+    if n == 0:
+        return
+    cdef const uint64_t* src = &index[0]
+    cdef uint8_t* dst = &out[0]
+    with nogil:
+        for i in range(n):
+            _store_le64(dst + 8 * i, src[i])
+
+
+# ------------------------------------------------------------------------------------
+# validation
+# ------------------------------------------------------------------------------------
+
+cdef Py_ssize_t _validate(const uint64_t* idx, Py_ssize_t n, uint64_t data_start,
+                          uint64_t data_stop, uint64_t shard_size, int* fault) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef uint64_t off, nb, end
+    for i in range(n):
+        off = idx[2 * i]
+        nb = idx[2 * i + 1]
+        if off == SENTINEL and nb == SENTINEL:
+            continue
+        if off == SENTINEL or nb == SENTINEL:
+            fault[0] = FAULT_HALF_EMPTY
+            return i
+        if nb > SENTINEL - off:
+            fault[0] = FAULT_OVERFLOW
+            return i
+        end = off + nb
+        if end > shard_size:
+            fault[0] = FAULT_PAST_END
+            return i
+        if off < data_start or end > data_stop:
+            fault[0] = FAULT_INTO_INDEX
+            return i
+    fault[0] = FAULT_NONE
+    return -1
+
+
+def validate_index(const uint64_t[::1] index, uint64_t data_start, uint64_t data_stop,
+                   uint64_t shard_size):
+    """Check every ``(offset, nbytes)`` pair; return ``(entry, fault)`` of the first bad one.
+
+    Inner chunk bytes must lie in ``[data_start, data_stop)`` (the shard minus its index)
+    and end within ``shard_size``.  Pass ``2^64-1`` for ``data_stop``/``shard_size``
+    when the shard size is unknown (partial reads of an end index); truncation is then
+    detected when the ranges are read.  Entries that share bytes are legal (a writer
+    may deduplicate identical inner chunks).  Returns ``(-1, FAULT_NONE)`` if all good.
+    """
+    cdef Py_ssize_t n2 = index.shape[0]
+    if n2 % 2:
+        raise ValueError(f"validate_index: expected an even number of values, received {n2}")
+    cdef int fault = FAULT_NONE
+    cdef Py_ssize_t bad = -1
+    if n2 == 0:
+        return -1, FAULT_NONE
+    cdef const uint64_t* p = &index[0]
+    with nogil:
+        bad = _validate(p, n2 // 2, data_start, data_stop, shard_size, &fault)
+    return bad, fault
+
+
+# ------------------------------------------------------------------------------------
+# writing: offsets from sizes
+# ------------------------------------------------------------------------------------
+
+def build_index(const uint64_t[::1] nbytes, uint64_t base, uint64_t[::1] index_out):
+    """Lay inner chunks out back to back from ``base`` in C order.
+
+    ``nbytes[i] == 2^64-1`` means chunk ``i`` is empty (both index values set to
+    ``2^64-1``).  ``index_out`` has ``2 * len(nbytes)`` values.  Returns the end offset
+    of the last chunk (``base`` if all are empty); raises OverflowError if the layout
+    does not fit in uint64.
+    """
+    cdef Py_ssize_t n = nbytes.shape[0], i
+    if index_out.shape[0] != 2 * n:
+        raise ValueError(f"build_index: expected {2 * n} output values, received {index_out.shape[0]}")
+    cdef uint64_t pos = base, nb
+    cdef bint overflow = False
+    with nogil:
+        for i in range(n):
+            nb = nbytes[i]
+            if nb == SENTINEL:
+                index_out[2 * i] = SENTINEL
+                index_out[2 * i + 1] = SENTINEL
+                continue
+            if nb >= SENTINEL - pos:
+                overflow = True
+                break
+            index_out[2 * i] = pos
+            index_out[2 * i + 1] = nb
+            pos += nb
+    if overflow:
+        raise OverflowError("build_index: shard larger than 2^64-1 bytes")
+    return pos
+
+
+# ------------------------------------------------------------------------------------
+# selections -> inner chunks
+# ------------------------------------------------------------------------------------
+
+def slice_runs(int64_t start, int64_t stop, int64_t chunk_len, int64_t[::1] chunk_idx,
+               int64_t[::1] c_start, int64_t[::1] c_stop, int64_t[::1] o_start):
+    """Split ``[start, stop)`` of one dimension at multiples of ``chunk_len``.
+
+    For each touched chunk ``j``: its index along the dimension, the in-chunk
+    ``[c_start, c_stop)`` and where that run starts in the output.  The output arrays
+    need room for ``(stop - 1) // chunk_len - start // chunk_len + 1`` runs.  Returns
+    the number of runs (0 for an empty slice).
+    """
+    if chunk_len <= 0 or start < 0:
+        raise ValueError("slice_runs: expected chunk_len > 0 and start >= 0")
+    if stop <= start:
+        return 0
+    cdef int64_t first = start // chunk_len, last = (stop - 1) // chunk_len
+    cdef Py_ssize_t n = last - first + 1, j
+    if chunk_idx.shape[0] < n or c_start.shape[0] < n or c_stop.shape[0] < n or o_start.shape[0] < n:
+        raise ValueError(f"slice_runs: output arrays need room for {n} runs")
+    cdef int64_t lo, hi, origin
+    with nogil:
+        for j in range(n):
+            origin = (first + j) * chunk_len
+            lo = start if start > origin else origin
+            hi = stop if stop < origin + chunk_len else origin + chunk_len
+            chunk_idx[j] = first + j
+            c_start[j] = lo - origin
+            c_stop[j] = hi - origin
+            o_start[j] = lo - start
+    return n
+
+
+def product_runs(const int64_t[::1] counts, const int64_t[::1] run_chunk,
+                 const int64_t[::1] grid_shape, int64_t[::1] out_linear,
+                 int64_t[:, ::1] out_runs):
+    """Cartesian product of per-dimension runs, in C order.
+
+    ``run_chunk`` concatenates, dimension after dimension, the inner-chunk index of
+    each run (``counts[d]`` runs for dimension ``d``).  For product element ``k``:
+    ``out_linear[k]`` is the C-order linear index of the inner chunk in the
+    ``grid_shape`` grid, and ``out_runs[k, d]`` is the position in ``run_chunk`` of the
+    run used along dimension ``d`` (so per-run tables can be gathered with it).
+    """
+    cdef Py_ssize_t ndim = counts.shape[0], d, k
+    if ndim > MAX_NDIM:
+        raise ValueError(f"product_runs: at most {MAX_NDIM} dimensions, received {ndim}")
+    if grid_shape.shape[0] != ndim:
+        raise ValueError("product_runs: rank mismatch")
+    cdef int64_t base[MAX_NDIM]
+    cdef int64_t stride[MAX_NDIM]
+    cdef int64_t pos[MAX_NDIM]
+    cdef Py_ssize_t total = 1, acc = 0
+    for d in range(ndim):
+        if counts[d] < 0:
+            raise ValueError("product_runs: negative run count")
+        base[d] = acc
+        acc += counts[d]
+        total *= counts[d]
+    if run_chunk.shape[0] != acc:
+        raise ValueError(f"product_runs: expected {acc} runs, received {run_chunk.shape[0]}")
+    for d in range(ndim):
+        for k in range(counts[d]):
+            if run_chunk[base[d] + k] < 0 or run_chunk[base[d] + k] >= grid_shape[d]:
+                raise ValueError(f"product_runs: run chunk index out of the grid in dimension {d}")
+    if out_linear.shape[0] < total or out_runs.shape[0] < total or (total and out_runs.shape[1] != ndim):
+        raise ValueError(f"product_runs: output arrays need room for {total} x {ndim}")
+    cdef int64_t s = 1
+    for d in range(ndim - 1, -1, -1):
+        stride[d] = s
+        s *= grid_shape[d]
+    cdef int64_t lin
+    with nogil:
+        for d in range(ndim):
+            pos[d] = 0
+        for k in range(total):
+            lin = 0
+            for d in range(ndim):
+                out_runs[k, d] = base[d] + pos[d]
+                lin += run_chunk[base[d] + pos[d]] * stride[d]
+            out_linear[k] = lin
+            # odometer step, last dimension fastest
+            d = ndim - 1
+            while d >= 0:
+                pos[d] += 1
+                if pos[d] < counts[d]:
+                    break
+                pos[d] = 0
+                d -= 1
+    return total
+
+
+# ------------------------------------------------------------------------------------
+# byte-range coalescing
+# ------------------------------------------------------------------------------------
+
+def coalesce(const uint64_t[::1] offsets, const uint64_t[::1] nbytes, const int64_t[::1] order,
+             uint64_t gap, uint64_t cap, int64_t[::1] group_of, uint64_t[::1] group_start,
+             uint64_t[::1] group_stop):
+    """Merge byte ranges ``[offsets[i], offsets[i] + nbytes[i])`` into fewer requests.
+
+    ``order`` is a permutation sorting the ranges by offset.  Walking in that order, a
+    range joins the current group if it overlaps or touches it, or if the hole between
+    them is smaller than ``gap``, and the grown group would be at most ``cap`` bytes
+    (a single range larger than ``cap`` is a group of its own).  ``group_of[i]`` is the
+    group of range ``i``; ``group_start/stop`` its byte span (outputs need room for
+    ``len(offsets)`` groups).  Returns the number of groups.  Ranges must not overflow
+    (validated index).
+    """
+    cdef Py_ssize_t n = offsets.shape[0], k, i
+    if nbytes.shape[0] != n or order.shape[0] != n:
+        raise ValueError("coalesce: offsets, nbytes and order must have equal length")
+    if group_of.shape[0] < n or group_start.shape[0] < n or group_stop.shape[0] < n:
+        raise ValueError("coalesce: outputs need room for len(offsets) groups")
+    for k in range(n):
+        if order[k] < 0 or order[k] >= n:
+            raise ValueError("coalesce: order is not a permutation")
+        if nbytes[order[k]] > SENTINEL - offsets[order[k]]:
+            raise ValueError("coalesce: range overflows uint64")
+    cdef Py_ssize_t g = -1
+    cdef uint64_t gs = 0, ge = 0, off, end, new_end
+    cdef bint join
+    with nogil:
+        for k in range(n):
+            i = order[k]
+            off = offsets[i]
+            end = off + nbytes[i]
+            join = False
+            if g >= 0:
+                if off <= ge or off - ge < gap:
+                    new_end = end if end > ge else ge
+                    if new_end - gs <= cap or new_end == ge:
+                        join = True
+            if join:
+                if end > ge:
+                    ge = end
+                group_stop[g] = ge
+            else:
+                g += 1
+                gs = off
+                ge = end
+                group_start[g] = gs
+                group_stop[g] = ge
+            group_of[i] = g
+    return g + 1
+
+
+# ------------------------------------------------------------------------------------
+# empty inner chunks (all bytes equal to the fill value's bytes)
+# ------------------------------------------------------------------------------------
+
+def empty_chunks(const uint8_t[::1] data, const int64_t[::1] shape, const int64_t[::1] chunk_shape,
+                 Py_ssize_t itemsize, const uint8_t[::1] fill_row, uint8_t[::1] out):
+    """``out[i] = 1`` if inner chunk ``i`` (C order) holds only the fill value, else 0.
+
+    ``data`` is the C-contiguous shard (``shape``); ``fill_row`` is one inner-chunk row
+    of fill value bytes (``chunk_shape[-1] * itemsize``).  The comparison is bytewise,
+    so ``-0.0`` or a NaN with another payload counts as data (written, never lost).
+    """
+    cdef Py_ssize_t ndim = shape.shape[0], d
+    if ndim < 1 or ndim > MAX_NDIM or chunk_shape.shape[0] != ndim:
+        raise ValueError("empty_chunks: rank must be 1..64 and match chunk_shape")
+    cdef int64_t grid[MAX_NDIM]
+    cdef int64_t bstride[MAX_NDIM]
+    cdef int64_t gpos[MAX_NDIM]
+    cdef int64_t rpos[MAX_NDIM]
+    cdef Py_ssize_t nchunks = 1, nbytes_total = itemsize
+    for d in range(ndim):
+        if chunk_shape[d] <= 0 or shape[d] < 0 or shape[d] % chunk_shape[d]:
+            raise ValueError("empty_chunks: chunk_shape must evenly divide shape")
+        grid[d] = shape[d] // chunk_shape[d]
+        nchunks *= grid[d]
+        nbytes_total *= shape[d]
+    if data.shape[0] != nbytes_total:
+        raise ValueError(f"empty_chunks: expected {nbytes_total} bytes, received {data.shape[0]}")
+    cdef Py_ssize_t rowlen = chunk_shape[ndim - 1] * itemsize
+    if fill_row.shape[0] != rowlen:
+        raise ValueError(f"empty_chunks: fill_row must have {rowlen} bytes")
+    if out.shape[0] != nchunks:
+        raise ValueError(f"empty_chunks: out must have {nchunks} entries")
+    if nchunks == 0 or nbytes_total == 0:
+        return
+    cdef int64_t s = itemsize
+    for d in range(ndim - 1, -1, -1):
+        bstride[d] = s
+        s *= shape[d]
+    cdef const uint8_t* src = &data[0]
+    cdef const uint8_t* fr = &fill_row[0]
+    cdef Py_ssize_t c, base, off
+    cdef bint same
+    with nogil:
+        for d in range(ndim):
+            gpos[d] = 0
+        for c in range(nchunks):
+            base = 0
+            for d in range(ndim):
+                base += gpos[d] * chunk_shape[d] * bstride[d]
+                rpos[d] = 0
+            same = True
+            while True:
+                off = base
+                for d in range(ndim - 1):
+                    off += rpos[d] * bstride[d]
+                if memcmp(src + off, fr, rowlen) != 0:
+                    same = False
+                    break
+                # next row within the chunk (all dimensions but the last)
+                d = ndim - 2
+                while d >= 0:
+                    rpos[d] += 1
+                    if rpos[d] < chunk_shape[d]:
+                        break
+                    rpos[d] = 0
+                    d -= 1
+                if d < 0:
+                    break
+            out[c] = same
+            d = ndim - 1
+            while d >= 0:
+                gpos[d] += 1
+                if gpos[d] < grid[d]:
+                    break
+                gpos[d] = 0
+                d -= 1
