@@ -1,6 +1,78 @@
-"""zarrcy: Zarr v3 for Python with typed Cython hot paths."""
+"""zarrcy: Zarr v3 for Python with typed Cython hot paths.
+
+Public names are imported lazily (PEP 562) so ``import zarrcy`` stays cheap and
+submodules can be imported on their own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
 
 from zarrcy.config import config
-from zarrcy.errors import *  # noqa: F403
+from zarrcy.errors import (
+    CastError,
+    ContainsNodeError,
+    CorruptChunkError,
+    MetadataError,
+    NodeNotFoundError,
+    OutOfRangeError,
+    ReadOnlyError,
+    StoreError,
+    UnknownCodecError,
+    UnknownExtensionError,
+    ZarrcyError,
+)
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    "Array": "zarrcy.array",
+    "Group": "zarrcy.group",
+    "create_array": "zarrcy.api",
+    "open_array": "zarrcy.api",
+    "create_group": "zarrcy.api",
+    "open_group": "zarrcy.api",
+    "group": "zarrcy.api",
+    "open": "zarrcy.api",
+    "array": "zarrcy.api",
+    "cast_value": "zarrcy.casting",
+    "scale_offset_encode": "zarrcy.casting",
+    "scale_offset_decode": "zarrcy.casting",
+    "check_cast": "zarrcy.casting",
+    "LocalStore": "zarrcy.storage",
+    "MemoryStore": "zarrcy.storage",
+    "ZipStore": "zarrcy.storage",
+}
+_SUBMODULES = {"codecs", "storage", "metadata", "indexing", "api", "casting"}
+
+__all__ = [
+    "config",
+    "ZarrcyError",
+    "MetadataError",
+    "UnknownCodecError",
+    "UnknownExtensionError",
+    "CorruptChunkError",
+    "CastError",
+    "OutOfRangeError",
+    "NodeNotFoundError",
+    "ContainsNodeError",
+    "ReadOnlyError",
+    "StoreError",
+    *_LAZY,
+]
+
+
+def __getattr__(name: str) -> Any:
+    import importlib
+
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f"zarrcy.{name}")
+    raise AttributeError(f"module 'zarrcy' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(__all__) | _SUBMODULES)

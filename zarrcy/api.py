@@ -1,0 +1,324 @@
+"""The public functions: create/open arrays and groups (names as in zarr-python 3)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Literal, Sequence
+
+import numpy as np
+
+from zarrcy.array import META_KEY, Array, _prefix
+from zarrcy.errors import ContainsNodeError, MetadataError, NodeNotFoundError
+from zarrcy.group import Group, _parse_node, ensure_parents, open_node
+from zarrcy.metadata import normalize_path
+from zarrcy.metadata.array import ArrayMetadata
+from zarrcy.metadata.data_type import DataType
+from zarrcy.metadata.group import GroupMetadata
+from zarrcy.storage import Store, store_from_url
+
+__all__ = [
+    "create_array",
+    "open_array",
+    "create_group",
+    "open_group",
+    "group",
+    "open",
+    "array",
+    "guess_chunks",
+]
+
+Mode = Literal["r", "r+", "a", "w", "w-"]
+
+StoreLike = Store | str | Any
+
+
+def _store(store: StoreLike, mode: str, storage_options: dict | None = None) -> Store:
+    if mode not in ("r", "r+", "a", "w", "w-"):
+        raise ValueError(f"mode: expected one of 'r', 'r+', 'a', 'w', 'w-', received {mode!r}")
+    return store_from_url(store, mode=mode, storage_options=storage_options)
+
+
+def guess_chunks(shape: Sequence[int], itemsize: int, target: int = 1 << 20) -> tuple[int, ...]:
+    """A chunk shape of roughly ``target`` bytes: halve the largest dimension until it fits."""
+    if not shape:
+        return ()
+    chunks = [max(1, int(s)) for s in shape]
+    while math.prod(chunks) * itemsize > target and max(chunks) > 1:
+        i = int(np.argmax(chunks))
+        chunks[i] = -(-chunks[i] // 2)
+    return tuple(chunks)
+
+
+def _codec_json(c: Any) -> Any:
+    if isinstance(c, (dict, str)):
+        return c
+    if hasattr(c, "to_dict"):
+        return c.to_dict()
+    raise TypeError(f"codec: expected a codec object, a dict or a name, received {c!r}")
+
+
+def _as_list(x: Any) -> list:
+    if x is None:
+        return []
+    if isinstance(x, (list, tuple)):
+        return list(x)
+    return [x]
+
+
+def _normalize_key_encoding(cke: Any) -> Any:
+    if cke is None:
+        return {"name": "default", "configuration": {"separator": "/"}}
+    if isinstance(cke, dict) and "separator" in cke and "configuration" not in cke:
+        return {"name": cke["name"], "configuration": {"separator": cke["separator"]}}
+    if hasattr(cke, "to_dict"):
+        return cke.to_dict()
+    return cke
+
+
+def _build_metadata(
+    *,
+    shape: Sequence[int],
+    dtype: Any,
+    chunks: Any,
+    shards: Any,
+    filters: Any,
+    serializer: Any,
+    compressors: Any,
+    fill_value: Any,
+    attributes: dict | None,
+    chunk_key_encoding: Any,
+    dimension_names: Any,
+) -> dict:
+    dt = DataType.from_numpy(dtype) if not isinstance(dtype, DataType) else dtype
+    shape = tuple(int(s) for s in shape)
+    if chunks in (None, "auto"):
+        chunks = guess_chunks(shape, dt.itemsize) if shards is None else None
+    elif isinstance(chunks, int):
+        chunks = (chunks,) * len(shape)
+    if shards is not None:
+        if isinstance(shards, int):
+            shards = (shards,) * len(shape)
+        shards = tuple(int(s) for s in shards)
+        if chunks is None:
+            chunks = guess_chunks(shards, dt.itemsize)
+    chunks = tuple(int(c) for c in chunks)
+    if fill_value is None:
+        fill_json = dt.fill_value_to_json(dt.default_fill_value())
+    else:
+        try:
+            fv = np.asarray(fill_value, dtype=dt.dtype)[()] if not isinstance(fill_value, str) else fill_value
+        except (OverflowError, ValueError) as e:
+            raise MetadataError(f"fill_value: expected a value of type {dt.dtype}, received {fill_value!r} ({e})") from None
+        fill_json = dt.fill_value_to_json(fv) if not isinstance(fv, str) else fv
+    if filters == "auto":
+        filters = []
+    if compressors == "auto":
+        from zarrcy.codecs import default_compressors
+
+        compressors = default_compressors(dt.dtype)
+    if serializer == "auto":
+        serializer = (
+            {"name": "bytes", "configuration": {"endian": "little"}} if dt.itemsize > 1 else {"name": "bytes"}
+        )
+    inner = [*map(_codec_json, _as_list(filters)), _codec_json(serializer), *map(_codec_json, _as_list(compressors))]
+    if shards is not None:
+        codecs = [
+            {
+                "name": "sharding_indexed",
+                "configuration": {
+                    "chunk_shape": list(chunks),
+                    "codecs": inner,
+                    "index_codecs": [
+                        {"name": "bytes", "configuration": {"endian": "little"}},
+                        {"name": "crc32c"},
+                    ],
+                    "index_location": "end",
+                },
+            }
+        ]
+        grid_chunks = shards
+    else:
+        codecs = inner
+        grid_chunks = chunks
+    doc: dict[str, Any] = {
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": list(shape),
+        "data_type": dt.to_json(),
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(grid_chunks)}},
+        "chunk_key_encoding": _normalize_key_encoding(chunk_key_encoding),
+        "fill_value": fill_json,
+        "codecs": codecs,
+        "attributes": dict(attributes or {}),
+    }
+    if dimension_names is not None:
+        doc["dimension_names"] = list(dimension_names)
+    return doc
+
+
+def _check_new_node(store: Store, path: str, overwrite: bool) -> None:
+    key = _prefix(path) + META_KEY
+    if store.get(key) is not None:
+        if not overwrite:
+            raise ContainsNodeError(f"{store.url}: a node already exists at '/{path}' (pass overwrite=True)")
+        store.erase_prefix(_prefix(path))
+
+
+def create_array(
+    store: StoreLike,
+    *,
+    name: str | None = None,
+    shape: Sequence[int] | int | None = None,
+    dtype: Any = None,
+    data: Any = None,
+    chunks: Any = "auto",
+    shards: Any = None,
+    filters: Any = "auto",
+    compressors: Any = "auto",
+    serializer: Any = "auto",
+    fill_value: Any = None,
+    attributes: dict | None = None,
+    chunk_key_encoding: Any = None,
+    dimension_names: Iterable[str | None] | None = None,
+    overwrite: bool = False,
+    metadata: dict | None = None,
+    storage_options: dict | None = None,
+    zarr_format: int = 3,
+) -> Array:
+    """Create a Zarr v3 array (parents groups are created as needed).
+
+    Either give the parts (``shape``, ``dtype``, ``chunks``, ``shards``, codecs...) or a
+    complete ``zarr.json`` document as ``metadata=`` for exact control.  ``data``
+    (array-like) sets shape/dtype when they are omitted and is written after creation.
+    """
+    if zarr_format != 3:
+        raise NotImplementedError("zarr_format=2 is not supported yet")
+    st = _store(store, "w" if overwrite else "a", storage_options)
+    path = normalize_path(name or "")
+    if metadata is not None:
+        meta = ArrayMetadata.from_json(metadata, path="metadata")
+    else:
+        if data is not None:
+            data = np.asarray(data)
+            shape = data.shape if shape is None else shape
+            dtype = data.dtype if dtype is None else dtype
+        if shape is None or dtype is None:
+            raise TypeError("create_array: shape and dtype are required (or data=, or metadata=)")
+        if isinstance(shape, (int, np.integer)):
+            shape = (int(shape),)
+        doc = _build_metadata(
+            shape=shape,
+            dtype=dtype,
+            chunks=chunks,
+            shards=shards,
+            filters=filters,
+            serializer=serializer,
+            compressors=compressors,
+            fill_value=fill_value,
+            attributes=attributes,
+            chunk_key_encoding=chunk_key_encoding,
+            dimension_names=dimension_names,
+        )
+        meta = ArrayMetadata.from_json(doc)
+    _check_new_node(st, path, overwrite)
+    ensure_parents(st, path)
+    raw = meta.to_bytes()
+    arr = Array(st, path, meta)  # builds the codec pipeline: fails before anything is written
+    st.set(_prefix(path) + META_KEY, raw)
+    if data is not None:
+        arr[...] = data
+    return arr
+
+
+def array(data: Any, store: StoreLike = None, **kwargs: Any) -> Array:
+    """Create an array from ``data`` (in memory unless ``store`` is given)."""
+    from zarrcy.storage import MemoryStore
+
+    return create_array(MemoryStore() if store is None else store, data=data, **kwargs)
+
+
+def open_array(
+    store: StoreLike,
+    *,
+    path: str | None = None,
+    mode: Mode = "r+",
+    storage_options: dict | None = None,
+    **create_kwargs: Any,
+) -> Array:
+    """Open an existing array (``mode='r'`` read-only, ``'r+'`` read/write).  With
+    ``mode='a'`` or ``'w'`` the array is created from ``create_kwargs`` if needed."""
+    p = normalize_path(path or "")
+    if mode in ("w", "w-") or (mode == "a" and create_kwargs):
+        st = _store(store, mode, storage_options)
+        if mode == "a" and st.get(_prefix(p) + META_KEY) is not None:
+            return _expect_array(open_node(st, p))
+        return create_array(st, name=p, overwrite=(mode == "w"), **create_kwargs)
+    st = _store(store, mode, storage_options)
+    return _expect_array(open_node(st, p))
+
+
+def _expect_array(node: Any) -> Array:
+    if not isinstance(node, Array):
+        raise NodeNotFoundError(f"{node.store.url}: '/{node.path}' is a group, not an array")
+    return node
+
+
+def create_group(
+    store: StoreLike,
+    *,
+    path: str | None = None,
+    attributes: dict | None = None,
+    overwrite: bool = False,
+    storage_options: dict | None = None,
+) -> Group:
+    """Create a group (and its missing parents)."""
+    st = _store(store, "w" if overwrite else "a", storage_options)
+    p = normalize_path(path or "")
+    _check_new_node(st, p, overwrite)
+    ensure_parents(st, p)
+    meta = GroupMetadata(attributes=dict(attributes or {}))
+    st.set(_prefix(p) + META_KEY, meta.to_bytes())
+    return Group(st, p, meta)
+
+
+def open_group(
+    store: StoreLike = None,
+    *,
+    path: str | None = None,
+    mode: Mode = "a",
+    attributes: dict | None = None,
+    storage_options: dict | None = None,
+) -> Group:
+    """Open a group; with mode 'a' (default) create it if missing, 'w' overwrite, 'r' read-only."""
+    if store is None:
+        from zarrcy.storage import MemoryStore
+
+        store = MemoryStore()
+    p = normalize_path(path or "")
+    st = _store(store, mode, storage_options)
+    if mode in ("w", "w-"):
+        return create_group(st, path=p, attributes=attributes, overwrite=mode == "w")
+    raw = st.get(_prefix(p) + META_KEY)
+    if raw is None:
+        if mode == "a":
+            return create_group(st, path=p, attributes=attributes)
+        raise NodeNotFoundError(f"{st.url}: no group at path '/{p}'")
+    node = _parse_node(st, p, raw)
+    if not isinstance(node, Group):
+        raise ContainsNodeError(f"{st.url}: '/{p}' is an array, not a group")
+    return node
+
+
+group = open_group
+
+
+def open(
+    store: StoreLike,
+    *,
+    path: str | None = None,
+    mode: Mode = "r+",
+    storage_options: dict | None = None,
+) -> Array | Group:
+    """Open whatever node is at ``path``: an :class:`Array` or a :class:`Group`."""
+    st = _store(store, mode, storage_options)
+    return open_node(st, normalize_path(path or ""))

@@ -1,0 +1,643 @@
+"""Zarr arrays: numpy-style reads and writes over a store (DESIGN.md L5).
+
+This is the one place (with group.py) where stores and codecs meet.  Reads and writes
+are split into per-stored-chunk tasks (per shard when sharded) that run on the shared
+thread pool; every hot step inside a task (decompression, byte shuffling, index
+arithmetic) runs in C with the GIL released, so tasks overlap.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import MutableMapping
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from zarrcy import config as _config
+from zarrcy._kernels import _grid
+from zarrcy.byte_range import ByteRequest
+from zarrcy.codecs.pipeline import CodecPipeline
+from zarrcy.errors import CorruptChunkError, ReadOnlyError, ZarrcyError
+from zarrcy.indexing import (
+    BasicSelection,
+    ChunkProjection,
+    _VectorizedSelection,
+    iter_chunk_projections,
+    normalize_basic,
+    normalize_blocks,
+    normalize_orthogonal,
+    normalize_vectorized,
+    ortho_get,
+    ortho_set,
+)
+from zarrcy.metadata.array import ArrayMetadata
+from zarrcy.storage import Store
+
+__all__ = ["Array", "Attributes", "StoreValue"]
+
+META_KEY = "zarr.json"
+
+
+class StoreValue:
+    """A (store, key) pair: the ByteGetter/ByteSetter codecs see (codecs/_base.py)."""
+
+    __slots__ = ("store", "key")
+
+    def __init__(self, store: Store, key: str) -> None:
+        self.store = store
+        self.key = key
+
+    def get(self, byte_range: ByteRequest = None) -> bytes | None:
+        return self.store.get(self.key, byte_range)
+
+    def get_ranges(self, byte_ranges: Sequence[ByteRequest]) -> list[bytes | None]:
+        return self.store.get_partial_values([(self.key, r) for r in byte_ranges])
+
+    def set(self, value) -> None:
+        self.store.set(self.key, value)
+
+    def set_partial(self, start: int, value) -> None:
+        self.store.set_partial_values([(self.key, start, value)])
+
+    def delete(self) -> None:
+        self.store.erase(self.key)
+
+    @property
+    def supports_partial_writes(self) -> bool:
+        return self.store.supports_partial_writes
+
+
+class Attributes(MutableMapping):
+    """``node.attrs``: a dict view that writes the node's metadata back on every change."""
+
+    def __init__(self, node: Any) -> None:
+        self._node = node
+
+    def _data(self) -> dict:
+        return self._node.metadata.attributes
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data()[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        new = dict(self._data())
+        new[key] = value
+        self._node._set_attributes(new)
+
+    def __delitem__(self, key: str) -> None:
+        new = dict(self._data())
+        del new[key]
+        self._node._set_attributes(new)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:  # one metadata write, not one per key
+        new = dict(self._data())
+        new.update(*args, **kwargs)
+        self._node._set_attributes(new)
+
+    def put(self, d: dict) -> None:
+        self._node._set_attributes(dict(d))
+
+    def asdict(self) -> dict:
+        return dict(self._data())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data())
+
+    def __len__(self) -> int:
+        return len(self._data())
+
+    def __repr__(self) -> str:
+        return repr(self._data())
+
+
+def _prefix(path: str) -> str:
+    return path + "/" if path else ""
+
+
+class Array:
+    """A Zarr v3 array.  Obtain one with :func:`zarrcy.open_array` / :func:`zarrcy.create_array`."""
+
+    def __init__(self, store: Store, path: str, metadata: ArrayMetadata, *, read_only: bool = False) -> None:
+        self.store = store
+        self.path = path
+        self.read_only = read_only or store.read_only
+        self._set_metadata(metadata)
+
+    def _set_metadata(self, metadata: ArrayMetadata) -> None:
+        self.metadata = metadata
+        self._pipeline = CodecPipeline.from_codecs(metadata.codecs, metadata.spec)
+        self._chunk_shape = tuple(metadata.chunk_grid.chunk_shape)
+        self._encode_key = metadata.chunk_key_encoding.encode_chunk_key
+        self._prefix = _prefix(self.path)
+        dt = metadata.data_type.dtype
+        self._dtype = dt
+        self._fill = np.asarray(metadata.fill_value, dtype=dt)
+        self._fill_bytes = np.frombuffer(self._fill.tobytes(), dtype=np.uint8)
+
+    # -- properties ------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.metadata.shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.metadata.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @property
+    def shards(self) -> tuple[int, ...] | None:
+        """Shard shape if the array is sharded (the stored-object grid), else None."""
+        inner = self._inner_chunk_shape()
+        return self._chunk_shape if inner is not None else None
+
+    @property
+    def chunks(self) -> tuple[int, ...]:
+        """The (inner) chunk shape: the unit of encoding, as in zarr-python 3."""
+        inner = self._inner_chunk_shape()
+        return inner if inner is not None else self._chunk_shape
+
+    def _inner_chunk_shape(self) -> tuple[int, ...] | None:
+        ab = self._pipeline.array_bytes
+        if getattr(ab, "name", None) == "sharding_indexed" and not self._pipeline.array_array:
+            return tuple(ab.chunk_shape)
+        return None
+
+    @property
+    def fill_value(self) -> Any:
+        return self.metadata.fill_value
+
+    @property
+    def attrs(self) -> Attributes:
+        return Attributes(self)
+
+    @property
+    def dimension_names(self) -> tuple[str | None, ...] | None:
+        return self.metadata.dimension_names
+
+    @property
+    def name(self) -> str:
+        return "/" + self.path
+
+    @property
+    def basename(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+    @property
+    def cdata_shape(self) -> tuple[int, ...]:
+        return tuple(-(-s // c) for s, c in zip(self.shape, self._chunk_shape))
+
+    @property
+    def nchunks(self) -> int:
+        return math.prod(self.cdata_shape)
+
+    @property
+    def nchunks_initialized(self) -> int:
+        """Number of stored chunks (shards when sharded) that exist in the store."""
+        decode = self.metadata.chunk_key_encoding.decode_chunk_key
+        n = 0
+        plen = len(self._prefix)
+        grid = self.cdata_shape
+        for key in self.store.list_prefix(self._prefix):
+            coords = decode(key[plen:])
+            if coords is not None and len(coords) == len(grid) and all(0 <= c < g for c, g in zip(coords, grid)):
+                n += 1
+        return n
+
+    def _set_attributes(self, attributes: dict) -> None:
+        self._check_writable()
+        self._write_metadata(dataclasses.replace(self.metadata, attributes=attributes))
+
+    def _write_metadata(self, metadata: ArrayMetadata) -> None:
+        self.store.set(self._prefix + META_KEY, metadata.to_bytes())
+        self._set_metadata(metadata)
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise ReadOnlyError(f"{self.store.url}/{self.path}: array is read-only")
+
+    def __repr__(self) -> str:
+        return f"<zarrcy.Array {self.store.url!s} /{self.path} shape={self.shape} dtype={self.dtype}>"
+
+    @property
+    def info(self) -> str:
+        m = self.metadata
+        lines = [
+            f"Type               : Array",
+            f"Path               : /{self.path}",
+            f"Store              : {self.store.url}",
+            f"Data type          : {m.data_type.to_json()}",
+            f"Shape              : {self.shape}",
+            f"Chunk shape        : {self.chunks}",
+            f"Shard shape        : {self.shards}",
+            f"Fill value         : {m.fill_value!r}",
+            f"Codecs             : {[c.to_dict() for c in m.codecs]}",
+            f"No. bytes          : {self.nbytes}",
+            f"Chunks initialized : {self.nchunks_initialized}/{self.nchunks}",
+        ]
+        return "\n".join(lines)
+
+    # -- pickling: (store URL, path, read_only) --------------------------------------
+    def __reduce__(self):
+        return (_reopen, (self.store.url, self.path, self.read_only))
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        a = self[...]
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    # -- reading -----------------------------------------------------------------------
+    def __getitem__(self, selection: Any) -> Any:
+        try:
+            sel = normalize_basic(selection, self.shape)
+        except _VectorizedSelection:
+            return self.get_coordinate_selection(selection)
+        return self._finish(self._read(sel), sel)
+
+    def get_orthogonal_selection(self, selection: Any) -> Any:
+        sel = normalize_orthogonal(selection, self.shape)
+        return self._finish(self._read(sel), sel)
+
+    def get_coordinate_selection(self, selection: Any) -> np.ndarray:
+        coords, out_shape = normalize_vectorized(selection, self.shape)
+        return self._read_points(coords).reshape(out_shape)
+
+    def get_block_selection(self, selection: Any) -> Any:
+        sel = normalize_blocks(selection, self.shape, self._chunk_shape)
+        return self._finish(self._read(sel), sel)
+
+    @property
+    def oindex(self) -> "_OIndex":
+        return _OIndex(self)
+
+    @property
+    def vindex(self) -> "_VIndex":
+        return _VIndex(self)
+
+    @property
+    def blocks(self) -> "_Blocks":
+        return _Blocks(self)
+
+    def _finish(self, out: np.ndarray, sel: BasicSelection) -> Any:
+        if sel.newaxis:
+            out = out.reshape(sel.final_shape)
+        if out.ndim == 0:
+            return out[()]
+        return out
+
+    def _chunk_valid_shape(self, coords: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(min(c, s - i * c) for i, c, s in zip(coords, self._chunk_shape, self.shape))
+
+    def _read(self, sel: BasicSelection) -> np.ndarray:
+        out = np.empty(sel.out_shape, dtype=self._dtype)
+        if out.size == 0:
+            return out
+        projections = iter_chunk_projections(sel, self._chunk_shape)
+        self._run(lambda p: self._read_chunk(p, out), projections)
+        return out
+
+    def _run(self, fn, items) -> None:
+        """Run ``fn`` over items: inline for one item, else on the pool with a bounded
+        window so at most ~2 tasks per thread are in flight (bounded memory)."""
+        it = iter(items)
+        first = next(it, None)
+        if first is None:
+            return
+        second = next(it, None)
+        if second is None:
+            fn(first)
+            return
+        ex = _config.executor()
+        window = max(2, 2 * _config.get("threads"))
+        pending: list = []
+        import itertools as _it
+
+        try:
+            for item in _it.chain((first, second), it):
+                pending.append(ex.submit(fn, item))
+                if len(pending) >= window:
+                    pending.pop(0).result()
+            for f in pending:
+                f.result()
+        except BaseException:
+            for f in pending:
+                f.cancel()
+            raise
+
+    def _key(self, coords: tuple[int, ...]) -> str:
+        return self._prefix + self._encode_key(coords)
+
+    def _decode(self, key: str, data) -> np.ndarray:
+        try:
+            return self._pipeline.decode(data)
+        except CorruptChunkError as e:
+            raise CorruptChunkError(f"{key}: {e}", key=key) from e
+
+    def _read_chunk(self, p: ChunkProjection, out: np.ndarray) -> None:
+        key = self._key(p.chunk_coords)
+        osel = p.out_selection
+        pipeline = self._pipeline
+        valid = self._chunk_valid_shape(p.chunk_coords)
+        if p.is_complete or not pipeline.supports_partial_decode:
+            data = self.store.get(key)
+            if data is None:
+                ortho_set(out, osel, self._fill)
+                return
+            if p.is_complete and valid == self._chunk_shape and all(isinstance(s, slice) for s in osel):
+                # a fully covered interior chunk decodes straight into the caller's array
+                target = out[osel]
+                if target.shape != self._chunk_shape:
+                    target = target.reshape(self._chunk_shape)  # only unit dims differ: a view
+                try:
+                    pipeline.decode_into(data, target)
+                except CorruptChunkError as e:
+                    raise CorruptChunkError(f"{key}: {e}", key=key) from e
+                return
+            chunk = self._decode(key, data)
+            ortho_set(out, osel, ortho_get(chunk, p.chunk_selection))
+            return
+        # partial decode (sharding): fetch only the bounding box of the selection
+        bbox, rel = _bounding(p.chunk_selection)
+        try:
+            piece = pipeline.decode_partial(StoreValue(self.store, key), bbox)
+        except CorruptChunkError as e:
+            raise CorruptChunkError(f"{key}: {e}", key=key) from e
+        if piece is None:
+            ortho_set(out, osel, self._fill)
+        else:
+            ortho_set(out, osel, ortho_get(piece, rel))
+
+    def _read_points(self, coords: np.ndarray) -> np.ndarray:
+        """Vectorised read of points (coords: (ndim, N) int64, in bounds)."""
+        ndim, n = coords.shape
+        out = np.empty(n, dtype=self._dtype)
+        if n == 0:
+            return out
+        if ndim == 0:
+            out[...] = self._read(normalize_basic((), ()))
+            return out
+        cs = np.asarray(self._chunk_shape, dtype=np.int64)[:, None]
+        chunk_coords = coords // cs
+        grid = np.asarray(self.cdata_shape, dtype=np.int64)
+        linear = np.ravel_multi_index(tuple(chunk_coords), tuple(grid))
+        order = np.argsort(linear, kind="stable")
+        lin_sorted = linear[order]
+        starts = np.flatnonzero(np.r_[True, lin_sorted[1:] != lin_sorted[:-1]])
+        ends = np.r_[starts[1:], n]
+        groups = [(order[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
+
+        def task(idx: np.ndarray) -> None:
+            cc = tuple(int(x) for x in chunk_coords[:, idx[0]])
+            local = coords[:, idx] - cs * np.asarray(cc, dtype=np.int64)[:, None]
+            key = self._key(cc)
+            if self._pipeline.supports_partial_decode:
+                lo = local.min(axis=1)
+                hi = local.max(axis=1) + 1
+                bbox = tuple(slice(int(a), int(b)) for a, b in zip(lo, hi))
+                piece = self._pipeline.decode_partial(StoreValue(self.store, key), bbox)
+                if piece is None:
+                    out[idx] = self._fill
+                else:
+                    out[idx] = piece[tuple(local - lo[:, None])]
+                return
+            data = self.store.get(key)
+            if data is None:
+                out[idx] = self._fill
+            else:
+                out[idx] = self._decode(key, data)[tuple(local)]
+
+        self._run(task, groups)
+        return out
+
+    # -- writing -----------------------------------------------------------------------
+    def __setitem__(self, selection: Any, value: Any) -> None:
+        try:
+            sel = normalize_basic(selection, self.shape)
+        except _VectorizedSelection:
+            self.set_coordinate_selection(selection, value)
+            return
+        self._write(sel, value)
+
+    def set_orthogonal_selection(self, selection: Any, value: Any) -> None:
+        self._write(normalize_orthogonal(selection, self.shape), value)
+
+    def set_block_selection(self, selection: Any, value: Any) -> None:
+        self._write(normalize_blocks(selection, self.shape, self._chunk_shape), value)
+
+    def _prepare_value(self, value: Any, shape: tuple[int, ...]) -> np.ndarray:
+        v = np.asarray(value)
+        if v.dtype != self._dtype:
+            if self._dtype.kind in "iu" and v.dtype.kind == "f" and v.size and not np.all(np.isfinite(v)):
+                raise ValueError(f"cannot store non-finite values in an array of dtype {self._dtype}")
+            v = v.astype(self._dtype)
+        try:
+            return np.broadcast_to(v, shape)
+        except ValueError:
+            raise ValueError(
+                f"could not broadcast input array from shape {v.shape} into shape {shape}"
+            ) from None
+
+    def _write(self, sel: BasicSelection, value: Any) -> None:
+        self._check_writable()
+        # accept values shaped like the final selection (with newaxis dims) too
+        v = np.asarray(value)
+        if sel.newaxis and v.ndim == len(sel.final_shape):
+            v = v.reshape(np.broadcast_shapes(v.shape, sel.final_shape)) if v.shape != sel.final_shape else v
+            v = v.reshape(sel.out_shape) if v.size == math.prod(sel.out_shape) else v
+        v = self._prepare_value(v, sel.out_shape)
+        if math.prod(sel.out_shape) == 0:
+            return
+        projections = iter_chunk_projections(sel, self._chunk_shape)
+        self._run(lambda p: self._write_chunk(p, v), projections)
+
+    def _store_chunk(self, key: str, chunk: np.ndarray) -> None:
+        """Encode and store a full chunk; erase it instead when it is all fill value."""
+        if not _config.get("write_empty_chunks"):
+            c = np.ascontiguousarray(chunk)
+            if _grid.is_constant(c.reshape(-1).view(np.uint8), self._fill_bytes):
+                self.store.erase(key)
+                return
+            chunk = c
+        data = self._pipeline.encode(chunk)
+        if data is None:
+            self.store.erase(key)
+        else:
+            self.store.set(key, data)
+
+    def _write_chunk(self, p: ChunkProjection, value: np.ndarray) -> None:
+        key = self._key(p.chunk_coords)
+        piece = ortho_get(value, p.out_selection) if value.ndim else value
+        valid = self._chunk_valid_shape(p.chunk_coords)
+        pipeline = self._pipeline
+        if p.is_complete:
+            if valid == self._chunk_shape:
+                chunk = np.ascontiguousarray(np.broadcast_to(piece, valid) if piece.size != math.prod(valid) else piece.reshape(valid))
+            else:
+                chunk = np.full(self._chunk_shape, self._fill, dtype=self._dtype)
+                chunk[tuple(slice(0, v) for v in valid)] = np.asarray(piece).reshape(valid) if np.ndim(piece) else piece
+            self._store_chunk(key, chunk)
+            return
+        if pipeline.supports_partial_encode:
+            bbox, rel = _bounding(p.chunk_selection)
+            shape = tuple(b.stop - b.start for b in bbox)
+            if all(isinstance(r, slice) and r == slice(0, n, 1) for r, n in zip(rel, shape)):
+                block = np.asarray(piece).reshape(shape)
+            else:
+                existing = pipeline.decode_partial(StoreValue(self.store, key), bbox)
+                block = np.full(shape, self._fill, self._dtype) if existing is None else np.array(existing)
+                ortho_set(block, rel, piece)
+            try:
+                pipeline.encode_partial(StoreValue(self.store, key), bbox, block)
+            except CorruptChunkError as e:
+                raise CorruptChunkError(f"{key}: {e}", key=key) from e
+            return
+        data = self.store.get(key)
+        if data is None:
+            chunk = np.full(self._chunk_shape, self._fill, dtype=self._dtype)
+        else:
+            chunk = np.array(self._decode(key, data))  # writable copy
+        ortho_set(chunk, p.chunk_selection, piece)
+        self._store_chunk(key, chunk)
+
+    def set_coordinate_selection(self, selection: Any, value: Any) -> None:
+        self._check_writable()
+        coords, out_shape = normalize_vectorized(selection, self.shape)
+        v = self._prepare_value(value, out_shape).reshape(-1)
+        ndim, n = coords.shape
+        if n == 0:
+            return
+        cs = np.asarray(self._chunk_shape, dtype=np.int64)[:, None]
+        chunk_coords = coords // cs
+        linear = np.ravel_multi_index(tuple(chunk_coords), self.cdata_shape)
+        order = np.argsort(linear, kind="stable")
+        lin_sorted = linear[order]
+        starts = np.flatnonzero(np.r_[True, lin_sorted[1:] != lin_sorted[:-1]])
+        ends = np.r_[starts[1:], n]
+
+        def task(idx: np.ndarray) -> None:
+            cc = tuple(int(x) for x in chunk_coords[:, idx[0]])
+            local = tuple(coords[:, idx] - cs * np.asarray(cc, dtype=np.int64)[:, None])
+            key = self._key(cc)
+            data = self.store.get(key)
+            chunk = np.full(self._chunk_shape, self._fill, self._dtype) if data is None else np.array(self._decode(key, data))
+            chunk[local] = v[idx]
+            self._store_chunk(key, chunk)
+
+        self._run(task, [order[a:b] for a, b in zip(starts.tolist(), ends.tolist())])
+
+    # -- resizing ----------------------------------------------------------------------
+    def resize(self, *new_shape: Any, delete_outside: bool = True) -> None:
+        """Change the shape (v3-core.rst "Resizing").  Chunks wholly outside the new
+        shape are deleted when ``delete_outside`` (the default), so growing again later
+        shows the fill value there rather than stale data."""
+        self._check_writable()
+        if len(new_shape) == 1 and isinstance(new_shape[0], (tuple, list)):
+            new_shape = tuple(new_shape[0])
+        new_shape = tuple(int(s) for s in new_shape)
+        if len(new_shape) != self.ndim:
+            raise ValueError(f"resize: expected {self.ndim} dimensions, received {len(new_shape)}")
+        if any(s < 0 for s in new_shape):
+            raise ValueError(f"resize: expected non-negative sizes, received {new_shape}")
+        old_grid = self.cdata_shape
+        new_meta = dataclasses.replace(self.metadata, shape=new_shape)
+        new_meta = type(self.metadata).from_json(new_meta.to_json())  # full validation
+        self._write_metadata(new_meta)
+        if delete_outside:
+            new_grid = self.cdata_shape
+            decode = self.metadata.chunk_key_encoding.decode_chunk_key
+            plen = len(self._prefix)
+            doomed = []
+            for key in list(self.store.list_prefix(self._prefix)):
+                coords = decode(key[plen:])
+                if coords is None or len(coords) != len(new_grid):
+                    continue
+                if any(c >= g for c, g in zip(coords, new_grid)) and all(c < g for c, g in zip(coords, old_grid)):
+                    doomed.append(key)
+            self.store.erase_values(doomed)
+
+    def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
+        """Grow along ``axis`` and write ``data`` at the end; return the new shape."""
+        data = np.asarray(data)
+        if data.ndim != self.ndim:
+            raise ValueError(f"append: expected {self.ndim}-d data, received {data.ndim}-d")
+        axis = axis + self.ndim if axis < 0 else axis
+        for k in range(self.ndim):
+            if k != axis and data.shape[k] != self.shape[k]:
+                raise ValueError(f"append: shape mismatch on axis {k}: {data.shape[k]} != {self.shape[k]}")
+        old = self.shape[axis]
+        new_shape = list(self.shape)
+        new_shape[axis] = old + data.shape[axis]
+        self.resize(tuple(new_shape))
+        sel = tuple(slice(old, None) if k == axis else slice(None) for k in range(self.ndim))
+        self[sel] = data
+        return self.shape
+
+
+def _bounding(chunk_selection: tuple[Any, ...]) -> tuple[tuple[slice, ...], tuple[Any, ...]]:
+    """Bounding step-1 slices of a chunk selection, and the selection relative to them."""
+    bbox = []
+    rel: list[Any] = []
+    for s in chunk_selection:
+        if isinstance(s, slice):
+            lo, hi, st = s.start, s.stop, s.step or 1
+            bbox.append(slice(lo, hi))
+            rel.append(slice(0, hi - lo, st))
+        elif isinstance(s, np.ndarray):
+            lo, hi = int(s.min()), int(s.max()) + 1
+            bbox.append(slice(lo, hi))
+            rel.append(s - lo)
+        else:
+            bbox.append(slice(s, s + 1))
+            rel.append(0)
+    return tuple(bbox), tuple(rel)
+
+
+class _OIndex:
+    __slots__ = ("array",)
+
+    def __init__(self, array: Array) -> None:
+        self.array = array
+
+    def __getitem__(self, selection: Any) -> Any:
+        return self.array.get_orthogonal_selection(selection)
+
+    def __setitem__(self, selection: Any, value: Any) -> None:
+        self.array.set_orthogonal_selection(selection, value)
+
+
+class _VIndex(_OIndex):
+    def __getitem__(self, selection: Any) -> Any:
+        return self.array.get_coordinate_selection(selection)
+
+    def __setitem__(self, selection: Any, value: Any) -> None:
+        self.array.set_coordinate_selection(selection, value)
+
+
+class _Blocks(_OIndex):
+    def __getitem__(self, selection: Any) -> Any:
+        return self.array.get_block_selection(selection)
+
+    def __setitem__(self, selection: Any, value: Any) -> None:
+        self.array.set_block_selection(selection, value)
+
+
+def _reopen(url: str, path: str, read_only: bool) -> Array:
+    from zarrcy.api import open_array
+
+    return open_array(url, path=path, mode="r" if read_only else "r+")

@@ -1,0 +1,228 @@
+"""Zarr v3 groups and the hierarchy operations (v3-core.rst "Storage").
+
+A node at path ``P`` keeps its metadata at ``P/zarr.json``; children are discovered
+with ``list_dir(P + "/")``: every child name whose ``zarr.json`` exists is a member.
+Creating a node creates its missing parent groups; deleting one erases its prefix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Iterator
+
+from zarrcy.array import META_KEY, Array, Attributes, _prefix
+from zarrcy.errors import ContainsNodeError, MetadataError, NodeNotFoundError, ReadOnlyError
+from zarrcy.metadata.array import ArrayMetadata
+from zarrcy.metadata.group import GroupMetadata
+from zarrcy.metadata import normalize_path, validate_node_name
+from zarrcy.storage import Store
+
+__all__ = ["Group", "open_node", "ensure_parents", "join_path"]
+
+
+def join_path(parent: str, name: str) -> str:
+    return f"{parent}/{name}" if parent else name
+
+
+def _parse_node(store: Store, path: str, raw: bytes) -> Array | "Group":
+    key = _prefix(path) + META_KEY
+    import json
+
+    try:
+        doc = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise MetadataError(f"{key}: expected a JSON document, received invalid JSON ({e})", path=key) from None
+    node_type = doc.get("node_type") if isinstance(doc, dict) else None
+    if node_type == "array":
+        return Array(store, path, ArrayMetadata.from_json(doc, path=key), read_only=store.read_only)
+    if node_type == "group":
+        return Group(store, path, GroupMetadata.from_json(doc, path=key))
+    # let the metadata parser produce the precise error (zarr_format, node_type, ...)
+    GroupMetadata.from_json(doc, path=key)
+    raise MetadataError(f"{key}.node_type: expected 'array' or 'group', received {node_type!r}", path=key)
+
+
+def open_node(store: Store, path: str) -> Array | "Group":
+    """The array or group at ``path``; NodeNotFoundError if none."""
+    path = normalize_path(path)
+    raw = store.get(_prefix(path) + META_KEY)
+    if raw is None:
+        raise NodeNotFoundError(f"{store.url}: no array or group at path '/{path}'")
+    return _parse_node(store, path, raw)
+
+
+def ensure_parents(store: Store, path: str) -> None:
+    """Create the missing parent groups of ``path`` (v3 has no implicit groups)."""
+    parts = path.split("/")[:-1] if path else []
+    parents = [""] + ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    for p in parents:
+        key = _prefix(p) + META_KEY
+        raw = store.get(key)
+        if raw is None:
+            store.set(key, GroupMetadata().to_bytes())
+        elif b'"array"' in raw:
+            node = _parse_node(store, p, raw)
+            if isinstance(node, Array):
+                raise ContainsNodeError(f"{store.url}: cannot create a node below the array at '/{p}'")
+
+
+class Group:
+    """A Zarr v3 group.  Obtain one with :func:`zarrcy.open_group` / :func:`zarrcy.create_group`."""
+
+    def __init__(self, store: Store, path: str, metadata: GroupMetadata) -> None:
+        self.store = store
+        self.path = path
+        self.metadata = metadata
+
+    @property
+    def read_only(self) -> bool:
+        return self.store.read_only
+
+    @property
+    def name(self) -> str:
+        return "/" + self.path
+
+    @property
+    def basename(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+    @property
+    def attrs(self) -> Attributes:
+        return Attributes(self)
+
+    def _set_attributes(self, attributes: dict) -> None:
+        if self.read_only:
+            raise ReadOnlyError(f"{self.store.url}/{self.path}: group is read-only")
+        meta = dataclasses.replace(self.metadata, attributes=attributes)
+        self.store.set(_prefix(self.path) + META_KEY, meta.to_bytes())
+        self.metadata = meta
+
+    def __repr__(self) -> str:
+        return f"<zarrcy.Group {self.store.url} /{self.path}>"
+
+    def __reduce__(self):
+        return (_reopen_group, (self.store.url, self.path, self.read_only))
+
+    # -- members ---------------------------------------------------------------------
+    def _child_path(self, name: str) -> str:
+        parts = [p for p in name.split("/")]
+        for p in parts:
+            validate_node_name(p)
+        return join_path(self.path, "/".join(parts))
+
+    def __getitem__(self, name: str) -> Array | "Group":
+        try:
+            return open_node(self.store, self._child_path(name))
+        except NodeNotFoundError:
+            raise NodeNotFoundError(f"{self.store.url}: '{name}' is not a member of group '/{self.path}'") from None
+
+    def get(self, name: str, default: Any = None) -> Any:
+        try:
+            return self[name]
+        except (NodeNotFoundError, MetadataError):
+            return default
+
+    def __contains__(self, name: str) -> bool:
+        try:
+            path = self._child_path(name)
+        except MetadataError:
+            return False
+        return self.store.get(_prefix(path) + META_KEY) is not None
+
+    def __delitem__(self, name: str) -> None:
+        if self.read_only:
+            raise ReadOnlyError(f"{self.store.url}/{self.path}: group is read-only")
+        path = self._child_path(name)
+        if self.store.get(_prefix(path) + META_KEY) is None:
+            raise NodeNotFoundError(f"{self.store.url}: '{name}' is not a member of group '/{self.path}'")
+        self.store.erase_prefix(_prefix(path))
+
+    def members(self) -> Iterator[tuple[str, Array | "Group"]]:
+        """(name, node) for each child, sorted by name."""
+        prefix = _prefix(self.path)
+        for name in self.store.list_dir(prefix):
+            if name.startswith("__") or name == META_KEY:
+                continue
+            raw = self.store.get(prefix + name + "/" + META_KEY)
+            if raw is not None:
+                yield name, _parse_node(self.store, join_path(self.path, name), raw)
+
+    def keys(self) -> Iterator[str]:
+        for name, _ in self.members():
+            yield name
+
+    __iter__ = keys
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self.members())
+
+    def groups(self) -> Iterator[tuple[str, "Group"]]:
+        return ((n, m) for n, m in self.members() if isinstance(m, Group))
+
+    def arrays(self) -> Iterator[tuple[str, Array]]:
+        return ((n, m) for n, m in self.members() if isinstance(m, Array))
+
+    def group_keys(self) -> list[str]:
+        return [n for n, _ in self.groups()]
+
+    def array_keys(self) -> list[str]:
+        return [n for n, _ in self.arrays()]
+
+    def walk(self) -> Iterator[tuple[str, Array | "Group"]]:
+        """Every descendant, depth first: (path relative to this group, node)."""
+        for name, node in self.members():
+            yield name, node
+            if isinstance(node, Group):
+                for sub, n in node.walk():
+                    yield f"{name}/{sub}", n
+
+    def tree(self) -> str:
+        """A text rendering of the hierarchy below this group."""
+        lines = [f"/{self.path}" if self.path else "/"]
+
+        def rec(g: Group, indent: str) -> None:
+            items = list(g.members())
+            for i, (name, node) in enumerate(items):
+                last = i == len(items) - 1
+                branch = "└── " if last else "├── "
+                if isinstance(node, Array):
+                    lines.append(f"{indent}{branch}{name} {node.shape} {node.dtype}")
+                else:
+                    lines.append(f"{indent}{branch}{name}")
+                    rec(node, indent + ("    " if last else "│   "))
+
+        rec(self, "")
+        return "\n".join(lines)
+
+    # -- creation --------------------------------------------------------------------
+    def create_group(self, name: str, *, attributes: dict | None = None, overwrite: bool = False) -> "Group":
+        from zarrcy.api import create_group
+
+        return create_group(self.store, path=self._child_path(name), attributes=attributes, overwrite=overwrite)
+
+    def require_group(self, name: str, **kwargs: Any) -> "Group":
+        node = self.get(name)
+        if isinstance(node, Group):
+            return node
+        if node is not None:
+            raise ContainsNodeError(f"{self.store.url}: '{name}' exists and is an array")
+        return self.create_group(name, **kwargs)
+
+    def create_array(self, name: str, **kwargs: Any) -> Array:
+        from zarrcy.api import create_array
+
+        return create_array(self.store, name=self._child_path(name), **kwargs)
+
+    def require_array(self, name: str, **kwargs: Any) -> Array:
+        node = self.get(name)
+        if isinstance(node, Array):
+            return node
+        if node is not None:
+            raise ContainsNodeError(f"{self.store.url}: '{name}' exists and is a group")
+        return self.create_array(name, **kwargs)
+
+
+def _reopen_group(url: str, path: str, read_only: bool) -> Group:
+    from zarrcy.api import open_group
+
+    return open_group(url, path=path, mode="r" if read_only else "r+")
