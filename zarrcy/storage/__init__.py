@@ -1,0 +1,104 @@
+"""Stores (v3-core.rst "Stores"): where a hierarchy's keys and values live.
+
+``store_from_url`` turns what a user passes to ``open_array``/``open_group`` into a
+store: a ``Store`` passes through; ``memory://<name>`` finds the live ``MemoryStore``;
+``file://...`` or a plain path is a ``LocalStore`` (v3-store-filesystem.rst "Canonical
+URI": no scheme means a file system path), or a ``ZipStore`` when it ends in ``.zip``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Literal
+
+from zarrcy.errors import ReadOnlyError, StoreError, expected
+from zarrcy.storage._base import Store
+from zarrcy.storage._common import StorePath, check_key, check_prefix, join_key
+from zarrcy.storage.local import LocalStore, local_path_from_url
+from zarrcy.storage.memory import MemoryStore, lookup_memory_store
+from zarrcy.storage.zip import ZipStore
+
+__all__ = [
+    "Store",
+    "LocalStore",
+    "MemoryStore",
+    "ZipStore",
+    "StorePath",
+    "AccessMode",
+    "store_from_url",
+    "check_key",
+    "check_prefix",
+    "join_key",
+]
+
+AccessMode = Literal["r", "r+", "a", "w", "w-"]
+_MODES = ("r", "r+", "a", "w", "w-")
+_ZIP_MODE = {"r": "r", "r+": "a", "a": "a", "w": "w", "w-": "x"}
+
+
+def store_from_url(
+    url_or_path_or_store: Any,
+    *,
+    mode: AccessMode = "r",
+    storage_options: dict[str, Any] | None = None,
+) -> Store:
+    """Open the store named by a URL, a path or a ``Store`` (returned as is, or as a read-only view).
+
+    ``mode``: ``"r"`` read-only; ``"r+"`` read/write, must exist; ``"a"`` read/write,
+    created if missing; ``"w"`` read/write (a ``.zip`` is truncated); ``"w-"``
+    read/write, must not exist (a ``.zip`` file; for directories the node-level check
+    is the caller's).  Clearing existing nodes for ``"w"`` is the caller's job too,
+    since it concerns a path inside the store, not the store.
+    """
+    if mode not in _MODES:
+        raise StoreError(expected("mode", f"one of {_MODES}", mode))
+    writable = mode != "r"
+    if isinstance(url_or_path_or_store, Store):
+        store = url_or_path_or_store
+        if storage_options:
+            raise StoreError("storage_options: not allowed together with a Store instance")
+        if writable and store.read_only:
+            raise ReadOnlyError(f"{store.url}: store is read-only but mode={mode!r} asks to write")
+        if not writable and not store.read_only:
+            with_ro = getattr(store, "with_read_only", None)
+            if with_ro is not None:
+                return with_ro(True)
+        return store
+    if isinstance(url_or_path_or_store, StorePath):
+        raise StoreError("store_from_url: pass StorePath.store (and its path separately), not a StorePath")
+    try:
+        target = os.fspath(url_or_path_or_store)
+    except TypeError:
+        raise StoreError(expected("store", "a Store, a URL or a path", url_or_path_or_store)) from None
+    if isinstance(target, bytes):
+        target = os.fsdecode(target)
+    scheme, sep, _ = target.partition("://")
+    scheme = scheme.lower() if sep else ""
+    if scheme == "memory":
+        if storage_options:
+            raise StoreError("storage_options: not supported for memory:// stores")
+        store = lookup_memory_store(target)
+        if writable and store.read_only:
+            raise ReadOnlyError(f"{target}: store is read-only but mode={mode!r} asks to write")
+        return store.with_read_only(True) if not writable and not store.read_only else store
+    if scheme == "file" or target.startswith("file:"):
+        path = local_path_from_url(target)
+    elif scheme:
+        raise StoreError(
+            f"{target}: {scheme}:// stores are not implemented yet (remote stores need fsspec/obstore "
+            "support, which zarrcy does not have yet); use a local path, file:// or memory://"
+        )
+    else:
+        path = target
+    if storage_options:
+        raise StoreError(f"{target}: storage_options are only meaningful for remote stores")
+    if not path:
+        raise StoreError(expected("store", "a non-empty path or URL", target))
+    if path.lower().endswith(".zip"):
+        zmode = _ZIP_MODE[mode]
+        if mode == "r+" and not os.path.isfile(path):
+            raise StoreError(f"{path}: zip file does not exist (mode 'r+')")
+        return ZipStore(path, mode=zmode)  # type: ignore[arg-type]
+    if mode == "r+" and not os.path.isdir(path):
+        raise StoreError(f"{path}: directory does not exist (mode 'r+')")
+    return LocalStore(path, read_only=not writable, create=writable)

@@ -1,0 +1,634 @@
+"""``LocalStore``: the file system store (v3-store-filesystem.rst).
+
+Key ``"a/b/c"`` is the file ``<root>/a/b/c``; listing walks directories and maps paths
+back to keys.  Beyond the spec:
+
+* **Atomic writes.**  ``set`` writes a temporary file in the key's directory, named
+  ``.zarrcy-tmp-<pid>-<thread id>-<counter>-<random>`` (the prefix is refused as a key
+  component and skipped by listings, so it can never be mistaken for a key), then
+  ``os.replace``s it over the key: readers see the whole old or the whole new value.
+  A crash (even SIGKILL) leaves the old or the new value, at worst plus a stray temp
+  file (``remove_temp_files()`` deletes those).  ``fsync=True`` additionally fsyncs the
+  file before the rename and the directory after it (durability across power loss;
+  off by default because it costs milliseconds per write).
+* **Containment.**  Keys are validated before any file access (see ``_common``), and
+  every file or directory actually opened is checked to lie under the real root, so a
+  symlink inside the store that points outside is refused with ``StoreError``.  On
+  Linux the check reads ``/proc/self/fd/<fd>`` of the already open descriptor (one
+  ``readlink``, ~2 us, and immune to races); elsewhere it falls back to
+  ``os.path.realpath`` (~20 us per call).  Symlinks that stay inside the root work.
+* **Fast paths.**  ``get`` is open + fstat + read (+ the containment readlink): no
+  exists/stat calls before.  ``set`` creates missing parent directories only after the
+  first attempt fails with ENOENT.  Ranges use ``pread``; ``get_partial_values`` opens
+  each file once for all its ranges.
+* ``set_partial_values`` (``supports_partial_writes``) writes in place with ``pwrite``
+  (creating the file if missing).  It is NOT atomic: a crash can leave a partly written
+  range; callers (the sharding codec's append strategy) must detect that themselves.
+"""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import os
+import stat
+import threading
+from typing import Iterable, Iterator, Sequence
+from urllib.parse import unquote, urlparse
+from urllib.request import url2pathname
+
+from zarrcy.byte_range import ByteRequest
+from zarrcy.errors import StoreError, expected
+from zarrcy.storage._base import Store
+from zarrcy.storage._common import as_bytes_view, check_key, check_prefix, resolve_range
+
+__all__ = ["LocalStore", "TEMP_PREFIX", "local_path_from_url"]
+
+TEMP_PREFIX = ".zarrcy-tmp-"
+
+_O_READ = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+_O_TMP = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+_O_RW = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+_O_DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+_MAX_READ = 1 << 30  # read in pieces below Linux's ~2 GiB per-call limit
+_SEP = os.sep
+_counter = itertools.count()
+
+
+def _proc_fd_works() -> bool:
+    try:
+        fd = os.open(os.path.dirname(os.path.abspath(__file__)), _O_DIR)
+    except OSError:
+        return False
+    try:
+        return os.path.isabs(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+_PROC_FD = _proc_fd_works()
+_DIR_FD = _PROC_FD and os.open in os.supports_dir_fd and os.rename in os.supports_dir_fd and os.unlink in os.supports_dir_fd
+
+
+def local_path_from_url(url: str) -> str:
+    """The file system path of a ``file://`` URL (RFC 8089; host must be empty or localhost)."""
+    parsed = urlparse(url)
+    if parsed.scheme != "file":
+        raise StoreError(expected("url", "a file:// URL", url))
+    if parsed.netloc not in ("", "localhost"):
+        raise StoreError(expected("url", "a file:// URL on this machine (no host)", url))
+    if parsed.query or parsed.fragment:
+        raise StoreError(expected("url", "a file:// URL without query or fragment", url))
+    path = url2pathname(parsed.path) if _SEP != "/" else unquote(parsed.path)
+    if not path:
+        raise StoreError(expected("url", "a file:// URL with a path", url))
+    return path
+
+
+class LocalStore(Store):
+    """A directory on the local file system as a Zarr store.
+
+    ``LocalStore(root, read_only=False, create=True, fsync=False)``; ``root`` is a path or
+    a ``file://`` URL.  ``create=True`` makes the root directory now (writable stores
+    only); otherwise it is created by the first write.  A read-only store with a missing
+    root is simply empty.
+    """
+
+    supports_writes = True
+    supports_deletes = True
+    supports_partial_reads = True
+    supports_partial_writes = True
+    supports_listing = True
+
+    def __init__(self, root, *, read_only: bool = False, create: bool = True, fsync: bool = False) -> None:
+        super().__init__(read_only=read_only)
+        if isinstance(root, str) and root.startswith("file:"):
+            root = local_path_from_url(root)
+        try:
+            root = os.fspath(root)
+        except TypeError:
+            raise StoreError(expected("root", "a path or file:// URL", root)) from None
+        if isinstance(root, bytes) or not root or "\x00" in root:
+            raise StoreError(expected("root", "a non-empty str path", root))
+        self.root = os.path.abspath(root)
+        self.fsync = bool(fsync)
+        if create and not read_only:
+            try:
+                os.makedirs(self.root, exist_ok=True)
+            except OSError as e:
+                raise StoreError(f"{self.root}: cannot create the store root: {e}") from e
+        if os.path.exists(self.root) and not os.path.isdir(self.root):
+            raise StoreError(expected("root", "a directory", self.root))
+        self._set_real_root()
+
+    def _set_real_root(self) -> None:
+        real = os.path.realpath(self.root)
+        self._real_root = real
+        self._real_prefix = real if real.endswith(_SEP) else real + _SEP
+        self._prefix = self.root if self.root.endswith(_SEP) else self.root + _SEP
+
+    # -- identity ------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        from pathlib import Path
+
+        return Path(self.root).as_uri()
+
+    def __repr__(self) -> str:
+        return f"LocalStore({self.root!r}{', read_only=True' if self.read_only else ''})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LocalStore) and other.root == self.root and other.read_only == self.read_only
+
+    def __hash__(self) -> int:
+        return hash((LocalStore, self.root, self.read_only))
+
+    def __reduce__(self):
+        return (_reopen, (self.root, self.read_only, self.fsync))
+
+    def with_read_only(self, read_only: bool = True) -> "LocalStore":
+        """The same directory with another ``read_only`` flag (never creates the root)."""
+        return LocalStore(self.root, read_only=read_only, create=False, fsync=self.fsync)
+
+    # -- paths and containment -----------------------------------------------------------
+    def _path(self, key: str) -> str:
+        check_key(key)
+        if TEMP_PREFIX in key:
+            for part in key.split("/"):
+                if part.startswith(TEMP_PREFIX):
+                    raise StoreError(expected("key", f"no component starting with {TEMP_PREFIX!r}", key))
+        if _SEP != "/":  # Windows: the native separator and drive colons must not be key characters
+            if _SEP in key or ":" in key:
+                raise StoreError(expected("key", "no '\\\\' or ':' on this platform", key))
+            key = key.replace("/", _SEP)
+        return self._prefix + key
+
+    def _inside(self, real: str, allow_root: bool = False) -> bool:
+        if real.startswith(self._real_prefix) or (allow_root and real == self._real_root):
+            return True
+        # the root may have been re-created/moved since we resolved it: retry once
+        old = self._real_root
+        self._set_real_root()
+        if self._real_root != old:
+            return real.startswith(self._real_prefix) or (allow_root and real == self._real_root)
+        return False
+
+    def _check_fd(self, fd: int, path: str, allow_root: bool = False) -> None:
+        """Raise StoreError if the open descriptor ``fd`` lies outside the real root."""
+        if _PROC_FD:
+            real = os.readlink(f"/proc/self/fd/{fd}")  # the kernel's resolved path of what we opened
+        else:
+            real = os.path.realpath(path)
+        if not self._inside(real, allow_root):
+            raise StoreError(f"{path}: resolves to {real!r}, outside the store root {self._real_root!r} (symlink?)")
+
+    def _check_path(self, path: str, allow_root: bool = False) -> None:
+        real = os.path.realpath(path)
+        if not self._inside(real, allow_root):
+            raise StoreError(f"{path}: resolves to {real!r}, outside the store root {self._real_root!r} (symlink?)")
+
+    def _open_read(self, key: str) -> int | None:
+        """An fd on the regular file of ``key`` (checked), or None if there is no such file."""
+        path = self._path(key)
+        try:
+            fd = os.open(path, _O_READ)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return None
+        except OSError as e:
+            if e.errno in (errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG, errno.ELOOP):
+                return None
+            raise StoreError(f"{path}: cannot open: {e}") from e
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+                return None
+            self._check_fd(fd, path)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    # -- reads ---------------------------------------------------------------------------
+    def get(self, key: str, byte_range: ByteRequest = None) -> bytes | None:
+        fd = self._open_read(key)
+        if fd is None:
+            return None
+        try:
+            size = os.fstat(fd).st_size
+            if byte_range is None:
+                start, stop = 0, size
+            else:
+                start, stop = resolve_range(byte_range, size)
+            return _pread_exact(fd, start, stop - start)
+        except OSError as e:
+            if isinstance(e, StoreError):
+                raise
+            raise StoreError(f"{self._path(key)}: read failed: {e}") from e
+        finally:
+            os.close(fd)
+
+    def get_partial_values(self, key_ranges: Sequence[tuple[str, ByteRequest]]) -> list[bytes | None]:
+        """Ranges of several keys; each file is opened once for all of its ranges."""
+        out: list[bytes | None] = [None] * len(key_ranges)
+        by_key: dict[str, list[int]] = {}
+        for i, (key, _) in enumerate(key_ranges):
+            by_key.setdefault(key, []).append(i)
+        for key, idxs in by_key.items():
+            fd = self._open_read(key)
+            if fd is None:
+                continue
+            try:
+                size = os.fstat(fd).st_size
+                for i in idxs:
+                    rng = key_ranges[i][1]
+                    start, stop = resolve_range(rng, size)
+                    out[i] = _pread_exact(fd, start, stop - start)
+            except OSError as e:
+                if isinstance(e, StoreError):
+                    raise
+                raise StoreError(f"{self._path(key)}: read failed: {e}") from e
+            finally:
+                os.close(fd)
+        return out
+
+    def exists(self, key: str) -> bool:
+        fd = self._open_read(key)
+        if fd is None:
+            return False
+        os.close(fd)
+        return True
+
+    def getsize(self, key: str) -> int | None:
+        """Size in bytes of ``key``'s value, or None if missing."""
+        fd = self._open_read(key)
+        if fd is None:
+            return None
+        try:
+            return os.fstat(fd).st_size
+        finally:
+            os.close(fd)
+
+    # -- writes --------------------------------------------------------------------------
+    def _open_dir(self, dirpath: str) -> int:
+        """An fd on the (checked) directory ``dirpath``, creating it if missing."""
+        for attempt in range(8):
+            try:
+                dfd = os.open(dirpath, _O_DIR)
+                break
+            except FileNotFoundError:
+                self._makedirs(dirpath)
+            except NotADirectoryError as e:
+                raise StoreError(f"{dirpath}: a parent of the key is a file, not a directory") from e
+            except OSError as e:
+                raise StoreError(f"{dirpath}: cannot open directory: {e}") from e
+        else:  # pragma: no cover - a concurrent eraser kept removing the directory
+            raise StoreError(f"{dirpath}: directory vanished repeatedly while writing")
+        try:
+            self._check_fd(dfd, dirpath, allow_root=True)
+        except BaseException:
+            os.close(dfd)
+            raise
+        return dfd
+
+    def _makedirs(self, dirpath: str) -> None:
+        # slow path only: make sure the existing part does not lead outside the root
+        self._check_path(dirpath, allow_root=True)
+        try:
+            os.makedirs(dirpath, exist_ok=True)
+        except FileExistsError as e:  # a component exists as a file
+            raise StoreError(f"{dirpath}: a parent of the key is a file, not a directory") from e
+        except NotADirectoryError as e:
+            raise StoreError(f"{dirpath}: a parent of the key is a file, not a directory") from e
+        except OSError as e:
+            raise StoreError(f"{dirpath}: cannot create directory: {e}") from e
+
+    @staticmethod
+    def _temp_name() -> str:
+        return f"{TEMP_PREFIX}{os.getpid()}-{threading.get_ident()}-{next(_counter)}-{os.urandom(4).hex()}"
+
+    def set(self, key: str, value) -> None:
+        self._check_writable()
+        path = self._path(key)
+        data = as_bytes_view(value)
+        dirpath, name = path.rsplit(_SEP, 1)
+        tmp = self._temp_name()
+        if _DIR_FD:
+            dfd = self._open_dir(dirpath)
+            try:
+                fd = os.open(tmp, _O_TMP, 0o666, dir_fd=dfd)
+                try:
+                    try:
+                        _write_all(fd, data)
+                        if self.fsync:
+                            os.fsync(fd)
+                    finally:
+                        os.close(fd)
+                    os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+                except BaseException as e:
+                    try:
+                        os.unlink(tmp, dir_fd=dfd)
+                    except OSError:
+                        pass
+                    if isinstance(e, IsADirectoryError) or getattr(e, "errno", None) in (errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST):
+                        raise StoreError(f"{path}: is a directory, cannot be written as a key") from e
+                    if isinstance(e, OSError) and not isinstance(e, StoreError):
+                        raise StoreError(f"{path}: write failed: {e}") from e
+                    raise
+                if self.fsync:
+                    os.fsync(dfd)
+            finally:
+                os.close(dfd)
+        else:  # portable path: check the directory by realpath, then temp + replace
+            self._set_portable(path, dirpath, tmp, data)
+
+    def _set_portable(self, path: str, dirpath: str, tmp: str, data: memoryview) -> None:
+        tmppath = dirpath + _SEP + tmp
+        for attempt in range(8):
+            try:
+                self._check_path(dirpath, allow_root=True)
+                fd = os.open(tmppath, _O_TMP, 0o666)
+                break
+            except FileNotFoundError:
+                self._makedirs(dirpath)
+            except NotADirectoryError as e:
+                raise StoreError(f"{dirpath}: a parent of the key is a file, not a directory") from e
+        else:  # pragma: no cover
+            raise StoreError(f"{dirpath}: directory vanished repeatedly while writing")
+        try:
+            try:
+                _write_all(fd, data)
+                if self.fsync:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmppath, path)
+        except BaseException as e:
+            try:
+                os.unlink(tmppath)
+            except OSError:
+                pass
+            if isinstance(e, OSError) and not isinstance(e, StoreError):
+                raise StoreError(f"{path}: write failed: {e}") from e
+            raise
+
+    def set_partial_values(self, key_start_values: Sequence[tuple[str, int, object]]) -> None:
+        """Write each value at its byte offset in place (``pwrite``; not atomic, see module doc)."""
+        self._check_writable()
+        by_key: dict[str, list[tuple[int, object]]] = {}
+        for key, start, value in key_start_values:
+            if type(start) is not int or start < 0:
+                raise StoreError(expected(f"{key}: start", "a non-negative int", start))
+            by_key.setdefault(key, []).append((start, value))
+        for key, items in by_key.items():
+            path = self._path(key)
+            dirpath = path.rsplit(_SEP, 1)[0]
+            for attempt in range(8):
+                try:
+                    fd = os.open(path, _O_RW, 0o666)
+                    break
+                except FileNotFoundError:
+                    self._makedirs(dirpath)
+                except IsADirectoryError as e:
+                    raise StoreError(f"{path}: is a directory, cannot be written as a key") from e
+                except NotADirectoryError as e:
+                    raise StoreError(f"{dirpath}: a parent of the key is a file, not a directory") from e
+                except OSError as e:
+                    raise StoreError(f"{path}: cannot open for writing: {e}") from e
+            else:  # pragma: no cover
+                raise StoreError(f"{dirpath}: directory vanished repeatedly while writing")
+            try:
+                self._check_fd(fd, path)
+                for start, value in items:
+                    mv = as_bytes_view(value)
+                    written = 0
+                    while written < len(mv):
+                        written += os.pwrite(fd, mv[written:], start + written)
+                if self.fsync:
+                    os.fsync(fd)
+            except OSError as e:
+                if isinstance(e, StoreError):
+                    raise
+                raise StoreError(f"{path}: partial write failed: {e}") from e
+            finally:
+                os.close(fd)
+
+    # -- deletes -------------------------------------------------------------------------
+    def erase(self, key: str) -> None:
+        self._check_writable()
+        path = self._path(key)
+        dirpath, name = path.rsplit(_SEP, 1)
+        self._unlink(path, dirpath, name)
+
+    def _unlink(self, path: str, dirpath: str, name: str) -> None:
+        if _DIR_FD:
+            try:
+                dfd = os.open(dirpath, _O_DIR)
+            except (FileNotFoundError, NotADirectoryError):
+                return
+            except OSError as e:
+                raise StoreError(f"{dirpath}: cannot open directory: {e}") from e
+            try:
+                self._check_fd(dfd, dirpath, allow_root=True)
+                os.unlink(name, dir_fd=dfd)
+            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+                pass
+            except OSError as e:
+                if isinstance(e, StoreError):
+                    raise
+                if e.errno not in (errno.EISDIR, errno.EPERM) or not os.path.isdir(path):
+                    raise StoreError(f"{path}: cannot erase: {e}") from e
+            finally:
+                os.close(dfd)
+        else:
+            try:
+                self._check_path(dirpath, allow_root=True)
+                os.unlink(path)
+            except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):
+                if os.path.isfile(path):
+                    raise
+            except OSError as e:
+                if isinstance(e, StoreError):
+                    raise
+                raise StoreError(f"{path}: cannot erase: {e}") from e
+
+    def erase_values(self, keys: Iterable[str]) -> None:
+        self._check_writable()
+        keys = list(keys)
+        for k in keys:
+            self._path(k)  # validate all before erasing any
+        for k in keys:
+            self.erase(k)
+
+    def erase_prefix(self, prefix: str) -> None:
+        """Erase every key starting with ``prefix``, then the directories left empty.
+
+        ``""`` empties the store but keeps the root directory.  Symlinks found while
+        walking are removed themselves, never followed.  In-flight temp files of
+        concurrent writers are left alone.
+        """
+        self._check_writable()
+        check_prefix(prefix)
+        dirs: set[str] = set()
+        for key in list(self._walk_prefix(prefix, follow=False)):
+            path = self._path(key)
+            dirpath, name = path.rsplit(_SEP, 1)
+            self._unlink(path, dirpath, name)
+            dirs.add(dirpath)
+        # the directory named by the prefix itself (e.g. "a/" -> "<root>/a") goes too
+        if prefix.endswith("/"):
+            dirs.add(self._prefix + prefix[:-1].replace("/", _SEP))
+        self._prune(dirs)
+
+    def _prune(self, dirs: set[str]) -> None:
+        """rmdir each directory (deepest first) and its parents while empty, never the root."""
+        root, prefix = self.root, self._prefix
+        for d in sorted(dirs, key=len, reverse=True):
+            while d != root and d.startswith(prefix):
+                try:
+                    os.rmdir(d)
+                except OSError:
+                    break
+                d = d.rsplit(_SEP, 1)[0]
+
+    def remove_temp_files(self) -> int:
+        """Delete temp files left by crashed writers (call when no writer is active); returns the count."""
+        self._check_writable()
+        n = 0
+        for dirpath, _dirs, files in os.walk(self.root):
+            for f in files:
+                if f.startswith(TEMP_PREFIX):
+                    try:
+                        os.unlink(os.path.join(dirpath, f))
+                        n += 1
+                    except FileNotFoundError:
+                        pass
+        return n
+
+    # -- listing -------------------------------------------------------------------------
+    def list(self) -> Iterator[str]:
+        return self._walk_prefix("", follow=True)
+
+    def list_prefix(self, prefix: str) -> Iterator[str]:
+        """Keys starting with ``prefix``; walks only the subtree of the prefix's directory part."""
+        check_prefix(prefix)
+        return self._walk_prefix(prefix, follow=True)
+
+    def _walk_prefix(self, prefix: str, follow: bool) -> Iterator[str]:
+        dirpart, _, namepart = prefix.rpartition("/")
+        start = self._prefix + dirpart.replace("/", _SEP) if dirpart else self.root
+        keybase = dirpart + "/" if dirpart else ""
+        try:
+            if dirpart:
+                self._check_path(start, allow_root=True)
+            it = os.scandir(start)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        except OSError as e:
+            if isinstance(e, StoreError):
+                raise
+            raise StoreError(f"{start}: cannot list: {e}") from e
+        with it:
+            entries = [e for e in it if e.name.startswith(namepart)] if namepart else list(it)
+        seen = {os.path.realpath(start)} if follow else set()
+        for entry in entries:
+            yield from self._walk_entry(entry, keybase + entry.name, follow, seen)
+
+    def _walk_entry(self, entry: os.DirEntry, key: str, follow: bool, seen: set[str]) -> Iterator[str]:
+        name = entry.name
+        if name.startswith(TEMP_PREFIX):
+            return
+        try:
+            if entry.is_symlink():
+                if not follow:
+                    yield key  # erase_prefix unlinks the link itself
+                    return
+                real = os.path.realpath(entry.path)
+                if not self._inside(real):
+                    return  # a link leading outside the store is not part of it
+                if os.path.isdir(real):
+                    if real in seen:
+                        return  # cycle
+                    seen = seen | {real}
+                    sub = self._scandir(entry.path)
+                    for e in sub:
+                        yield from self._walk_entry(e, key + "/" + e.name, follow, seen)
+                elif os.path.isfile(real):
+                    yield key
+                return
+            if entry.is_dir(follow_symlinks=False):
+                for e in self._scandir(entry.path):
+                    yield from self._walk_entry(e, key + "/" + e.name, follow, seen)
+            elif entry.is_file(follow_symlinks=False):
+                yield key
+        except FileNotFoundError:  # vanished while walking
+            return
+
+    @staticmethod
+    def _scandir(path: str) -> list[os.DirEntry]:
+        try:
+            with os.scandir(path) as it:
+                return list(it)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError as e:
+            raise StoreError(f"{path}: cannot list: {e}") from e
+
+    def list_dir(self, prefix: str) -> list[str]:
+        """Names of the files and directories directly under ``prefix`` (one scandir), sorted."""
+        check_prefix(prefix)
+        if prefix and not prefix.endswith("/"):
+            prefix += "/"
+        path = self._prefix + prefix[:-1].replace("/", _SEP) if prefix else self.root
+        try:
+            if prefix:
+                self._check_path(path, allow_root=True)
+            with os.scandir(path) as it:
+                names = []
+                for e in it:
+                    if e.name.startswith(TEMP_PREFIX):
+                        continue
+                    if e.is_symlink() and not self._inside(os.path.realpath(e.path)):
+                        continue
+                    names.append(e.name)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError as e:
+            if isinstance(e, StoreError):
+                raise
+            raise StoreError(f"{path}: cannot list: {e}") from e
+        names.sort()
+        return names
+
+
+def _pread_exact(fd: int, start: int, length: int) -> bytes:
+    """``length`` bytes at ``start`` (fewer only if the file shrank); big reads in pieces."""
+    if length <= 0:
+        return b""
+    if length <= _MAX_READ:
+        data = os.pread(fd, length, start)
+        if len(data) == length:
+            return data
+        parts = [data]
+        got = len(data)
+    else:
+        parts, got = [], 0
+    while got < length:
+        piece = os.pread(fd, min(length - got, _MAX_READ), start + got)
+        if not piece:
+            break
+        parts.append(piece)
+        got += len(piece)
+    return b"".join(parts)
+
+
+def _write_all(fd: int, data: memoryview) -> None:
+    n = len(data)
+    written = os.write(fd, data)
+    while written < n:
+        written += os.write(fd, data[written:])
+
+
+def _reopen(root: str, read_only: bool, fsync: bool) -> LocalStore:
+    return LocalStore(root, read_only=read_only, create=False, fsync=fsync)

@@ -1,0 +1,176 @@
+"""``MemoryStore``: a thread-safe dict of bytes.
+
+Its URL is ``memory://<name>``; each store registers itself in a process-wide weak
+registry under that name, so ``store_from_url`` (and unpickling, within the same
+process) finds the very same store again while it is alive.  A MemoryStore does not
+cross process boundaries: unpickling it in another process raises ``StoreError``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import weakref
+from typing import Iterable, Iterator, Mapping, Sequence
+
+from zarrcy.byte_range import ByteRequest
+from zarrcy.errors import StoreError, expected
+from zarrcy.storage._base import Store
+from zarrcy.storage._common import as_bytes_view, check_key, check_prefix, resolve_range
+
+__all__ = ["MemoryStore", "lookup_memory_store"]
+
+_registry: "weakref.WeakValueDictionary[str, MemoryStore]" = weakref.WeakValueDictionary()
+_registry_lock = threading.Lock()
+_names = itertools.count(1)
+
+
+class MemoryStore(Store):
+    """``MemoryStore(mapping=None, read_only=False)``: keys to immutable ``bytes``.
+
+    ``mapping`` seeds the store (values are copied to bytes; keys are validated).  All
+    operations take one lock, so concurrent readers and writers are safe and every
+    ``set`` is atomic.  ``with_read_only()`` gives a read-only view of the same data.
+    """
+
+    supports_writes = True
+    supports_deletes = True
+    supports_partial_reads = True
+    supports_partial_writes = True
+    supports_listing = True
+
+    def __init__(self, mapping: Mapping[str, object] | None = None, *, read_only: bool = False) -> None:
+        super().__init__(read_only=read_only)
+        self._data: dict[str, bytes] = {}
+        self._lock = threading.Lock()
+        if mapping is not None:
+            for k, v in mapping.items():
+                self._data[check_key(k)] = bytes(as_bytes_view(v))
+        self._register()
+
+    def _register(self) -> None:
+        with _registry_lock:
+            self.name = f"{next(_names)}-{id(self):x}"
+            _registry[self.name] = self
+
+    # -- identity ------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return f"memory://{self.name}"
+
+    def __repr__(self) -> str:
+        return f"MemoryStore({self.url!r}, {len(self._data)} keys{', read_only' if self.read_only else ''})"
+
+    def __reduce__(self):
+        return (lookup_memory_store, (self.url,))
+
+    def with_read_only(self, read_only: bool = True) -> "MemoryStore":
+        """A view sharing this store's data (and lock) with another ``read_only`` flag."""
+        view = MemoryStore.__new__(MemoryStore)
+        Store.__init__(view, read_only=read_only)
+        view._data = self._data
+        view._lock = self._lock
+        view._register()
+        return view
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    # -- reads ---------------------------------------------------------------------------
+    def get(self, key: str, byte_range: ByteRequest = None) -> bytes | None:
+        check_key(key)
+        value = self._data.get(key)  # dict reads are atomic; values are immutable bytes
+        if value is None or byte_range is None:
+            return value
+        start, stop = resolve_range(byte_range, len(value))
+        return value[start:stop]
+
+    def exists(self, key: str) -> bool:
+        return check_key(key) in self._data
+
+    def getsize(self, key: str) -> int | None:
+        value = self._data.get(check_key(key))
+        return None if value is None else len(value)
+
+    # -- writes --------------------------------------------------------------------------
+    def set(self, key: str, value) -> None:
+        self._check_writable()
+        check_key(key)
+        data = bytes(as_bytes_view(value))
+        with self._lock:
+            self._data[key] = data
+
+    def set_partial_values(self, key_start_values: Sequence[tuple[str, int, object]]) -> None:
+        """Write each value at its offset (zero-filling any gap); each key is replaced atomically."""
+        self._check_writable()
+        by_key: dict[str, list[tuple[int, memoryview]]] = {}
+        for key, start, value in key_start_values:
+            check_key(key)
+            if type(start) is not int or start < 0:
+                raise StoreError(expected(f"{key}: start", "a non-negative int", start))
+            by_key.setdefault(key, []).append((start, as_bytes_view(value)))
+        with self._lock:
+            for key, items in by_key.items():
+                buf = bytearray(self._data.get(key, b""))
+                for start, mv in items:
+                    end = start + len(mv)
+                    if end > len(buf):
+                        buf.extend(bytes(end - len(buf)))
+                    buf[start:end] = mv
+                self._data[key] = bytes(buf)
+
+    def erase(self, key: str) -> None:
+        self._check_writable()
+        check_key(key)
+        with self._lock:
+            self._data.pop(key, None)
+
+    def erase_values(self, keys: Iterable[str]) -> None:
+        self._check_writable()
+        keys = [check_key(k) for k in keys]
+        with self._lock:
+            for k in keys:
+                self._data.pop(k, None)
+
+    def erase_prefix(self, prefix: str) -> None:
+        self._check_writable()
+        check_prefix(prefix)
+        with self._lock:
+            if prefix == "":
+                self._data.clear()
+                return
+            for k in [k for k in self._data if k.startswith(prefix)]:
+                del self._data[k]
+
+    # -- listing -------------------------------------------------------------------------
+    def _keys(self) -> list[str]:
+        with self._lock:
+            return list(self._data)
+
+    def list(self) -> Iterator[str]:
+        return iter(self._keys())
+
+    def list_prefix(self, prefix: str) -> Iterator[str]:
+        check_prefix(prefix)
+        return iter([k for k in self._keys() if k.startswith(prefix)])
+
+    def list_dir(self, prefix: str) -> list[str]:
+        check_prefix(prefix)
+        if prefix and not prefix.endswith("/"):
+            prefix += "/"
+        n = len(prefix)
+        names = {k[n:].partition("/")[0] for k in self._keys() if k.startswith(prefix)}
+        return sorted(names)
+
+
+def lookup_memory_store(url: str) -> MemoryStore:
+    """The live MemoryStore registered under ``memory://<name>`` in this process."""
+    name = url[len("memory://") :] if url.startswith("memory://") else url
+    with _registry_lock:
+        store = _registry.get(name)
+    if store is None:
+        raise StoreError(
+            f"{url}: no MemoryStore of that name in this process (memory stores cannot be "
+            "shared across processes, and this one may have been garbage-collected)"
+        )
+    return store
