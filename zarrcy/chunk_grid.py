@@ -1,0 +1,148 @@
+"""The regular chunk grid (v3-chunk-grid-regular.rst).
+
+``RegularChunkGrid(chunk_shape)``; the JSON form is
+``{"name": "regular", "configuration": {"chunk_shape": [...]}}``.  Chunks at the upper
+edge overhang the array: :meth:`chunk_region` clips them to the array.
+
+Per-array arithmetic here works on ``ndim``-length tuples of Python ints (exact, and
+faster than converting to arrays for a handful of dimensions); the per-chunk and
+per-selection arithmetic of large grids lives in ``zarrcy._kernels._grid``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import numpy as np
+
+from zarrcy.errors import MetadataError, UnknownExtensionError, expected
+
+__all__ = ["RegularChunkGrid", "parse_chunk_grid"]
+
+_INT64_MAX = (1 << 63) - 1
+
+
+def _check_chunk_shape(value: Any, path: str) -> tuple[int, ...]:
+    if type(value) is not list and type(value) is not tuple:
+        raise MetadataError(expected(path, "an array of integers >= 1", value), path)
+    out = []
+    for i, v in enumerate(value):
+        if type(v) is not int:
+            if isinstance(v, np.integer):
+                v = int(v)
+            else:
+                raise MetadataError(expected(f"{path}[{i}]", f"an integer in [1, {_INT64_MAX}]", v), f"{path}[{i}]")
+        if v < 1 or v > _INT64_MAX:
+            raise MetadataError(expected(f"{path}[{i}]", f"an integer in [1, {_INT64_MAX}]", v), f"{path}[{i}]")
+        out.append(v)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class RegularChunkGrid:
+    """Every chunk has shape ``chunk_shape``; the grid starts at the array origin."""
+
+    chunk_shape: tuple[int, ...]
+    name = "regular"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "chunk_shape", _check_chunk_shape(self.chunk_shape, "chunk_shape"))
+
+    @classmethod
+    def from_dict(cls, data: Any, path: str = "chunk_grid") -> RegularChunkGrid:
+        """From the ``chunk_grid`` JSON value (object form; the short-hand has no shape)."""
+        return parse_chunk_grid(data, path)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": "regular", "configuration": {"chunk_shape": list(self.chunk_shape)}}
+
+    @property
+    def ndim(self) -> int:
+        return len(self.chunk_shape)
+
+    def _check_rank(self, what: str, value: tuple[int, ...]) -> None:
+        if len(value) != len(self.chunk_shape):
+            raise ValueError(expected(what, f"{len(self.chunk_shape)} dimensions", tuple(value)))
+
+    def grid_shape(self, array_shape: tuple[int, ...]) -> tuple[int, ...]:
+        """``ceil(array_shape / chunk_shape)`` per dimension."""
+        self._check_rank("array_shape", array_shape)
+        return tuple(-(-s // c) for s, c in zip(array_shape, self.chunk_shape))
+
+    def nchunks(self, array_shape: tuple[int, ...]) -> int:
+        n = 1
+        for g in self.grid_shape(array_shape):
+            n *= g
+        return n
+
+    def chunk_origin(self, chunk_coords: tuple[int, ...]) -> tuple[int, ...]:
+        """Array coordinates of the chunk's first element."""
+        self._check_rank("chunk_coords", chunk_coords)
+        return tuple(i * c for i, c in zip(chunk_coords, self.chunk_shape))
+
+    def chunk_region(self, array_shape: tuple[int, ...], chunk_coords: tuple[int, ...]) -> tuple[slice, ...]:
+        """The slices of the array that chunk ``chunk_coords`` covers, clipped at the edge.
+
+        Raises IndexError for coordinates outside the grid.
+        """
+        self._check_rank("chunk_coords", chunk_coords)
+        self._check_rank("array_shape", array_shape)
+        out = []
+        for i, c, s in zip(chunk_coords, self.chunk_shape, array_shape):
+            start = i * c
+            if i < 0 or start >= s:
+                raise IndexError(expected("chunk_coords", f"coordinates inside grid {self.grid_shape(array_shape)}", tuple(chunk_coords)))
+            out.append(slice(start, min(start + c, s)))
+        return tuple(out)
+
+    def all_chunk_coords(self, array_shape: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+        """Every chunk's grid coordinates in C order (lazily; the grid may be huge)."""
+        return itertools.product(*(range(g) for g in self.grid_shape(array_shape)))
+
+    def all_chunk_coords_array(self, array_shape: tuple[int, ...]) -> np.ndarray:
+        """``(nchunks, ndim)`` int64 array of every chunk's coordinates, C order."""
+        g = self.grid_shape(array_shape)
+        if not g:
+            return np.zeros((1, 0), dtype=np.int64)
+        return np.indices(g, dtype=np.int64).reshape(len(g), -1).T.copy()
+
+
+def parse_chunk_grid(value: Any, path: str = "chunk_grid") -> RegularChunkGrid:
+    """The ``chunk_grid`` member -> a chunk grid object.
+
+    ``must_understand: false`` is not allowed for chunk grids (v3-core.rst
+    "must_understand"); unknown names raise UnknownExtensionError.
+    """
+    if type(value) is str:
+        if value == "regular":
+            raise MetadataError(expected(f"{path}.configuration", "an object with chunk_shape", None), f"{path}.configuration")
+        raise UnknownExtensionError(f"{path}: unknown chunk grid {value!r}", path)
+    if type(value) is not dict:
+        raise MetadataError(expected(path, "an object {'name': 'regular', 'configuration': {...}}", value), path)
+    for k in value:
+        if k not in ("name", "configuration", "must_understand"):
+            raise MetadataError(expected(f"{path}.{k}", "only the members name, configuration, must_understand", k), f"{path}.{k}")
+    name = value.get("name")
+    if type(name) is not str:
+        raise MetadataError(expected(f"{path}.name", "a string", name), f"{path}.name")
+    mu = value.get("must_understand", True)
+    if mu is not True:
+        raise MetadataError(
+            expected(f"{path}.must_understand", "true (must_understand=false is not allowed for chunk grids)", mu),
+            f"{path}.must_understand",
+        )
+    if name != "regular":
+        raise UnknownExtensionError(f"{path}: unknown chunk grid {name!r}", f"{path}.name")
+    config = value.get("configuration")
+    if type(config) is not dict:
+        raise MetadataError(expected(f"{path}.configuration", "an object with chunk_shape", config), f"{path}.configuration")
+    if "chunk_shape" not in config:
+        raise MetadataError(expected(f"{path}.configuration.chunk_shape", "an array of integers >= 1", None), f"{path}.configuration.chunk_shape")
+    for k in config:
+        if k != "chunk_shape":
+            raise MetadataError(expected(f"{path}.configuration.{k}", "only the member chunk_shape", k), f"{path}.configuration.{k}")
+    grid = RegularChunkGrid.__new__(RegularChunkGrid)
+    object.__setattr__(grid, "chunk_shape", _check_chunk_shape(config["chunk_shape"], f"{path}.configuration.chunk_shape"))
+    return grid

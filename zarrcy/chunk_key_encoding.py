@@ -1,0 +1,149 @@
+"""Chunk key encodings (v3-chunk-key-encoding-default.rst, v3-chunk-key-encoding-v2.rst).
+
+* ``default``: ``"c"`` then ``<sep><index>`` per dimension (``"c/1/0"``; 0-d: ``"c"``);
+  separator ``"/"`` (default) or ``"."``.
+* ``v2``: indices joined by the separator (``"1.0"``; 0-d: ``"0"``); separator ``"."``
+  (default) or ``"/"``.
+
+Both encode and decode; :meth:`decode_chunk_key` returns ``None`` for keys that are not
+chunk keys of the encoding (so listings can skip them).  ``to_dict`` always writes the
+separator explicitly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from zarrcy.errors import MetadataError, UnknownExtensionError, expected
+
+__all__ = ["ChunkKeyEncoding", "DefaultChunkKeyEncoding", "V2ChunkKeyEncoding", "parse_chunk_key_encoding"]
+
+Separator = Literal["/", "."]
+
+
+def _index(part: str) -> int | None:
+    """A canonical ASCII decimal (no sign, no leading zeros) -> int, else None."""
+    if not part or not part.isascii() or not part.isdigit() or (part[0] == "0" and len(part) > 1):
+        return None
+    return int(part)
+
+
+@dataclass(frozen=True)
+class ChunkKeyEncoding:
+    """Base of the chunk key encodings; ``separator`` is ``"/"`` or ``"."``."""
+
+    separator: Separator
+    name: ClassVar[str]
+    default_separator: ClassVar[Separator]
+
+    def __post_init__(self) -> None:
+        if self.separator not in ("/", "."):
+            raise MetadataError(expected("separator", "'/' or '.'", self.separator))
+
+    def encode_chunk_key(self, chunk_coords: tuple[int, ...]) -> str:
+        raise NotImplementedError
+
+    def decode_chunk_key(self, key: str) -> tuple[int, ...] | None:
+        raise NotImplementedError
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "configuration": {"separator": self.separator}}
+
+    @classmethod
+    def from_dict(cls, data: Any, path: str = "chunk_key_encoding") -> ChunkKeyEncoding:
+        return parse_chunk_key_encoding(data, path)
+
+
+@dataclass(frozen=True)
+class DefaultChunkKeyEncoding(ChunkKeyEncoding):
+    separator: Separator = "/"
+    name: ClassVar[str] = "default"
+    default_separator: ClassVar[Separator] = "/"
+
+    def encode_chunk_key(self, chunk_coords: tuple[int, ...]) -> str:
+        if not chunk_coords:
+            return "c"
+        sep = self.separator
+        return "c" + sep + sep.join(map(str, chunk_coords))
+
+    def decode_chunk_key(self, key: str) -> tuple[int, ...] | None:
+        if key == "c":
+            return ()
+        if key[:2] != "c" + self.separator:
+            return None
+        out = []
+        for part in key[2:].split(self.separator):
+            i = _index(part)
+            if i is None:
+                return None
+            out.append(i)
+        return tuple(out)
+
+
+@dataclass(frozen=True)
+class V2ChunkKeyEncoding(ChunkKeyEncoding):
+    separator: Separator = "."
+    name: ClassVar[str] = "v2"
+    default_separator: ClassVar[Separator] = "."
+
+    def encode_chunk_key(self, chunk_coords: tuple[int, ...]) -> str:
+        if not chunk_coords:
+            return "0"
+        return self.separator.join(map(str, chunk_coords))
+
+    def decode_chunk_key(self, key: str) -> tuple[int, ...] | None:
+        # "0" is both the 0-d key and the key of chunk (0,) of a 1-d array: callers that
+        # know the rank compare the length of the result (0-d: "0" decodes to (0,)).
+        out = []
+        for part in key.split(self.separator):
+            i = _index(part)
+            if i is None:
+                return None
+            out.append(i)
+        return tuple(out)
+
+
+_ENCODINGS: dict[str, type[ChunkKeyEncoding]] = {"default": DefaultChunkKeyEncoding, "v2": V2ChunkKeyEncoding}
+
+
+def parse_chunk_key_encoding(value: Any, path: str = "chunk_key_encoding") -> ChunkKeyEncoding:
+    """The ``chunk_key_encoding`` member (object or short-hand name) -> an encoding.
+
+    Unknown names raise UnknownExtensionError; ``must_understand: false`` is not
+    allowed for chunk key encodings (v3-core.rst "must_understand").
+    """
+    if type(value) is str:
+        cls = _ENCODINGS.get(value)
+        if cls is None:
+            raise UnknownExtensionError(f"{path}: unknown chunk key encoding {value!r}", path)
+        return cls(cls.default_separator)
+    if type(value) is not dict:
+        raise MetadataError(expected(path, "an object {'name': ..., 'configuration': {...}} or a name", value), path)
+    for k in value:
+        if k not in ("name", "configuration", "must_understand"):
+            raise MetadataError(expected(f"{path}.{k}", "only the members name, configuration, must_understand", k), f"{path}.{k}")
+    name = value.get("name")
+    if type(name) is not str:
+        raise MetadataError(expected(f"{path}.name", "a string", name), f"{path}.name")
+    mu = value.get("must_understand", True)
+    if mu is not True:
+        raise MetadataError(
+            expected(f"{path}.must_understand", "true (must_understand=false is not allowed for chunk key encodings)", mu),
+            f"{path}.must_understand",
+        )
+    cls = _ENCODINGS.get(name)
+    if cls is None:
+        raise UnknownExtensionError(f"{path}: unknown chunk key encoding {name!r}", f"{path}.name")
+    if "configuration" not in value:
+        return cls(cls.default_separator)
+    config = value["configuration"]
+    if type(config) is not dict:
+        raise MetadataError(expected(f"{path}.configuration", "an object", config), f"{path}.configuration")
+    for k in config:
+        if k != "separator":
+            raise MetadataError(expected(f"{path}.configuration.{k}", "only the member separator", k), f"{path}.configuration.{k}")
+    sep = config.get("separator", cls.default_separator)
+    if sep != "/" and sep != ".":
+        raise MetadataError(expected(f"{path}.configuration.separator", "'/' or '.'", sep), f"{path}.configuration.separator")
+    return cls(sep)

@@ -1,0 +1,202 @@
+"""Small JSON helpers shared by the metadata parsers (v3-core.rst "Metadata", "Extensions").
+
+Every checker takes the JSON path of the value so errors read
+``<path>: expected <what>, received <value!r>`` (CONVENTIONS.md rule 4).  They are
+plain functions with cheap ``type(...) is`` tests: metadata is parsed on every open.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+import numpy as np
+
+from zarrcy.errors import MetadataError, expected
+
+__all__ = [
+    "load_json_object",
+    "expect_object",
+    "expect_list",
+    "expect_str",
+    "expect_int",
+    "expect_int_list",
+    "parse_extension",
+    "check_extension_name",
+    "is_extension_name",
+    "dumps",
+    "INT64_MAX",
+]
+
+INT64_MAX = (1 << 63) - 1
+
+# registered names: ^[a-z][a-z0-9-_.]+$ (v3-core.rst "Extension naming")
+_NAME_REST = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_.")
+# legacy URI names (RFC 3986 scheme followed by ':'); only tried when the cheap test fails
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:\S+$")
+
+
+def load_json_object(data: Any, path: str = "") -> dict[str, Any]:
+    """``bytes``/``str``/``dict`` -> the top-level object of a metadata document."""
+    if type(data) is dict:
+        return data
+    if isinstance(data, (bytes, bytearray, memoryview, str)):
+        try:
+            doc = json.loads(bytes(data) if isinstance(data, memoryview) else data)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise MetadataError(f"{path or '<document>'}: expected a JSON document, received invalid JSON ({e})", path) from None
+    elif isinstance(data, dict):
+        doc = data
+    else:
+        raise MetadataError(expected(path or "<document>", "JSON bytes, str or dict", type(data).__name__), path)
+    if type(doc) is not dict:
+        raise MetadataError(expected(path or "<document>", "a JSON object", doc), path)
+    return doc
+
+
+def expect_object(value: Any, path: str) -> dict[str, Any]:
+    if type(value) is not dict:
+        raise MetadataError(expected(path, "an object", value), path)
+    return value
+
+
+def expect_list(value: Any, path: str) -> list[Any]:
+    if type(value) is not list and type(value) is not tuple:
+        raise MetadataError(expected(path, "an array", value), path)
+    return value  # type: ignore[return-value]
+
+
+def expect_str(value: Any, path: str) -> str:
+    if type(value) is not str:
+        raise MetadataError(expected(path, "a string", value), path)
+    return value
+
+
+def expect_int(value: Any, path: str, minimum: int = 0, maximum: int = INT64_MAX) -> int:
+    """A JSON integer (never a bool, never ``1.0``) in ``[minimum, maximum]``."""
+    if type(value) is not int:
+        if isinstance(value, np.integer):
+            value = int(value)
+        else:
+            raise MetadataError(expected(path, f"an integer in [{minimum}, {maximum}]", value), path)
+    if value < minimum or value > maximum:
+        raise MetadataError(expected(path, f"an integer in [{minimum}, {maximum}]", value), path)
+    return value
+
+
+def expect_int_list(value: Any, path: str, minimum: int = 0, maximum: int = INT64_MAX) -> tuple[int, ...]:
+    items = expect_list(value, path)
+    out = []
+    for i, v in enumerate(items):
+        if type(v) is int and minimum <= v <= maximum:
+            out.append(v)
+        else:
+            out.append(expect_int(v, f"{path}[{i}]", minimum, maximum))
+    return tuple(out)
+
+
+def is_extension_name(name: str) -> bool:
+    """Registered form ``^[a-z][a-z0-9-_.]+$`` or a legacy URI."""
+    if len(name) >= 2 and "a" <= name[0] <= "z" and _NAME_REST.issuperset(name):
+        return True
+    return _URI.match(name) is not None
+
+
+def check_extension_name(name: Any, path: str) -> str:
+    if type(name) is not str or not is_extension_name(name):
+        raise MetadataError(
+            expected(path, "an extension name matching ^[a-z][a-z0-9-_.]+$ or a URI", name), path
+        )
+    return name
+
+
+_EXT_KEYS = frozenset(("name", "configuration", "must_understand"))
+
+
+def parse_extension(value: Any, path: str) -> tuple[str, dict[str, Any] | None, bool]:
+    """An extension definition -> ``(name, configuration or None, must_understand)``.
+
+    Accepts the object form ``{"name", "configuration"?, "must_understand"?}`` and the
+    short-hand name (a plain string means an object with just ``name``).
+    """
+    if type(value) is str:
+        return check_extension_name(value, path), None, True
+    if type(value) is not dict:
+        raise MetadataError(expected(path, "an extension name or object", value), path)
+    if "name" not in value:
+        raise MetadataError(expected(f"{path}.name", "a member 'name'", value), f"{path}.name")
+    name = check_extension_name(value["name"], f"{path}.name")
+    if not _EXT_KEYS.issuperset(value):
+        extra = sorted(k for k in value if k not in _EXT_KEYS)
+        raise MetadataError(
+            expected(f"{path}.{extra[0]}", "only the members name, configuration, must_understand", extra[0]),
+            f"{path}.{extra[0]}",
+        )
+    config = value.get("configuration")
+    if config is not None and type(config) is not dict:
+        raise MetadataError(expected(f"{path}.configuration", "an object", config), f"{path}.configuration")
+    if "configuration" in value and config is None:
+        raise MetadataError(expected(f"{path}.configuration", "an object", None), f"{path}.configuration")
+    mu = value.get("must_understand", True)
+    if type(mu) is not bool:
+        raise MetadataError(expected(f"{path}.must_understand", "a boolean", mu), f"{path}.must_understand")
+    return name, config, mu
+
+
+def _json_default(obj: Any) -> Any:
+    """Let numpy scalars/arrays in user attributes serialise as their JSON equivalents."""
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.floating):
+        return _finite_or_name(float(obj))
+    if isinstance(obj, np.ndarray):
+        return _replace_nonfinite(obj.tolist())
+    if isinstance(obj, tuple):
+        return list(obj)
+    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
+
+
+def _finite_or_name(v: float) -> Any:
+    if math.isfinite(v):
+        return v
+    if v != v:
+        return "NaN"
+    return "Infinity" if v > 0 else "-Infinity"
+
+
+def _replace_nonfinite(obj: Any) -> Any:
+    """Float NaN/inf anywhere in ``obj`` -> the strings "NaN"/"Infinity"/"-Infinity"."""
+    t = type(obj)
+    if t is float:
+        return _finite_or_name(obj)
+    if t is dict:
+        return {k: _replace_nonfinite(v) for k, v in obj.items()}
+    if t is list or t is tuple:
+        return [_replace_nonfinite(v) for v in obj]
+    if isinstance(obj, (np.floating, np.ndarray)):
+        return _json_default(obj)
+    return obj
+
+
+def dumps(doc: dict[str, Any]) -> bytes:
+    """Deterministic UTF-8 JSON for a metadata document (``indent=2``, key order kept).
+
+    NaN/Infinity are never written as bare tokens (they are not JSON): float NaN/inf
+    inside ``attributes`` (or any other user value) are written as the strings
+    ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` -- the fill-value spelling.  Reading
+    accepts bare tokens (zarr-python writes them in attributes), so such attributes
+    come back as strings after a zarrcy rewrite.
+    """
+    kw = dict(indent=2, sort_keys=False, allow_nan=False, ensure_ascii=False, default=_json_default)
+    try:
+        try:
+            text = json.dumps(doc, **kw)  # type: ignore[arg-type]
+        except ValueError:  # a float NaN/inf somewhere: spell it as a string
+            text = json.dumps(_replace_nonfinite(doc), **kw)  # type: ignore[arg-type]
+    except TypeError as e:
+        raise MetadataError(f"<document>: expected JSON-serialisable values, received {e}") from None
+    return text.encode("utf-8")

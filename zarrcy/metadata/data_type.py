@@ -1,0 +1,225 @@
+"""Zarr v3 data types (v3-data-types.rst, v3-core.rst "Data types", ext-data-types/*.md).
+
+Core: ``bool``, ``int8``..``int64``, ``uint8``..``uint64``, ``float16/32/64``,
+``complex64/128`` and raw bits ``r<bits>`` (a multiple of 8, numpy ``V<bytes>``).
+Extensions (numpy dtypes from ml_dtypes): ``bfloat16``, ``float8_e4m3`` (the
+IEEE-like variant *with* infinities, i.e. ``ml_dtypes.float8_e4m3``, not ``...fn``),
+``float8_e5m2``, ``float4_e2m1fn``, ``int2``, ``int4``, ``uint2``, ``uint4``; also
+``float8_e4m3fn`` (no infinities, NaN = ``0x7f``) which tensorstore writes.
+
+A :class:`DataType` is a frozen dataclass; ``dtype`` is always native byte order
+(endianness belongs to the ``bytes`` codec).  Fill-value encoding lives in
+:mod:`zarrcy.metadata.fill_value`; the methods here delegate to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, NamedTuple
+
+import ml_dtypes
+import numpy as np
+
+from zarrcy.errors import MetadataError, UnknownExtensionError, expected
+from zarrcy.metadata import fill_value as _fv
+from zarrcy.metadata._parse import check_extension_name, parse_extension
+
+__all__ = ["DataType", "FloatFormat", "parse_data_type", "from_numpy", "DATA_TYPES"]
+
+Category = Literal["bool", "int", "uint", "float", "complex", "raw"]
+
+
+class FloatFormat(NamedTuple):
+    """Binary layout of a floating-point type: ``1 + exp_bits + man_bits`` bits.
+
+    ``special``: ``"ieee"`` (all-ones exponent = inf/NaN), ``"fn"`` (finite + NaN only at
+    all-ones exponent and mantissa), ``"finite"`` (no inf, no NaN).
+    """
+
+    exp_bits: int
+    man_bits: int
+    bias: int
+    special: Literal["ieee", "fn", "finite"]
+
+    @property
+    def nbits(self) -> int:
+        return 1 + self.exp_bits + self.man_bits
+
+    @property
+    def nan_bits(self) -> int | None:
+        """The bits "NaN" denotes: sign 0, exponent all ones, mantissa MSB 1 (rest 0)."""
+        if self.special == "finite":
+            return None
+        if self.special == "fn":
+            return (1 << (self.nbits - 1)) - 1  # 0x7f for float8_e4m3fn
+        return (((1 << self.exp_bits) - 1) << self.man_bits) | (1 << (self.man_bits - 1))
+
+
+@dataclass(frozen=True)
+class DataType:
+    """One Zarr data type.  ``name`` is its JSON identifier."""
+
+    name: str
+    dtype: np.dtype = field(compare=False)
+    category: Category = field(compare=False)
+    #: float layout (for complex: of each component)
+    float_format: FloatFormat | None = field(default=None, compare=False, repr=False)
+    #: inclusive integer range (int/uint types)
+    int_range: tuple[int, int] | None = field(default=None, compare=False, repr=False)
+    #: unsigned numpy dtype with the same itemsize (bit views; per component for complex)
+    bits_dtype: np.dtype | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    def to_json(self) -> Any:
+        """The JSON identifier (a plain string for every type zarrcy implements)."""
+        return self.name
+
+    def parse_fill_value(self, json_value: Any, path: str = "fill_value") -> Any:
+        return _fv.parse_fill_value(self, json_value, path)
+
+    def fill_value_to_json(self, value: Any) -> Any:
+        return _fv.fill_value_to_json(self, value)
+
+    def default_fill_value(self) -> Any:
+        return _fv.default_fill_value(self)
+
+    @staticmethod
+    def from_numpy(dtype_like: Any) -> DataType:
+        return from_numpy(dtype_like)
+
+    def __repr__(self) -> str:
+        return f"DataType({self.name!r})"
+
+
+def _uint(nbytes: int) -> np.dtype:
+    return np.dtype(f"u{nbytes}")
+
+
+def _make_table() -> dict[str, DataType]:
+    t: dict[str, DataType] = {}
+    t["bool"] = DataType("bool", np.dtype(np.bool_), "bool", bits_dtype=_uint(1))
+    for bits in (8, 16, 32, 64):
+        n = bits // 8
+        t[f"int{bits}"] = DataType(
+            f"int{bits}", np.dtype(f"i{n}"), "int", int_range=(-(1 << (bits - 1)), (1 << (bits - 1)) - 1), bits_dtype=_uint(n)
+        )
+        t[f"uint{bits}"] = DataType(
+            f"uint{bits}", np.dtype(f"u{n}"), "uint", int_range=(0, (1 << bits) - 1), bits_dtype=_uint(n)
+        )
+    floats = {
+        "float16": (np.dtype(np.float16), FloatFormat(5, 10, 15, "ieee")),
+        "float32": (np.dtype(np.float32), FloatFormat(8, 23, 127, "ieee")),
+        "float64": (np.dtype(np.float64), FloatFormat(11, 52, 1023, "ieee")),
+        "bfloat16": (np.dtype(ml_dtypes.bfloat16), FloatFormat(8, 7, 127, "ieee")),
+        "float8_e4m3": (np.dtype(ml_dtypes.float8_e4m3), FloatFormat(4, 3, 7, "ieee")),
+        "float8_e5m2": (np.dtype(ml_dtypes.float8_e5m2), FloatFormat(5, 2, 15, "ieee")),
+        "float8_e4m3fn": (np.dtype(ml_dtypes.float8_e4m3fn), FloatFormat(4, 3, 7, "fn")),
+        "float4_e2m1fn": (np.dtype(ml_dtypes.float4_e2m1fn), FloatFormat(2, 1, 1, "finite")),
+    }
+    for name, (dt, fmt) in floats.items():
+        t[name] = DataType(name, dt, "float", float_format=fmt, bits_dtype=_uint(dt.itemsize))
+    t["complex64"] = DataType(
+        "complex64", np.dtype(np.complex64), "complex", float_format=floats["float32"][1], bits_dtype=_uint(4)
+    )
+    t["complex128"] = DataType(
+        "complex128", np.dtype(np.complex128), "complex", float_format=floats["float64"][1], bits_dtype=_uint(8)
+    )
+    for name, dt, lo, hi in (
+        ("int2", ml_dtypes.int2, -2, 1),
+        ("int4", ml_dtypes.int4, -8, 7),
+        ("uint2", ml_dtypes.uint2, 0, 3),
+        ("uint4", ml_dtypes.uint4, 0, 15),
+    ):
+        d = np.dtype(dt)
+        t[name] = DataType(name, d, "int" if lo < 0 else "uint", int_range=(lo, hi), bits_dtype=_uint(d.itemsize))
+    return t
+
+
+#: every named (non-raw) data type zarrcy implements
+DATA_TYPES: dict[str, DataType] = _make_table()
+# ml_dtypes scalar types -> name (their dtypes all have kind "V", like raw types)
+_BY_SCALAR_TYPE: dict[type, DataType] = {d.dtype.type: d for d in DATA_TYPES.values() if d.dtype.kind == "V"}
+# builtin numpy kinds by (kind, itemsize): np.longlong and np.int64 are distinct types
+_BY_KIND: dict[tuple[str, int], DataType] = {
+    (d.dtype.kind, d.dtype.itemsize): d for d in DATA_TYPES.values() if d.dtype.kind in "biufc"
+}
+_RAW_CACHE: dict[int, DataType] = {}
+
+
+def _raw(nbits: int) -> DataType:
+    d = _RAW_CACHE.get(nbits)
+    if d is None:
+        d = DataType(f"r{nbits}", np.dtype(f"V{nbits // 8}"), "raw")
+        _RAW_CACHE[nbits] = d
+    return d
+
+
+def _parse_raw_name(name: str) -> DataType | None:
+    """``r<bits>`` with bits a positive multiple of 8 written without leading zeros."""
+    digits = name[1:]
+    if name[:1] != "r" or not digits.isdigit() or not digits.isascii() or digits[0] == "0":
+        return None
+    nbits = int(digits)
+    if nbits % 8:
+        return None
+    return _raw(nbits)
+
+
+def parse_data_type(json_value: Any, path: str = "data_type") -> DataType:
+    """The ``data_type`` member -> :class:`DataType`.
+
+    Unknown names raise :class:`UnknownExtensionError` naming ``path``;
+    ``must_understand: false`` is not allowed for data types (v3-core.rst
+    "must_understand") and is a :class:`MetadataError`.
+    """
+    if type(json_value) is str:
+        d = DATA_TYPES.get(json_value)
+        if d is not None:
+            return d
+        name, config, mu = json_value, None, True
+        check_extension_name(name, path)
+    else:
+        name, config, mu = parse_extension(json_value, path)
+        if not mu:
+            raise MetadataError(
+                expected(f"{path}.must_understand", "true (must_understand=false is not allowed for data types)", mu),
+                f"{path}.must_understand",
+            )
+    d = DATA_TYPES.get(name) or _parse_raw_name(name)
+    if d is None:
+        if name[:1] == "r" and name[1:].isdigit():
+            raise MetadataError(expected(path, "a raw type r<bits> with bits a positive multiple of 8", name), path)
+        raise UnknownExtensionError(f"{path}: unknown data type {name!r}", path)
+    if config:  # none of the implemented types takes a configuration
+        key = next(iter(config))
+        raise MetadataError(
+            expected(f"{path}.configuration.{key}", f"no configuration for data type {name!r}", config[key]),
+            f"{path}.configuration.{key}",
+        )
+    return d
+
+
+def from_numpy(dtype_like: Any) -> DataType:
+    """A numpy dtype (or anything ``np.dtype`` accepts, or a Zarr name) -> :class:`DataType`.
+
+    Byte order is dropped (``">i2"`` -> ``int16``); ``"V3"`` and ``"r24"`` -> ``r24``.
+    """
+    if isinstance(dtype_like, DataType):
+        return dtype_like
+    if type(dtype_like) is str:
+        d = DATA_TYPES.get(dtype_like) or _parse_raw_name(dtype_like)
+        if d is not None:
+            return d
+    try:
+        dt = np.dtype(dtype_like)
+    except TypeError as e:
+        raise MetadataError(expected("dtype", "a numpy dtype or Zarr data type name", dtype_like), "dtype") from e
+    d = _BY_KIND.get((dt.kind, dt.itemsize)) if dt.kind in "biufc" else _BY_SCALAR_TYPE.get(dt.type)
+    if d is not None:
+        return d
+    if dt.type is np.void and dt.fields is None and dt.subdtype is None and dt.itemsize > 0:
+        return _raw(dt.itemsize * 8)
+    raise MetadataError(expected("dtype", "a dtype with a Zarr v3 data type", str(dt)), "dtype")

@@ -1,0 +1,297 @@
+"""Fill-value JSON encodings (v3-data-types.rst "Permitted fill values", ext-data-types/*.md).
+
+``parse_fill_value(data_type, json_value, path)`` is also the parser for any scalar
+written "with the fill-value encoding of type T" (cast_value's ``scalar_map``,
+scale_offset's ``scale``/``offset``): it returns a numpy scalar of ``data_type.dtype``
+whose bits are exact (NaN payloads kept).
+
+Forms accepted, by type:
+
+* ``bool``: ``true``/``false`` only.
+* integers: JSON integers (no fraction/exponent, never a bool) within range.
+* floats: JSON numbers (integers too), rounded *once* from the exact value to the
+  target type, ties to even; ``"NaN"`` (sign 0, exponent all ones, mantissa MSB 1),
+  ``"Infinity"``, ``"+Infinity"``, ``"-Infinity"``; ``"0x..."`` with exactly
+  2 x itemsize hex digits giving the bits.  A ``decimal.Decimal`` or
+  ``fractions.Fraction`` is taken as the exact JSON number text (see
+  :func:`needs_exact_text`).  A Python float NaN/inf (bare JSON token, or a dict built
+  in Python) is read as "NaN"/"Infinity".
+* complex: ``[re, im]``, each in the float forms of the component type.
+* raw ``r<bits>``: a list of ``bits/8`` integers in ``[0, 255]``.
+
+Writing (:func:`fill_value_to_json`) is the canonical inverse: the default NaN writes
+``"NaN"``, any other NaN ``"0x..."``, infinities ``"Infinity"``/``"-Infinity"``, finite
+floats the shortest decimal that reads back to the same bits (``-0.0`` stays ``-0.0``).
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+from fractions import Fraction
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from zarrcy.errors import MetadataError, expected
+
+if TYPE_CHECKING:
+    from zarrcy.metadata.data_type import DataType, FloatFormat
+
+__all__ = ["parse_fill_value", "fill_value_to_json", "default_fill_value", "needs_exact_text", "round_to_bits"]
+
+_HEX = frozenset("0123456789abcdefABCDEF")
+# largest finite value of the numpy-native float types (fast path below it: no overflow)
+_NATIVE_FLOATS = {"float16": 65504.0, "float32": float(np.finfo(np.float32).max), "float64": math.inf}
+
+
+def _err(path: str, what: str, value: Any) -> MetadataError:
+    return MetadataError(expected(path, what, value), path)
+
+
+# --------------------------------------------------------------------------- floats
+
+
+def round_to_bits(fmt: FloatFormat, x: Fraction | int, negative: bool) -> int | None:
+    """Bits of ``(-1)**negative * |x|`` rounded once to ``fmt``, nearest, ties to even.
+
+    Overflow gives the infinity of an IEEE format and ``None`` for formats without one.
+    """
+    E, M = fmt.exp_bits, fmt.man_bits
+    sign = (1 << (E + M)) if negative else 0
+    a = abs(Fraction(x))
+    if a == 0:
+        return sign
+    n, d = a.numerator, a.denominator
+    e = n.bit_length() - d.bit_length()  # floor(log2 a) is e or e - 1
+    if (n << -e if e < 0 else n) < (d if e < 0 else d << e):
+        e -= 1
+    emin = 1 - fmt.bias
+    if e < emin:
+        e = emin  # subnormal range: fixed quantum 2**(emin - M)
+    shift = e - M
+    if shift >= 0:
+        q, r = divmod(n, d << shift)
+        den = d << shift
+    else:
+        q, r = divmod(n << -shift, d)
+        den = d
+    r2 = r << 1
+    if r2 > den or (r2 == den and q & 1):
+        q += 1
+    if q >> (M + 1):  # carried into the next binade
+        q >>= 1
+        e += 1
+    if q >> M:
+        biased, man = e + fmt.bias, q - (1 << M)
+    else:
+        biased, man = 0, q
+    max_biased = (1 << E) - 2 if fmt.special == "ieee" else (1 << E) - 1
+    if biased > max_biased or (fmt.special == "fn" and biased == max_biased and man == (1 << M) - 1):
+        if fmt.special == "ieee":
+            return sign | (((1 << E) - 1) << M)
+        return None
+    return sign | (biased << M) | man
+
+
+def _float_bits(fmt: FloatFormat, ndigits: int, value: Any, path: str) -> int:
+    """One float (or complex component) JSON value -> its bits (slow, exact path)."""
+    t = type(value)
+    if t is str:
+        if value == "NaN":
+            if fmt.nan_bits is None:
+                raise _err(path, "a finite number or '0x..' (this type has no NaN)", value)
+            return fmt.nan_bits
+        if value in ("Infinity", "+Infinity", "-Infinity"):
+            if fmt.special != "ieee":
+                raise _err(path, "a finite number, 'NaN' or '0x..' (this type has no infinity)", value)
+            inf = ((1 << fmt.exp_bits) - 1) << fmt.man_bits
+            return inf | (1 << (fmt.nbits - 1)) if value[0] == "-" else inf
+        if value[:2] == "0x" and len(value) == 2 + ndigits and _HEX.issuperset(value[2:]):
+            bits = int(value[2:], 16)
+            if bits >> fmt.nbits:
+                raise _err(path, f"a bit pattern of at most {fmt.nbits} bits", value)
+            return bits
+        raise _err(
+            path,
+            f"a number, 'NaN', 'Infinity', '-Infinity' or '0x' followed by {ndigits} hex digits",
+            value,
+        )
+    if t is bool or value is None:
+        raise _err(path, "a number or one of 'NaN', 'Infinity', '-Infinity', '0x...'", value)
+    if t is float or isinstance(value, np.floating):
+        v = float(value)
+        if v != v:
+            return _float_bits(fmt, ndigits, "NaN", path)
+        if math.isinf(v):
+            return _float_bits(fmt, ndigits, "Infinity" if v > 0 else "-Infinity", path)
+        x: Fraction | int = Fraction(v)
+        negative = math.copysign(1.0, v) < 0
+    elif t is int or isinstance(value, np.integer):
+        x = int(value)
+        negative = x < 0
+    elif t is Decimal:
+        if not value.is_finite():
+            return _float_bits(fmt, ndigits, "NaN" if value.is_nan() else ("-Infinity" if value < 0 else "Infinity"), path)
+        x = Fraction(value)
+        negative = value.is_signed()
+    elif t is Fraction:
+        x = value
+        negative = value < 0
+    else:
+        raise _err(path, "a number or one of 'NaN', 'Infinity', '-Infinity', '0x...'", value)
+    bits = round_to_bits(fmt, x, negative)
+    if bits is None:
+        raise _err(path, "a number within the range of the data type", value)
+    return bits
+
+
+def _from_bits(data_type: DataType, bits: int) -> Any:
+    return np.array(bits, dtype=data_type.bits_dtype).view(data_type.dtype)[()]
+
+
+def _parse_float(data_type: DataType, value: Any, path: str) -> Any:
+    t = type(value)
+    if t is float:
+        limit = _NATIVE_FLOATS.get(data_type.name)
+        if limit is not None and -limit <= value <= limit:  # NaN, inf, overflow: slow path
+            # a binary64 value is exact: numpy's f64 -> f32/f16 casts round once, ties to even
+            return data_type.dtype.type(value)
+    if t is int and data_type.name == "float64" and -(1 << 53) <= value <= (1 << 53):
+        return np.float64(value)
+    fmt = data_type.float_format
+    return _from_bits(data_type, _float_bits(fmt, 2 * data_type.itemsize, value, path))  # type: ignore[arg-type]
+
+
+def _parse_complex(data_type: DataType, value: Any, path: str) -> Any:
+    if isinstance(value, (complex, np.complexfloating)):
+        value = [value.real, value.imag]
+    if (type(value) is not list and type(value) is not tuple) or len(value) != 2:
+        raise _err(path, "a two-element array [real, imaginary]", value)
+    fmt = data_type.float_format
+    nd = data_type.itemsize  # hex digits per component: 2 x (itemsize / 2)
+    re = _float_bits(fmt, nd, value[0], f"{path}[0]")  # type: ignore[arg-type]
+    im = _float_bits(fmt, nd, value[1], f"{path}[1]")  # type: ignore[arg-type]
+    return np.array([re, im], dtype=data_type.bits_dtype).view(data_type.dtype)[0]
+
+
+@lru_cache(maxsize=1024)
+def _finite_to_json(fmt: FloatFormat, bits: int, v: float) -> float:
+    """Shortest decimal (as the float whose repr JSON writes) reading back to ``bits``."""
+    if v == 0 or fmt.man_bits == 52:
+        return v
+    negative = v < 0
+    for p in range(1, 18):
+        cand = float(f"{v:.{p}g}")
+        if round_to_bits(fmt, Fraction(repr(cand)), negative) == bits:
+            return cand
+    return v  # unreachable: 17 digits always round-trip a binary64 value
+
+
+def _float_to_json(fmt: FloatFormat, bits: int, v: float, ndigits: int) -> Any:
+    E, M = fmt.exp_bits, fmt.man_bits
+    exp = (bits >> M) & ((1 << E) - 1)
+    man = bits & ((1 << M) - 1)
+    special = fmt.special
+    if (special == "ieee" and exp == (1 << E) - 1) or (
+        special == "fn" and exp == (1 << E) - 1 and man == (1 << M) - 1
+    ):
+        if special == "ieee" and man == 0:
+            return "-Infinity" if bits >> (fmt.nbits - 1) else "Infinity"
+        if bits == fmt.nan_bits:
+            return "NaN"
+        return f"0x{bits:0{ndigits}x}"
+    return _finite_to_json(fmt, bits, v)
+
+
+# --------------------------------------------------------------------------- API
+
+
+def parse_fill_value(data_type: DataType, json_value: Any, path: str = "fill_value") -> Any:
+    """A JSON fill value (or a scalar in the fill-value encoding of ``data_type``)
+    -> numpy scalar of ``data_type.dtype`` with exact bits.  Raises MetadataError."""
+    cat = data_type.category
+    t = type(json_value)
+    if cat == "float":
+        return _parse_float(data_type, json_value, path)
+    if cat == "int" or cat == "uint":
+        lo, hi = data_type.int_range  # type: ignore[misc]
+        if t is not int:
+            if isinstance(json_value, np.integer):
+                json_value = int(json_value)
+            else:
+                raise _err(path, f"an integer in [{lo}, {hi}]", json_value)
+        if json_value < lo or json_value > hi:
+            raise _err(path, f"an integer in [{lo}, {hi}]", json_value)
+        return data_type.dtype.type(json_value)
+    if cat == "bool":
+        if t is bool or t is np.bool_:
+            return np.bool_(json_value)
+        raise _err(path, "true or false", json_value)
+    if cat == "complex":
+        return _parse_complex(data_type, json_value, path)
+    # raw bits
+    n = data_type.itemsize
+    if isinstance(json_value, (bytes, bytearray)) and len(json_value) == n:
+        return np.void(bytes(json_value))
+    if (t is not list and t is not tuple) or len(json_value) != n:
+        raise _err(path, f"an array of {n} integers in [0, 255]", json_value)
+    for i, b in enumerate(json_value):
+        if type(b) is not int or not 0 <= b <= 255:
+            raise _err(f"{path}[{i}]", "an integer in [0, 255]", b)
+    return np.void(bytes(json_value))
+
+
+def fill_value_to_json(data_type: DataType, value: Any) -> Any:
+    """The canonical JSON form of ``value`` (a scalar of ``data_type`` or any JSON form)."""
+    if not (isinstance(value, np.generic) and value.dtype == data_type.dtype):
+        value = parse_fill_value(data_type, value, "fill_value")
+    cat = data_type.category
+    if cat == "int" or cat == "uint":
+        return int(value)
+    if cat == "bool":
+        return bool(value)
+    if cat == "float":
+        bits = int(np.array(value).view(data_type.bits_dtype))
+        return _float_to_json(data_type.float_format, bits, float(value), 2 * data_type.itemsize)  # type: ignore[arg-type]
+    if cat == "complex":
+        parts = np.array(value).reshape(1).view(data_type.bits_dtype)
+        fmt = data_type.float_format
+        return [
+            _float_to_json(fmt, int(parts[0]), float(value.real), data_type.itemsize),  # type: ignore[arg-type]
+            _float_to_json(fmt, int(parts[1]), float(value.imag), data_type.itemsize),  # type: ignore[arg-type]
+        ]
+    return list(value.tobytes())
+
+
+def default_fill_value(data_type: DataType) -> Any:
+    """Zero of the type (``false``, ``0``, ``0.0``, ``0+0j``, all-zero bytes)."""
+    if data_type.category == "raw":
+        return np.void(bytes(data_type.itemsize))
+    return np.zeros((), dtype=data_type.dtype)[()]
+
+
+def needs_exact_text(data_type: DataType, json_value: Any) -> bool:
+    """True when a float parsed from JSON text may have been rounded twice.
+
+    ``json.loads`` rounds a number's text to binary64 first; for a narrower target
+    that is exact unless the binary64 value is not representable in the target (then a
+    tie could be broken wrongly).  Callers holding the text re-read the number as a
+    ``Decimal`` in that (rare) case.
+    """
+    cat = data_type.category
+    if cat == "float":
+        values = (json_value,)
+    elif cat == "complex" and type(json_value) is list:
+        values = tuple(json_value)
+    else:
+        return False
+    if data_type.itemsize == 8 and cat == "float" or data_type.itemsize == 16:
+        return False
+    for v in values:
+        if type(v) is float and math.isfinite(v):
+            scalar = parse_fill_value(data_type, v) if cat == "float" else np.float32(v)
+            if float(scalar) != v:
+                return True
+    return False
