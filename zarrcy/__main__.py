@@ -1,0 +1,5 @@
+import sys
+
+from zarrcy.cli import main
+
+sys.exit(main())
