@@ -402,6 +402,8 @@ class LocalStore(Store):
                 self._check_fd(fd, path)
                 for start, value in items:
                     mv = as_bytes_view(value)
+                    if not len(mv) and os.fstat(fd).st_size < start:
+                        os.ftruncate(fd, start)  # an empty write still extends, as in MemoryStore
                     written = 0
                     while written < len(mv):
                         written += os.pwrite(fd, mv[written:], start + written)

@@ -62,15 +62,18 @@ class MemoryStore(Store):
         return f"MemoryStore({self.url!r}, {len(self._data)} keys{', read_only' if self.read_only else ''})"
 
     def __reduce__(self):
-        return (lookup_memory_store, (self.url,))
+        return (lookup_memory_store, (self.url, self.read_only))
 
     def with_read_only(self, read_only: bool = True) -> "MemoryStore":
-        """A view sharing this store's data (and lock) with another ``read_only`` flag."""
+        """A view sharing this store's data, lock and URL, with another ``read_only`` flag."""
+        if read_only == self.read_only:
+            return self
         view = MemoryStore.__new__(MemoryStore)
         Store.__init__(view, read_only=read_only)
         view._data = self._data
         view._lock = self._lock
-        view._register()
+        view.name = self.name
+        view._origin = getattr(self, "_origin", self)  # keeps the registered store alive
         return view
 
     def __len__(self) -> int:
@@ -163,8 +166,9 @@ class MemoryStore(Store):
         return sorted(names)
 
 
-def lookup_memory_store(url: str) -> MemoryStore:
-    """The live MemoryStore registered under ``memory://<name>`` in this process."""
+def lookup_memory_store(url: str, read_only: bool | None = None) -> MemoryStore:
+    """The live MemoryStore registered under ``memory://<name>`` in this process
+    (as a view with the given ``read_only`` flag if it differs)."""
     name = url[len("memory://") :] if url.startswith("memory://") else url
     with _registry_lock:
         store = _registry.get(name)
@@ -173,4 +177,6 @@ def lookup_memory_store(url: str) -> MemoryStore:
             f"{url}: no MemoryStore of that name in this process (memory stores cannot be "
             "shared across processes, and this one may have been garbage-collected)"
         )
+    if read_only is not None:
+        store = store.with_read_only(read_only)
     return store

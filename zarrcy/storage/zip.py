@@ -306,6 +306,10 @@ class ZipStore(Store):
                 raise StoreError(f"{st.path}: writing member {key!r} failed: {e}") from e
             st.index[key] = info
 
+    def set_partial_values(self, key_start_values) -> None:
+        self._check_writable()
+        raise StoreError(f"{self.url}: zip stores do not support partial writes (members are written whole)")
+
     def _no_delete(self, what: str) -> None:
         self._check_writable()
         raise StoreError(
