@@ -1,0 +1,126 @@
+"""Data type identifiers (v3-data-types.rst, ext-data-types/*.md)."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from zarrcy.errors import MetadataError, UnknownExtensionError
+from zarrcy.metadata import DATA_TYPES, DataType, from_numpy, parse_data_type
+
+CORE = {
+    "bool": np.bool_,
+    "int8": np.int8,
+    "int16": np.int16,
+    "int32": np.int32,
+    "int64": np.int64,
+    "uint8": np.uint8,
+    "uint16": np.uint16,
+    "uint32": np.uint32,
+    "uint64": np.uint64,
+    "float16": np.float16,
+    "float32": np.float32,
+    "float64": np.float64,
+    "complex64": np.complex64,
+    "complex128": np.complex128,
+}
+EXT = {
+    "bfloat16": ml_dtypes.bfloat16,
+    "float8_e4m3": ml_dtypes.float8_e4m3,
+    "float8_e5m2": ml_dtypes.float8_e5m2,
+    "float4_e2m1fn": ml_dtypes.float4_e2m1fn,
+    "float8_e4m3fn": ml_dtypes.float8_e4m3fn,
+    "int2": ml_dtypes.int2,
+    "int4": ml_dtypes.int4,
+    "uint2": ml_dtypes.uint2,
+    "uint4": ml_dtypes.uint4,
+}
+
+
+@pytest.mark.parametrize("name,np_type", [*CORE.items(), *EXT.items()])
+def test_named_types(name: str, np_type: type) -> None:
+    d = parse_data_type(name)
+    assert d.name == name and d.to_json() == name
+    assert d.dtype == np.dtype(np_type)
+    assert d.itemsize == np.dtype(np_type).itemsize
+    assert from_numpy(np_type) is d
+    assert from_numpy(np.dtype(np_type)) is d
+    assert from_numpy(name) is d
+    assert DataType.from_numpy(np_type) is d
+    # the object form of a core name is the same type
+    assert parse_data_type({"name": name}) is d
+    assert parse_data_type({"name": name, "must_understand": True}) is d
+
+
+def test_float8_e4m3_is_ieee_variant_with_infinity() -> None:
+    # ext-data-types/float8_e4m3.md: IEEE-like, with NaN and +/-inf -> not the "fn" variant
+    d = parse_data_type("float8_e4m3")
+    assert d.dtype == np.dtype(ml_dtypes.float8_e4m3)
+    assert d.dtype != np.dtype(ml_dtypes.float8_e4m3fn)
+    assert np.isinf(d.parse_fill_value("Infinity"))
+
+
+@pytest.mark.parametrize("spelling,name", [("<f4", "float32"), (">i2", "int16"), ("=u8", "uint64"), (">c16", "complex128"), ("?", "bool"), ("float32", "float32"), (float, "float64"), (int, "int64"), (np.longlong, "int64"), (np.ulonglong, "uint64")])
+def test_from_numpy_drops_byte_order(spelling: object, name: str) -> None:
+    d = from_numpy(spelling)
+    assert d.name == name
+    assert d.dtype.isnative
+
+
+@pytest.mark.parametrize("spelling,nbits", [("V3", 24), ("r24", 24), ("r8", 8), (np.dtype("V1"), 8), ("V16", 128)])
+def test_raw_types(spelling: object, nbits: int) -> None:
+    d = from_numpy(spelling)
+    assert d.name == f"r{nbits}"
+    assert d.dtype == np.dtype(f"V{nbits // 8}")
+    assert parse_data_type(f"r{nbits}") == d
+
+
+@pytest.mark.parametrize("bad", ["U4", "M8[ns]", "O", [("a", "i4")], "f16" if np.dtype("g").itemsize == 16 else "U1"])
+def test_from_numpy_unsupported(bad: object) -> None:
+    with pytest.raises(MetadataError):
+        from_numpy(bad)
+
+
+@pytest.mark.parametrize("name", ["r12", "r0", "r08", "r-8", "r"])
+def test_bad_raw_names(name: str) -> None:
+    with pytest.raises(MetadataError):
+        parse_data_type(name)
+
+
+@pytest.mark.parametrize("name", ["string", "urn:example:datetime", "float128", "numpy.datetime64", "vlen-utf8"])
+def test_unknown_data_type_names_the_path(name: str) -> None:
+    with pytest.raises(UnknownExtensionError, match="data_type") as e:
+        parse_data_type(name, "data_type")
+    assert name in str(e.value)
+    with pytest.raises(UnknownExtensionError, match=name):
+        parse_data_type({"name": name, "configuration": {"unit": "ns"}}, "data_type")
+
+
+def test_must_understand_false_not_allowed() -> None:
+    with pytest.raises(MetadataError, match="must_understand"):
+        parse_data_type({"name": "float32", "must_understand": False})
+    with pytest.raises(MetadataError, match="must_understand"):
+        parse_data_type({"name": "made-up", "must_understand": False})
+
+
+@pytest.mark.parametrize(
+    "value",
+    [None, 3, True, [], ["float32"], {"configuration": {}}, {"name": 3}, {"name": "float32", "configuration": 1},
+     {"name": "float32", "configuration": {"x": 1}}, {"name": "float32", "extra": 1}, "Float32", "foo/bar", "",
+     {"name": "float32", "must_understand": "no"}],
+)
+def test_bad_data_type_values(value: object) -> None:
+    with pytest.raises(MetadataError):
+        parse_data_type(value, "data_type")
+
+
+def test_registry_is_complete() -> None:
+    assert set(CORE) | set(EXT) == set(DATA_TYPES)
+
+
+def test_data_type_is_frozen_and_hashable() -> None:
+    d = parse_data_type("int8")
+    with pytest.raises(AttributeError):
+        d.name = "x"  # type: ignore[misc]
+    assert {d: 1}[parse_data_type("int8")] == 1
