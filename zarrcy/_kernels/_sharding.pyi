@@ -53,3 +53,10 @@ def empty_chunks(
     fill_row: npt.NDArray[np.uint8] | bytes,
     out: npt.NDArray[np.uint8],
 ) -> None: ...
+def copy_ranges(
+    src: npt.NDArray[np.uint8] | bytes | memoryview,
+    src_offsets: npt.NDArray[np.uint64],
+    nbytes: npt.NDArray[np.uint64],
+    dst: npt.NDArray[np.uint8] | bytearray | memoryview,
+    dst_offsets: npt.NDArray[np.uint64],
+) -> int: ...

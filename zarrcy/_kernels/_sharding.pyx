@@ -10,7 +10,7 @@ Functions return ``-1`` (or a count) on success; the Python layer raises with co
 """
 
 from libc.stdint cimport int64_t, uint64_t, uint8_t
-from libc.string cimport memcmp
+from libc.string cimport memcmp, memcpy
 
 import numpy as np
 
@@ -381,3 +381,32 @@ def empty_chunks(const uint8_t[::1] data, const int64_t[::1] shape, const int64_
                     break
                 gpos[d] = 0
                 d -= 1
+
+
+# ------------------------------------------------------------------------------------
+# assembling a shard from existing bytes
+# ------------------------------------------------------------------------------------
+
+def copy_ranges(const uint8_t[::1] src, const uint64_t[::1] src_offsets, const uint64_t[::1] nbytes,
+                uint8_t[::1] dst, const uint64_t[::1] dst_offsets):
+    """``dst[dst_offsets[i]:+nbytes[i]] = src[src_offsets[i]:+nbytes[i]]`` for every ``i``.
+
+    Every range is bounds-checked against both buffers before the copy loop runs;
+    returns ``-1``, or the first range ``i`` that does not fit (nothing copied then).
+    """
+    cdef Py_ssize_t n = nbytes.shape[0], i
+    if src_offsets.shape[0] != n or dst_offsets.shape[0] != n:
+        raise ValueError("copy_ranges: src_offsets, nbytes and dst_offsets must have equal length")
+    cdef uint64_t ns = <uint64_t>src.shape[0], nd = <uint64_t>dst.shape[0]
+    cdef Py_ssize_t bad = -1
+    with nogil:
+        for i in range(n):
+            if (nbytes[i] > ns or src_offsets[i] > ns - nbytes[i]
+                    or nbytes[i] > nd or dst_offsets[i] > nd - nbytes[i]):
+                bad = i
+                break
+        if bad == -1:
+            for i in range(n):
+                if nbytes[i]:
+                    memcpy(&dst[dst_offsets[i]], &src[src_offsets[i]], nbytes[i])
+    return bad

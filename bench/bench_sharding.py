@@ -1,0 +1,164 @@
+"""Sharded workload: uint16 (512, 512, 512), shards (256, 256, 256), inner chunks
+(32, 32, 32), inner codecs bytes + gzip(1), index codecs bytes + crc32c at the end.
+
+Side by side in one process: zarrcy, zarr-python 3.4 (default pipeline), zarr-python +
+zarrs pipeline, tensorstore.  Ops: full write; full read; 1000 random single-element
+reads; 200 random aligned 32^3 reads; 200 random unaligned 40^3 reads; 200 random
+single-inner-chunk writes into existing shards.  ``--quick``: (128,)*3 / (64,)*3 /
+(16,)*3 and a tenth of the random ops.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import Any, Callable
+
+import numpy as np
+
+from bench.common import Table, scratch_dir, timeit
+
+
+def _data(n: int) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    r = np.arange(n, dtype=np.uint16)
+    a = (r[:, None, None] * 3 + r[None, :, None] * 2 + r[None, None, :]) % np.uint16(4096)
+    a += rng.integers(0, 16, a.shape, dtype=np.uint16)
+    return a
+
+
+def run(quick: bool = False, threads: int | None = None) -> Table:
+    import zarrcy
+    from zarrcy.codecs import GzipCodec
+
+    n, shard, inner = (128, 64, 16) if quick else (512, 256, 32)
+    nops = 20 if quick else 200
+    npoints = 100 if quick else 1000
+    repeat = 1 if quick else 3
+    threads = threads or os.cpu_count() or 1
+    zarrcy.config(threads=threads)
+    data = _data(n)
+    mb = data.nbytes / 2**20
+    rng = np.random.default_rng(1)
+    points = [tuple(int(x) for x in rng.integers(0, n, 3)) for _ in range(npoints)]
+    aligned = [tuple(int(x) * inner for x in rng.integers(0, n // inner, 3)) for _ in range(nops)]
+    unal = 40 if not quick else 20
+    unaligned = [tuple(int(x) for x in rng.integers(0, n - unal, 3)) for _ in range(nops)]
+    writes = [tuple(int(x) * inner for x in rng.integers(0, n // inner, 3)) for _ in range(nops)]
+    block = (rng.integers(0, 4096, (inner,) * 3)).astype(np.uint16)
+
+    peers = ["zarrcy", "zarr-python", "zarrs", "tensorstore"]
+    table = Table(
+        f"Sharded workload: uint16 {data.shape}, shards ({shard},)*3, inner ({inner},)*3, gzip 1 "
+        f"({mb:.0f} MiB), {threads} threads",
+        peers,
+    )
+    d = scratch_dir()
+    paths = {k: f"{d}/{k}" for k in ("zc", "zp", "zs", "ts")}
+    res: dict[str, dict[str, float | None]] = {
+        op: {} for op in ("write", "read", "points", "aligned", "unaligned", "chunk_writes")
+    }
+
+    def ops(prefix: str, arr_get: Callable[[Any], Any], arr_set: Callable[[Any, Any], None], a: Any) -> None:
+        res["read"][prefix] = timeit(lambda: arr_get((slice(None),) * 3), repeat)
+        res["points"][prefix] = timeit(lambda: [arr_get(p) for p in points], repeat)
+        res["aligned"][prefix] = timeit(
+            lambda: [arr_get(tuple(slice(o, o + inner) for o in c)) for c in aligned], repeat)
+        res["unaligned"][prefix] = timeit(
+            lambda: [arr_get(tuple(slice(o, o + unal) for o in c)) for c in unaligned], repeat)
+        res["chunk_writes"][prefix] = timeit(
+            lambda: [arr_set(tuple(slice(o, o + inner) for o in c), block) for c in writes], repeat)
+
+    # -- zarrcy ----------------------------------------------------------------------
+    def zc_write() -> None:
+        a = zarrcy.create_array(paths["zc"], shape=data.shape, dtype=data.dtype, chunks=(inner,) * 3,
+                                shards=(shard,) * 3, compressors=[GzipCodec(level=1)], overwrite=True)
+        a[...] = data
+
+    res["write"]["zarrcy"] = timeit(zc_write, repeat)
+    zc = zarrcy.open_array(paths["zc"], mode="r+")
+    assert np.array_equal(zc[...], data)
+
+    def zc_set(sel: Any, v: Any) -> None:
+        zc[sel] = v
+
+    ops("zarrcy", lambda s: zc[s], zc_set, zc)
+
+    # -- zarr-python (+ zarrs) -------------------------------------------------------------
+    try:
+        import zarr
+        from zarr.codecs import GzipCodec as ZGzip
+
+        def zp_write(path: str) -> None:
+            a = zarr.create_array(path, shape=data.shape, dtype=data.dtype, chunks=(inner,) * 3,
+                                  shards=(shard,) * 3, compressors=[ZGzip(level=1)], overwrite=True)
+            a[...] = data
+
+        def zp_ops(name: str, path: str) -> None:
+            res["write"][name] = timeit(lambda: zp_write(path), repeat)
+            z = zarr.open_array(path, mode="r+")
+
+            def zset(sel: Any, v: Any) -> None:
+                z[sel] = v
+
+            ops(name, lambda s: z[s], zset, z)
+
+        zp_ops("zarr-python", paths["zp"])
+        try:
+            import zarrs  # noqa: F401
+
+            with zarr.config.set({"codec_pipeline.path": "zarrs.ZarrsCodecPipeline", "codec_pipeline.strict": True}):
+                zp_ops("zarrs", paths["zs"])
+        except ImportError:
+            pass
+    except ImportError:
+        pass
+
+    # -- tensorstore -------------------------------------------------------------------------
+    try:
+        import tensorstore as ts
+
+        bytes_le = {"name": "bytes", "configuration": {"endian": "little"}}
+        spec = {
+            "driver": "zarr3",
+            "kvstore": {"driver": "file", "path": paths["ts"]},
+            "metadata": {
+                "shape": list(data.shape), "data_type": "uint16",
+                "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [shard] * 3}},
+                "codecs": [{"name": "sharding_indexed", "configuration": {
+                    "chunk_shape": [inner] * 3,
+                    "codecs": [bytes_le, {"name": "gzip", "configuration": {"level": 1}}],
+                    "index_codecs": [bytes_le, {"name": "crc32c"}],
+                    "index_location": "end"}}],
+            },
+        }
+
+        def ts_write() -> None:
+            t = ts.open(spec, create=True, delete_existing=True).result()
+            t.write(data).result()
+
+        res["write"]["tensorstore"] = timeit(ts_write, repeat)
+        tt = ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": paths["ts"]}},
+                     context=ts.Context({"cache_pool": {"total_bytes_limit": 0}})).result()
+
+        def tset(sel: Any, v: Any) -> None:
+            tt[sel].write(v).result()
+
+        ops("tensorstore", lambda s: tt[s].read().result(), tset, tt)
+    except ImportError:
+        pass
+
+    table.add(f"full write {mb:.0f} MiB", res["write"])
+    table.add(f"full read {mb:.0f} MiB", res["read"])
+    table.add(f"{npoints} random single-element reads", res["points"])
+    table.add(f"{nops} random aligned {inner}^3 reads", res["aligned"])
+    table.add(f"{nops} random unaligned {unal}^3 reads", res["unaligned"])
+    table.add(f"{nops} random inner-chunk writes", res["chunk_writes"])
+    shutil.rmtree(d, ignore_errors=True)
+    return table
+
+
+if __name__ == "__main__":
+    import sys
+
+    run(quick="--quick" in sys.argv)

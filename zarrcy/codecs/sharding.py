@@ -1,0 +1,731 @@
+"""The ``sharding_indexed`` codec (../shared/specs/v3-codec-sharding-indexed.rst).
+
+Configuration keys (the JSON keys, verbatim):
+
+* ``chunk_shape`` -- inner chunk shape; must evenly divide the shard shape, same rank;
+* ``codecs`` -- codec chain of the inner chunks (required in metadata);
+* ``index_codecs`` -- codec chain of the index (default ``bytes`` little-endian +
+  ``crc32c``); must have a fixed encoded size;
+* ``index_location`` -- ``"start"`` or ``"end"`` (default ``"end"``).
+
+Binary layout written by zarrcy: inner chunks back to back in C order of the inner
+chunk grid (readers accept any order, gaps and shared bytes), index at the start or end.
+Inner chunks whose bytes all equal the fill value are not stored (index entry
+``2^64-1``); a shard without any stored inner chunk is not written at all.
+
+Index arithmetic, validation, selection mapping and range coalescing are Cython kernels
+(``zarrcy._kernels._sharding``); this module only orchestrates.
+
+Threading: inner chunks are decoded/encoded in parallel on the shared pool
+(``zarrcy.config.executor()``) with a *caller-runs* scheme, see :func:`_run`.
+
+Writes replace the whole shard object atomically (``setter.set``): readers and crashes
+see the old shard or the new one, never a mix.  ``encode_partial`` reuses the encoded
+bytes of untouched inner chunks verbatim (they are copied, never decoded).
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import wait as _wait_futures
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Literal, Sequence
+
+import numpy as np
+
+from zarrcy._kernels import _sharding as K
+from zarrcy.byte_range import RangeRequest, SuffixRequest
+from zarrcy.codecs._base import ArrayBytesCodec, ArraySpec, ByteGetter, ByteSetter, Codec
+from zarrcy.config import executor as _executor
+from zarrcy.config import get as _config_get
+from zarrcy.errors import CorruptChunkError, MetadataError, expected
+
+__all__ = ["ShardingCodec", "IndexLocation"]
+
+IndexLocation = Literal["start", "end"]
+SENTINEL = K.SENTINEL_U64
+_KEYS = ("chunk_shape", "codecs", "index_codecs", "index_location")
+_DEFAULT_INNER = [{"name": "bytes", "configuration": {"endian": "little"}}]
+_DEFAULT_INDEX = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
+# below this many decoded bytes per call, inner chunks are processed inline
+_PARALLEL_MIN_BYTES = 1 << 20
+
+_FAULT_TEXT = {
+    K.IndexFault.FAULT_HALF_EMPTY: "exactly one of offset/nbytes is 2^64-1 (the empty marker needs both)",
+    K.IndexFault.FAULT_OVERFLOW: "offset + nbytes overflows uint64",
+    K.IndexFault.FAULT_PAST_END: "points past the end of the shard",
+    K.IndexFault.FAULT_INTO_INDEX: "overlaps the shard index",
+}
+
+
+def _codecs_from_json(value: Any, path: str) -> tuple[Codec, ...]:
+    from zarrcy.codecs import codec_from_dict
+
+    if not isinstance(value, list) or not value:
+        raise MetadataError(expected(path, "a non-empty array of codecs", value), path)
+    return tuple(codec_from_dict(item, f"{path}[{i}]") for i, item in enumerate(value))
+
+
+def _uint64_data_type() -> Any:
+    try:
+        from zarrcy.metadata.data_type import parse_data_type
+    except ImportError:  # pragma: no cover - metadata layer not installed
+        return None
+    return parse_data_type("uint64")
+
+
+# ------------------------------------------------------------------------------------
+# parallel loop
+# ------------------------------------------------------------------------------------
+
+
+def _run(n: int, fn: Callable[[int], None], parallel: bool) -> None:
+    """Call ``fn(i)`` for ``i in range(n)``, on the shared pool when ``parallel``.
+
+    Caller-runs scheme: the calling thread claims items itself, and up to ``threads - 1``
+    helper tasks on the shared pool claim items from the same counter.  When the items
+    are exhausted, helpers that never started are cancelled; the caller only waits for
+    helpers that are *running* (each finishes its current item).  So a call made from a
+    task already running on the pool (the array layer runs one task per shard) cannot
+    deadlock: it never waits for queued work, and it still gets help from idle workers.
+    """
+    threads = int(_config_get("threads"))
+    if not parallel or n < 2 or threads < 2:
+        for i in range(n):
+            fn(i)
+        return
+    lock = threading.Lock()
+    nxt = [0]
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        while not errors:
+            with lock:
+                i = nxt[0]
+                nxt[0] = i + 1
+            if i >= n:
+                return
+            try:
+                fn(i)
+            except BaseException as e:  # re-raised in the caller
+                errors.append(e)
+                return
+
+    try:
+        pool = _executor()
+        futures = [pool.submit(worker) for _ in range(min(threads, n) - 1)]
+    except RuntimeError:  # pool shut down (interpreter exit): run inline
+        futures = []
+    try:
+        worker()
+    finally:
+        running = [f for f in futures if not f.cancel()]
+        _wait_futures(running)
+    if errors:
+        raise errors[0]
+
+
+# ------------------------------------------------------------------------------------
+# per-shard-spec layout (computed once, cached on the codec)
+# ------------------------------------------------------------------------------------
+
+
+class _Layout:
+    """Everything about one shard spec that does not depend on the data."""
+
+    __slots__ = (
+        "spec", "chunk_shape", "cps", "n", "inner", "inner_spec", "index_pipeline",
+        "index_size", "fill_row", "coords", "itemsize", "has_object", "fill",
+    )
+
+    def __init__(self, codec: "ShardingCodec", spec: ArraySpec, path: str) -> None:
+        from zarrcy.codecs.pipeline import CodecPipeline
+
+        cfg = f"{path}.configuration"
+        shape = tuple(int(s) for s in spec.shape)
+        cs = codec.chunk_shape
+        if len(cs) != len(shape):
+            raise MetadataError(
+                expected(f"{cfg}.chunk_shape", f"{len(shape)} dimensions (the shard's rank)", list(cs)),
+                f"{cfg}.chunk_shape",
+            )
+        for d, (s, c) in enumerate(zip(shape, cs)):
+            if s % c:
+                raise MetadataError(
+                    expected(f"{cfg}.chunk_shape[{d}]", f"a divisor of the shard shape {list(shape)}", c),
+                    f"{cfg}.chunk_shape",
+                )
+        self.spec = spec
+        self.chunk_shape = cs
+        self.cps = tuple(s // c for s, c in zip(shape, cs))
+        n = 1
+        for g in self.cps:
+            n *= g
+        self.n = n
+        self.inner_spec = ArraySpec(shape=cs, dtype=spec.dtype, fill_value=spec.fill_value, data_type=spec.data_type)
+        self.inner = CodecPipeline.from_codecs(list(codec.codecs), self.inner_spec, f"{cfg}.codecs")
+        index_spec = ArraySpec(
+            shape=self.cps + (2,), dtype=np.dtype(np.uint64), fill_value=np.uint64(SENTINEL),
+            data_type=_uint64_data_type(),
+        )
+        self.index_pipeline = CodecPipeline.from_codecs(list(codec.index_codecs), index_spec, f"{cfg}.index_codecs")
+        size = self.index_pipeline.compute_encoded_size()
+        if size is None:
+            raise MetadataError(
+                f"{cfg}.index_codecs: expected codecs with a fixed encoded size (no compression), "
+                f"received {[c.name for c in codec.index_codecs]!r}",
+                f"{cfg}.index_codecs",
+            )
+        self.index_size = int(size)
+        self.itemsize = spec.dtype.itemsize
+        self.has_object = spec.dtype.hasobject
+        self.fill = spec.fill_value
+        row = np.full(cs[-1] if cs else 1, spec.fill_value, dtype=spec.dtype)
+        self.fill_row = None if self.has_object else row.view(np.uint8).reshape(-1)
+        self.coords = [tuple(int(x) for x in c) for c in np.ndindex(*self.cps)] if n <= (1 << 20) else None
+
+    def region(self, i: int) -> tuple[slice, ...]:
+        """Slices of inner chunk ``i`` (C-order linear index) within the shard."""
+        if not self.cps:
+            return (Ellipsis,)
+        c = self.coords[i] if self.coords is not None else np.unravel_index(i, self.cps)
+        return tuple(slice(int(a) * s, (int(a) + 1) * s) for a, s in zip(c, self.chunk_shape))
+
+    def chunk_name(self, i: int) -> str:
+        c = self.coords[i] if self.coords is not None else tuple(int(x) for x in np.unravel_index(i, self.cps))
+        return f"shard index entry {i} (inner chunk {tuple(c)})"
+
+    # -- index -----------------------------------------------------------------------
+    def decode_index(self, raw: Any) -> np.ndarray:
+        """Encoded index bytes -> flat uint64 array of 2n values (not yet validated)."""
+        if len(raw) != self.index_size:
+            raise CorruptChunkError(
+                f"shard index: expected {self.index_size} bytes, received {len(raw)} (shard truncated?)"
+            )
+        try:
+            arr = self.index_pipeline.decode(raw)
+        except CorruptChunkError as e:
+            raise CorruptChunkError(f"shard index: {e}") from e
+        flat = np.ascontiguousarray(arr, dtype=np.uint64).reshape(-1)
+        if flat.size != 2 * self.n:
+            raise CorruptChunkError(f"shard index: expected {2 * self.n} values, received {flat.size}")
+        return flat
+
+    def encode_index(self, flat: np.ndarray) -> bytes:
+        out = self.index_pipeline.encode(flat.reshape(self.cps + (2,)))
+        if out is None or len(out) != self.index_size:  # pragma: no cover - codec contract
+            raise CorruptChunkError("shard index: index codecs produced an unexpected size")
+        return bytes(out)
+
+    def validate(self, flat: np.ndarray, shard_size: int | None, start: bool) -> None:
+        """Raise CorruptChunkError naming the first bad index entry.
+
+        ``shard_size`` None: the size is unknown (partial read of an end index);
+        truncation is then detected when the chunk ranges are read.
+        """
+        if shard_size is None:
+            lo, hi, size = (self.index_size if start else 0), SENTINEL, SENTINEL
+        elif start:
+            lo, hi, size = self.index_size, shard_size, shard_size
+        else:
+            lo, hi, size = 0, shard_size - self.index_size, shard_size
+        bad, fault = K.validate_index(flat, lo, hi, size)
+        if bad != -1:
+            raise CorruptChunkError(
+                f"{self.chunk_name(bad)}: {_FAULT_TEXT[fault]} "
+                f"(offset={int(flat[2 * bad])}, nbytes={int(flat[2 * bad + 1])}"
+                + (f", shard size {shard_size}, index {self.index_size} bytes at the {'start' if start else 'end'})" if shard_size is not None else ")")
+            )
+
+    # -- emptiness -------------------------------------------------------------------
+    def empty_flags(self, arr: np.ndarray, chunk_shape: tuple[int, ...]) -> np.ndarray:
+        """Per inner chunk of ``arr`` (C-contiguous, C order): 1 if all fill value."""
+        shape = arr.shape
+        if self.has_object:
+            grid = [s // c for s, c in zip(shape, chunk_shape)]
+            out = np.empty(int(np.prod(grid)) if grid else 1, np.uint8)
+            for k, c in enumerate(np.ndindex(*grid)):
+                sl = tuple(slice(a * s, (a + 1) * s) for a, s in zip(c, chunk_shape))
+                out[k] = bool(np.all(arr[sl] == self.fill))
+            return out
+        if not shape:
+            shape, chunk_shape = (1,), (1,)
+        grid = [s // c for s, c in zip(shape, chunk_shape)]
+        out = np.empty(int(np.prod(grid)), np.uint8)
+        K.empty_chunks(
+            arr.reshape(-1).view(np.uint8), np.asarray(shape, np.int64), np.asarray(chunk_shape, np.int64),
+            self.itemsize, self.fill_row, out,
+        )
+        return out
+
+    def chunk_is_empty(self, chunk: np.ndarray) -> bool:
+        return bool(self.empty_flags(chunk, chunk.shape)[0])
+
+
+# ------------------------------------------------------------------------------------
+# selections
+# ------------------------------------------------------------------------------------
+
+
+class _Plan:
+    """A selection mapped onto the inner chunks it touches (kernel-computed)."""
+
+    __slots__ = ("out_shape", "m", "linear", "full", "runs", "c_tab", "o_tab", "use_ix")
+
+    def chunk_sel(self, k: int) -> tuple:
+        sel = tuple(self.c_tab[r] for r in self.runs[k])
+        return np.ix_(*sel) if self.use_ix else (sel or (Ellipsis,))
+
+    def out_sel(self, k: int) -> tuple:
+        sel = tuple(self.o_tab[r] for r in self.runs[k])
+        return np.ix_(*sel) if self.use_ix else (sel or (Ellipsis,))
+
+
+def _plan(selection: Sequence[Any], layout: _Layout) -> _Plan:
+    shape = layout.spec.shape
+    cs = layout.chunk_shape
+    ndim = len(shape)
+    if len(selection) != ndim:
+        raise ValueError(f"selection: expected {ndim} entries (one per dimension), received {len(selection)}")
+    n_arrays = sum(1 for s in selection if not isinstance(s, slice))
+    use_ix = n_arrays >= 2
+    counts = np.empty(ndim, np.int64)
+    run_chunk: list[np.ndarray] = []
+    c_tab: list[Any] = []
+    o_tab: list[Any] = []
+    full_tab: list[bool] = []
+    out_shape = []
+    for d, (sel, size, c) in enumerate(zip(selection, shape, cs)):
+        if isinstance(sel, slice):
+            start, stop, step = sel.indices(size)
+            if step != 1:
+                raise ValueError(f"selection[{d}]: expected a slice with step 1, received {sel!r}")
+            stop = max(start, stop)
+            out_shape.append(stop - start)
+            nr = 0 if stop <= start else (stop - 1) // c - start // c + 1
+            idx, c0, c1, o0 = (np.empty(nr, np.int64) for _ in range(4))
+            K.slice_runs(start, stop, c, idx, c0, c1, o0)
+            run_chunk.append(idx)
+            for a, b, o in zip(c0.tolist(), c1.tolist(), o0.tolist()):
+                if use_ix:
+                    c_tab.append(np.arange(a, b))
+                    o_tab.append(np.arange(o, o + b - a))
+                else:
+                    c_tab.append(slice(a, b))
+                    o_tab.append(slice(o, o + b - a))
+                full_tab.append(a == 0 and b == c)
+            counts[d] = nr
+        else:
+            arr = np.asarray(sel)
+            if arr.ndim != 1 or arr.dtype.kind not in "iu":
+                raise ValueError(f"selection[{d}]: expected a slice or a 1-d integer array, received {sel!r}")
+            arr = arr.astype(np.int64, copy=False)
+            if arr.size and (arr.min() < 0 or arr.max() >= size):
+                raise ValueError(f"selection[{d}]: indices must lie in [0, {size})")
+            out_shape.append(arr.size)
+            chunk_of = arr // c
+            order = np.argsort(chunk_of, kind="stable")
+            sorted_chunks = chunk_of[order]
+            if arr.size:
+                starts = np.flatnonzero(np.r_[True, sorted_chunks[1:] != sorted_chunks[:-1]])
+            else:
+                starts = np.empty(0, np.int64)
+            ends = np.r_[starts[1:], arr.size].astype(np.int64)
+            uniq = sorted_chunks[starts] if arr.size else np.empty(0, np.int64)
+            run_chunk.append(uniq.astype(np.int64))
+            for u, a, b in zip(uniq.tolist(), starts.tolist(), ends.tolist()):
+                pos = order[a:b]
+                local = arr[pos] - u * c
+                c_tab.append(local)
+                o_tab.append(pos)
+                full_tab.append(np.unique(local).size == c)
+            counts[d] = uniq.size
+    total = int(np.prod(counts)) if ndim else 1
+    linear = np.empty(total, np.int64)
+    runs = np.empty((total, ndim), np.int64)
+    K.product_runs(
+        counts, np.concatenate(run_chunk) if run_chunk else np.empty(0, np.int64),
+        np.asarray(layout.cps, np.int64), linear, runs,
+    )
+    p = _Plan()
+    p.out_shape = tuple(out_shape)
+    p.m = total
+    p.linear = linear
+    ft = np.asarray(full_tab, dtype=bool)
+    p.full = ft[runs].all(axis=1) if ndim else np.ones(total, bool)
+    p.runs = runs.tolist()
+    p.c_tab = c_tab
+    p.o_tab = o_tab
+    p.use_ix = use_ix
+    return p
+
+
+# ------------------------------------------------------------------------------------
+# the codec
+# ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ShardingCodec(ArrayBytesCodec):
+    """``sharding_indexed``: many inner chunks in one stored object, plus an index."""
+
+    name: ClassVar[str] = "sharding_indexed"
+
+    chunk_shape: tuple[int, ...]
+    codecs: tuple[Codec, ...] = ()
+    index_codecs: tuple[Codec, ...] = ()
+    index_location: IndexLocation = "end"
+    _layouts: dict = field(default_factory=dict, init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        cs = tuple(self.chunk_shape)
+        if not all(isinstance(c, (int, np.integer)) and not isinstance(c, bool) and c > 0 for c in cs):
+            raise MetadataError(expected("chunk_shape", "an array of positive integers", list(cs)), "chunk_shape")
+        object.__setattr__(self, "chunk_shape", tuple(int(c) for c in cs))
+        if not self.codecs:
+            object.__setattr__(self, "codecs", _codecs_from_json(_DEFAULT_INNER, "codecs"))
+        else:
+            object.__setattr__(self, "codecs", tuple(self.codecs))
+        if not self.index_codecs:
+            object.__setattr__(self, "index_codecs", _codecs_from_json(_DEFAULT_INDEX, "index_codecs"))
+        else:
+            object.__setattr__(self, "index_codecs", tuple(self.index_codecs))
+        if self.index_location not in ("start", "end"):
+            raise MetadataError(
+                expected("index_location", "one of ('start', 'end')", self.index_location), "index_location"
+            )
+
+    # -- JSON --------------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, configuration: dict[str, Any] | None, path: str = "codecs[0]") -> "ShardingCodec":
+        cfg = f"{path}.configuration"
+        if not isinstance(configuration, dict):
+            raise MetadataError(expected(cfg, "an object", configuration), cfg)
+        for k in configuration:
+            if k not in _KEYS:
+                raise MetadataError(expected(f"{cfg}.{k}", f"one of the keys {_KEYS}", k), f"{cfg}.{k}")
+        if "chunk_shape" not in configuration:
+            raise MetadataError(f"{cfg}.chunk_shape: required key is missing", f"{cfg}.chunk_shape")
+        cs = configuration["chunk_shape"]
+        if (
+            not isinstance(cs, list)
+            or not all(isinstance(c, int) and not isinstance(c, bool) and c > 0 for c in cs)
+        ):
+            raise MetadataError(expected(f"{cfg}.chunk_shape", "an array of positive integers", cs), f"{cfg}.chunk_shape")
+        if "codecs" not in configuration:
+            raise MetadataError(f"{cfg}.codecs: required key is missing", f"{cfg}.codecs")
+        codecs = _codecs_from_json(configuration["codecs"], f"{cfg}.codecs")
+        index_codecs = _codecs_from_json(configuration.get("index_codecs", _DEFAULT_INDEX), f"{cfg}.index_codecs")
+        loc = configuration.get("index_location", "end")
+        if loc not in ("start", "end") or not isinstance(loc, str):
+            raise MetadataError(
+                expected(f"{cfg}.index_location", "one of ('start', 'end')", loc), f"{cfg}.index_location"
+            )
+        return cls(chunk_shape=tuple(cs), codecs=codecs, index_codecs=index_codecs, index_location=loc)
+
+    def to_dict(self) -> dict[str, Any]:
+        from zarrcy.codecs import codecs_to_json
+
+        return {
+            "name": self.name,
+            "configuration": {
+                "chunk_shape": list(self.chunk_shape),
+                "codecs": codecs_to_json(list(self.codecs)),
+                "index_codecs": codecs_to_json(list(self.index_codecs)),
+                "index_location": self.index_location,
+            },
+        }
+
+    # -- metadata-time checks ------------------------------------------------------------
+    def validate(self, spec: ArraySpec, path: str = "codecs[0]") -> None:
+        self._layout(spec, path)
+
+    def compute_encoded_size(self, input_size: int, spec: ArraySpec) -> int | None:
+        return None
+
+    def _layout(self, spec: ArraySpec, path: str = "sharding_indexed") -> _Layout:
+        fill = spec.fill_value
+        try:
+            fkey = np.asarray(fill, dtype=spec.dtype).tobytes() if not spec.dtype.hasobject else repr(fill)
+        except (TypeError, ValueError):
+            fkey = repr(fill)
+        key = (tuple(spec.shape), spec.dtype.str, fkey)
+        layout = self._layouts.get(key)
+        if layout is None:
+            layout = _Layout(self, spec, path)
+            if len(self._layouts) > 16:  # a codec serves few specs; stay bounded anyway
+                self._layouts.clear()
+            self._layouts[key] = layout
+        return layout
+
+    # -- whole-shard decode ----------------------------------------------------------------
+    def _index_of(self, buf: memoryview, layout: _Layout) -> np.ndarray:
+        size = buf.nbytes
+        isz = layout.index_size
+        if size < isz:
+            raise CorruptChunkError(f"shard is {size} bytes, shorter than its index ({isz} bytes)")
+        start = self.index_location == "start"
+        raw = buf[:isz] if start else buf[size - isz:]
+        flat = layout.decode_index(raw)
+        layout.validate(flat, size, start)
+        return flat
+
+    def decode(self, data: bytes | bytearray | memoryview, spec: ArraySpec) -> np.ndarray:
+        out = np.empty(spec.shape, dtype=spec.dtype)
+        self.decode_into(data, out, spec)
+        return out
+
+    def decode_into(self, data: bytes | bytearray | memoryview, out: np.ndarray, spec: ArraySpec) -> bool:
+        layout = self._layout(spec)
+        buf = memoryview(data).cast("B") if not isinstance(data, memoryview) or data.format != "B" else data
+        flat = self._index_of(buf, layout)
+        offs = flat[0::2].tolist()
+        nbs = flat[1::2].tolist()
+        inner = layout.inner
+        fill = layout.fill
+        region = layout.region
+
+        def task(i: int) -> None:
+            view = out[region(i)]
+            off = offs[i]
+            if off == SENTINEL:
+                view[...] = fill
+            else:
+                inner.decode_into(buf[off:off + nbs[i]], view)
+
+        _run(layout.n, task, spec.nbytes >= _PARALLEL_MIN_BYTES)
+        return True
+
+    # -- whole-shard encode ------------------------------------------------------------------
+    def encode(self, chunk: np.ndarray, spec: ArraySpec) -> bytes | None:
+        layout = self._layout(spec)
+        arr = np.ascontiguousarray(chunk, dtype=spec.dtype)
+        if arr.shape != tuple(spec.shape):
+            raise ValueError(f"sharding_indexed.encode: expected shape {tuple(spec.shape)}, received {arr.shape}")
+        empty = layout.empty_flags(arr, layout.chunk_shape)
+        todo = np.flatnonzero(empty == 0).tolist()
+        if not todo:
+            return None
+        inner = layout.inner
+        region = layout.region
+        encoded: list[Any] = [None] * len(todo)
+
+        def task(k: int) -> None:
+            encoded[k] = inner.encode(np.ascontiguousarray(arr[region(todo[k])]))
+
+        _run(len(todo), task, spec.nbytes >= _PARALLEL_MIN_BYTES)
+        nbytes = np.full(layout.n, SENTINEL, np.uint64)
+        pieces = []
+        for i, e in zip(todo, encoded):
+            if e is not None:  # a nested shard may still turn out empty
+                nbytes[i] = len(e)
+                pieces.append(e)
+        if not pieces:
+            return None
+        return self._assemble_simple(layout, nbytes, pieces)
+
+    def _assemble_simple(self, layout: _Layout, nbytes: np.ndarray, pieces: list[Any]) -> bytes:
+        start = self.index_location == "start"
+        flat = np.empty(2 * layout.n, np.uint64)
+        K.build_index(nbytes, layout.index_size if start else 0, flat)
+        index = layout.encode_index(flat)
+        # one allocation, one copy per piece
+        return b"".join([index, *pieces] if start else [*pieces, index])
+
+    # -- partial reads -----------------------------------------------------------------------
+    def _fetch_index(self, getter: ByteGetter, layout: _Layout) -> np.ndarray | None:
+        isz = layout.index_size
+        start = self.index_location == "start"
+        raw = getter.get(RangeRequest(0, isz) if start else SuffixRequest(isz))
+        if raw is None:
+            return None
+        if len(raw) < isz:
+            raise CorruptChunkError(f"shard is {len(raw)} bytes, shorter than its index ({isz} bytes)")
+        flat = layout.decode_index(raw)
+        layout.validate(flat, None, start)
+        return flat
+
+    def _fetch_ranges(
+        self, getter: ByteGetter, layout: _Layout, which: np.ndarray, offs: np.ndarray, nbs: np.ndarray
+    ) -> tuple[list[memoryview], np.ndarray, np.ndarray]:
+        """Read the bytes of inner chunks ``which`` with one coalesced ``get_ranges`` call.
+
+        Returns (group buffers, group of each chunk, group start offsets).
+        """
+        m = which.size
+        order = np.argsort(offs, kind="stable").astype(np.int64)
+        g_of = np.empty(m, np.int64)
+        gs = np.empty(m, np.uint64)
+        ge = np.empty(m, np.uint64)
+        ng = K.coalesce(
+            offs, nbs, order, int(_config_get("coalesce_gap")), int(_config_get("coalesce_max")), g_of, gs, ge
+        )
+        starts = gs[:ng].tolist()
+        stops = ge[:ng].tolist()
+        got = getter.get_ranges([RangeRequest(a, b - a) for a, b in zip(starts, stops)]) if ng else []
+        bufs: list[memoryview] = []
+        for g, (raw, a, b) in enumerate(zip(got, starts, stops)):
+            if raw is None:
+                raise CorruptChunkError("shard disappeared while its inner chunks were read")
+            if len(raw) < b - a:
+                avail = a + len(raw)
+                members = np.flatnonzero(g_of == g)
+                ends = offs[members] + nbs[members]
+                bad = int(members[np.argmax(ends > avail)])
+                i = int(which[bad])
+                raise CorruptChunkError(
+                    f"{layout.chunk_name(i)}: points past the end of the shard "
+                    f"(offset={int(offs[bad])}, nbytes={int(nbs[bad])}, shard ends at {avail}; truncated?)"
+                )
+            mv = memoryview(raw)
+            bufs.append(mv.cast("B") if mv.format != "B" else mv)
+        return bufs, g_of, gs[:ng]
+
+    def decode_partial(self, getter: ByteGetter, selection: tuple, spec: ArraySpec) -> np.ndarray:
+        layout = self._layout(spec)
+        plan = _plan(selection, layout)
+        out = np.empty(plan.out_shape, dtype=spec.dtype)
+        if out.size == 0:
+            return out
+        flat = self._fetch_index(getter, layout)
+        if flat is None:
+            out[...] = layout.fill
+            return out
+        lin = plan.linear
+        offs = flat[2 * lin]
+        nbs = flat[2 * lin + 1]
+        present = np.flatnonzero(offs != SENTINEL)
+        src: list[Any] = [None] * plan.m
+        if present.size:
+            p_offs = offs[present]
+            p_nbs = nbs[present]
+            bufs, g_of, gs = self._fetch_ranges(getter, layout, lin[present], p_offs, p_nbs)
+            rel = (p_offs - gs[g_of]).tolist()
+            for k, g, r, nb in zip(present.tolist(), g_of.tolist(), rel, p_nbs.tolist()):
+                src[k] = bufs[g][r:r + nb]
+        inner = layout.inner
+        fill = layout.fill
+        full = plan.full.tolist()
+        use_ix = plan.use_ix
+
+        def task(k: int) -> None:
+            osel = plan.out_sel(k)
+            data = src[k]
+            if data is None:
+                out[osel] = fill
+            elif full[k] and not use_ix and all(isinstance(s, slice) for s in osel):
+                inner.decode_into(data, out[osel])
+            else:
+                out[osel] = inner.decode(data)[plan.chunk_sel(k)]
+
+        _run(plan.m, task, present.size * layout.inner_spec.nbytes >= _PARALLEL_MIN_BYTES)
+        return out
+
+    # -- partial writes ----------------------------------------------------------------------
+    def encode_partial(self, setter: ByteSetter, selection: tuple, value: Any, spec: ArraySpec) -> None:
+        """Write ``value`` into ``selection`` of the stored shard.
+
+        Reads the index and, in one coalesced range read, the encoded bytes of every
+        stored inner chunk that survives (untouched ones are copied verbatim, partially
+        covered ones are decoded and merged).  Only touched inner chunks are encoded.
+        The new shard replaces the old one with one ``setter.set`` (or ``delete`` when
+        nothing is left).
+        """
+        layout = self._layout(spec)
+        plan = _plan(selection, layout)
+        value = np.broadcast_to(np.asarray(value, dtype=spec.dtype), plan.out_shape)
+        if plan.m == 0:
+            return
+        n = layout.n
+        flat = self._fetch_index(setter, layout)
+        existed = flat is not None
+        if flat is None:
+            flat = np.full(2 * n, SENTINEL, np.uint64)
+        old_off = flat[0::2]
+        old_nb = flat[1::2]
+        lin = plan.linear
+        touched = np.zeros(n, bool)
+        touched[lin] = True
+        overwritten = np.zeros(n, bool)
+        overwritten[lin[plan.full]] = True
+        stored = old_off != SENTINEL
+        need = np.flatnonzero(stored & ~overwritten)
+        bufs: list[memoryview] = []
+        g_of = np.empty(0, np.int64)
+        gs = np.empty(0, np.uint64)
+        if need.size:
+            bufs, g_of, gs = self._fetch_ranges(setter, layout, need, old_off[need], old_nb[need])
+        # where each needed old chunk's bytes are: (group, offset within the group)
+        slot = np.full(n, -1, np.int64)
+        slot[need] = np.arange(need.size)
+        rel = old_off[need] - gs[g_of] if need.size else np.empty(0, np.uint64)
+
+        inner = layout.inner
+        cs = layout.chunk_shape
+        full = plan.full.tolist()
+        lin_l = lin.tolist()
+        new_bytes: list[Any] = [None] * plan.m
+
+        def task(k: int) -> None:
+            i = lin_l[k]
+            osel = plan.out_sel(k)
+            if full[k] and not plan.use_ix:
+                chunk = np.ascontiguousarray(value[osel]).reshape(cs)
+            else:
+                s = slot[i]
+                if s >= 0:
+                    g = g_of[s]
+                    r = int(rel[s])
+                    chunk = np.array(inner.decode(bufs[g][r:r + int(old_nb[i])]))
+                else:
+                    chunk = np.full(cs, layout.fill, dtype=spec.dtype)
+                chunk[plan.chunk_sel(k)] = value[osel]
+            if layout.chunk_is_empty(chunk):
+                return
+            new_bytes[k] = inner.encode(chunk)
+
+        _run(plan.m, task, plan.m * layout.inner_spec.nbytes >= _PARALLEL_MIN_BYTES)
+
+        # sizes of the new shard, C order: kept old chunks + re-encoded touched ones
+        keep = stored & ~touched
+        new_nb = np.full(n, SENTINEL, np.uint64)
+        new_nb[keep] = old_nb[keep]
+        for k, b in enumerate(new_bytes):
+            if b is not None:
+                new_nb[lin_l[k]] = len(b)
+        if not (new_nb != SENTINEL).any():
+            if existed:
+                setter.delete()
+            return
+        start = self.index_location == "start"
+        base = layout.index_size if start else 0
+        new_flat = np.empty(2 * n, np.uint64)
+        end = K.build_index(new_nb, base, new_flat)
+        total = end + (0 if start else layout.index_size)
+        out = bytearray(total)
+        dst = np.frombuffer(out, np.uint8)
+        new_off = new_flat[0::2]
+        # kept chunks: one kernel call per coalesced group
+        kept = np.flatnonzero(keep)
+        if kept.size:
+            kept_slot = slot[kept]
+            kept_group = g_of[kept_slot]
+            for g in np.unique(kept_group).tolist():
+                sel = kept[kept_group == g]
+                bad = K.copy_ranges(
+                    bufs[g], rel[slot[sel]].astype(np.uint64), old_nb[sel].astype(np.uint64),
+                    dst, new_off[sel].astype(np.uint64),
+                )
+                if bad != -1:  # pragma: no cover - ranges were validated above
+                    raise CorruptChunkError(f"{layout.chunk_name(int(sel[bad]))}: bytes out of range")
+        mv = memoryview(out)
+        for k, b in enumerate(new_bytes):
+            if b is not None:
+                o = int(new_off[lin_l[k]])
+                mv[o:o + len(b)] = b
+        index = layout.encode_index(new_flat)
+        if start:
+            mv[:layout.index_size] = index
+        else:
+            mv[total - layout.index_size:] = index
+        setter.set(out)
