@@ -599,3 +599,27 @@ def test_matches_dict_model(kind, tmp_path_factory, make_factory, ops, ranges):
                 assert store.get(k, SuffixRequest(off)) == (v[-off:] if off else b"")
     finally:
         factory.close()
+
+
+def test_concurrent_erase_and_write_same_directory(store):
+    """Erasing the last key of a directory (which prunes it) must not break a concurrent writer."""
+    if not store.supports_deletes:
+        pytest.skip("append-only store")
+    errors: list[BaseException] = []
+
+    def writer(t):
+        try:
+            for i in range(150):
+                store.set(f"d/e/{t}", b"v")
+                store.erase(f"d/e/{t}")
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=writer, args=(t,)) for t in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:1]
+    assert list(store.list()) == []
+    assert store.list_dir("") == []

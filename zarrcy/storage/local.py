@@ -315,39 +315,45 @@ class LocalStore(Store):
         dirpath, name = path.rsplit(_SEP, 1)
         tmp = self._temp_name()
         if _DIR_FD:
-            dfd = self._open_dir(dirpath)
-            try:
-                fd = os.open(tmp, _O_TMP, 0o666, dir_fd=dfd)
+            for attempt in range(8):
+                dfd = self._open_dir(dirpath)
                 try:
                     try:
-                        _write_all(fd, data)
-                        if self.fsync:
-                            os.fsync(fd)
-                    finally:
-                        os.close(fd)
-                    os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
-                except BaseException as e:
+                        fd = os.open(tmp, _O_TMP, 0o666, dir_fd=dfd)
+                    except FileNotFoundError:  # a concurrent erase removed the empty directory
+                        continue
                     try:
-                        os.unlink(tmp, dir_fd=dfd)
-                    except OSError:
-                        pass
-                    if isinstance(e, IsADirectoryError) or getattr(e, "errno", None) in (errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST):
-                        raise StoreError(f"{path}: is a directory, cannot be written as a key") from e
-                    if isinstance(e, OSError) and not isinstance(e, StoreError):
-                        raise StoreError(f"{path}: write failed: {e}") from e
-                    raise
-                if self.fsync:
-                    os.fsync(dfd)
-            finally:
-                os.close(dfd)
+                        try:
+                            _write_all(fd, data)
+                            if self.fsync:
+                                os.fsync(fd)
+                        finally:
+                            os.close(fd)
+                        os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+                    except BaseException as e:
+                        try:
+                            os.unlink(tmp, dir_fd=dfd)
+                        except OSError:
+                            pass
+                        if isinstance(e, IsADirectoryError) or getattr(e, "errno", None) in (errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST):
+                            raise StoreError(f"{path}: is a directory, cannot be written as a key") from e
+                        if isinstance(e, OSError) and not isinstance(e, StoreError):
+                            raise StoreError(f"{path}: write failed: {e}") from e
+                        raise
+                    if self.fsync:
+                        os.fsync(dfd)
+                    return
+                finally:
+                    os.close(dfd)
+            raise StoreError(f"{dirpath}: directory vanished repeatedly while writing")  # pragma: no cover
         else:  # portable path: check the directory by realpath, then temp + replace
             self._set_portable(path, dirpath, tmp, data)
 
     def _set_portable(self, path: str, dirpath: str, tmp: str, data: memoryview) -> None:
         tmppath = dirpath + _SEP + tmp
         for attempt in range(8):
+            self._check_path(dirpath, allow_root=True)
             try:
-                self._check_path(dirpath, allow_root=True)
                 fd = os.open(tmppath, _O_TMP, 0o666)
                 break
             except FileNotFoundError:
@@ -422,6 +428,9 @@ class LocalStore(Store):
         path = self._path(key)
         dirpath, name = path.rsplit(_SEP, 1)
         self._unlink(path, dirpath, name)
+        # drop directories left empty, so listings never show prefixes without keys
+        # (usually one failing rmdir: ENOTEMPTY); writers recreate them on demand
+        self._prune({dirpath})
 
     def _unlink(self, path: str, dirpath: str, name: str) -> None:
         if _DIR_FD:
@@ -467,11 +476,20 @@ class LocalStore(Store):
         """Erase every key starting with ``prefix``, then the directories left empty.
 
         ``""`` empties the store but keeps the root directory.  Symlinks found while
-        walking are removed themselves, never followed.  In-flight temp files of
-        concurrent writers are left alone.
+        walking (including the prefix's own directory) are removed themselves, never
+        followed; a symlinked directory *above* the prefix is resolved like any key
+        path (within the root).  In-flight temp files of concurrent writers are left
+        alone.
         """
         self._check_writable()
         check_prefix(prefix)
+        if prefix.endswith("/"):
+            top = self._path(prefix[:-1])
+            if os.path.islink(top):  # the prefix's directory is a link: remove the link only
+                dirpath, name = top.rsplit(_SEP, 1)
+                self._unlink(top, dirpath, name)
+                self._prune({dirpath})
+                return
         dirs: set[str] = set()
         for key in list(self._walk_prefix(prefix, follow=False)):
             path = self._path(key)
