@@ -1,0 +1,119 @@
+"""Shared helpers of the core codecs: configuration parsing with JSON paths, buffers.
+
+Every ``from_dict`` goes through :func:`config_dict` (unknown keys are an error,
+CONVENTIONS.md rule 3) and the typed getters below, so messages all read
+``<path>.configuration.<key>: expected <what>, received <value!r>``.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+
+from zarrcy.errors import CorruptChunkError, MetadataError, expected
+
+__all__ = [
+    "MISSING",
+    "config_dict",
+    "get_int",
+    "get_bool",
+    "get_choice",
+    "as_uint8",
+    "nbytes_of",
+    "NATIVE_ENDIAN",
+    "max_compressed_size",
+    "check_encoded_size",
+]
+
+NATIVE_ENDIAN = sys.byteorder  # "little" or "big"
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+MISSING: Any = _Missing()
+
+
+def config_dict(configuration: Any, path: str, allowed: tuple[str, ...]) -> dict[str, Any]:
+    """The configuration as a dict (``None`` -> ``{}``); unknown keys raise MetadataError."""
+    if configuration is None:
+        return {}
+    if not isinstance(configuration, dict):
+        raise MetadataError(expected(f"{path}.configuration", "an object", configuration), f"{path}.configuration")
+    for k in configuration:
+        if k not in allowed:
+            p = f"{path}.configuration.{k}"
+            raise MetadataError(expected(p, f"no such key (allowed: {', '.join(allowed) or 'none'})", k), p)
+    return configuration
+
+
+def get_int(cfg: dict[str, Any], key: str, path: str, lo: int, hi: int, default: Any = MISSING) -> Any:
+    p = f"{path}.configuration.{key}"
+    if key not in cfg:
+        if default is MISSING:
+            raise MetadataError(expected(p, f"an integer in [{lo}, {hi}]", MISSING), p)
+        return default
+    v = cfg[key]
+    # JSON booleans are not integers (bool is an int subclass in Python)
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
+        raise MetadataError(expected(p, f"an integer in [{lo}, {hi}]", v), p)
+    return int(v)
+
+
+def get_bool(cfg: dict[str, Any], key: str, path: str, default: Any = MISSING) -> Any:
+    p = f"{path}.configuration.{key}"
+    if key not in cfg:
+        if default is MISSING:
+            raise MetadataError(expected(p, "true or false", MISSING), p)
+        return default
+    v = cfg[key]
+    if not isinstance(v, (bool, np.bool_)):
+        raise MetadataError(expected(p, "true or false", v), p)
+    return bool(v)
+
+
+def get_choice(cfg: dict[str, Any], key: str, path: str, choices: tuple[Any, ...], default: Any = MISSING) -> Any:
+    p = f"{path}.configuration.{key}"
+    if key not in cfg:
+        if default is MISSING:
+            raise MetadataError(expected(p, f"one of {choices}", MISSING), p)
+        return default
+    v = cfg[key]
+    if isinstance(v, bool) or v not in choices:
+        raise MetadataError(expected(p, f"one of {choices}", v), p)
+    return v
+
+
+def as_uint8(data: Any) -> np.ndarray:
+    """A 1-D uint8 view of a bytes-like object or array (no copy when contiguous)."""
+    if isinstance(data, np.ndarray):
+        if data.dtype == np.uint8 and data.ndim == 1 and data.flags.c_contiguous:
+            return data
+        return np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+    return np.frombuffer(data, dtype=np.uint8)
+
+
+def nbytes_of(data: Any) -> int:
+    if isinstance(data, np.ndarray):
+        return data.nbytes
+    if isinstance(data, memoryview):
+        return data.nbytes
+    return len(data)
+
+
+def max_compressed_size(n: int) -> int:
+    """A generous upper bound on a compressed stream for ``n`` decoded bytes.
+
+    Real compressors expand incompressible input by well under 1 %; anything far
+    beyond this bound is a hostile or corrupt value, rejected before decoding.
+    """
+    return n + (n >> 3) + (64 << 10)
+
+
+def check_encoded_size(data: Any, limit: int | None, what: str) -> None:
+    if limit is not None and nbytes_of(data) > limit:
+        raise CorruptChunkError(expected(what, f"at most {limit} encoded bytes", nbytes_of(data)))

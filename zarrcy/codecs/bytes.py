@@ -1,0 +1,144 @@
+"""The ``bytes`` codec (spec: ../shared/specs/v3-codec-bytes.rst).
+
+``array -> bytes``: elements in C (lexicographical) order, each in the configured
+byte order.  Configuration:
+
+* ``endian``: ``"little"`` or ``"big"``; required exactly when endianness applies
+  (multi-byte numeric types, incl. complex -- each component swapped -- and the
+  multi-byte ml_dtypes types such as ``bfloat16``).  Single-byte types and raw
+  ``r*`` types (numpy ``V``) ignore it; it is dropped from their metadata.
+
+Decoding in native order is zero-copy (``np.frombuffer`` + ``reshape``); the
+other order is one byte-swapping copy straight into the destination (numpy's
+casting copy, which runs without the GIL).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Literal, Self
+
+import numpy as np
+
+from zarrcy.codecs._base import ArrayBytesCodec, ArraySpec
+from zarrcy.codecs._common import NATIVE_ENDIAN, MISSING, config_dict, get_choice, nbytes_of
+from zarrcy.errors import CorruptChunkError, MetadataError, expected
+
+__all__ = ["BytesCodec", "Endian", "endian_applies"]
+
+Endian = Literal["little", "big"]
+_ENDIANS: tuple[str, ...] = ("little", "big")
+
+
+def endian_applies(dtype: np.dtype) -> bool:
+    """True when the byte order of ``dtype``'s elements matters (v3-codec-bytes.rst)."""
+    if dtype.itemsize <= 1:
+        return False
+    if dtype.kind in "biufcmMU":
+        return True
+    # kind "V": raw bits (np.void, no byte order) or an ml_dtypes scalar (has one)
+    return dtype.kind == "V" and dtype.type is not np.void and dtype.fields is None
+
+
+def _bits_dtype(dtype: np.dtype) -> np.dtype:
+    """A builtin dtype whose copies move ``dtype``'s bytes unchanged (same shape when viewed).
+
+    ml_dtypes types are copied as unsigned integers of the same width so that
+    numpy's casting machinery (which can swap bytes, GIL-free) applies to them too.
+    """
+    if dtype.kind in "biufcmMU" or dtype.type is np.void:
+        return dtype
+    return np.dtype(f"u{dtype.itemsize}")
+
+
+@dataclass(frozen=True)
+class BytesCodec(ArrayBytesCodec):
+    """``bytes`` codec; ``endian=None`` means "not given" (fine for single-byte types)."""
+
+    endian: Endian | None = "little"
+
+    name: ClassVar[str] = "bytes"
+    aliases: ClassVar[tuple[str, ...]] = ("endian",)  # pre-PR #263 name of this codec
+
+    # -- metadata -------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, configuration: dict[str, Any] | None, path: str) -> Self:
+        cfg = config_dict(configuration, path, ("endian",))
+        return cls(endian=get_choice(cfg, "endian", path, _ENDIANS, default=None))
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.endian is None:
+            return {"name": self.name}
+        return {"name": self.name, "configuration": {"endian": self.endian}}
+
+    def validate(self, spec: ArraySpec, path: str) -> None:
+        dt = spec.dtype
+        if dt.hasobject or dt.itemsize == 0 and dt.kind != "V":
+            raise MetadataError(expected(f"{path}", "a fixed-size data type for the bytes codec", str(dt)), path)
+        if dt.fields is not None and endian_applies_fields(dt):
+            raise MetadataError(expected(path, "a data type without byte-ordered fields", str(dt)), path)
+        if endian_applies(dt) and self.endian is None:
+            p = f"{path}.configuration.endian"
+            raise MetadataError(expected(p, f"'little' or 'big' (required for {dt})", MISSING), p)
+
+    def evolve(self, spec: ArraySpec) -> BytesCodec:
+        """Drop ``endian`` where it does not apply (it is then not written back)."""
+        if self.endian is not None and not endian_applies(spec.dtype):
+            return replace(self, endian=None)
+        return self
+
+    def compute_encoded_size(self, input_size: int, spec: ArraySpec) -> int | None:
+        return input_size * spec.dtype.itemsize
+
+    # -- per chunk ------------------------------------------------------------------
+    def _swaps(self, dtype: np.dtype) -> bool:
+        return self.endian is not None and self.endian != NATIVE_ENDIAN and endian_applies(dtype)
+
+    def _stored_dtype(self, dtype: np.dtype) -> np.dtype:
+        """The dtype of the stored bytes, as seen through :func:`_bits_dtype`."""
+        bits = _bits_dtype(dtype)
+        if self._swaps(dtype):
+            return bits.newbyteorder(">" if self.endian == "big" else "<")
+        return bits
+
+    def _check_size(self, data: Any, spec: ArraySpec) -> None:
+        n = nbytes_of(data)
+        if n != spec.nbytes:
+            raise CorruptChunkError(expected("bytes codec", f"{spec.nbytes} bytes for shape {spec.shape} {spec.dtype}", n))
+
+    def encode(self, chunk: np.ndarray, spec: ArraySpec) -> memoryview:
+        dt = spec.dtype
+        if self._swaps(dt):
+            out = np.empty(chunk.shape, dtype=self._stored_dtype(dt))
+            np.copyto(out, chunk.view(_bits_dtype(dt)), casting="unsafe")
+        else:
+            out = np.ascontiguousarray(chunk)
+        return memoryview(out.reshape(-1).view(np.uint8))
+
+    def decode(self, data: Any, spec: ArraySpec) -> np.ndarray:
+        """An array of ``spec.shape``; a read-only view of ``data`` when no swap is needed."""
+        self._check_size(data, spec)
+        dt = spec.dtype
+        src = np.frombuffer(data, dtype=self._stored_dtype(dt))
+        if not self._swaps(dt):
+            return src.view(dt).reshape(spec.shape)
+        out = np.empty(spec.shape, dtype=dt)
+        np.copyto(out.view(_bits_dtype(dt)), src.reshape(spec.shape), casting="unsafe")
+        return out
+
+    def decode_into(self, data: Any, out: np.ndarray, spec: ArraySpec) -> bool:
+        self._check_size(data, spec)
+        dt = spec.dtype
+        src = np.frombuffer(data, dtype=self._stored_dtype(dt)).reshape(spec.shape)
+        np.copyto(out.view(_bits_dtype(dt)), src, casting="unsafe")
+        return True
+
+    def fix_endian_inplace(self, out: np.ndarray, spec: ArraySpec) -> None:
+        """Turn stored bytes already placed in ``out`` (C-contiguous) into native values."""
+        if self._swaps(spec.dtype):
+            v = out.view(_bits_dtype(spec.dtype))
+            v.byteswap(inplace=True)
+
+
+def endian_applies_fields(dtype: np.dtype) -> bool:
+    return any(endian_applies(dtype.fields[f][0]) for f in dtype.names or ())

@@ -1,0 +1,259 @@
+"""The codec pipeline: one chain ``array->array* , array->bytes , bytes->bytes*``
+resolved once per array (v3-core.rst "Chunk encoding", "Determination of encoded
+representations", "Encoding procedure", "Decoding procedure").
+
+Per-chunk work touches no metadata.  Fast paths decided at construction:
+
+* decode straight into the caller's array: transposes become views of ``out``;
+  with the ``bytes`` codec and a C-contiguous target, the innermost compressor
+  (gzip, zstd, blosc) writes the decoded bytes directly into ``out``'s memory
+  (a big-endian ``bytes`` codec then swaps in place);
+* known decoded sizes (``bytes`` + fixed-size codecs) are passed to each
+  bytes->bytes codec, which must produce exactly that many bytes;
+* an upper bound on the encoded size (when every codec has one) rejects absurdly
+  large stored values before any decoding.
+
+A pipeline holds no per-call state and is used by many threads at once.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+import numpy as np
+
+from zarrcy.codecs._base import (
+    ArrayArrayCodec,
+    ArrayBytesCodec,
+    ArraySpec,
+    ByteGetter,
+    ByteSetter,
+    BytesBytesCodec,
+    Codec,
+)
+from zarrcy.codecs.registry import resolve_codecs
+from zarrcy.errors import CorruptChunkError, expected
+
+__all__ = ["CodecPipeline"]
+
+
+class CodecPipeline:
+    """A resolved codec chain for chunks of ``spec`` (see module docstring)."""
+
+    codecs: tuple[Codec, ...]
+    array_array: tuple[ArrayArrayCodec, ...]
+    array_bytes: ArrayBytesCodec
+    bytes_bytes: tuple[BytesBytesCodec, ...]
+    spec: ArraySpec
+
+    def __init__(self, codecs: Iterable[Any], spec: ArraySpec, path: str = "codecs") -> None:
+        resolved, specs = resolve_codecs(codecs, spec, path)
+        self.codecs = tuple(resolved)
+        self.spec = spec
+        n_aa = sum(isinstance(c, ArrayArrayCodec) for c in resolved)
+        self.array_array = tuple(resolved[:n_aa])  # type: ignore[arg-type]
+        self._aa_specs = tuple(specs[:n_aa])
+        self.array_bytes = resolved[n_aa]  # type: ignore[assignment]
+        self._ab_spec = specs[n_aa]
+        self.bytes_bytes = tuple(resolved[n_aa + 1 :])  # type: ignore[arg-type]
+
+        # decoded size of each bytes->bytes codec (None = variable), innermost first
+        n_elements = math.prod(self._ab_spec.shape)
+        size = self.array_bytes.compute_encoded_size(n_elements, self._ab_spec)
+        self._ab_size = size
+        sizes: list[int | None] = []
+        bound = size
+        for c in self.bytes_bytes:
+            sizes.append(size)
+            size = c.compute_encoded_size(size, self._ab_spec) if size is not None else None
+            f = getattr(c, "max_encoded_size", None)
+            bound = f(bound) if (f is not None and bound is not None) else None
+        self._bb_sizes = tuple(sizes)
+        self._encoded_size = size
+        self._max_encoded = bound
+
+        from zarrcy.codecs.bytes import BytesCodec
+
+        # every array->array codec can give a view of `out` in its encoded form
+        self._aa_views = all(hasattr(c, "encoded_view") for c in self.array_array)
+        # the innermost compressor can write the array's bytes into `out` directly
+        self._direct = (
+            isinstance(self.array_bytes, BytesCodec)
+            and bool(self.bytes_bytes)
+            and hasattr(self.bytes_bytes[0], "decode_into")
+            and self._bb_sizes[0] is not None
+        )
+
+    @classmethod
+    def from_codecs(cls, codecs: Iterable[Any], spec: ArraySpec, path: str = "codecs") -> CodecPipeline:
+        """Parse (codec objects or JSON), order-check, validate and resolve ``codecs``."""
+        if isinstance(codecs, CodecPipeline):
+            codecs = codecs.codecs
+        return cls(codecs, spec, path)
+
+    def __repr__(self) -> str:
+        return f"CodecPipeline({[c.to_dict() for c in self.codecs]!r}, shape={self.spec.shape}, dtype={self.spec.dtype})"
+
+    def to_json(self) -> list[Any]:
+        return [c.to_dict() for c in self.codecs]
+
+    # -- sizes --------------------------------------------------------------------------
+    def compute_encoded_size(self) -> int | None:
+        """Encoded size of a chunk of ``spec.shape``, or None when it varies (compression)."""
+        if self.array_array:
+            n: int | None = math.prod(self.spec.shape)
+            for c, s in zip(self.array_array, self._aa_specs):
+                if n is None:
+                    return None
+                n = c.compute_encoded_size(n, s)
+            if n is None:
+                return None
+        return self._encoded_size
+
+    @property
+    def max_encoded_size(self) -> int | None:
+        """Largest plausible stored size (None when some codec gives no bound)."""
+        return self._max_encoded
+
+    # -- encode -------------------------------------------------------------------------
+    def encode(self, chunk: np.ndarray) -> bytes | bytearray | memoryview | None:
+        """Encode a chunk of ``spec.shape``/``spec.dtype``; None means "nothing to store"."""
+        if tuple(chunk.shape) != tuple(self.spec.shape):
+            raise ValueError(expected("chunk shape", str(self.spec.shape), tuple(chunk.shape)))
+        if chunk.dtype != self.spec.dtype:
+            chunk = chunk.astype(self.spec.dtype)
+        x: Any = chunk
+        for c, s in zip(self.array_array, self._aa_specs):
+            x = c.encode(x, s)
+        b = self.array_bytes.encode(x, self._ab_spec)
+        if b is None:
+            return None
+        for c in self.bytes_bytes:
+            b = c.encode(b, self._ab_spec)
+        if isinstance(b, np.ndarray):
+            b = memoryview(np.ascontiguousarray(b).reshape(-1).view(np.uint8))
+        return b
+
+    # -- decode -------------------------------------------------------------------------
+    def _check_encoded(self, data: Any) -> None:
+        if data is None:
+            raise TypeError("decode: expected stored bytes, received None (missing chunks are the caller's)")
+        limit = self._max_encoded
+        if limit is not None:
+            n = data.nbytes if isinstance(data, (memoryview, np.ndarray)) else len(data)
+            if n > limit:
+                raise CorruptChunkError(
+                    expected("encoded chunk", f"at most {limit} bytes for shape {self.spec.shape} {self.spec.dtype}", n)
+                )
+
+    def _decode_bytes(self, data: Any, stop: int) -> Any:
+        """Run bytes->bytes decoders from the outermost down to index ``stop`` (inclusive)."""
+        for i in range(len(self.bytes_bytes) - 1, stop - 1, -1):
+            c = self.bytes_bytes[i]
+            size = self._bb_sizes[i]
+            sized = getattr(c, "decode_sized", None)
+            try:
+                if size is not None and sized is not None:
+                    data = sized(data, size, self._ab_spec)
+                else:
+                    data = c.decode(data, self._ab_spec)
+                    if size is not None:
+                        n = data.nbytes if isinstance(data, (memoryview, np.ndarray)) else len(data)
+                        if n != size:
+                            raise CorruptChunkError(expected(f"{c.to_dict().get('name')} output", f"{size} bytes", n))
+            except CorruptChunkError:
+                raise
+            except (ValueError, RuntimeError, EOFError, OSError, MemoryError, OverflowError) as e:
+                # third-party codecs: any decoding failure is a corrupt value
+                name = c.to_dict().get("name")
+                raise CorruptChunkError(expected(f"{name}", "decodable bytes", f"{type(e).__name__}: {e}")) from None
+        return data
+
+    def decode(self, data: bytes | bytearray | memoryview) -> np.ndarray:
+        """Decode to a writable array of ``spec.shape``/``spec.dtype`` (native order)."""
+        self._check_encoded(data)
+        if not self._aa_views:
+            arr = self._decode_generic(data)
+            if arr.dtype != self.spec.dtype:
+                arr = arr.astype(self.spec.dtype)
+            if not arr.flags.writeable:
+                arr = arr.copy()
+            return arr
+        # decode into one C-ordered buffer of the encoded shape; the array->array
+        # codecs (transposes) then give views of it
+        enc = np.empty(self._ab_spec.shape, dtype=self._ab_spec.dtype)
+        self._decode_ab_into(data, enc)
+        arr = enc
+        for c, s in zip(reversed(self.array_array), reversed(self._aa_specs)):
+            arr = c.decode(arr, s)
+        return arr
+
+    def decode_into(self, data: bytes | bytearray | memoryview, out: np.ndarray) -> None:
+        """Decode into ``out`` (writable, ``spec.shape``, possibly a strided view)."""
+        if tuple(out.shape) != tuple(self.spec.shape):
+            raise ValueError(expected("decode_into out.shape", str(self.spec.shape), tuple(out.shape)))
+        self._check_encoded(data)
+        if not self._aa_views or out.dtype != self.spec.dtype:
+            np.copyto(out, self._decode_generic(data), casting="unsafe")
+            return
+        target = out
+        for c in self.array_array:
+            target = c.encoded_view(target)  # type: ignore[attr-defined]
+        self._decode_ab_into(data, target)
+
+    def _decode_ab_into(self, data: Any, target: np.ndarray) -> None:
+        """Bytes->bytes decoders, then the array->bytes decoder into ``target`` (encoded shape)."""
+        ab = self.array_bytes
+        if self._direct and target.flags.c_contiguous and target.flags.writeable:
+            b = self._decode_bytes(data, 1)
+            dst = target.reshape(-1).view(np.uint8) if target.size else np.empty(0, dtype=np.uint8)
+            bb0 = self.bytes_bytes[0]
+            try:
+                ok = bb0.decode_into(b, dst, self._ab_spec)  # type: ignore[attr-defined]
+            except CorruptChunkError:
+                raise
+            except (ValueError, RuntimeError, OSError) as e:
+                name = bb0.to_dict().get("name")
+                raise CorruptChunkError(expected(f"{name}", "decodable bytes", f"{type(e).__name__}: {e}")) from None
+            if ok:
+                ab.fix_endian_inplace(target, self._ab_spec)  # type: ignore[attr-defined]
+                return
+            b = self._decode_bytes(data, 0)
+        else:
+            b = self._decode_bytes(data, 0)
+        if not ab.decode_into(b, target, self._ab_spec):
+            arr = ab.decode(b, self._ab_spec)
+            if tuple(arr.shape) != tuple(target.shape):
+                raise CorruptChunkError(expected("decoded chunk shape", str(target.shape), tuple(arr.shape)))
+            np.copyto(target, arr, casting="unsafe")
+
+    def _decode_generic(self, data: Any) -> np.ndarray:
+        b = self._decode_bytes(data, 0)
+        arr = self.array_bytes.decode(b, self._ab_spec)
+        for c, s in zip(reversed(self.array_array), reversed(self._aa_specs)):
+            arr = c.decode(arr, s)
+        if tuple(arr.shape) != tuple(self.spec.shape):
+            raise CorruptChunkError(expected("decoded chunk shape", str(self.spec.shape), tuple(arr.shape)))
+        return arr
+
+    # -- partial ------------------------------------------------------------------------
+    @property
+    def supports_partial_decode(self) -> bool:
+        return not self.array_array and not self.bytes_bytes and hasattr(self.array_bytes, "decode_partial")
+
+    @property
+    def supports_partial_encode(self) -> bool:
+        return not self.array_array and not self.bytes_bytes and hasattr(self.array_bytes, "encode_partial")
+
+    def decode_partial(self, getter: ByteGetter, selection: tuple[Any, ...]) -> np.ndarray | None:
+        """Decode only ``selection`` of the stored value behind ``getter`` (None if it is missing)."""
+        if not self.supports_partial_decode:
+            raise NotImplementedError("this codec chain does not support partial decoding")
+        return self.array_bytes.decode_partial(getter, selection, self._ab_spec)  # type: ignore[attr-defined]
+
+    def encode_partial(self, setter: ByteSetter, selection: tuple[Any, ...], value: np.ndarray) -> None:
+        """Write ``value`` into ``selection`` of the stored value behind ``setter``."""
+        if not self.supports_partial_encode:
+            raise NotImplementedError("this codec chain does not support partial encoding")
+        self.array_bytes.encode_partial(setter, selection, value, self._ab_spec)  # type: ignore[attr-defined]
