@@ -66,6 +66,19 @@ def _codecs_from_json(value: Any, path: str) -> tuple[Codec, ...]:
     return tuple(codec_from_dict(item, f"{path}[{i}]") for i, item in enumerate(value))
 
 
+def _flat_bytes(data: Any) -> memoryview:
+    """A 1-d unsigned-byte view of any bytes-like object (``len`` is then its size)."""
+    mv = data if isinstance(data, memoryview) else memoryview(data)
+    if mv.format != "B" or mv.ndim != 1:
+        mv = mv.cast("B")
+    return mv
+
+
+def _contiguous(a: np.ndarray) -> np.ndarray:
+    """C-contiguous ``a`` keeping 0-d arrays 0-d (``np.ascontiguousarray`` makes them 1-d)."""
+    return a if a.flags.c_contiguous else a.copy(order="C")
+
+
 def _uint64_data_type() -> Any:
     try:
         from zarrcy.metadata.data_type import parse_data_type
@@ -198,6 +211,7 @@ class _Layout:
     # -- index -----------------------------------------------------------------------
     def decode_index(self, raw: Any) -> np.ndarray:
         """Encoded index bytes -> flat uint64 array of 2n values (not yet validated)."""
+        raw = _flat_bytes(raw)
         if len(raw) != self.index_size:
             raise CorruptChunkError(
                 f"shard index: expected {self.index_size} bytes, received {len(raw)} (shard truncated?)"
@@ -477,7 +491,7 @@ class ShardingCodec(ArrayBytesCodec):
 
     def decode_into(self, data: bytes | bytearray | memoryview, out: np.ndarray, spec: ArraySpec) -> bool:
         layout = self._layout(spec)
-        buf = memoryview(data).cast("B") if not isinstance(data, memoryview) or data.format != "B" else data
+        buf = _flat_bytes(data)
         flat = self._index_of(buf, layout)
         offs = flat[0::2].tolist()
         nbs = flat[1::2].tolist()
@@ -499,7 +513,7 @@ class ShardingCodec(ArrayBytesCodec):
     # -- whole-shard encode ------------------------------------------------------------------
     def encode(self, chunk: np.ndarray, spec: ArraySpec) -> bytes | None:
         layout = self._layout(spec)
-        arr = np.ascontiguousarray(chunk, dtype=spec.dtype)
+        arr = _contiguous(np.asarray(chunk, dtype=spec.dtype))
         if arr.shape != tuple(spec.shape):
             raise ValueError(f"sharding_indexed.encode: expected shape {tuple(spec.shape)}, received {arr.shape}")
         empty = layout.empty_flags(arr, layout.chunk_shape)
@@ -511,13 +525,14 @@ class ShardingCodec(ArrayBytesCodec):
         encoded: list[Any] = [None] * len(todo)
 
         def task(k: int) -> None:
-            encoded[k] = inner.encode(np.ascontiguousarray(arr[region(todo[k])]))
+            encoded[k] = inner.encode(_contiguous(arr[region(todo[k])]))
 
         _run(len(todo), task, spec.nbytes >= _PARALLEL_MIN_BYTES)
         nbytes = np.full(layout.n, SENTINEL, np.uint64)
         pieces = []
         for i, e in zip(todo, encoded):
             if e is not None:  # a nested shard may still turn out empty
+                e = _flat_bytes(e)
                 nbytes[i] = len(e)
                 pieces.append(e)
         if not pieces:
@@ -539,6 +554,7 @@ class ShardingCodec(ArrayBytesCodec):
         raw = getter.get(RangeRequest(0, isz) if start else SuffixRequest(isz))
         if raw is None:
             return None
+        raw = _flat_bytes(raw)
         if len(raw) < isz:
             raise CorruptChunkError(f"shard is {len(raw)} bytes, shorter than its index ({isz} bytes)")
         flat = layout.decode_index(raw)
@@ -567,6 +583,7 @@ class ShardingCodec(ArrayBytesCodec):
         for g, (raw, a, b) in enumerate(zip(got, starts, stops)):
             if raw is None:
                 raise CorruptChunkError("shard disappeared while its inner chunks were read")
+            raw = _flat_bytes(raw)
             if len(raw) < b - a:
                 avail = a + len(raw)
                 members = np.flatnonzero(g_of == g)
@@ -577,8 +594,7 @@ class ShardingCodec(ArrayBytesCodec):
                     f"{layout.chunk_name(i)}: points past the end of the shard "
                     f"(offset={int(offs[bad])}, nbytes={int(nbs[bad])}, shard ends at {avail}; truncated?)"
                 )
-            mv = memoryview(raw)
-            bufs.append(mv.cast("B") if mv.format != "B" else mv)
+            bufs.append(raw)
         return bufs, g_of, gs[:ng]
 
     def decode_partial(self, getter: ByteGetter, selection: tuple, spec: ArraySpec) -> np.ndarray:
@@ -670,7 +686,7 @@ class ShardingCodec(ArrayBytesCodec):
             i = lin_l[k]
             osel = plan.out_sel(k)
             if full[k] and not plan.use_ix:
-                chunk = np.ascontiguousarray(value[osel]).reshape(cs)
+                chunk = _contiguous(value[osel]).reshape(cs)
             else:
                 s = slot[i]
                 if s >= 0:
@@ -682,7 +698,8 @@ class ShardingCodec(ArrayBytesCodec):
                 chunk[plan.chunk_sel(k)] = value[osel]
             if layout.chunk_is_empty(chunk):
                 return
-            new_bytes[k] = inner.encode(chunk)
+            enc = inner.encode(chunk)
+            new_bytes[k] = None if enc is None else _flat_bytes(enc)
 
         _run(plan.m, task, plan.m * layout.inner_spec.nbytes >= _PARALLEL_MIN_BYTES)
 
