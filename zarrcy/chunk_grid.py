@@ -134,7 +134,7 @@ def parse_chunk_grid(value: Any, path: str = "chunk_grid") -> RegularChunkGrid:
             f"{path}.must_understand",
         )
     if name != "regular":
-        raise UnknownExtensionError(f"{path}: unknown chunk grid {name!r}", f"{path}.name")
+        raise UnknownExtensionError(f"{path}.name: unknown chunk grid {name!r}", f"{path}.name")
     config = value.get("configuration")
     if type(config) is not dict:
         raise MetadataError(expected(f"{path}.configuration", "an object with chunk_shape", config), f"{path}.configuration")

@@ -134,7 +134,7 @@ def parse_chunk_key_encoding(value: Any, path: str = "chunk_key_encoding") -> Ch
         )
     cls = _ENCODINGS.get(name)
     if cls is None:
-        raise UnknownExtensionError(f"{path}: unknown chunk key encoding {name!r}", f"{path}.name")
+        raise UnknownExtensionError(f"{path}.name: unknown chunk key encoding {name!r}", f"{path}.name")
     if "configuration" not in value:
         return cls(cls.default_separator)
     config = value["configuration"]
