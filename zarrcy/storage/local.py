@@ -53,6 +53,7 @@ _O_DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 
 _MAX_READ = 1 << 30  # read in pieces below Linux's ~2 GiB per-call limit
 _SEP = os.sep
 _counter = itertools.count()
+_RETRIES = 64  # attempts when a concurrent erase keeps pruning the directory we write into
 
 
 def _proc_fd_works() -> bool:
@@ -273,7 +274,7 @@ class LocalStore(Store):
     # -- writes --------------------------------------------------------------------------
     def _open_dir(self, dirpath: str) -> int:
         """An fd on the (checked) directory ``dirpath``, creating it if missing."""
-        for attempt in range(8):
+        for attempt in range(_RETRIES):
             try:
                 dfd = os.open(dirpath, _O_DIR)
                 break
@@ -295,14 +296,26 @@ class LocalStore(Store):
     def _makedirs(self, dirpath: str) -> None:
         # slow path only: make sure the existing part does not lead outside the root
         self._check_path(dirpath, allow_root=True)
-        try:
-            os.makedirs(dirpath, exist_ok=True)
-        except FileExistsError as e:  # a component exists as a file
-            raise StoreError(f"{dirpath}: a parent of the key is a file, not a directory") from e
-        except NotADirectoryError as e:
-            raise StoreError(f"{dirpath}: a parent of the key is a file, not a directory") from e
-        except OSError as e:
-            raise StoreError(f"{dirpath}: cannot create directory: {e}") from e
+        for attempt in range(_RETRIES):
+            try:
+                os.makedirs(dirpath, exist_ok=True)
+                return
+            except (FileExistsError, FileNotFoundError):
+                # either a component is a file, or a concurrent erase pruned a directory
+                # between makedirs' mkdir and its isdir check: tell the two apart, retry
+                p = dirpath
+                while p != self.root and p.startswith(self._prefix):
+                    try:
+                        if not stat.S_ISDIR(os.stat(p).st_mode):  # one call: no check-then-use race
+                            raise StoreError(f"{dirpath}: a parent of the key is a file, not a directory") from None
+                    except (FileNotFoundError, NotADirectoryError):
+                        pass
+                    p = p.rsplit(_SEP, 1)[0]
+            except NotADirectoryError as e:
+                raise StoreError(f"{dirpath}: a parent of the key is a file, not a directory") from e
+            except OSError as e:
+                raise StoreError(f"{dirpath}: cannot create directory: {e}") from e
+        raise StoreError(f"{dirpath}: directory vanished repeatedly while writing")  # pragma: no cover
 
     @staticmethod
     def _temp_name() -> str:
@@ -315,7 +328,7 @@ class LocalStore(Store):
         dirpath, name = path.rsplit(_SEP, 1)
         tmp = self._temp_name()
         if _DIR_FD:
-            for attempt in range(8):
+            for attempt in range(_RETRIES):
                 dfd = self._open_dir(dirpath)
                 try:
                     try:
@@ -351,7 +364,7 @@ class LocalStore(Store):
 
     def _set_portable(self, path: str, dirpath: str, tmp: str, data: memoryview) -> None:
         tmppath = dirpath + _SEP + tmp
-        for attempt in range(8):
+        for attempt in range(_RETRIES):
             self._check_path(dirpath, allow_root=True)
             try:
                 fd = os.open(tmppath, _O_TMP, 0o666)
@@ -390,7 +403,7 @@ class LocalStore(Store):
         for key, items in by_key.items():
             path = self._path(key)
             dirpath = path.rsplit(_SEP, 1)[0]
-            for attempt in range(8):
+            for attempt in range(_RETRIES):
                 try:
                     fd = os.open(path, _O_RW, 0o666)
                     break
