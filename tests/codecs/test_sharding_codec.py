@@ -311,3 +311,32 @@ def test_errors_propagate_from_parallel_tasks():
             c.decode(bytes(data), sp)
     finally:
         zarrcy.config(threads=old)
+
+
+@pytest.mark.parametrize(
+    "index_codecs",
+    [
+        ({"name": "bytes", "configuration": {"endian": "big"}}, CRC),  # generic pipeline path
+        (BYTES,),  # no checksum: kernel path without crc
+        ({"name": "bytes", "configuration": {"endian": "big"}},),
+    ],
+)
+@pytest.mark.parametrize("location", ["start", "end"])
+def test_other_index_codecs(index_codecs, location):
+    c = make((2, 2), (BYTES, GZIP), index_codecs, location)
+    sp = spec((4, 6), "int16")
+    a = np.arange(24, dtype=np.int16).reshape(4, 6)
+    a[:2, :2] = 0
+    data = c.encode(a, sp)
+    n = 6
+    isz = 16 * n + (4 if CRC in index_codecs else 0)
+    raw = data[-isz:] if location == "end" else data[:isz]
+    big = index_codecs[0]["configuration"]["endian"] == "big"
+    idx = np.frombuffer(raw[: 16 * n], ">u8" if big else "<u8")
+    assert idx[0] == SENTINEL and idx[1] == SENTINEL and idx[2] != SENTINEL
+    np.testing.assert_array_equal(c.decode(data, sp), a)
+    if CRC in index_codecs:
+        bad = bytearray(data)
+        bad[-isz + 3 if location == "end" else 3] ^= 1
+        with pytest.raises(CorruptChunkError, match="shard index"):
+            c.decode(bytes(bad), sp)

@@ -31,6 +31,7 @@ from concurrent.futures import wait as _wait_futures
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Literal, Sequence
 
+import crc32c as _crc32c
 import numpy as np
 
 from zarrcy._kernels import _sharding as K
@@ -148,7 +149,7 @@ class _Layout:
 
     __slots__ = (
         "spec", "chunk_shape", "cps", "n", "inner", "inner_spec", "index_pipeline",
-        "index_size", "fill_row", "coords", "itemsize", "has_object", "fill",
+        "index_size", "fill_row", "coords", "itemsize", "has_object", "fill", "fast_index",
     )
 
     def __init__(self, codec: "ShardingCodec", spec: ArraySpec, path: str) -> None:
@@ -190,6 +191,12 @@ class _Layout:
                 f"{cfg}.index_codecs",
             )
         self.index_size = int(size)
+        # the recommended index chain (bytes little-endian [+ crc32c]) is handled by the
+        # index kernels directly: no pipeline round trip per partial read
+        chain = [c.to_dict() for c in self.index_pipeline.codecs]
+        names = [c["name"] for c in chain]
+        little = chain[0].get("configuration", {}).get("endian") == "little"
+        self.fast_index = (names == ["bytes", "crc32c"] or names == ["bytes"]) and little
         self.itemsize = spec.dtype.itemsize
         self.has_object = spec.dtype.hasobject
         self.fill = spec.fill_value
@@ -216,6 +223,18 @@ class _Layout:
             raise CorruptChunkError(
                 f"shard index: expected {self.index_size} bytes, received {len(raw)} (shard truncated?)"
             )
+        if self.fast_index:
+            payload = 16 * self.n
+            if self.index_size == payload + 4:
+                stored = int.from_bytes(raw[payload:], "little")
+                actual = _crc32c.crc32c(raw[:payload])
+                if stored != actual:
+                    raise CorruptChunkError(
+                        f"shard index: crc32c checksum mismatch (stored {stored:#010x}, computed {actual:#010x})"
+                    )
+            flat = np.empty(2 * self.n, np.uint64)
+            K.decode_index(raw[:payload], flat)
+            return flat
         try:
             arr = self.index_pipeline.decode(raw)
         except CorruptChunkError as e:
@@ -226,6 +245,13 @@ class _Layout:
         return flat
 
     def encode_index(self, flat: np.ndarray) -> bytes:
+        if self.fast_index:
+            payload = 16 * self.n
+            out = bytearray(self.index_size)
+            K.encode_index(flat, memoryview(out)[:payload])
+            if self.index_size == payload + 4:
+                out[payload:] = _crc32c.crc32c(memoryview(out)[:payload]).to_bytes(4, "little")
+            return bytes(out)
         out = self.index_pipeline.encode(flat.reshape(self.cps + (2,)))
         if out is None or len(out) != self.index_size:  # pragma: no cover - codec contract
             raise CorruptChunkError("shard index: index codecs produced an unexpected size")
@@ -295,12 +321,49 @@ class _Plan:
         return np.ix_(*sel) if self.use_ix else (sel or (Ellipsis,))
 
 
+def _plan_single(selection: Sequence[Any], layout: _Layout) -> _Plan | None:
+    """Shortcut for the commonest partial access: slices inside one inner chunk."""
+    lin = 0
+    c_tab = []
+    o_tab = []
+    out_shape = []
+    full = True
+    for sel, size, c, g in zip(selection, layout.spec.shape, layout.chunk_shape, layout.cps):
+        if not isinstance(sel, slice):
+            return None
+        start, stop, step = sel.indices(size)
+        if step != 1 or stop <= start:
+            return None
+        k = start // c
+        if (stop - 1) // c != k:
+            return None
+        lin = lin * g + k
+        c_tab.append(slice(start - k * c, stop - k * c))
+        o_tab.append(slice(0, stop - start))
+        out_shape.append(stop - start)
+        full = full and start == k * c and stop == k * c + c
+    p = _Plan()
+    p.out_shape = tuple(out_shape)
+    p.m = 1
+    p.linear = np.array([lin], np.int64)
+    p.full = np.array([full])
+    p.runs = [list(range(len(c_tab)))]
+    p.c_tab = c_tab
+    p.o_tab = o_tab
+    p.use_ix = False
+    return p
+
+
 def _plan(selection: Sequence[Any], layout: _Layout) -> _Plan:
     shape = layout.spec.shape
     cs = layout.chunk_shape
     ndim = len(shape)
     if len(selection) != ndim:
         raise ValueError(f"selection: expected {ndim} entries (one per dimension), received {len(selection)}")
+    if ndim:
+        single = _plan_single(selection, layout)
+        if single is not None:
+            return single
     n_arrays = sum(1 for s in selection if not isinstance(s, slice))
     use_ix = n_arrays >= 2
     counts = np.empty(ndim, np.int64)
@@ -569,13 +632,18 @@ class ShardingCodec(ArrayBytesCodec):
         Returns (group buffers, group of each chunk, group start offsets).
         """
         m = which.size
-        order = np.argsort(offs, kind="stable").astype(np.int64)
-        g_of = np.empty(m, np.int64)
-        gs = np.empty(m, np.uint64)
-        ge = np.empty(m, np.uint64)
-        ng = K.coalesce(
-            offs, nbs, order, int(_config_get("coalesce_gap")), int(_config_get("coalesce_max")), g_of, gs, ge
-        )
+        g_of = np.zeros(m, np.int64)
+        if m == 1:
+            ng = 1
+            gs = offs.astype(np.uint64)
+            ge = gs + nbs
+        else:
+            order = np.argsort(offs, kind="stable").astype(np.int64)
+            gs = np.empty(m, np.uint64)
+            ge = np.empty(m, np.uint64)
+            ng = K.coalesce(
+                offs, nbs, order, int(_config_get("coalesce_gap")), int(_config_get("coalesce_max")), g_of, gs, ge
+            )
         starts = gs[:ng].tolist()
         stops = ge[:ng].tolist()
         got = getter.get_ranges([RangeRequest(a, b - a) for a, b in zip(starts, stops)]) if ng else []
