@@ -27,7 +27,7 @@ from typing import Any, ClassVar, Literal, Self
 
 import numpy as np
 
-from zarrcy import config as _config
+from zarrcy.config import get as _config_get
 from zarrcy.codecs._base import ArraySpec, BytesBytesCodec
 from zarrcy.codecs._common import MISSING, as_uint8, config_dict, get_choice, get_int, max_compressed_size
 from zarrcy.errors import CorruptChunkError, MetadataError, expected
@@ -148,7 +148,7 @@ class BloscCodec(BytesBytesCodec):
 
     def decode(self, data: Any, spec: ArraySpec) -> Any:
         nbytes = blosc_header(data)[0]
-        limit = int(_config.get("max_chunk_bytes"))
+        limit = int(_config_get("max_chunk_bytes"))
         if nbytes > limit:
             raise CorruptChunkError(expected("blosc", f"at most {limit} decoded bytes", nbytes))
         out = np.empty(nbytes, dtype=np.uint8)

@@ -31,7 +31,7 @@ from typing import Any, ClassVar, Literal, Self
 
 import numpy as np
 
-from zarrcy import config as _config
+from zarrcy.config import get as _config_get
 from zarrcy._kernels import _deflate as _k
 from zarrcy.codecs._base import ArraySpec, BytesBytesCodec
 from zarrcy.codecs._common import as_uint8, config_dict, get_int, max_compressed_size
@@ -77,7 +77,7 @@ def _corrupt(what: str, received: Any) -> CorruptChunkError:
 
 
 def _cap() -> int:
-    return int(_config.get("max_chunk_bytes"))
+    return int(_config_get("max_chunk_bytes"))
 
 
 # -- zlib: any number of members ---------------------------------------------------------

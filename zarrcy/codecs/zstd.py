@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Self
 
 import numpy as np
 
-from zarrcy import config as _config
+from zarrcy.config import get as _config_get
 from zarrcy.codecs._base import ArraySpec, BytesBytesCodec
 from zarrcy.codecs._common import as_uint8, config_dict, get_bool, get_int, max_compressed_size, nbytes_of
 from zarrcy.errors import CorruptChunkError, MetadataError, expected
@@ -94,7 +94,7 @@ class ZstdCodec(BytesBytesCodec):
             raise CorruptChunkError(expected("zstd", "a valid zstd stream", f"{type(e).__name__}: {e}")) from None
 
     def decode(self, data: Any, spec: ArraySpec) -> Any:
-        limit = int(_config.get("max_chunk_bytes"))
+        limit = int(_config_get("max_chunk_bytes"))
         fcs = frame_content_size(data)
         if fcs is not None and fcs > limit:
             raise CorruptChunkError(expected("zstd", f"at most {limit} decoded bytes", fcs))
