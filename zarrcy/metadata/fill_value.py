@@ -17,7 +17,9 @@ Forms accepted, by type:
   :func:`needs_exact_text`).  A Python float NaN/inf (bare JSON token, or a dict built
   in Python) is read as "NaN"/"Infinity".
 * complex: ``[re, im]``, each in the float forms of the component type.
-* raw ``r<bits>``: a list of ``bits/8`` integers in ``[0, 255]``.
+* raw ``r<bits>``: a list of ``bits/8`` integers in ``[0, 255]`` (a base64 string of
+  ``bits/8`` bytes, as tensorstore and zarr-python write raw fill values, is read too;
+  the list is always what is written).
 
 Writing (:func:`fill_value_to_json`) is the canonical inverse: the default NaN writes
 ``"NaN"``, any other NaN ``"0x..."``, infinities ``"Infinity"``/``"-Infinity"``, finite
@@ -26,6 +28,7 @@ floats the shortest decimal that reads back to the same bits (``-0.0`` stays ``-
 
 from __future__ import annotations
 
+import base64
 import math
 from decimal import Decimal
 from fractions import Fraction
@@ -235,6 +238,13 @@ def parse_fill_value(data_type: DataType, json_value: Any, path: str = "fill_val
     n = data_type.itemsize
     if isinstance(json_value, (bytes, bytearray)) and len(json_value) == n:
         return np.void(bytes(json_value))
+    if t is str:  # tensorstore / zarr-python spell raw fill values in base64: read them too
+        try:
+            raw = base64.b64decode(json_value, validate=True)
+        except ValueError:
+            raw = b""
+        if len(raw) == n:
+            return np.void(raw)
     if (t is not list and t is not tuple) or len(json_value) != n:
         raise _err(path, f"an array of {n} integers in [0, 255]", json_value)
     for i, b in enumerate(json_value):
