@@ -44,6 +44,7 @@ from zarrcy.errors import CorruptChunkError, MetadataError, expected
 __all__ = ["ShardingCodec", "IndexLocation"]
 
 IndexLocation = Literal["start", "end"]
+WriteStrategy = Literal["rewrite", "append"]
 SENTINEL = K.SENTINEL_U64
 _KEYS = ("chunk_shape", "codecs", "index_codecs", "index_location")
 _DEFAULT_INNER = [{"name": "bytes", "configuration": {"endian": "little"}}]
@@ -149,7 +150,7 @@ class _Layout:
 
     __slots__ = (
         "spec", "chunk_shape", "cps", "n", "inner", "inner_spec", "index_pipeline",
-        "index_size", "fill_row", "coords", "itemsize", "has_object", "fill", "fast_index",
+        "index_size", "fill_row", "coords", "itemsize", "has_object", "fill", "fast_index", "has_crc",
     )
 
     def __init__(self, codec: "ShardingCodec", spec: ArraySpec, path: str) -> None:
@@ -197,6 +198,8 @@ class _Layout:
         names = [c["name"] for c in chain]
         little = chain[0].get("configuration", {}).get("endian") == "little"
         self.fast_index = (names == ["bytes", "crc32c"] or names == ["bytes"]) and little
+        # a torn append is only detectable when the index carries a checksum
+        self.has_crc = "crc32c" in names
         self.itemsize = spec.dtype.itemsize
         self.has_object = spec.dtype.hasobject
         self.fill = spec.fill_value
@@ -706,14 +709,54 @@ class ShardingCodec(ArrayBytesCodec):
         return out
 
     # -- partial writes ----------------------------------------------------------------------
-    def encode_partial(self, setter: ByteSetter, selection: tuple, value: Any, spec: ArraySpec) -> None:
+    def _merge_touched(
+        self, layout: _Layout, plan: _Plan, value: np.ndarray, spec: ArraySpec,
+        old_bytes: Callable[[int], Any],
+    ) -> list[memoryview | None]:
+        """Encoded bytes of every touched inner chunk after the write (None: now empty).
+
+        ``old_bytes(i)`` gives the stored bytes of inner chunk ``i`` (None if it is not
+        stored); it is only called for chunks the selection covers partially.
+        """
+        inner = layout.inner
+        cs = layout.chunk_shape
+        full = plan.full.tolist()
+        lin_l = plan.linear.tolist()
+        new_bytes: list[memoryview | None] = [None] * plan.m
+
+        def task(k: int) -> None:
+            osel = plan.out_sel(k)
+            if full[k] and not plan.use_ix:
+                chunk = _contiguous(value[osel]).reshape(cs)
+            else:
+                old = old_bytes(lin_l[k])
+                if old is not None:
+                    chunk = np.array(inner.decode(old))
+                else:
+                    chunk = np.full(cs, layout.fill, dtype=spec.dtype)
+                chunk[plan.chunk_sel(k)] = value[osel]
+            if layout.chunk_is_empty(chunk):
+                return
+            enc = inner.encode(chunk)
+            new_bytes[k] = None if enc is None else _flat_bytes(enc)
+
+        _run(plan.m, task, plan.m * layout.inner_spec.nbytes >= _PARALLEL_MIN_BYTES)
+        return new_bytes
+
+    def encode_partial(
+        self, setter: ByteSetter, selection: tuple, value: Any, spec: ArraySpec, *,
+        write_strategy: WriteStrategy | None = None,
+    ) -> None:
         """Write ``value`` into ``selection`` of the stored shard.
 
-        Reads the index and, in one coalesced range read, the encoded bytes of every
-        stored inner chunk that survives (untouched ones are copied verbatim, partially
-        covered ones are decoded and merged).  Only touched inner chunks are encoded.
-        The new shard replaces the old one with one ``setter.set`` (or ``delete`` when
-        nothing is left).
+        Default strategy ``"rewrite"``: reads the index and, in one coalesced range read,
+        the encoded bytes of every stored inner chunk that survives (untouched ones are
+        copied verbatim, partially covered ones are decoded and merged).  Only touched
+        inner chunks are encoded.  The new shard replaces the old one with one
+        ``setter.set`` (atomic), or ``setter.delete()`` when nothing is left.
+
+        ``write_strategy="append"`` (or ``zarrcy.config(shard_write_strategy="append")``):
+        see :meth:`_append`; falls back to ``"rewrite"`` where it does not apply.
         """
         layout = self._layout(spec)
         plan = _plan(selection, layout)
@@ -725,6 +768,11 @@ class ShardingCodec(ArrayBytesCodec):
         existed = flat is not None
         if flat is None:
             flat = np.full(2 * n, SENTINEL, np.uint64)
+        strategy = write_strategy or _config_get("shard_write_strategy")
+        if strategy not in ("rewrite", "append"):
+            raise ValueError(expected("shard_write_strategy", "'rewrite' or 'append'", strategy))
+        if strategy == "append" and existed and self._append(setter, layout, plan, value, spec, flat):
+            return
         old_off = flat[0::2]
         old_nb = flat[1::2]
         lin = plan.linear
@@ -744,32 +792,15 @@ class ShardingCodec(ArrayBytesCodec):
         slot[need] = np.arange(need.size)
         rel = old_off[need] - gs[g_of] if need.size else np.empty(0, np.uint64)
 
-        inner = layout.inner
-        cs = layout.chunk_shape
-        full = plan.full.tolist()
+        def old_bytes(i: int) -> Any:
+            s_ = slot[i]
+            if s_ < 0:
+                return None
+            r = int(rel[s_])
+            return bufs[g_of[s_]][r:r + int(old_nb[i])]
+
+        new_bytes = self._merge_touched(layout, plan, value, spec, old_bytes)
         lin_l = lin.tolist()
-        new_bytes: list[Any] = [None] * plan.m
-
-        def task(k: int) -> None:
-            i = lin_l[k]
-            osel = plan.out_sel(k)
-            if full[k] and not plan.use_ix:
-                chunk = _contiguous(value[osel]).reshape(cs)
-            else:
-                s = slot[i]
-                if s >= 0:
-                    g = g_of[s]
-                    r = int(rel[s])
-                    chunk = np.array(inner.decode(bufs[g][r:r + int(old_nb[i])]))
-                else:
-                    chunk = np.full(cs, layout.fill, dtype=spec.dtype)
-                chunk[plan.chunk_sel(k)] = value[osel]
-            if layout.chunk_is_empty(chunk):
-                return
-            enc = inner.encode(chunk)
-            new_bytes[k] = None if enc is None else _flat_bytes(enc)
-
-        _run(plan.m, task, plan.m * layout.inner_spec.nbytes >= _PARALLEL_MIN_BYTES)
 
         # sizes of the new shard, C order: kept old chunks + re-encoded touched ones
         keep = stored & ~touched
@@ -814,3 +845,85 @@ class ShardingCodec(ArrayBytesCodec):
         else:
             mv[total - layout.index_size:] = index
         setter.set(out)
+
+    def _append(
+        self, setter: Any, layout: _Layout, plan: _Plan, value: np.ndarray, spec: ArraySpec, flat: np.ndarray
+    ) -> bool:
+        """Append-only update of an existing shard; False if the rewrite path must run.
+
+        Applies to an ``end`` index protected by ``crc32c`` on a store with partial writes
+        (``setter.set_partial``).  Reads only the index, the partially covered inner
+        chunks and the shard's tail (to learn its size); writes, in ONE partial write at
+        the old end of the object, the re-encoded touched inner chunks followed by a new
+        index.  The old index and replaced chunks become dead space; when dead space would
+        exceed ``shard_append_dead_ratio`` of the object, returns False so the caller
+        rewrites (compacts) the shard.
+
+        Crash / concurrency behaviour (the write is NOT atomic): until the partial write
+        lands, readers see the old shard.  A torn write (crash mid-write, or a reader
+        racing the writer) leaves the object's last ``index_size`` bytes as a mix of new
+        chunk bytes and index bytes: the index's crc32c then fails and readers raise
+        CorruptChunkError ("shard index: crc32c checksum mismatch") -- a torn shard is
+        detected, never misread (up to crc32c's 2^-32 collision chance).  The previous
+        index is still inside the object but is not recovered automatically; rewriting
+        the shard (a full write of it) repairs it.
+        """
+        if self.index_location != "end" or not getattr(setter, "supports_partial_writes", False):
+            return False
+        if not hasattr(setter, "set_partial") or not layout.has_crc:
+            return False
+        n = layout.n
+        isz = layout.index_size
+        old_off = flat[0::2]
+        old_nb = flat[1::2]
+        stored = old_off != SENTINEL
+        lin = plan.linear
+        partial = lin[~plan.full]
+        need = partial[stored[partial]]
+        bufs: list[memoryview] = []
+        g_of = np.empty(0, np.int64)
+        gs = np.empty(0, np.uint64)
+        if need.size:
+            bufs, g_of, gs = self._fetch_ranges(setter, layout, need, old_off[need], old_nb[need])
+        slot = {int(i): k for k, i in enumerate(need.tolist())}
+
+        def old_bytes(i: int) -> Any:
+            k = slot.get(i)
+            if k is None:
+                return None
+            r = int(old_off[i] - gs[g_of[k]])
+            return bufs[g_of[k]][r:r + int(old_nb[i])]
+
+        # the object's size: everything after the last stored chunk is index / dead space
+        live_end = int((old_off[stored] + old_nb[stored]).max()) if stored.any() else 0
+        tail = setter.get(RangeRequest(live_end, None))
+        if tail is None:
+            raise CorruptChunkError("shard disappeared during an append write")
+        size = live_end + len(_flat_bytes(tail))
+        # now that the size is known, the index can be checked against it as well
+        layout.validate(flat, size, False)
+
+        new_bytes = self._merge_touched(layout, plan, value, spec, old_bytes)
+        new_flat = flat.copy()
+        pos = size
+        pieces: list[Any] = []
+        for k, i in enumerate(lin.tolist()):
+            b = new_bytes[k]
+            if b is None:
+                new_flat[2 * i] = new_flat[2 * i + 1] = SENTINEL
+            else:
+                new_flat[2 * i] = pos
+                new_flat[2 * i + 1] = len(b)
+                pos += len(b)
+                pieces.append(b)
+        live = new_flat[0::2] != SENTINEL
+        if not live.any():
+            setter.delete()
+            return True
+        new_size = pos + isz
+        live_bytes = int(new_flat[1::2][live].sum())
+        if new_size - live_bytes - isz > float(_config_get("shard_append_dead_ratio")) * new_size:
+            return False  # compact: the caller rewrites the shard tightly
+        pieces.append(layout.encode_index(new_flat))
+        setter.set_partial(size, b"".join(pieces))
+        return True
