@@ -22,6 +22,12 @@ _values: dict[str, Any] = {
     # sharding: merge byte ranges whose gap is below this; cap merged ranges at this size
     "coalesce_gap": 64 << 10,
     "coalesce_max": 64 << 20,
+    # sharding: partial shard writes "rewrite" the object atomically (default) or
+    # "append" new inner chunks + a new index in place (stores with partial writes only;
+    # see zarrcy/codecs/sharding.py for the crash behaviour); an appended shard is
+    # rewritten tightly once dead bytes would exceed this fraction of it
+    "shard_write_strategy": "rewrite",
+    "shard_append_dead_ratio": 0.5,
 }
 _executor: ThreadPoolExecutor | None = None
 _executor_threads = 0
