@@ -1,0 +1,208 @@
+"""scale_offset kernels (ext-codec-scale_offset.md "Algorithm").
+
+encode ``(x - offset) * scale``, decode ``x / scale + offset``, in the array type's own
+arithmetic: floats are one IEEE operation per step in that type (round to nearest-even),
+integers are exact and every intermediate and final value must fit the type (decode
+division must leave no remainder).  A finite float input producing +-Inf/NaN is an error;
+NaN/Inf inputs propagate.  Loops return -1 or the index of the first failing element.
+"""
+
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, INT64_MIN
+from libc.math cimport fabs
+
+from zarrcy._kernels._cast_types cimport so_t
+
+cdef extern from *:
+    """
+    static inline int zc_sub_i64(long long a, long long b, long long* r) { return __builtin_sub_overflow(a, b, r); }
+    static inline int zc_add_i64(long long a, long long b, long long* r) { return __builtin_add_overflow(a, b, r); }
+    static inline int zc_mul_i64(long long a, long long b, long long* r) { return __builtin_mul_overflow(a, b, r); }
+    static inline int zc_sub_u64(unsigned long long a, unsigned long long b, unsigned long long* r) { return __builtin_sub_overflow(a, b, r); }
+    static inline int zc_add_u64(unsigned long long a, unsigned long long b, unsigned long long* r) { return __builtin_add_overflow(a, b, r); }
+    static inline int zc_mul_u64(unsigned long long a, unsigned long long b, unsigned long long* r) { return __builtin_mul_overflow(a, b, r); }
+    #define ZC_SO_DBL_MAX 1.7976931348623157e308
+    """
+    bint zc_sub_i64(int64_t a, int64_t b, int64_t* r) noexcept nogil
+    bint zc_add_i64(int64_t a, int64_t b, int64_t* r) noexcept nogil
+    bint zc_mul_i64(int64_t a, int64_t b, int64_t* r) noexcept nogil
+    bint zc_sub_u64(uint64_t a, uint64_t b, uint64_t* r) noexcept nogil
+    bint zc_add_u64(uint64_t a, uint64_t b, uint64_t* r) noexcept nogil
+    bint zc_mul_u64(uint64_t a, uint64_t b, uint64_t* r) noexcept nogil
+    double ZC_SO_DBL_MAX
+
+cdef enum:
+    SO_BLOCK = 2048
+
+
+cdef inline bint _fin(double v) noexcept nogil:
+    return fabs(v) <= ZC_SO_DBL_MAX
+
+
+cdef inline int64_t _lo(so_t* d) noexcept nogil:
+    if so_t is int8_t:
+        return -128
+    elif so_t is int16_t:
+        return -32768
+    elif so_t is int32_t:
+        return -2147483647 - 1
+    else:
+        return 0
+
+
+cdef inline int64_t _hi(so_t* d) noexcept nogil:
+    if so_t is int8_t:
+        return 127
+    elif so_t is int16_t:
+        return 32767
+    elif so_t is int32_t:
+        return 2147483647
+    elif so_t is uint8_t:
+        return 255
+    elif so_t is uint16_t:
+        return 65535
+    else:
+        return <int64_t>4294967295U
+
+
+cdef Py_ssize_t _encode(const so_t* x, so_t* y, Py_ssize_t n, so_t o, so_t s) noexcept nogil:
+    cdef Py_ssize_t i, start, m
+    cdef uint8_t acc
+    cdef int64_t t, lo, hi
+    cdef int64_t a64
+    cdef uint64_t u64, ut
+    if so_t is float or so_t is double:
+        start = 0
+        while start < n:
+            m = n - start
+            if m > SO_BLOCK:
+                m = SO_BLOCK
+            acc = 0
+            for i in range(start, start + m):
+                y[i] = (x[i] - o) * s
+                acc |= _fin(x[i]) & (not _fin(y[i]))
+            if acc:
+                for i in range(start, start + m):
+                    if _fin(x[i]) and not _fin(y[i]):
+                        return i
+            start += m
+        return -1
+    elif so_t is int64_t:
+        for i in range(n):
+            if zc_sub_i64(x[i], o, &a64) or zc_mul_i64(a64, s, &a64):
+                return i
+            y[i] = a64
+        return -1
+    elif so_t is uint64_t:
+        for i in range(n):
+            if zc_sub_u64(x[i], o, &u64) or zc_mul_u64(u64, s, &u64):
+                return i
+            y[i] = u64
+        return -1
+    elif so_t is uint32_t:
+        for i in range(n):
+            if x[i] < o:
+                return i
+            ut = (<uint64_t>(x[i] - o)) * <uint64_t>s      # < 2^64: exact
+            if ut > <uint64_t>4294967295U:
+                return i
+            y[i] = <so_t>ut
+        return -1
+    else:
+        lo = _lo(y)
+        hi = _hi(y)
+        for i in range(n):
+            t = <int64_t>x[i] - <int64_t>o                  # |t| < 2^33, exact
+            if t < lo or t > hi:
+                return i
+            t = t * <int64_t>s                              # |t| < 2^63, exact
+            if t < lo or t > hi:
+                return i
+            y[i] = <so_t>t
+        return -1
+
+
+cdef Py_ssize_t _decode(const so_t* x, so_t* y, Py_ssize_t n, so_t o, so_t s) noexcept nogil:
+    cdef Py_ssize_t i, start, m
+    cdef uint8_t acc
+    cdef int64_t t, lo, hi, a64
+    cdef uint64_t u64
+    if so_t is float or so_t is double:
+        start = 0
+        while start < n:
+            m = n - start
+            if m > SO_BLOCK:
+                m = SO_BLOCK
+            acc = 0
+            for i in range(start, start + m):
+                y[i] = x[i] / s + o
+                acc |= _fin(x[i]) & (not _fin(y[i]))
+            if acc:
+                for i in range(start, start + m):
+                    if _fin(x[i]) and not _fin(y[i]):
+                        return i
+            start += m
+        return -1
+    elif so_t is int64_t:
+        for i in range(n):
+            # INT64_MIN / -1 does not fit (and would trap): check before dividing
+            if s == -1 and x[i] == INT64_MIN:
+                return i
+            if x[i] % s != 0:
+                return i
+            if zc_add_i64(x[i] / s, o, &a64):
+                return i
+            y[i] = a64
+        return -1
+    elif so_t is uint64_t:
+        for i in range(n):
+            if x[i] % s != 0:
+                return i
+            if zc_add_u64(x[i] / s, o, &u64):
+                return i
+            y[i] = u64
+        return -1
+    else:
+        lo = _lo(y)
+        hi = _hi(y)
+        for i in range(n):
+            t = <int64_t>x[i]
+            if t % <int64_t>s != 0:
+                return i
+            t = t / <int64_t>s
+            if t < lo or t > hi:
+                return i
+            t = t + <int64_t>o
+            if t < lo or t > hi:
+                return i
+            y[i] = <so_t>t
+        return -1
+
+
+def encode_into(const so_t[::1] x, so_t[::1] y, offset, scale):
+    """``y = (x - offset) * scale``; -1 or the first failing index.  offset/scale already parsed."""
+    cdef so_t o = offset
+    cdef so_t s = scale
+    cdef Py_ssize_t n = x.shape[0], r
+    if y.shape[0] != n:
+        raise ValueError("encode_into: output length differs from input")
+    if n == 0:
+        return -1
+    with nogil:
+        r = _encode(&x[0], &y[0], n, o, s)
+    return r
+
+
+def decode_into(const so_t[::1] x, so_t[::1] y, offset, scale):
+    """``y = x / scale + offset``; -1 or the first failing index.  ``scale`` must be non-zero."""
+    cdef so_t o = offset
+    cdef so_t s = scale
+    cdef Py_ssize_t n = x.shape[0], r
+    if y.shape[0] != n:
+        raise ValueError("decode_into: output length differs from input")
+    if s == 0:
+        raise ValueError("decode_into: scale is zero")
+    if n == 0:
+        return -1
+    with nogil:
+        r = _decode(&x[0], &y[0], n, o, s)
+    return r
