@@ -190,38 +190,37 @@ class LocalStore(Store):
         if not self._inside(real, allow_root):
             raise StoreError(f"{path}: resolves to {real!r}, outside the store root {self._real_root!r} (symlink?)")
 
-    def _open_read(self, key: str) -> int | None:
-        """An fd on the regular file of ``key`` (checked), or None if there is no such file."""
+    def _open_read(self, key: str) -> tuple[int, int]:
+        """``(fd, size)`` of the regular file of ``key`` (checked), or ``(-1, 0)`` if there is none."""
         path = self._path(key)
         try:
             fd = os.open(path, _O_READ)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            return None
+            return -1, 0
         except OSError as e:
             if e.errno in (errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG, errno.ELOOP):
-                return None
+                return -1, 0
             raise StoreError(f"{path}: cannot open: {e}") from e
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):  # directories, fifos, devices are not keys
                 os.close(fd)
-                return None
+                return -1, 0
             self._check_fd(fd, path)
         except BaseException:
             os.close(fd)
             raise
-        return fd
+        return fd, st.st_size
 
     # -- reads ---------------------------------------------------------------------------
     def get(self, key: str, byte_range: ByteRequest = None) -> bytes | None:
-        fd = self._open_read(key)
-        if fd is None:
+        fd, size = self._open_read(key)
+        if fd < 0:
             return None
         try:
-            size = os.fstat(fd).st_size
             if byte_range is None:
-                start, stop = 0, size
-            else:
-                start, stop = resolve_range(byte_range, size)
+                return _pread_exact(fd, 0, size)
+            start, stop = resolve_range(byte_range, size)
             return _pread_exact(fd, start, stop - start)
         except OSError as e:
             if isinstance(e, StoreError):
@@ -237,14 +236,12 @@ class LocalStore(Store):
         for i, (key, _) in enumerate(key_ranges):
             by_key.setdefault(key, []).append(i)
         for key, idxs in by_key.items():
-            fd = self._open_read(key)
-            if fd is None:
+            fd, size = self._open_read(key)
+            if fd < 0:
                 continue
             try:
-                size = os.fstat(fd).st_size
                 for i in idxs:
-                    rng = key_ranges[i][1]
-                    start, stop = resolve_range(rng, size)
+                    start, stop = resolve_range(key_ranges[i][1], size)
                     out[i] = _pread_exact(fd, start, stop - start)
             except OSError as e:
                 if isinstance(e, StoreError):
@@ -255,21 +252,19 @@ class LocalStore(Store):
         return out
 
     def exists(self, key: str) -> bool:
-        fd = self._open_read(key)
-        if fd is None:
+        fd, _ = self._open_read(key)
+        if fd < 0:
             return False
         os.close(fd)
         return True
 
     def getsize(self, key: str) -> int | None:
         """Size in bytes of ``key``'s value, or None if missing."""
-        fd = self._open_read(key)
-        if fd is None:
+        fd, size = self._open_read(key)
+        if fd < 0:
             return None
-        try:
-            return os.fstat(fd).st_size
-        finally:
-            os.close(fd)
+        os.close(fd)
+        return size
 
     # -- writes --------------------------------------------------------------------------
     def _open_dir(self, dirpath: str) -> int:
