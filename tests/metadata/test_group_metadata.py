@@ -74,3 +74,29 @@ def test_bad_group_json(text: bytes) -> None:
 def test_group_attributes_nan_written_as_strings() -> None:
     g = GroupMetadata(attributes={"a": float("nan"), "b": {"c": float("-inf")}})
     assert json.loads(g.to_bytes()) == {"zarr_format": 3, "node_type": "group", "attributes": {"a": "NaN", "b": {"c": "-Infinity"}}}
+
+
+def test_parse_node_metadata() -> None:
+    from zarrcy.metadata import ArrayMetadata, parse_node_metadata
+
+    g = parse_node_metadata(GROUP_EXAMPLE.encode())
+    assert isinstance(g, GroupMetadata) and g.attributes["eggs"] == 42
+    a = parse_node_metadata(
+        json.dumps(
+            {
+                "zarr_format": 3, "node_type": "array", "shape": [4], "data_type": "float16",
+                "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
+                "chunk_key_encoding": {"name": "default"}, "fill_value": 0.0,
+                "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+            }
+        ).replace('"fill_value": 0.0', '"fill_value": 1.000488281250000000001')
+    )
+    assert isinstance(a, ArrayMetadata) and float(a.fill_value) == 1.0009765625
+    with pytest.raises(MetadataError, match=r"^node_type: "):
+        parse_node_metadata(b'{"zarr_format": 3, "node_type": "folder"}')
+    with pytest.raises(MetadataError, match=r"^x/zarr\.json\.zarr_format: "):
+        parse_node_metadata(b'{"zarr_format": 2}', "x/zarr.json")
+    with pytest.raises(MetadataError, match=r"^node_type: "):
+        parse_node_metadata(b'{"zarr_format": 3}')
+    with pytest.raises(MetadataError):
+        parse_node_metadata(b"[]")

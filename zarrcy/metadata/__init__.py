@@ -16,10 +16,12 @@ from zarrcy.metadata.names import normalize_path, validate_node_name
 if TYPE_CHECKING:
     from zarrcy.metadata.array import ArrayMetadata
     from zarrcy.metadata.group import GroupMetadata
+    from zarrcy.metadata.node import parse_node_metadata
 
 __all__ = [
     "ArrayMetadata",
     "GroupMetadata",
+    "parse_node_metadata",
     "DataType",
     "FloatFormat",
     "DATA_TYPES",
@@ -42,4 +44,8 @@ def __getattr__(name: str) -> Any:
         from zarrcy.metadata.group import GroupMetadata
 
         return GroupMetadata
+    if name == "parse_node_metadata":
+        from zarrcy.metadata.node import parse_node_metadata
+
+        return parse_node_metadata
     raise AttributeError(f"module 'zarrcy.metadata' has no attribute {name!r}")

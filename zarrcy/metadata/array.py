@@ -124,7 +124,11 @@ class ArrayMetadata:
         When given the JSON text, a decimal fill value is rounded once from its exact
         text (see :func:`zarrcy.metadata.fill_value.needs_exact_text`).
         """
-        doc = load_json_object(data, path)
+        return cls._from_doc(load_json_object(data, path), data, path)
+
+    @classmethod
+    def _from_doc(cls, doc: dict[str, Any], data: Any, path: str) -> ArrayMetadata:
+        """``doc`` is the loaded object; ``data`` the original input (text or the dict)."""
         check_format(doc, "array", path)
         for k in _MANDATORY:
             if k not in doc:
