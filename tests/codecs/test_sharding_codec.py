@@ -340,3 +340,36 @@ def test_other_index_codecs(index_codecs, location):
         bad[-isz + 3 if location == "end" else 3] ^= 1
         with pytest.raises(CorruptChunkError, match="shard index"):
             c.decode(bytes(bad), sp)
+
+
+def test_pickle_and_hash():
+    import pickle
+
+    c = make((2, 2), (BYTES, GZIP))
+    sp = spec((4, 4))
+    data = c.encode(np.ones((4, 4), np.uint16), sp)  # fills the layout cache
+    c2 = pickle.loads(pickle.dumps(c))
+    assert c2 == c and hash(c2) == hash(c)
+    np.testing.assert_array_equal(c2.decode(data, sp), np.ones((4, 4)))
+
+
+def test_many_inner_chunks_without_coordinate_table():
+    c = make((1, 1))
+    sp = spec((300, 300), "uint8")  # 90000 inner chunks > the coordinate-table limit
+    a = np.zeros((300, 300), np.uint8)
+    a[::7, ::5] = 3
+    data = c.encode(a, sp)
+    np.testing.assert_array_equal(c.decode(data, sp), a)
+    from zarrcy.codecs.sharding import _Layout  # noqa: F401  (exercised through the codec)
+
+    bad = bytearray(data)
+    n = 90000
+    # make the last entry half-empty and fix the checksum: the error names entry and coords
+    import crc32c as _c
+
+    idx = np.frombuffer(bytes(bad[-(16 * n + 4):-4]), "<u8").copy()
+    idx[-1] = 5  # the last chunk is empty: (2^64-1, 5) is half-empty
+    raw = idx.astype("<u8").tobytes()
+    bad[-(16 * n + 4):] = raw + struct.pack("<I", _c.crc32c(raw))
+    with pytest.raises(CorruptChunkError, match=r"entry 89999 \(inner chunk \(299, 299\)\)"):
+        c.decode(bytes(bad), sp)

@@ -205,7 +205,7 @@ class _Layout:
         self.fill = spec.fill_value
         row = np.full(cs[-1] if cs else 1, spec.fill_value, dtype=spec.dtype)
         self.fill_row = None if self.has_object else row.view(np.uint8).reshape(-1)
-        self.coords = [tuple(int(x) for x in c) for c in np.ndindex(*self.cps)] if n <= (1 << 20) else None
+        self.coords = [tuple(int(x) for x in c) for c in np.ndindex(*self.cps)] if n <= (1 << 16) else None
 
     def region(self, i: int) -> tuple[slice, ...]:
         """Slices of inner chunk ``i`` (C-order linear index) within the shard."""
@@ -474,6 +474,17 @@ class ShardingCodec(ArrayBytesCodec):
             raise MetadataError(
                 expected("index_location", "one of ('start', 'end')", self.index_location), "index_location"
             )
+
+    # the per-spec layout cache holds pipelines: keep it out of pickles
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_layouts", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+        object.__setattr__(self, "_layouts", {})
 
     # -- JSON --------------------------------------------------------------------------
     @classmethod
