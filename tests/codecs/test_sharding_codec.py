@@ -373,3 +373,16 @@ def test_many_inner_chunks_without_coordinate_table():
     bad[-(16 * n + 4):] = raw + struct.pack("<I", _c.crc32c(raw))
     with pytest.raises(CorruptChunkError, match=r"entry 89999 \(inner chunk \(299, 299\)\)"):
         c.decode(bytes(bad), sp)
+
+
+def test_write_empty_chunks_stores_every_inner_chunk():
+    c = make((2,))
+    sp = spec((6,), "uint16")
+    old = zarrcy.config()["write_empty_chunks"]
+    try:
+        zarrcy.config(write_empty_chunks=True)
+        data = c.encode(np.zeros(6, np.uint16), sp)
+        assert (index_of(data, 3) != SENTINEL).all()
+        np.testing.assert_array_equal(c.decode(data, sp), np.zeros(6))
+    finally:
+        zarrcy.config(write_empty_chunks=old)

@@ -307,3 +307,41 @@ def test_threads_release_gil():
     for t in ts:
         t.join()
     assert not errors
+
+
+# -- copy_ranges ------------------------------------------------------------------------------
+
+@given(st.binary(min_size=0, max_size=200), st.data())
+def test_copy_ranges(src, data):
+    n = data.draw(st.integers(0, 6))
+    ranges = []
+    dst_size = data.draw(st.integers(0, 300))
+    for _ in range(n):
+        nb = data.draw(st.integers(0, 50))
+        so = data.draw(st.integers(0, 220))
+        do = data.draw(st.integers(0, 320))
+        ranges.append((so, nb, do))
+    dst = bytearray(b"\xaa" * dst_size)
+    ref = bytearray(dst)
+    fits = [so + nb <= len(src) and do + nb <= dst_size for so, nb, do in ranges]
+    bad = K.copy_ranges(
+        src, np.array([r[0] for r in ranges], np.uint64), np.array([r[1] for r in ranges], np.uint64),
+        dst, np.array([r[2] for r in ranges], np.uint64),
+    )
+    if all(fits):
+        assert bad == -1
+        for so, nb, do in ranges:
+            ref[do:do + nb] = src[so:so + nb]
+    else:
+        assert bad == fits.index(False)
+    assert dst == ref  # nothing copied when a range does not fit
+
+
+def test_copy_ranges_huge_values_do_not_wrap():
+    dst = bytearray(8)
+    assert K.copy_ranges(b"abcdefgh", np.array([S - 1], np.uint64), np.array([4], np.uint64), dst,
+                         np.array([0], np.uint64)) == 0
+    assert K.copy_ranges(b"abcdefgh", np.array([0], np.uint64), np.array([S], np.uint64), dst,
+                         np.array([0], np.uint64)) == 0
+    with pytest.raises(ValueError):
+        K.copy_ranges(b"", np.zeros(1, np.uint64), np.zeros(2, np.uint64), dst, np.zeros(1, np.uint64))

@@ -11,7 +11,8 @@ Configuration keys (the JSON keys, verbatim):
 Binary layout written by zarrcy: inner chunks back to back in C order of the inner
 chunk grid (readers accept any order, gaps and shared bytes), index at the start or end.
 Inner chunks whose bytes all equal the fill value are not stored (index entry
-``2^64-1``); a shard without any stored inner chunk is not written at all.
+``2^64-1``); a shard without any stored inner chunk is not written at all.  With
+``zarrcy.config(write_empty_chunks=True)`` every inner chunk is stored (as zarr-python).
 
 Index arithmetic, validation, selection mapping and range coalescing are Cython kernels
 (``zarrcy._kernels._sharding``); this module only orchestrates.
@@ -593,8 +594,11 @@ class ShardingCodec(ArrayBytesCodec):
         arr = _contiguous(np.asarray(chunk, dtype=spec.dtype))
         if arr.shape != tuple(spec.shape):
             raise ValueError(f"sharding_indexed.encode: expected shape {tuple(spec.shape)}, received {arr.shape}")
-        empty = layout.empty_flags(arr, layout.chunk_shape)
-        todo = np.flatnonzero(empty == 0).tolist()
+        if _config_get("write_empty_chunks"):
+            todo = list(range(layout.n))
+        else:
+            empty = layout.empty_flags(arr, layout.chunk_shape)
+            todo = np.flatnonzero(empty == 0).tolist()
         if not todo:
             return None
         inner = layout.inner
@@ -734,6 +738,7 @@ class ShardingCodec(ArrayBytesCodec):
         full = plan.full.tolist()
         lin_l = plan.linear.tolist()
         new_bytes: list[memoryview | None] = [None] * plan.m
+        keep_empty = bool(_config_get("write_empty_chunks"))
 
         def task(k: int) -> None:
             osel = plan.out_sel(k)
@@ -746,7 +751,7 @@ class ShardingCodec(ArrayBytesCodec):
                 else:
                     chunk = np.full(cs, layout.fill, dtype=spec.dtype)
                 chunk[plan.chunk_sel(k)] = value[osel]
-            if layout.chunk_is_empty(chunk):
+            if not keep_empty and layout.chunk_is_empty(chunk):
                 return
             enc = inner.encode(chunk)
             new_bytes[k] = None if enc is None else _flat_bytes(enc)
