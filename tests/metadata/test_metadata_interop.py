@@ -195,3 +195,66 @@ def test_tensorstore_documents_parse(tmp_path: Path) -> None:
         assert m.dtype == np.dtype(t.dtype.numpy_dtype)
         assert m.shape == (4, 6) and m.chunks == (2, 3) and m.dimension_names == ("a", "b")
         assert _bits(m.fill_value, m.dtype) == _bits(t.fill_value, m.dtype)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"chunk_key_encoding": {"name": "v2", "separator": "."}},
+        {"chunk_key_encoding": {"name": "default", "separator": "."}},
+        {"shards": (6, 5)},
+        {"serializer": {"name": "bytes", "configuration": {"endian": "big"}}},
+        {"filters": [{"name": "transpose", "configuration": {"order": [1, 0]}}]},
+        {"compressors": [{"name": "gzip", "configuration": {"level": 3}}, {"name": "crc32c"}]},
+    ],
+    ids=str,
+)
+def test_zarr_python_layouts_parse(kw: dict[str, Any]) -> None:
+    kw = dict(kw)
+    if "compressors" not in kw:
+        kw["compressors"] = None
+    raw, a = _zarr_python_doc("int16", 3, **kw)
+    m = ArrayMetadata.from_json(raw)
+    zp = json.loads(raw)
+    out = m.to_json()
+    assert out["chunk_key_encoding"] == zp["chunk_key_encoding"]
+    assert out["chunk_grid"] == zp["chunk_grid"]
+    assert [c["name"] for c in out["codecs"]] == [c["name"] for c in zp["codecs"]]
+    assert m.fill_value == np.int16(3)
+
+
+def test_zero_dim_both_ways(tmp_path: Path) -> None:
+    raw, a = _zarr_python_doc_0d()
+    m = ArrayMetadata.from_json(raw)
+    assert m.shape == () and m.chunks == () and m.fill_value == np.float64(2.5)
+    path, m2 = _write_zarrcy_0d(tmp_path)
+    assert zarr.open_array(str(path), mode="r")[()] == np.float32(-1.5)
+    t = ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": str(path)}}).result()
+    assert t.read().result()[()] == np.float32(-1.5)
+
+
+def _zarr_python_doc_0d() -> tuple[bytes, Any]:
+    store = MemoryStore()
+    a = zarr.create_array(store=store, shape=(), dtype="float64", fill_value=2.5, compressors=None)
+    return store._store_dict["zarr.json"].to_bytes(), a
+
+
+def _write_zarrcy_0d(tmp_path: Path) -> tuple[Path, ArrayMetadata]:
+    doc = {
+        "zarr_format": 3, "node_type": "array", "shape": [], "data_type": "float32",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": []}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": -1.5,
+        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+    }
+    m = ArrayMetadata.from_json(doc)
+    path = tmp_path / "s.zarr"
+    path.mkdir()
+    (path / "zarr.json").write_bytes(m.to_bytes())
+    return path, m
+
+
+def test_zarrcy_group_opens_in_zarr_python(tmp_path: Path) -> None:
+    g = GroupMetadata(attributes={"title": "x", "bad": float("nan"), "u": "é"})
+    (tmp_path / "zarr.json").write_bytes(g.to_bytes())
+    zg = zarr.open_group(str(tmp_path), mode="r")
+    assert dict(zg.attrs) == {"title": "x", "bad": "NaN", "u": "é"}

@@ -183,7 +183,8 @@ def _replace_nonfinite(obj: Any) -> Any:
 
 
 def dumps(doc: dict[str, Any]) -> bytes:
-    """Deterministic UTF-8 JSON for a metadata document (``indent=2``, key order kept).
+    """Deterministic JSON for a metadata document (``indent=2``, key order kept, ASCII
+    with ``\\u`` escapes).
 
     NaN/Infinity are never written as bare tokens (they are not JSON): float NaN/inf
     inside ``attributes`` (or any other user value) are written as the strings
@@ -191,7 +192,7 @@ def dumps(doc: dict[str, Any]) -> bytes:
     accepts bare tokens (zarr-python writes them in attributes), so such attributes
     come back as strings after a zarrcy rewrite.
     """
-    kw = dict(indent=2, sort_keys=False, allow_nan=False, ensure_ascii=False, default=_json_default)
+    kw = dict(indent=2, sort_keys=False, allow_nan=False, default=_json_default)
     try:
         try:
             text = json.dumps(doc, **kw)  # type: ignore[arg-type]

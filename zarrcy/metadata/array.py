@@ -6,7 +6,9 @@ it deterministically, in the key order ``zarr_format, node_type, shape, data_typ
 chunk_grid, chunk_key_encoding, fill_value, codecs, attributes, dimension_names,
 storage_transformers`` followed by preserved extra keys.  ``attributes`` (when
 empty), ``dimension_names`` (when absent) and ``storage_transformers`` (when empty)
-are omitted.
+are omitted.  NaN/Infinity never appear as bare JSON tokens: float NaN/inf inside
+``attributes`` are written as the strings ``"NaN"``/``"Infinity"``/``"-Infinity"``
+(bare tokens, as zarr-python writes them, are accepted on read).
 
 Unknown top-level keys are accepted only when their value is an object with
 ``"must_understand": false`` (kept in ``extra`` and written back); storage transformers
