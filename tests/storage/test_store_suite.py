@@ -397,23 +397,32 @@ def test_bad_prefixes(store, prefix):
 # -- concurrency ----------------------------------------------------------------------------
 def test_reader_sees_whole_values_only(store):
     """A reader racing a writer sees the full old or the full new value, never a mix."""
+    import time
+
     n = 1 << 20
     values = [bytes([65 + i]) * n for i in range(3)]
     store.set("hot/key", values[0])
     stop = threading.Event()
     errors: list[str] = []
+    writes = [0]
+    seen: set[bytes] = set()
 
     def writer():
         i = 0
         while not stop.is_set():
             i += 1
             store.set("hot/key", values[i % 3])
+            writes[0] = i
 
     def reader():
-        for _ in range(60):
+        reads, deadline = 0, time.monotonic() + 10
+        while (reads < 60 or writes[0] < 5) and time.monotonic() < deadline:
+            reads += 1
             v = store.get("hot/key")
             if v not in values:
                 errors.append(f"torn read: len={None if v is None else len(v)}")
+            else:
+                seen.add(v[:1])
             p = store.get("hot/key", SuffixRequest(8))
             if p is None or len(set(p)) != 1:
                 errors.append(f"bad suffix {p!r}")
@@ -426,6 +435,7 @@ def test_reader_sees_whole_values_only(store):
     stop.set()
     t1.join(30)
     assert not errors, errors[:3]
+    assert writes[0] >= 5  # the race really happened
     assert store.get("hot/key") in values
 
 

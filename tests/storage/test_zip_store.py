@@ -271,3 +271,12 @@ def test_zarr_python_reads_our_zip(tmp_path):
         z.set("c/0", bytes([1, 2, 3, 4]))  # overwritten: the latest must win for zarr-python too
     arr = zarr.open_array(ZarrZipStore(p, mode="r"), mode="r")
     assert arr[:].tolist() == [1, 2, 3, 4]
+
+
+def test_directory_named_zip_is_a_local_store(tmp_path):
+    from zarrcy.storage import LocalStore
+
+    d = tmp_path / "odd.zip"
+    d.mkdir()
+    s = store_from_url(d, mode="a")
+    assert isinstance(s, LocalStore)

@@ -94,7 +94,7 @@ def store_from_url(
         raise StoreError(f"{target}: storage_options are only meaningful for remote stores")
     if not path:
         raise StoreError(expected("store", "a non-empty path or URL", target))
-    if path.lower().endswith(".zip"):
+    if path.lower().endswith(".zip") and not os.path.isdir(path):  # a directory named *.zip stays local
         zmode = _ZIP_MODE[mode]
         if mode == "r+" and not os.path.isfile(path):
             raise StoreError(f"{path}: zip file does not exist (mode 'r+')")
