@@ -321,3 +321,67 @@ def test_store_from_url_memory():
         store_from_url("memory://does-not-exist")
     with pytest.raises(ReadOnlyError):
         store_from_url(r.url.replace("memory://", "memory://"), mode="r").set("a", b"2")
+
+
+@pytest.mark.parametrize("name", ["a#b", "q?x=1", "sp ace", "per%cent", "colon:s", "x://y"])
+def test_odd_root_names_round_trip_through_url(tmp_path, name):
+    root = tmp_path / name
+    s = store_from_url(str(root), mode="w")
+    assert isinstance(s, LocalStore) and s.root == str(root)
+    s.set("k", b"v")
+    s2 = store_from_url(s.url)
+    assert s2.root == s.root and s2.get("k") == b"v"
+    import pickle
+
+    assert pickle.loads(pickle.dumps(s)).root == s.root
+
+
+def test_get_partial_values_opens_each_file_once(local, monkeypatch):
+    local.set("a", b"0123456789")
+    local.set("b/c", b"abcdef")
+    opened = []
+    real_open = os.open
+
+    def spy(path, *args, **kwargs):
+        opened.append(path)
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", spy)
+    got = local.get_partial_values(
+        [("a", RangeRequest(0, 2)), ("b/c", SuffixRequest(2)), ("a", SuffixRequest(3)), ("a", None), ("b/c", None)]
+    )
+    monkeypatch.undo()
+    assert got == [b"01", b"ef", b"789", b"0123456789", b"abcdef"]
+    assert len(opened) == 2
+
+
+def test_listing_walks_only_the_prefix_subtree(local, monkeypatch):
+    for k in ["a/c/0", "a/c/1", "b/c/0", "b/d/1", "zarr.json"]:
+        local.set(k, b"1")
+    scanned = []
+    real_scandir = os.scandir
+
+    def spy(path="."):
+        scanned.append(os.path.relpath(path, local.root))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", spy)
+    assert sorted(local.list_prefix("b/c/")) == ["b/c/0"]
+    assert scanned == ["b/c"]
+    scanned.clear()
+    assert local.list_dir("a/") == ["c"]
+    assert scanned == ["a"]
+    monkeypatch.undo()
+
+
+def test_get_does_no_stat_before_open(local, monkeypatch):
+    local.set("a/b", b"v")
+    calls = []
+    for name in ("stat", "lstat"):
+        real = getattr(os, name)
+        monkeypatch.setattr(os, name, lambda *a, _r=real, _n=name, **k: calls.append(_n) or _r(*a, **k))
+    monkeypatch.setattr(os.path, "exists", lambda *a: calls.append("exists") or True)
+    assert local.get("a/b") == b"v"
+    assert local.get("a/missing") is None
+    monkeypatch.undo()
+    assert calls == []

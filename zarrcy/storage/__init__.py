@@ -73,7 +73,9 @@ def store_from_url(
     if isinstance(target, bytes):
         target = os.fsdecode(target)
     scheme, sep, _ = target.partition("://")
-    scheme = scheme.lower() if sep else ""
+    if not sep or not scheme or not scheme[0].isalpha() or not all(c.isalnum() or c in "+-." for c in scheme):
+        scheme = ""  # e.g. "/data/a://b" is a path, not a URL (RFC 3986 scheme syntax)
+    scheme = scheme.lower()
     if scheme == "memory":
         if storage_options:
             raise StoreError("storage_options: not supported for memory:// stores")
