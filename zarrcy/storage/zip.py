@@ -7,8 +7,9 @@
   offset with ``pread`` (no lock, no whole-member read); compressed members are read
   whole, checked and then sliced.  Whole reads verify the member's CRC-32.
 * **Append-only while open.**  A zip cannot drop content without being rewritten, so
-  ``erase``/``erase_values``/``erase_prefix`` raise ``StoreError``
-  (``supports_deletes = False``).  Writing an existing key appends a new member; the
+  ``erase``/``erase_values``/``erase_prefix`` of existing keys raise ``StoreError``
+  (``supports_deletes = False``); erasing keys that do not exist is a no-op, so
+  writers that erase never-written all-fill chunks keep working.  Writing an existing key appends a new member; the
   latest one wins on read, and ``close()`` leaves only the latest entry of each name
   in the central directory (the superseded bytes stay in the file as dead space; use a
   fresh archive to compact).  ``close()`` (or leaving a ``with`` block) writes the
@@ -310,21 +311,31 @@ class ZipStore(Store):
         self._check_writable()
         raise StoreError(f"{self.url}: zip stores do not support partial writes (members are written whole)")
 
-    def _no_delete(self, what: str) -> None:
+    def _no_delete(self, what: str, keys: list[str]) -> None:
+        """Erasing nothing is fine (the array layer erases all-fill chunks that were never
+        written); erasing an existing member is refused: the archive is append-only."""
         self._check_writable()
-        raise StoreError(
-            f"{self.url}: zip stores are append-only while open; {what} is not supported "
-            "(write a new archive without those keys instead)"
-        )
+        st = self._st
+        self._check_open()
+        present = [k for k in keys if k in st.index]
+        if present:
+            raise StoreError(
+                f"{self.url}: zip stores are append-only while open; {what} would delete "
+                f"{present[0]!r}{f' and {len(present) - 1} more' if len(present) > 1 else ''} "
+                "(write a new archive without those keys instead)"
+            )
 
     def erase(self, key: str) -> None:
-        self._no_delete(f"erase({key!r})")
+        check_key(key)
+        self._no_delete(f"erase({key!r})", [key])
 
     def erase_values(self, keys) -> None:
-        self._no_delete("erase_values")
+        keys = [check_key(k) for k in keys]
+        self._no_delete("erase_values", keys)
 
     def erase_prefix(self, prefix: str) -> None:
-        self._no_delete(f"erase_prefix({prefix!r})")
+        check_prefix(prefix)
+        self._no_delete(f"erase_prefix({prefix!r})", self._names(prefix) if not self.read_only else [])
 
     # -- listing -------------------------------------------------------------------------
     def _names(self, prefix: str) -> list[str]:
