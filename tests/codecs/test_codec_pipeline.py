@@ -261,3 +261,41 @@ def _put(store: Any, key: str, data: bytes) -> None:
     from zarr.core.buffer import default_buffer_prototype
 
     asyncio.run(store.set(key, default_buffer_prototype().buffer.from_bytes(data)))
+
+
+# -- property: any valid chain round-trips any data ------------------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_BB = [
+    "crc32c",
+    {"name": "gzip", "configuration": {"level": 1}},
+    {"name": "gzip", "configuration": {"level": 0}},
+    {"name": "zstd", "configuration": {"level": 1, "checksum": True}},
+    {"name": "blosc", "configuration": {"cname": "zstd", "clevel": 1, "shuffle": "bitshuffle", "blocksize": 0}},
+]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    shape=st.lists(st.integers(0, 6), min_size=1, max_size=3).map(tuple),
+    dtype=st.sampled_from(["uint8", "int16", "float32", "complex128", "float64"]),
+    endian=st.sampled_from(["little", "big"]),
+    transpose=st.booleans(),
+    bb=st.lists(st.sampled_from(range(len(_BB))), max_size=3),
+    seed=st.integers(0, 2**16),
+)
+def test_any_chain_round_trips(shape: tuple, dtype: str, endian: str, transpose: bool, bb: list, seed: int) -> None:
+    spec = make_spec(shape, dtype)
+    codecs: list = []
+    if transpose:
+        codecs.append({"name": "transpose", "configuration": {"order": list(range(len(shape)))[::-1]}})
+    codecs.append({"name": "bytes", "configuration": {"endian": endian}})
+    codecs += [_BB[i] for i in bb]
+    p = CodecPipeline.from_codecs(codecs, spec)
+    a = sample(shape, dtype, seed)
+    enc = p.encode(a)
+    assert same(np.ascontiguousarray(p.decode(enc)).reshape(shape), a)
+    out = np.zeros(shape, dtype)
+    p.decode_into(bytes(enc), out)
+    assert same(out, a)

@@ -73,8 +73,8 @@ class BytesCodec(ArrayBytesCodec):
 
     def validate(self, spec: ArraySpec, path: str) -> None:
         dt = spec.dtype
-        if dt.hasobject or dt.itemsize == 0 and dt.kind != "V":
-            raise MetadataError(expected(f"{path}", "a fixed-size data type for the bytes codec", str(dt)), path)
+        if dt.hasobject or dt.itemsize == 0:
+            raise MetadataError(expected(path, "a fixed-size data type for the bytes codec", str(dt)), path)
         if dt.fields is not None and endian_applies_fields(dt):
             raise MetadataError(expected(path, "a data type without byte-ordered fields", str(dt)), path)
         if endian_applies(dt) and self.endian is None:
