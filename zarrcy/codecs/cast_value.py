@@ -290,7 +290,8 @@ def _to_source(arr: np.ndarray, fmt: Format) -> np.ndarray:
     """Exact conversion of an array of ``fmt`` to the type the kernel reads."""
     if fmt.natural:
         return arr
-    return arr.astype(fmt.source)
+    with np.errstate(invalid="ignore"):   # signalling NaN payloads convert quietly
+        return arr.astype(fmt.source)
 
 
 def _to_storage(arr: np.ndarray, fmt: Format) -> np.ndarray:
@@ -371,7 +372,8 @@ class PreparedCast:
         index: int | tuple[int, ...] = flat_index
         if a.ndim > 1:
             index = tuple(int(i) for i in np.unravel_index(flat_index, a.shape))
-        value = elem[0].item() if self.src.natural else float(elem.astype(np.float64)[0])
+        with np.errstate(invalid="ignore"):
+            value = elem[0].item() if self.src.natural else float(elem.astype(np.float64)[0])
         where = f"element {index} ({value!r})"
         if st[0] == ST_FAIL_NONFINITE:
             raise CastError(f"cast_value {self.src.name} -> {self.dst.name}: {where} is NaN or infinite and "
@@ -425,8 +427,9 @@ def same_value(a: np.ndarray, b: np.ndarray) -> bool:
         return False
     fmt = format_of_dtype(a.dtype)
     if not fmt.is_int and fmt.has_nan:
-        fa = float(a.astype(np.float64))
-        fb = float(b.astype(np.float64))
+        with np.errstate(invalid="ignore"):
+            fa = float(a.astype(np.float64))
+            fb = float(b.astype(np.float64))
         if math.isnan(fa) or math.isnan(fb):
             return math.isnan(fa) and math.isnan(fb)
     return a.tobytes() == b.tobytes()
