@@ -347,3 +347,10 @@ def test_writes_shortest_decimal() -> None:
     assert fill_value_to_json(parse_data_type("bfloat16"), ml_dtypes.bfloat16(0.1)) == 0.1
     # zarr-python writes float32(0.1) as the binary64 repr: same bits
     assert bits_of(parse_fill_value(parse_data_type("float32"), 0.10000000149011612), "float32") == bits_of(np.float32(0.1), "float32")
+
+
+def test_ml_dtypes_scalars_accepted() -> None:
+    d = parse_data_type("float8_e5m2")
+    assert d.parse_fill_value(ml_dtypes.bfloat16(0.5)) == 0.5
+    assert parse_data_type("float32").parse_fill_value(ml_dtypes.float8_e4m3(-2.0)) == -2.0
+    assert np.isnan(parse_data_type("float32").parse_fill_value(ml_dtypes.bfloat16("nan")))

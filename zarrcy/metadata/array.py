@@ -92,7 +92,8 @@ def split_extra(doc: dict[str, Any], known: frozenset[str], path: str) -> dict[s
 def parse_attributes(doc: dict[str, Any], path: str) -> dict[str, Any]:
     if "attributes" not in doc:
         return {}
-    return expect_object(doc["attributes"], _join(path, "attributes"))
+    # a shallow copy: the metadata must not change when the caller's dict does
+    return dict(expect_object(doc["attributes"], _join(path, "attributes")))
 
 
 def _product(values: Sequence[int]) -> int:

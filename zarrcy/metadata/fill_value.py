@@ -142,6 +142,8 @@ def _float_bits(fmt: FloatFormat, ndigits: int, value: Any, path: str) -> int:
     elif t is Fraction:
         x = value
         negative = value < 0
+    elif isinstance(value, np.generic) and value.dtype.kind == "V" and value.dtype.itemsize <= 2:
+        return _float_bits(fmt, ndigits, float(value), path)  # an ml_dtypes float/int scalar
     else:
         raise _err(path, "a number or one of 'NaN', 'Infinity', '-Infinity', '0x...'", value)
     bits = round_to_bits(fmt, x, negative)
