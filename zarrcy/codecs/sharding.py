@@ -20,9 +20,18 @@ Index arithmetic, validation, selection mapping and range coalescing are Cython 
 Threading: inner chunks are decoded/encoded in parallel on the shared pool
 (``zarrcy.config.executor()``) with a *caller-runs* scheme, see :func:`_run`.
 
-Writes replace the whole shard object atomically (``setter.set``): readers and crashes
-see the old shard or the new one, never a mix.  ``encode_partial`` reuses the encoded
-bytes of untouched inner chunks verbatim (they are copied, never decoded).
+Writes (default ``zarrcy.config(shard_write_strategy="rewrite")``) replace the whole
+shard object atomically (``setter.set``): readers and crashes see the old shard or the
+new one, never a mix.  ``encode_partial`` reuses the encoded bytes of untouched inner
+chunks verbatim (they are copied, never decoded).  The opt-in ``"append"`` strategy
+(runtime configuration only, never metadata, as the spec requires) appends new inner
+chunks and a new index in place on stores with partial writes; see
+:meth:`ShardingCodec._append` for what a crash can leave and how readers detect it.
+
+Partial reads of an ``end`` index cannot know the shard's size, so an entry that points
+into the index is only caught by whole-shard reads (and by the append path, which
+learns the size); entries past the end are caught when their ranges come back short.
+No shard-index cache: another writer may replace a shard at any time.
 """
 
 from __future__ import annotations
@@ -569,6 +578,8 @@ class ShardingCodec(ArrayBytesCodec):
 
     def decode_into(self, data: bytes | bytearray | memoryview, out: np.ndarray, spec: ArraySpec) -> bool:
         layout = self._layout(spec)
+        if tuple(out.shape) != tuple(spec.shape):
+            raise ValueError(expected("sharding_indexed.decode_into out.shape", str(tuple(spec.shape)), out.shape))
         buf = _flat_bytes(data)
         flat = self._index_of(buf, layout)
         offs = flat[0::2].tolist()
