@@ -280,3 +280,29 @@ def test_directory_named_zip_is_a_local_store(tmp_path):
     d.mkdir()
     s = store_from_url(d, mode="a")
     assert isinstance(s, LocalStore)
+
+
+def test_open_writer_is_shared_not_reopened(tmp_path):
+    p = tmp_path / "live.zip"
+    w = store_from_url(p, mode="w")
+    w.set("a/k", b"v")
+    # the file has no central directory yet: a reader in this process gets a view of the writer
+    r = store_from_url(str(p), mode="r")
+    assert r.read_only and r.get("a/k") == b"v"
+    assert store_from_url("file://" + str(p), mode="r+") is w
+    with pytest.raises(StoreError, match="already open"):
+        store_from_url(p, mode="w")
+    with pytest.raises(StoreError, match="already open"):
+        ZipStore(p, mode="a")
+    w.close()
+    r2 = store_from_url(p, mode="a")  # closed: a fresh appender is fine
+    assert r2 is not w and r2.get("a/k") == b"v"
+    r2.close()
+
+
+def test_pickle_of_open_writer_in_same_process(tmp_path):
+    w = ZipStore(tmp_path / "pw.zip", mode="w")
+    w.set("k", b"v")
+    r = pickle.loads(pickle.dumps(w))
+    assert r.read_only and r.get("k") == b"v"
+    w.close()

@@ -16,7 +16,7 @@ from zarrcy.storage._base import Store
 from zarrcy.storage._common import StorePath, check_key, check_prefix, join_key
 from zarrcy.storage.local import LocalStore, local_path_from_url
 from zarrcy.storage.memory import MemoryStore, lookup_memory_store
-from zarrcy.storage.zip import ZipStore
+from zarrcy.storage.zip import ZipStore, find_open_zip
 
 __all__ = [
     "Store",
@@ -98,6 +98,11 @@ def store_from_url(
         raise StoreError(expected("store", "a non-empty path or URL", target))
     if path.lower().endswith(".zip") and not os.path.isdir(path):  # a directory named *.zip stays local
         zmode = _ZIP_MODE[mode]
+        live = find_open_zip(path)
+        if live is not None:  # this process is writing that archive: share it, never reopen
+            if zmode in ("w", "x"):
+                raise StoreError(f"{path}: already open for writing in this process; cannot mode={mode!r} it")
+            return live.with_read_only(True) if mode == "r" else live
         if mode == "r+" and not os.path.isfile(path):
             raise StoreError(f"{path}: zip file does not exist (mode 'r+')")
         return ZipStore(path, mode=zmode)  # type: ignore[arg-type]

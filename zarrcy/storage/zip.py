@@ -29,6 +29,7 @@ import os
 import struct
 import threading
 import time
+import weakref
 import zipfile
 import zlib
 from typing import Iterator, Literal, Sequence
@@ -38,7 +39,19 @@ from zarrcy.errors import CorruptChunkError, ReadOnlyError, StoreError, expected
 from zarrcy.storage._base import Store
 from zarrcy.storage._common import as_bytes_view, check_key, check_prefix, resolve_range
 
-__all__ = ["ZipStore", "ZipMode"]
+__all__ = ["ZipStore", "ZipMode", "find_open_zip"]
+
+# writable archives open in this process, by absolute path: a second ZipFile on the same
+# file would corrupt it, and the file has no valid central directory until close()
+_open_writers: "weakref.WeakValueDictionary[str, ZipStore]" = weakref.WeakValueDictionary()
+_open_writers_lock = threading.Lock()
+
+
+def find_open_zip(path) -> "ZipStore | None":
+    """The writable ZipStore this process has open on ``path``, if any (``store_from_url`` reuses it)."""
+    with _open_writers_lock:
+        z = _open_writers.get(os.path.abspath(os.fspath(path)))
+    return None if z is None or z.closed else z
 
 ZipMode = Literal["r", "w", "a", "x"]
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, ..., name length, extra length
@@ -133,8 +146,13 @@ class ZipStore(Store):
         except TypeError:
             raise StoreError(expected("path", "a path to a .zip file", path)) from None
         super().__init__(read_only=(mode == "r"))
+        if mode != "r" and find_open_zip(path) is not None:
+            raise StoreError(f"{path}: already open for writing in this process (reuse that ZipStore)")
         self._st = _ZipState(path, mode, compression, compresslevel)
         self._owner = True
+        if mode != "r":
+            with _open_writers_lock:
+                _open_writers[path] = self
 
     # -- identity ------------------------------------------------------------------------
     @property
@@ -363,4 +381,5 @@ class ZipStore(Store):
 
 
 def _reopen(path: str) -> ZipStore:
-    return ZipStore(path, mode="r")
+    live = find_open_zip(path)  # same process, archive still being written: a view of it
+    return live.with_read_only(True) if live is not None else ZipStore(path, mode="r")
