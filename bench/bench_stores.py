@@ -76,7 +76,6 @@ def run(quick: bool = False) -> Table:
 
     try:
         from zarr.core.buffer import cpu, default_buffer_prototype
-        from zarr.core.buffer.core import default_buffer_prototype as _dbp  # noqa: F401
         from zarr.core.sync import sync
         from zarr.storage import LocalStore as ZarrLocalStore
 
