@@ -107,3 +107,25 @@ def test_zarrcy_writes_zarr_python_reads(tmp_path, shape, inner, dtype, location
     codec.encode_partial(FileValue(key), sel, np.full([s // 2 + 1 for s in shape], 5, dtype), sp)
     a[sel] = 5
     np.testing.assert_array_equal(z[...], a)
+
+
+@pytest.mark.parametrize("shape, inner, dtype, location, gzip", CASES[:2])
+def test_tensorstore_both_directions(tmp_path, shape, inner, dtype, location, gzip):
+    ts = pytest.importorskip("tensorstore")
+    z = zarr_array(tmp_path, shape, inner, dtype, location, gzip)
+    del z
+    a = data_for(shape, inner, dtype)
+    codec = ours(tmp_path)
+    sp = ArraySpec(shape=shape, dtype=np.dtype(dtype), fill_value=np.dtype(dtype).type(0))
+    key = os.path.join(tmp_path, "c", *["0"] * len(shape))
+    t = ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": str(tmp_path)}},
+                context=ts.Context({"cache_pool": {"total_bytes_limit": 0}})).result()
+    # tensorstore writes, zarrcy reads
+    t.write(a).result()
+    np.testing.assert_array_equal(codec.decode(FileValue(key).get(), sp), a)
+    sel = tuple(slice(2, s) for s in shape)
+    np.testing.assert_array_equal(codec.decode_partial(FileValue(key), sel, sp), a[sel])
+    # zarrcy writes, tensorstore reads
+    b = a[::-1].copy()
+    FileValue(key).set(codec.encode(b, sp))
+    np.testing.assert_array_equal(t.read().result(), b)
