@@ -124,3 +124,19 @@ def test_data_type_is_frozen_and_hashable() -> None:
     with pytest.raises(AttributeError):
         d.name = "x"  # type: ignore[misc]
     assert {d: 1}[parse_data_type("int8")] == 1
+
+
+def test_raw_bytes_configured_type() -> None:
+    d = parse_data_type({"name": "raw_bytes", "configuration": {"length_bytes": 4}})
+    assert d.dtype == np.dtype("V4") and d.itemsize == 4
+    assert d.to_json() == {"name": "raw_bytes", "configuration": {"length_bytes": 4}}
+    assert d != parse_data_type({"name": "raw_bytes", "configuration": {"length_bytes": 3}})
+    assert d != parse_data_type("r32")
+    assert d.fill_value_to_json(d.parse_fill_value("AQIDBA==")) == "AQIDBA=="
+    assert d.fill_value_to_json(d.parse_fill_value([1, 2, 3, 4])) == "AQIDBA=="
+    for bad in ({"name": "raw_bytes"}, {"name": "raw_bytes", "configuration": {}},
+                {"name": "raw_bytes", "configuration": {"length_bytes": 0}},
+                {"name": "raw_bytes", "configuration": {"length_bytes": True}},
+                {"name": "raw_bytes", "configuration": {"length_bytes": 3, "x": 1}}):
+        with pytest.raises(MetadataError, match="data_type.configuration"):
+            parse_data_type(bad, "data_type")

@@ -6,7 +6,7 @@
   shape, chunking and fill value (checked through the fill of an unwritten array).
 
 zarr-python 3.4 knows none of the ml_dtypes extension types and writes raw types as
-its own ``raw_bytes``; tensorstore lacks ``float8_e4m3``/``uint2``/``uint4`` and
+its own ``raw_bytes`` (read and written back as such); tensorstore lacks ``float8_e4m3``/``uint2``/``uint4`` and
 handles ``r*`` differently (extra byte dimension), so those pairs are left out.
 """
 
@@ -23,7 +23,6 @@ import tensorstore as ts
 import zarr
 from zarr.storage import MemoryStore
 
-from zarrcy.errors import UnknownExtensionError
 from zarrcy.metadata import ArrayMetadata, GroupMetadata, parse_data_type
 
 pytestmark = pytest.mark.interop
@@ -86,12 +85,22 @@ def test_zarr_python_group_parses() -> None:
     assert g is not None
 
 
-def test_zarr_python_raw_bytes_is_an_unknown_extension() -> None:
+@pytest.mark.parametrize("fill_value", [None, b"abc"])
+def test_zarr_python_raw_bytes_round_trip(tmp_path: Path, fill_value: Any) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        raw, _ = _zarr_python_doc("V3", None, compressors=None)
-    with pytest.raises(UnknownExtensionError, match="raw_bytes"):
-        ArrayMetadata.from_json(raw)
+        raw, a = _zarr_python_doc("V3", fill_value, compressors=None)
+    m = ArrayMetadata.from_json(raw)
+    assert m.dtype == np.dtype("V3")
+    assert m.data_type.to_json() == {"name": "raw_bytes", "configuration": {"length_bytes": 3}}
+    assert m.fill_value.tobytes() == (fill_value or b"\0\0\0")
+    assert m.to_json()["fill_value"] == json.loads(raw)["fill_value"]
+    # written back, zarr-python still reads it
+    (tmp_path / "zarr.json").write_bytes(m.to_bytes())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        z = zarr.open_array(str(tmp_path), mode="r")
+        assert z[...].tobytes() == (fill_value or b"\0\0\0") * 7 * 5
 
 
 # ------------------------------------------------------------------- zarrcy -> peers

@@ -5,7 +5,9 @@ Core: ``bool``, ``int8``..``int64``, ``uint8``..``uint64``, ``float16/32/64``,
 Extensions (numpy dtypes from ml_dtypes): ``bfloat16``, ``float8_e4m3`` (the
 IEEE-like variant *with* infinities, i.e. ``ml_dtypes.float8_e4m3``, not ``...fn``),
 ``float8_e5m2``, ``float4_e2m1fn``, ``int2``, ``int4``, ``uint2``, ``uint4``; also
-``float8_e4m3fn`` (no infinities, NaN = ``0x7f``) which tensorstore writes.
+``float8_e4m3fn`` (no infinities, NaN = ``0x7f``) which tensorstore writes, and
+zarr-python's ``{"name": "raw_bytes", "configuration": {"length_bytes": n}}`` (its
+spelling of numpy ``V<n>``; fill values in base64).
 
 A :class:`DataType` is a frozen dataclass; ``dtype`` is always native byte order
 (endianness belongs to the ``bytes`` codec).  Fill-value encoding lives in
@@ -68,13 +70,17 @@ class DataType:
     int_range: tuple[int, int] | None = field(default=None, compare=False, repr=False)
     #: unsigned numpy dtype with the same itemsize (bit views; per component for complex)
     bits_dtype: np.dtype | None = field(default=None, compare=False, repr=False)
+    #: configuration of configured types, as sorted (key, value) pairs (hashable)
+    configuration: tuple[tuple[str, Any], ...] = ()
 
     @property
     def itemsize(self) -> int:
         return self.dtype.itemsize
 
     def to_json(self) -> Any:
-        """The JSON identifier (a plain string for every type zarrcy implements)."""
+        """The JSON identifier: the name, or ``{"name", "configuration"}`` when configured."""
+        if self.configuration:
+            return {"name": self.name, "configuration": dict(self.configuration)}
         return self.name
 
     def parse_fill_value(self, json_value: Any, path: str = "fill_value") -> Any:
@@ -91,7 +97,7 @@ class DataType:
         return from_numpy(dtype_like)
 
     def __repr__(self) -> str:
-        return f"DataType({self.name!r})"
+        return f"DataType({self.to_json()!r})"
 
 
 def _uint(nbytes: int) -> np.dtype:
@@ -157,6 +163,25 @@ def _raw(nbits: int) -> DataType:
     return d
 
 
+_RAW_BYTES_CACHE: dict[int, DataType] = {}
+
+
+def _raw_bytes(config: dict[str, Any] | None, path: str) -> DataType:
+    """zarr-python's ``raw_bytes`` type (numpy ``V<n>``; base64 fill values), read and
+    written back as is so arrays zarr-python made with void dtypes stay readable to it."""
+    p = f"{path}.configuration.length_bytes"
+    if not config or set(config) != {"length_bytes"}:
+        raise MetadataError(expected(f"{path}.configuration", "an object with only length_bytes", config), f"{path}.configuration")
+    n = config["length_bytes"]
+    if type(n) is not int or n < 1:
+        raise MetadataError(expected(p, "an integer >= 1", n), p)
+    d = _RAW_BYTES_CACHE.get(n)
+    if d is None:
+        d = DataType("raw_bytes", np.dtype(f"V{n}"), "raw", configuration=(("length_bytes", n),))
+        _RAW_BYTES_CACHE[n] = d
+    return d
+
+
 def _parse_raw_name(name: str) -> DataType | None:
     """``r<bits>`` with bits a positive multiple of 8 written without leading zeros."""
     digits = name[1:]
@@ -188,6 +213,8 @@ def parse_data_type(json_value: Any, path: str = "data_type") -> DataType:
                 expected(f"{path}.must_understand", "true (must_understand=false is not allowed for data types)", mu),
                 f"{path}.must_understand",
             )
+    if name == "raw_bytes":
+        return _raw_bytes(config, path)
     d = DATA_TYPES.get(name) or _parse_raw_name(name)
     if d is None:
         if name[:1] == "r" and name[1:].isdigit():

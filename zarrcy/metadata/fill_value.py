@@ -274,6 +274,8 @@ def fill_value_to_json(data_type: DataType, value: Any) -> Any:
             _float_to_json(fmt, int(parts[0]), float(value.real), data_type.itemsize),  # type: ignore[arg-type]
             _float_to_json(fmt, int(parts[1]), float(value.imag), data_type.itemsize),  # type: ignore[arg-type]
         ]
+    if data_type.configuration:  # zarr-python's raw_bytes: base64, as it writes them
+        return base64.b64encode(value.tobytes()).decode("ascii")
     return list(value.tobytes())
 
 
