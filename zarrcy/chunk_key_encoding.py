@@ -44,7 +44,9 @@ class ChunkKeyEncoding:
     def encode_chunk_key(self, chunk_coords: tuple[int, ...]) -> str:
         raise NotImplementedError
 
-    def decode_chunk_key(self, key: str) -> tuple[int, ...] | None:
+    def decode_chunk_key(self, key: str, ndim: int | None = None) -> tuple[int, ...] | None:
+        """Grid coordinates of ``key``, or None if it is not a chunk key of this encoding
+        (of rank ``ndim`` when given)."""
         raise NotImplementedError
 
     def to_dict(self) -> dict[str, Any]:
@@ -67,9 +69,9 @@ class DefaultChunkKeyEncoding(ChunkKeyEncoding):
         sep = self.separator
         return "c" + sep + sep.join(map(str, chunk_coords))
 
-    def decode_chunk_key(self, key: str) -> tuple[int, ...] | None:
+    def decode_chunk_key(self, key: str, ndim: int | None = None) -> tuple[int, ...] | None:
         if key == "c":
-            return ()
+            return () if not ndim else None
         if key[:2] != "c" + self.separator:
             return None
         out = []
@@ -78,6 +80,8 @@ class DefaultChunkKeyEncoding(ChunkKeyEncoding):
             if i is None:
                 return None
             out.append(i)
+        if ndim is not None and len(out) != ndim:
+            return None
         return tuple(out)
 
 
@@ -92,15 +96,19 @@ class V2ChunkKeyEncoding(ChunkKeyEncoding):
             return "0"
         return self.separator.join(map(str, chunk_coords))
 
-    def decode_chunk_key(self, key: str) -> tuple[int, ...] | None:
-        # "0" is both the 0-d key and the key of chunk (0,) of a 1-d array: callers that
-        # know the rank compare the length of the result (0-d: "0" decodes to (0,)).
+    def decode_chunk_key(self, key: str, ndim: int | None = None) -> tuple[int, ...] | None:
+        # "0" is both the 0-d key and the key of chunk (0,) of a 1-d array: without
+        # ``ndim`` it decodes to (0,); with ndim=0 to ().
+        if ndim == 0:
+            return () if key == "0" else None
         out = []
         for part in key.split(self.separator):
             i = _index(part)
             if i is None:
                 return None
             out.append(i)
+        if ndim is not None and len(out) != ndim:
+            return None
         return tuple(out)
 
 

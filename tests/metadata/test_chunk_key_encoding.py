@@ -54,7 +54,20 @@ def test_round_trip(enc: ChunkKeyEncoding, coords: tuple[int, ...]) -> None:
 
 def test_zero_dim_decode() -> None:
     assert DefaultChunkKeyEncoding().decode_chunk_key("c") == ()
-    assert V2ChunkKeyEncoding().decode_chunk_key("0") == (0,)  # rank decides: 0-d callers accept (0,)
+    assert V2ChunkKeyEncoding().decode_chunk_key("0") == (0,)  # rank unknown: read as 1-d
+    assert V2ChunkKeyEncoding().decode_chunk_key("0", ndim=0) == ()
+    assert V2ChunkKeyEncoding().decode_chunk_key("0", ndim=1) == (0,)
+    assert V2ChunkKeyEncoding().decode_chunk_key("1", ndim=0) is None
+    assert DefaultChunkKeyEncoding().decode_chunk_key("c", ndim=0) == ()
+    assert DefaultChunkKeyEncoding().decode_chunk_key("c", ndim=1) is None
+
+
+@pytest.mark.parametrize("enc", [DefaultChunkKeyEncoding("/"), DefaultChunkKeyEncoding("."), V2ChunkKeyEncoding("."), V2ChunkKeyEncoding("/")])
+def test_decode_with_rank(enc: ChunkKeyEncoding) -> None:
+    key = enc.encode_chunk_key((3, 4))
+    assert enc.decode_chunk_key(key, ndim=2) == (3, 4)
+    assert enc.decode_chunk_key(key, ndim=3) is None
+    assert enc.decode_chunk_key(key, ndim=1) is None
 
 
 @pytest.mark.parametrize(
