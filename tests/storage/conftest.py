@@ -8,7 +8,9 @@ import pytest
 
 from zarrcy.storage import LocalStore, MemoryStore, ZipStore
 
-STORE_KINDS = ["local", "memory", "zip"]
+# "local-portable" runs LocalStore with the code paths used where /proc/self/fd and
+# dir_fd are unavailable (realpath containment checks, path-based temp + replace)
+STORE_KINDS = ["local", "local-portable", "memory", "zip"]
 
 
 class StoreFactory:
@@ -22,7 +24,7 @@ class StoreFactory:
 
     def new(self):
         self.n += 1
-        if self.kind == "local":
+        if self.kind.startswith("local"):
             s = LocalStore(self.tmp_path / f"root{self.n}")
         elif self.kind == "memory":
             s = MemoryStore()
@@ -33,7 +35,7 @@ class StoreFactory:
 
     def read_only(self, store):
         """A read-only store over the same data (a zip is closed and reopened with mode 'r')."""
-        if self.kind == "local":
+        if self.kind.startswith("local"):
             s = LocalStore(store.root, read_only=True)
         elif self.kind == "memory":
             s = store.with_read_only()
@@ -49,7 +51,12 @@ class StoreFactory:
 
 
 @pytest.fixture(params=STORE_KINDS)
-def factory(request, tmp_path):
+def factory(request, tmp_path, monkeypatch):
+    if request.param == "local-portable":
+        import zarrcy.storage.local as local_mod
+
+        monkeypatch.setattr(local_mod, "_PROC_FD", False)
+        monkeypatch.setattr(local_mod, "_DIR_FD", False)
     f = StoreFactory(request.param, tmp_path)
     yield f
     f.close()

@@ -77,7 +77,7 @@ def test_set_rejects_non_buffer(store):
 
 
 def test_keys_are_case_sensitive(store, factory):
-    if factory.kind == "local":
+    if factory.kind.startswith("local"):
         import os
 
         probe = os.path.join(store.root, "CaseProbe")
@@ -522,6 +522,7 @@ def test_capability_flags(factory):
         for f in ("supports_writes", "supports_deletes", "supports_partial_reads", "supports_partial_writes", "supports_listing")
     }
     expected = {
+        "local-portable": dict(supports_writes=True, supports_deletes=True, supports_partial_reads=True, supports_partial_writes=True, supports_listing=True),
         "local": dict(supports_writes=True, supports_deletes=True, supports_partial_reads=True, supports_partial_writes=True, supports_listing=True),
         "memory": dict(supports_writes=True, supports_deletes=True, supports_partial_reads=True, supports_partial_writes=True, supports_listing=True),
         "zip": dict(supports_writes=True, supports_deletes=False, supports_partial_reads=True, supports_partial_writes=False, supports_listing=True),
