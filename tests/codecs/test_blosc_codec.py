@@ -110,3 +110,14 @@ def test_bad_configuration(cfg: dict) -> None:
 def test_dict_round_trip() -> None:
     c = BloscCodec("zstd", 3, "bitshuffle", 2, 4096)
     assert BloscCodec.from_dict(c.to_dict()["configuration"], "c") == c
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "float32", "int64"])
+def test_default_matches_zarr_python(dtype: str) -> None:
+    import zarr
+
+    spec = make_spec((8,), dtype)
+    ser = "bytes" if dtype == "uint8" else LE
+    [_, ours] = parse_codecs([ser, BloscCodec()], spec)
+    theirs = zarr.create_array(store={}, shape=(8,), dtype=dtype, chunks=(8,), compressors=zarr.codecs.BloscCodec())
+    assert ours.to_dict() == theirs.metadata.to_dict()["codecs"][1]

@@ -50,18 +50,22 @@ def test_reads_zarr_python_default() -> None:
 
 
 def test_defaults_match_zarr_python() -> None:
-    assert [c.to_dict() for c in default_compressors()] == [{"name": "zstd", "configuration": {"level": 0}}]
+    zstd0 = {"name": "zstd", "configuration": {"level": 0, "checksum": False}}
+    assert [c.to_dict() for c in default_compressors()] == [zstd0]
     assert [c.to_dict() for c in default_codecs("float32")] == [
         {"name": "bytes", "configuration": {"endian": "little"}},
-        {"name": "zstd", "configuration": {"level": 0}},
+        zstd0,
     ]
     assert default_codecs("uint8")[0].to_dict() == {"name": "bytes"}
 
 
-def test_checksum_written_only_when_true() -> None:
+def test_checksum_always_written_like_zarr_python() -> None:
+    import zarr
+
     assert ZstdCodec(1, True).to_dict() == {"name": "zstd", "configuration": {"level": 1, "checksum": True}}
-    assert ZstdCodec(1, False).to_dict() == {"name": "zstd", "configuration": {"level": 1}}
-    assert ZstdCodec.from_dict({"level": 1, "checksum": False}, "c") == ZstdCodec(1)
+    assert ZstdCodec(1, False).to_dict() == {"name": "zstd", "configuration": {"level": 1, "checksum": False}}
+    assert ZstdCodec.from_dict({"level": 1}, "c") == ZstdCodec(1)
+    assert ZstdCodec(3).to_dict() == zarr.codecs.ZstdCodec(level=3).to_dict()
 
 
 def test_corrupt_inputs() -> None:

@@ -74,7 +74,9 @@ def blosc_header(data: Any) -> tuple[int, int, int, int]:
 class BloscCodec(BytesBytesCodec):
     cname: CName = "zstd"
     clevel: int = 5
-    shuffle: Shuffle | int = "shuffle"
+    #: None or -1 = automatic (resolved by ``evolve``: bit-shuffle for 1-byte items, else byte-shuffle),
+    #: as zarr-python's default
+    shuffle: Shuffle | int | None = None
     typesize: int | None = None
     blocksize: int = 0
 
@@ -83,7 +85,9 @@ class BloscCodec(BytesBytesCodec):
 
     def __post_init__(self) -> None:
         sh = self.shuffle
-        if isinstance(sh, (int, np.integer)) and not isinstance(sh, bool) and int(sh) in _SHUFFLE_NUM:
+        if sh is None:
+            object.__setattr__(self, "shuffle", -1)
+        elif isinstance(sh, (int, np.integer)) and not isinstance(sh, bool) and int(sh) in _SHUFFLE_NUM:
             object.__setattr__(self, "shuffle", _SHUFFLE_NUM[int(sh)])
         elif not (sh in _SHUFFLES or (sh == -1 and not isinstance(sh, bool))):
             raise MetadataError(expected("blosc.shuffle", f"one of {_SHUFFLES}", sh), "shuffle")

@@ -3,9 +3,10 @@
 ``bytes -> bytes``, Zstandard frames (RFC 8878).  Configuration:
 
 * ``level``: integer -131072..22; 0 = the library's default level.
-* ``checksum``: optional boolean (a content checksum in the frame); written only
-  when true, as the spec asks ("should be omitted if false").  zarr-python writes
-  ``"checksum": false`` explicitly; both forms are read.
+* ``checksum``: optional boolean (a content checksum in the frame), default false.
+  The spec says it "should be omitted if false", but zarr-python 3.4 and tensorstore
+  both write ``"checksum": false``; zarrcy writes it always, like them, so that the
+  metadata of the default chain is byte-for-byte theirs.  Both forms are read.
 
 Engine: numcodecs.zstd (the ``zstandard`` package is not a dependency); both its
 compress and decompress release the GIL.  With a known decoded size, frames are
@@ -76,10 +77,7 @@ class ZstdCodec(BytesBytesCodec):
         return cls(level=get_int(cfg, "level", path, -131072, 22), checksum=get_bool(cfg, "checksum", path, False))
 
     def to_dict(self) -> dict[str, Any]:
-        c: dict[str, Any] = {"level": int(self.level)}
-        if self.checksum:
-            c["checksum"] = True
-        return {"name": self.name, "configuration": c}
+        return {"name": self.name, "configuration": {"level": int(self.level), "checksum": bool(self.checksum)}}
 
     def max_encoded_size(self, n: int) -> int:
         return max_compressed_size(n)
