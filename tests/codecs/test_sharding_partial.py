@@ -318,3 +318,14 @@ def test_fuzz_mutated_and_random_shards_never_crash(data):
         except CorruptChunkError:
             continue
         assert out.dtype == np.uint16  # decoded without error: must be a well-formed array
+
+
+def test_single_chunk_read_of_truncated_shard():
+    c = make((2,))
+    sp = spec((4,))
+    value = forge([(0, 4), (40, 8)], b"\1\0\2\0" * 2)
+    np.testing.assert_array_equal(c.decode_partial(MemValue(value), (slice(0, 1),), sp), [1])
+    with pytest.raises(CorruptChunkError, match="entry 1 .*past the end"):
+        c.decode_partial(MemValue(value), (slice(2, 4),), sp)
+    value = forge([(0, 4), (SENTINEL, SENTINEL)], b"\1\0\2\0")
+    np.testing.assert_array_equal(c.decode_partial(MemValue(value), (slice(3, 4),), sp), [0])

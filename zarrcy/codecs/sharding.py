@@ -704,6 +704,8 @@ class ShardingCodec(ArrayBytesCodec):
         if flat is None:
             out[...] = layout.fill
             return out
+        if plan.m == 1:  # the common small read: one inner chunk, one range request
+            return self._decode_one(getter, layout, plan, flat, out)
         lin = plan.linear
         offs = flat[2 * lin]
         nbs = flat[2 * lin + 1]
@@ -732,6 +734,31 @@ class ShardingCodec(ArrayBytesCodec):
                 out[osel] = inner.decode(data)[plan.chunk_sel(k)]
 
         _run(plan.m, task, present.size * layout.inner_spec.nbytes >= _PARALLEL_MIN_BYTES)
+        return out
+
+    def _decode_one(
+        self, getter: ByteGetter, layout: _Layout, plan: _Plan, flat: np.ndarray, out: np.ndarray
+    ) -> np.ndarray:
+        i = int(plan.linear[0])
+        off = int(flat[2 * i])
+        nb = int(flat[2 * i + 1])
+        osel = plan.out_sel(0)
+        if off == SENTINEL:
+            out[...] = layout.fill
+            return out
+        (raw,) = getter.get_ranges([RangeRequest(off, nb)])
+        if raw is None:
+            raise CorruptChunkError("shard disappeared while its inner chunks were read")
+        raw = _flat_bytes(raw)
+        if len(raw) < nb:
+            raise CorruptChunkError(
+                f"{layout.chunk_name(i)}: points past the end of the shard "
+                f"(offset={off}, nbytes={nb}, shard ends at {off + len(raw)}; truncated?)"
+            )
+        if bool(plan.full[0]) and not plan.use_ix:
+            layout.inner.decode_into(raw, out[osel])
+        else:
+            out[osel] = layout.inner.decode(raw)[plan.chunk_sel(0)]
         return out
 
     # -- partial writes ----------------------------------------------------------------------
