@@ -286,8 +286,8 @@ def test_file_urls(tmp_path):
 
 def test_store_from_url_paths_and_modes(tmp_path):
     p = tmp_path / "plain"
-    with pytest.raises(StoreError):
-        store_from_url(p, mode="r+")  # must exist
+    e = store_from_url(p, mode="r+")  # creates nothing: an empty store, nodes are "not found"
+    assert not p.exists() and list(e.list()) == [] and e.get("zarr.json") is None
     s = store_from_url(p, mode="w")
     assert isinstance(s, LocalStore) and not s.read_only and p.is_dir()
     s.set("k", b"v")

@@ -44,8 +44,8 @@ def store_from_url(
 ) -> Store:
     """Open the store named by a URL, a path or a ``Store`` (returned as is, or as a read-only view).
 
-    ``mode``: ``"r"`` read-only; ``"r+"`` read/write, must exist; ``"a"`` read/write,
-    created if missing; ``"w"`` read/write (a ``.zip`` is truncated); ``"w-"``
+    ``mode``: ``"r"`` read-only; ``"r+"`` read/write, creates nothing (a ``.zip`` must
+    exist; a missing directory is an empty store); ``"a"`` read/write, created if missing; ``"w"`` read/write (a ``.zip`` is truncated); ``"w-"``
     read/write, must not exist (a ``.zip`` file; for directories the node-level check
     is the caller's).  Clearing existing nodes for ``"w"`` is the caller's job too,
     since it concerns a path inside the store, not the store.
@@ -106,6 +106,6 @@ def store_from_url(
         if mode == "r+" and not os.path.isfile(path):
             raise StoreError(f"{path}: zip file does not exist (mode 'r+')")
         return ZipStore(path, mode=zmode)  # type: ignore[arg-type]
-    if mode == "r+" and not os.path.isdir(path):
-        raise StoreError(f"{path}: directory does not exist (mode 'r+')")
-    return LocalStore(path, read_only=not writable, create=writable)
+    # "r+" must not create anything: a missing directory is an empty store, so opening a
+    # node in it fails at the node level (NodeNotFoundError) like any other missing node
+    return LocalStore(path, read_only=not writable, create=writable and mode != "r+")
