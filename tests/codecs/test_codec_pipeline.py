@@ -299,3 +299,13 @@ def test_any_chain_round_trips(shape: tuple, dtype: str, endian: str, transpose:
     out = np.zeros(shape, dtype)
     p.decode_into(bytes(enc), out)
     assert same(out, a)
+
+
+def test_native_bytes_decode_is_zero_copy_for_writable_input() -> None:
+    spec = make_spec((3, 4), "float32")
+    p = CodecPipeline.from_codecs([LE], spec)
+    buf = bytearray(np.arange(12, dtype="<f4").tobytes())
+    arr = p.decode(buf)
+    assert np.shares_memory(arr, np.frombuffer(buf, np.uint8)) and arr.flags.writeable
+    ro = p.decode(bytes(buf))
+    assert ro.flags.writeable and same(ro, arr)

@@ -75,6 +75,12 @@ class CodecPipeline:
 
         from zarrcy.codecs.bytes import BytesCodec
 
+        self._zero_copy = (
+            isinstance(self.array_bytes, BytesCodec)
+            and not self.array_array
+            and not self.bytes_bytes
+            and not self.array_bytes._swaps(self._ab_spec.dtype)
+        )
         # every array->array codec can give a view of `out` in its encoded form
         self._aa_views = all(hasattr(c, "encoded_view") for c in self.array_array)
         # the innermost compressor can write the array's bytes into `out` directly
@@ -180,6 +186,12 @@ class CodecPipeline:
             if not arr.flags.writeable:
                 arr = arr.copy()
             return arr
+        if self._zero_copy:
+            # bytes codec alone, native order: a view of `data` when `data` is writable
+            # (e.g. a bytearray from the store); immutable input still needs a copy
+            arr = self.array_bytes.decode(data, self._ab_spec)
+            if arr.flags.writeable:
+                return arr
         # decode into one C-ordered buffer of the encoded shape; the array->array
         # codecs (transposes) then give views of it
         enc = np.empty(self._ab_spec.shape, dtype=self._ab_spec.dtype)
