@@ -309,3 +309,15 @@ def test_native_bytes_decode_is_zero_copy_for_writable_input() -> None:
     assert np.shares_memory(arr, np.frombuffer(buf, np.uint8)) and arr.flags.writeable
     ro = p.decode(bytes(buf))
     assert ro.flags.writeable and same(ro, arr)
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.binary(max_size=600), name=st.sampled_from([n for n in CHAINS if n not in ("bytes", "bytes-big")]))
+def test_arbitrary_bytes_never_crash(data: bytes, name: str) -> None:
+    spec = make_spec((4, 5), "float32")
+    p = CodecPipeline.from_codecs(CHAINS[name], spec)
+    try:
+        arr = p.decode(data)
+    except CorruptChunkError:
+        return
+    assert arr.shape == (4, 5)  # only possible for payloads that really decode (e.g. blosc has no checksum)
