@@ -69,6 +69,8 @@ ctypedef struct cfg_t:
 
 cdef inline num_t _norm(num_t v) noexcept nogil:
     cdef int tz
+    if v.cls != 0:
+        return v
     if v.m == 0:
         v.e = 0
         v.neg = 0  # -0 and 0 compare equal; callers that need the sign read it before

@@ -1,0 +1,350 @@
+"""Casting validator: what a ``scale_offset`` / ``cast_value`` chain does to given data.
+
+Public functions (re-exported as ``zarrcy.cast_value`` etc.):
+
+* :func:`cast_value` -- one direction of the cast_value codec (spec:
+  ../shared/specs/ext-codec-cast_value.md); decoding a codec is the same call with the
+  types swapped and the ``decode`` pairs.
+* :func:`scale_offset_encode` / :func:`scale_offset_decode` (ext-codec-scale_offset.md).
+* :func:`check_cast` -- a one-pass report over an array: how many elements are exact,
+  rounded, clamped, wrapped, scalar-mapped or failing, the first failing index and the
+  largest absolute / relative round-trip error.
+* :func:`cast_check_main` -- the ``zarrcy cast-check`` command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from dataclasses import asdict, dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from zarrcy.codecs.cast_value import (
+    ST_CLAMPED,
+    ST_EXACT,
+    ST_FAIL_NONFINITE,
+    ST_MAPPED,
+    ST_ROUNDED,
+    ST_WRAPPED,
+    CastValueCodec,
+    OutOfRange,
+    Rounding,
+    format_of_dtype,
+    prepare_cast,
+)
+from zarrcy.codecs.scale_offset import (
+    ScaleOffsetCodec,
+    expand_fixedscaleoffset,
+    parse_offset_scale,
+    scale_offset_decode_array,
+    scale_offset_encode_array,
+)
+from zarrcy.errors import CastError, MetadataError, expected
+
+__all__ = ["cast_value", "scale_offset_encode", "scale_offset_decode", "check_cast", "CastReport", "cast_check_main"]
+
+
+def cast_value(values: Any, data_type: Any, rounding: Rounding = "nearest-even", out_of_range: OutOfRange | None = None,
+               scalar_map: Any = None) -> np.ndarray:
+    """Cast ``values`` (any supported dtype) to ``data_type`` with the cast_value procedure.
+
+    ``scalar_map``: ``[[input, output], ...]`` in fill-value JSON encoding or plain numbers
+    (``"NaN"``, ``"Infinity"``, ``"0x7fc00000"``, ``255``...).  Raises
+    :class:`~zarrcy.errors.CastError` (NaN/Inf into a type without them) or
+    :class:`~zarrcy.errors.OutOfRangeError` naming the first failing element, and
+    :class:`~zarrcy.errors.MetadataError` for a bad mode or scalar_map entry.
+    """
+    values = np.asarray(values)
+    return prepare_cast(values.dtype, data_type, rounding, out_of_range, scalar_map).run(values)
+
+
+def scale_offset_encode(values: Any, offset: Any = None, scale: Any = None) -> np.ndarray:
+    """``(values - offset) * scale`` in the values' own type; non-representable results raise."""
+    return scale_offset_encode_array(np.asarray(values), offset, scale)
+
+
+def scale_offset_decode(values: Any, offset: Any = None, scale: Any = None) -> np.ndarray:
+    """``values / scale + offset`` in the values' own type; non-representable results raise."""
+    return scale_offset_decode_array(np.asarray(values), offset, scale)
+
+
+# ---------------------------------------------------------------------------------------
+# check_cast
+# ---------------------------------------------------------------------------------------
+
+@dataclass
+class CastReport:
+    """What a codec chain does to an array (see :func:`check_cast`)."""
+
+    count: int = 0
+    exact: int = 0
+    rounded: int = 0
+    clamped: int = 0
+    wrapped: int = 0
+    scalar_mapped: int = 0
+    failing: int = 0
+    first_failing_index: int | tuple[int, ...] | None = None
+    first_failing_value: Any = None
+    first_failing_reason: str | None = None
+    max_abs_error: float = 0.0
+    max_rel_error: float = 0.0
+    round_trip_mismatches: int = 0   # NaN-ness / infinity changed, or decode failed
+    encoded_dtype: str = ""
+    stages: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.failing == 0
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        if isinstance(self.first_failing_index, tuple):
+            d["first_failing_index"] = list(self.first_failing_index)
+        for k in ("max_abs_error", "max_rel_error"):
+            if not math.isfinite(d[k]):
+                d[k] = str(d[k])
+        v = d["first_failing_value"]
+        if isinstance(v, float) and not math.isfinite(v):
+            d["first_failing_value"] = str(v)
+        return d
+
+    def table(self) -> str:
+        rows = [
+            ("elements", self.count), ("exact", self.exact), ("rounded", self.rounded), ("clamped", self.clamped),
+            ("wrapped", self.wrapped), ("scalar-mapped", self.scalar_mapped), ("failing", self.failing),
+            ("first failing index", self.first_failing_index), ("first failing value", self.first_failing_value),
+            ("first failing reason", self.first_failing_reason), ("max abs round-trip error", self.max_abs_error),
+            ("max rel round-trip error", self.max_rel_error), ("round-trip mismatches", self.round_trip_mismatches),
+            ("encoded data type", self.encoded_dtype), ("codecs", " -> ".join(self.stages)),
+        ]
+        w = max(len(r[0]) for r in rows)
+        return "\n".join(f"{k.ljust(w)}  {v}" for k, v in rows)
+
+
+def parse_codecs(codecs: Any, path: str = "codecs") -> list[Any]:
+    """JSON text / list of dicts / codec objects -> [ScaleOffsetCodec | CastValueCodec, ...]."""
+    if isinstance(codecs, (str, bytes)):
+        try:
+            codecs = json.loads(codecs)
+        except ValueError as e:
+            raise MetadataError(f"{path}: expected JSON, received invalid JSON ({e})", path) from None
+    if isinstance(codecs, dict):
+        codecs = [codecs]
+    out: list[Any] = []
+    for i, c in enumerate(codecs):
+        p = f"{path}[{i}]"
+        if isinstance(c, (ScaleOffsetCodec, CastValueCodec)):
+            out.append(c)
+            continue
+        if isinstance(c, str):
+            c = {"name": c}
+        if not isinstance(c, dict) or "name" not in c:
+            raise MetadataError(expected(p, "a codec object", c), p)
+        name = c["name"]
+        conf = c.get("configuration")
+        if name == "scale_offset":
+            out.append(ScaleOffsetCodec.from_dict(conf, p))
+        elif name == "cast_value":
+            out.append(CastValueCodec.from_dict(conf, p))
+        elif name == "numcodecs.fixedscaleoffset":
+            out.extend(expand_fixedscaleoffset(conf, p))
+        elif name in ("bytes", "transpose", "gzip", "zstd", "blosc", "crc32c", "sharding_indexed"):
+            continue  # value-preserving for this purpose
+        else:
+            raise MetadataError(expected(f"{p}.name", "scale_offset, cast_value or numcodecs.fixedscaleoffset", name),
+                                f"{p}.name")
+    return out
+
+
+def _so_classify(x: np.ndarray, codec: ScaleOffsetCodec, direction: str) -> tuple[np.ndarray, np.ndarray]:
+    """(result, failed mask) of a scale_offset stage, element-wise (exact, no early stop)."""
+    fmt = format_of_dtype(x.dtype)
+    o, s = parse_offset_scale(codec.offset, codec.scale, fmt, "scale_offset.configuration")
+    flat = np.ascontiguousarray(x).reshape(-1)
+    if fmt.is_int:
+        xi = flat.astype(object)
+        oi, si = int(o.item()), int(s.item())
+        if direction == "encode":
+            t1 = xi - oi
+            t2 = t1 * si
+            steps = [t1, t2]
+            bad = np.zeros(flat.shape, bool)
+        else:
+            bad = np.array([v % si != 0 for v in xi.tolist()], dtype=bool)
+            t1 = np.array([v // si if v % si == 0 else 0 for v in xi.tolist()], dtype=object)
+            t2 = t1 + oi
+            steps = [t1, t2]
+        for t in steps:
+            bad |= np.array([not (fmt.lo <= int(v) <= fmt.hi) for v in t.tolist()], dtype=bool)
+        res = np.array([int(v) if not b else 0 for v, b in zip(t2.tolist(), bad.tolist())], dtype=object)
+        return res.astype(np.int64 if fmt.kind == 0 else np.uint64).astype(fmt.dtype).reshape(x.shape), bad.reshape(x.shape)
+    # floats: run element-wise through the kernel, splitting at failures
+    out = np.zeros(flat.shape, dtype=fmt.dtype)
+    bad = np.zeros(flat.shape, dtype=bool)
+    start = 0
+    fn = scale_offset_encode_array if direction == "encode" else scale_offset_decode_array
+    while start < flat.size:
+        try:
+            out[start:] = fn(flat[start:], codec.offset, codec.scale)
+            break
+        except CastError as e:
+            idx = start + int(e.index if isinstance(e.index, int) else 0)
+            out[start:idx] = fn(flat[start:idx], codec.offset, codec.scale) if idx > start else out[start:idx]
+            bad[idx] = True
+            start = idx + 1
+    return out.reshape(x.shape), bad.reshape(x.shape)
+
+
+def check_cast(values: Any, codecs: Any) -> CastReport:
+    """Run ``codecs`` (scale_offset / cast_value chain; JSON or objects) over ``values`` and report.
+
+    Counts are per element, the element's most significant event over all stages:
+    failing > scalar-mapped > clamped > wrapped > rounded > exact (``rounded`` counts
+    cast_value roundings; scale_offset float arithmetic is not counted).  Round-trip
+    errors compare ``decode(encode(x))`` with ``x`` over elements that did not fail.
+    """
+    x = np.asarray(values)
+    chain = parse_codecs(codecs)
+    rep = CastReport(count=int(x.size), stages=[c.to_dict()["name"] for c in chain])
+    n = x.size
+    worst = np.zeros(n, dtype=np.uint8)  # 0 exact 1 rounded 2 wrapped 3 clamped 4 mapped 5 failing
+    rank = {ST_EXACT: 0, ST_ROUNDED: 1, ST_WRAPPED: 2, ST_CLAMPED: 3, ST_MAPPED: 4}
+    failed = np.zeros(n, dtype=bool)
+    reasons: dict[int, str] = {}
+    cur = np.ascontiguousarray(x).reshape(-1)
+    dtypes = [cur.dtype]
+    for ci, codec in enumerate(chain):
+        if isinstance(codec, ScaleOffsetCodec):
+            res, bad = _so_classify(cur, codec, "encode")
+            new_fail = bad & ~failed
+            for i in np.flatnonzero(new_fail)[:1]:
+                reasons[int(i)] = f"codecs[{ci}] scale_offset: result not representable in {cur.dtype.name}"
+            failed |= bad
+            cur = res
+        else:
+            prep = codec.prepared(cur.dtype)[0]
+            res, st = prep.classify(cur)
+            bad = st >= ST_FAIL_NONFINITE
+            for i in np.flatnonzero(bad & ~failed)[:1]:
+                why = "NaN/Infinity has no representation" if st[i] == ST_FAIL_NONFINITE else "out of range"
+                reasons[int(i)] = f"codecs[{ci}] cast_value to {prep.dst.name}: {why}"
+            failed |= bad
+            lut = np.array([rank.get(k, 0) for k in range(7)], dtype=np.uint8)
+            worst = np.maximum(worst, lut[st])
+            cur = res
+        dtypes.append(cur.dtype)
+    rep.encoded_dtype = cur.dtype.name
+    worst[failed] = 5
+    counts = np.bincount(worst, minlength=6)
+    rep.exact, rep.rounded, rep.wrapped, rep.clamped, rep.scalar_mapped, rep.failing = (int(c) for c in counts[:6])
+    if rep.failing:
+        first = int(np.flatnonzero(failed)[0])
+        rep.first_failing_index = first if x.ndim <= 1 else tuple(int(i) for i in np.unravel_index(first, x.shape))
+        with np.errstate(invalid="ignore"):
+            v = x.reshape(-1)[first]
+            rep.first_failing_value = v.item() if format_of_dtype(x.dtype).natural else float(np.float64(v))
+        rep.first_failing_reason = min(reasons.items())[1] if reasons else None
+    # decode back, stage by stage, tolerating failures element-wise
+    dec = cur
+    dec_bad = failed.copy()
+    for ci in range(len(chain) - 1, -1, -1):
+        codec = chain[ci]
+        target = dtypes[ci]
+        if isinstance(codec, ScaleOffsetCodec):
+            res, bad = _so_classify(dec, codec, "decode")
+        else:
+            prep = codec.prepared(target)[1]
+            res, st = prep.classify(dec)
+            bad = st >= ST_FAIL_NONFINITE
+        dec_bad |= bad
+        dec = res
+    with np.errstate(invalid="ignore", over="ignore"):
+        orig = x.reshape(-1).astype(np.float64) if x.dtype.kind != "u" and x.dtype.kind != "i" else x.reshape(-1).astype(np.longdouble)
+        back = dec.astype(orig.dtype)
+        ok = ~failed
+        same_nan = np.isnan(orig) == np.isnan(back)
+        fin = np.isfinite(orig) & np.isfinite(back)
+        inf_same = ~np.isinf(orig) | (orig == back)
+        mismatch = ok & (dec_bad | ~same_nan | (~fin & ~np.isnan(orig) & ~inf_same) |
+                         (np.isfinite(orig) != np.isfinite(back)))
+        rep.round_trip_mismatches = int(mismatch.sum())
+        sel = ok & fin & ~dec_bad
+        if sel.any():
+            err = np.abs(back[sel] - orig[sel])
+            rep.max_abs_error = float(err.max())
+            nz = orig[sel] != 0
+            if nz.any():
+                rep.max_rel_error = float((err[nz] / np.abs(orig[sel][nz])).max())
+            if (err[~nz] > 0).any():
+                rep.max_rel_error = math.inf
+    return rep
+
+
+# ---------------------------------------------------------------------------------------
+# CLI: zarrcy cast-check
+# ---------------------------------------------------------------------------------------
+
+def _load_values(path: str) -> np.ndarray:
+    if path.endswith(".npy"):
+        return np.load(path, allow_pickle=False)
+    try:
+        import zarrcy
+
+        opener = getattr(zarrcy, "open_array", None)
+    except ImportError:  # pragma: no cover
+        opener = None
+    if opener is None:
+        raise SystemExit(f"cast-check: cannot read {path!r}: only .npy files (zarrcy.open_array is unavailable)")
+    return np.asarray(opener(path)[...])
+
+
+def cast_check_main(argv: Sequence[str] | None = None) -> int:
+    """``zarrcy cast-check INPUT (--codecs JSON | --dtype T [--scale S --offset O --rounding R
+    --out-of-range M --scalar-map JSON]) [--json]``; exit 1 when any element would fail."""
+    ap = argparse.ArgumentParser(prog="zarrcy cast-check",
+                                 description="Report what a scale_offset/cast_value chain does to an array.")
+    ap.add_argument("input", help=".npy file or Zarr array path")
+    ap.add_argument("--codecs", help="JSON list of codecs (scale_offset, cast_value, numcodecs.fixedscaleoffset)")
+    ap.add_argument("--dtype", help="cast_value data_type (target)")
+    ap.add_argument("--scale", help="scale_offset scale (JSON scalar)")
+    ap.add_argument("--offset", help="scale_offset offset (JSON scalar)")
+    ap.add_argument("--rounding", default="nearest-even")
+    ap.add_argument("--out-of-range", dest="out_of_range", choices=["clamp", "wrap"])
+    ap.add_argument("--scalar-map", dest="scalar_map", help='JSON, e.g. {"encode": [["NaN", 0]], "decode": [[0, "NaN"]]}')
+    ap.add_argument("--json", action="store_true", help="print the report as JSON")
+    args = ap.parse_args(list(argv) if argv is not None else None)
+    try:
+        if args.codecs:
+            codecs: Any = args.codecs
+        else:
+            codecs = []
+            if args.scale is not None or args.offset is not None:
+                conf = {}
+                if args.offset is not None:
+                    conf["offset"] = json.loads(args.offset)
+                if args.scale is not None:
+                    conf["scale"] = json.loads(args.scale)
+                codecs.append({"name": "scale_offset", "configuration": conf})
+            if args.dtype:
+                cv: dict[str, Any] = {"data_type": args.dtype, "rounding": args.rounding}
+                if args.out_of_range:
+                    cv["out_of_range"] = args.out_of_range
+                if args.scalar_map:
+                    cv["scalar_map"] = json.loads(args.scalar_map)
+                codecs.append({"name": "cast_value", "configuration": cv})
+            if not codecs:
+                ap.error("give --codecs or --dtype/--scale/--offset")
+        values = _load_values(args.input)
+        rep = check_cast(values, codecs)
+    except (MetadataError, ValueError) as e:
+        print(f"cast-check: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(rep.to_json(), indent=2, default=str))
+    else:
+        print(rep.table())
+    return 0 if rep.ok else 1
