@@ -34,7 +34,6 @@ _LAZY = {
     "open_group": "zarrcy.api",
     "group": "zarrcy.api",
     "open": "zarrcy.api",
-    "array": "zarrcy.api",
     "cast_value": "zarrcy.casting",
     "scale_offset_encode": "zarrcy.casting",
     "scale_offset_decode": "zarrcy.casting",

@@ -15,7 +15,8 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from zarrcy import config as _config
+from zarrcy.config import executor as _executor
+from zarrcy.config import get as _config_get
 from zarrcy._kernels import _grid
 from zarrcy.byte_range import ByteRequest
 from zarrcy.codecs.pipeline import CodecPipeline
@@ -323,8 +324,8 @@ class Array:
         if second is None:
             fn(first)
             return
-        ex = _config.executor()
-        window = max(2, 2 * _config.get("threads"))
+        ex = _executor()
+        window = max(2, 2 * _config_get("threads"))
         pending: list = []
         import itertools as _it
 
@@ -361,7 +362,7 @@ class Array:
                 return
             if p.is_complete and valid == self._chunk_shape and all(isinstance(s, slice) for s in osel):
                 # a fully covered interior chunk decodes straight into the caller's array
-                target = out[osel]
+                target = out[osel + (Ellipsis,)]  # always a view, even when 0-d
                 if target.shape != self._chunk_shape:
                     target = target.reshape(self._chunk_shape)  # only unit dims differ: a view
                 try:
@@ -468,8 +469,8 @@ class Array:
 
     def _store_chunk(self, key: str, chunk: np.ndarray) -> None:
         """Encode and store a full chunk; erase it instead when it is all fill value."""
-        if not _config.get("write_empty_chunks"):
-            c = np.ascontiguousarray(chunk)
+        if not _config_get("write_empty_chunks") and self.store.supports_deletes:
+            c = _c_contiguous(chunk)
             if _grid.is_constant(c.reshape(-1).view(np.uint8), self._fill_bytes):
                 self.store.erase(key)
                 return
@@ -487,7 +488,7 @@ class Array:
         pipeline = self._pipeline
         if p.is_complete:
             if valid == self._chunk_shape:
-                chunk = np.ascontiguousarray(np.broadcast_to(piece, valid) if piece.size != math.prod(valid) else piece.reshape(valid))
+                chunk = _c_contiguous(np.broadcast_to(piece, valid) if piece.size != math.prod(valid) else piece.reshape(valid))
             else:
                 chunk = np.full(self._chunk_shape, self._fill, dtype=self._dtype)
                 chunk[tuple(slice(0, v) for v in valid)] = np.asarray(piece).reshape(valid) if np.ndim(piece) else piece
@@ -587,6 +588,12 @@ class Array:
         sel = tuple(slice(old, None) if k == axis else slice(None) for k in range(self.ndim))
         self[sel] = data
         return self.shape
+
+
+def _c_contiguous(x: np.ndarray) -> np.ndarray:
+    """C-contiguous without changing the shape (np.ascontiguousarray makes 0-d 1-d)."""
+    x = np.asarray(x)
+    return x if x.flags.c_contiguous else np.array(x, order="C")
 
 
 def _bounding(chunk_selection: tuple[Any, ...]) -> tuple[tuple[slice, ...], tuple[Any, ...]]:

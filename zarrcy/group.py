@@ -14,6 +14,7 @@ from zarrcy.array import META_KEY, Array, Attributes, _prefix
 from zarrcy.errors import ContainsNodeError, MetadataError, NodeNotFoundError, ReadOnlyError
 from zarrcy.metadata.array import ArrayMetadata
 from zarrcy.metadata.group import GroupMetadata
+from zarrcy.metadata.node import parse_node_metadata
 from zarrcy.metadata import normalize_path, validate_node_name
 from zarrcy.storage import Store
 
@@ -26,20 +27,10 @@ def join_path(parent: str, name: str) -> str:
 
 def _parse_node(store: Store, path: str, raw: bytes) -> Array | "Group":
     key = _prefix(path) + META_KEY
-    import json
-
-    try:
-        doc = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise MetadataError(f"{key}: expected a JSON document, received invalid JSON ({e})", path=key) from None
-    node_type = doc.get("node_type") if isinstance(doc, dict) else None
-    if node_type == "array":
-        return Array(store, path, ArrayMetadata.from_json(doc, path=key), read_only=store.read_only)
-    if node_type == "group":
-        return Group(store, path, GroupMetadata.from_json(doc, path=key))
-    # let the metadata parser produce the precise error (zarr_format, node_type, ...)
-    GroupMetadata.from_json(doc, path=key)
-    raise MetadataError(f"{key}.node_type: expected 'array' or 'group', received {node_type!r}", path=key)
+    meta = parse_node_metadata(raw, key)  # decodes once; keeps decimal fill-value text
+    if isinstance(meta, ArrayMetadata):
+        return Array(store, path, meta, read_only=store.read_only)
+    return Group(store, path, meta)
 
 
 def open_node(store: Store, path: str) -> Array | "Group":

@@ -15,9 +15,11 @@ from zarrcy.codecs import GzipCodec
 @pytest.fixture(params=["memory", "local", "zip"])
 def store(request, tmp_path):
     if request.param == "memory":
-        return zarrcy.MemoryStore()
+        yield zarrcy.MemoryStore()
+        return
     if request.param == "local":
-        return zarrcy.LocalStore(str(tmp_path / "data.zarr"))
+        yield zarrcy.LocalStore(str(tmp_path / "data.zarr"))
+        return
     s = zarrcy.ZipStore(str(tmp_path / "data.zip"), mode="w")
     yield s
     s.close()
@@ -50,6 +52,9 @@ def test_empty_chunks_are_erased(store):
     a[...] = np.arange(8, dtype="uint8") + 1
     assert a.nchunks_initialized == 2
     a[0:4] = 0
+    if not store.supports_deletes:  # zip: append-only, the all-fill chunk is rewritten instead
+        assert a.nchunks_initialized == 2 and (a[0:4] == 0).all()
+        return
     assert a.nchunks_initialized == 1
     zarrcy.config(write_empty_chunks=True)
     try:
@@ -83,7 +88,7 @@ def test_resize_and_append():
 
 
 def test_pickle_roundtrip(tmp_path):
-    a = zarrcy.create_array(str(tmp_path / "p.zarr"), shape=(6,), dtype="int8", chunks=(4,))
+    a = zarrcy.create_array(str(tmp_path / "p.zarr"), name="a", shape=(6,), dtype="int8", chunks=(4,))
     a[...] = np.arange(6, dtype="int8")
     b = pickle.loads(pickle.dumps(a))
     np.testing.assert_array_equal(b[...], np.arange(6))
@@ -92,7 +97,7 @@ def test_pickle_roundtrip(tmp_path):
 
 
 def test_array_protocol():
-    a = zarrcy.array(np.arange(12).reshape(3, 4), chunks=(2, 2))
+    a = zarrcy.api.array(np.arange(12).reshape(3, 4), chunks=(2, 2))
     np.testing.assert_array_equal(np.asarray(a), np.arange(12).reshape(3, 4))
 
 
