@@ -123,8 +123,10 @@ def test_default_codecs_match_zarr_python(tmp_path):
     pz, pc = str(tmp_path / "zp.zarr"), str(tmp_path / "zc.zarr")
     zarr.create_array(pz, shape=(100,), dtype="float32", chunks=(10,))
     zarrcy.create_array(pc, shape=(100,), dtype="float32", chunks=(10,))
-    mz = json.load(open(f"{pz}/zarr.json"))
-    mc = json.load(open(f"{pc}/zarr.json"))
+    with open(f"{pz}/zarr.json") as f:
+        mz = json.load(f)
+    with open(f"{pc}/zarr.json") as f:
+        mc = json.load(f)
     assert mc["codecs"] == mz["codecs"]
     assert mc["fill_value"] == mz["fill_value"]
     assert mc["chunk_key_encoding"] == mz["chunk_key_encoding"]
