@@ -366,3 +366,63 @@ def expand_fixedscaleoffset(configuration: dict[str, Any] | None, path: str) -> 
     fmt = get_format(astype)
     cv = CastValueCodec(astype, "nearest-even", "wrap" if fmt.is_int else None)
     return [so, cv]
+
+
+def fuse_pairs(codecs: Sequence[Any], specs: Sequence[ArraySpec]) -> tuple[tuple[Any, ArraySpec], ...]:
+    """The pipeline hook: ``(codec, decoded spec)`` pairs of the array->array chain with every
+    ``scale_offset`` immediately followed by ``cast_value`` replaced by one fused codec
+    (whose spec is the scale_offset's input spec).  Call once at resolve time."""
+    out: list[tuple[Any, ArraySpec]] = []
+    i = 0
+    while i < len(codecs):
+        c = codecs[i]
+        if isinstance(c, ScaleOffsetCodec) and i + 1 < len(codecs):
+            fused = c.fuse_with(codecs[i + 1])
+            if fused is not None:
+                out.append((fused, specs[i]))
+                i += 2
+                continue
+        out.append((c, specs[i]))
+        i += 1
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class FixedScaleOffsetCodec(ScaleOffsetCastCodec):
+    """Read-only alias ``numcodecs.fixedscaleoffset`` = ``[scale_offset, cast_value]`` (fused).
+
+    ``to_dict`` writes the original ``numcodecs.fixedscaleoffset`` object back unchanged.
+    """
+
+    name: ClassVar[str] = "numcodecs.fixedscaleoffset"
+
+    raw: Any = None
+
+    @classmethod
+    def from_dict(cls, configuration: dict[str, Any] | None, path: str) -> Self:
+        so, cv = expand_fixedscaleoffset(configuration, path)
+        return cls(so, cv, _Frozen(configuration))  # type: ignore[arg-type]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "configuration": dict(self.raw.value)}
+
+
+class _Frozen:
+    """Holds a JSON object inside a frozen (hashable) dataclass."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Frozen) and other.value == self.value
+
+    def __hash__(self) -> int:
+        return hash(json_key(self.value))
+
+
+def json_key(v: Any) -> str:
+    import json
+
+    return json.dumps(v, sort_keys=True, default=str)
