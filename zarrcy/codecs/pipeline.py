@@ -54,6 +54,10 @@ class CodecPipeline:
         n_aa = sum(isinstance(c, ArrayArrayCodec) for c in resolved)
         self.array_array = tuple(resolved[:n_aa])  # type: ignore[arg-type]
         self._aa_specs = tuple(specs[:n_aa])
+        # execution chain: scale_offset immediately followed by cast_value runs fused (one pass)
+        from zarrcy.codecs.scale_offset import fuse_pairs
+
+        self._aa_exec = fuse_pairs(self.array_array, self._aa_specs)
         self.array_bytes = resolved[n_aa]  # type: ignore[assignment]
         self._ab_spec = specs[n_aa]
         self.bytes_bytes = tuple(resolved[n_aa + 1 :])  # type: ignore[arg-type]
@@ -130,7 +134,7 @@ class CodecPipeline:
         if chunk.dtype != self.spec.dtype:
             chunk = chunk.astype(self.spec.dtype)
         x: Any = chunk
-        for c, s in zip(self.array_array, self._aa_specs):
+        for c, s in self._aa_exec:
             x = c.encode(x, s)
         b = self.array_bytes.encode(x, self._ab_spec)
         if b is None:
@@ -243,7 +247,7 @@ class CodecPipeline:
     def _decode_generic(self, data: Any) -> np.ndarray:
         b = self._decode_bytes(data, 0)
         arr = self.array_bytes.decode(b, self._ab_spec)
-        for c, s in zip(reversed(self.array_array), reversed(self._aa_specs)):
+        for c, s in reversed(self._aa_exec):
             arr = c.decode(arr, s)
         if tuple(arr.shape) != tuple(self.spec.shape):
             raise CorruptChunkError(expected("decoded chunk shape", str(self.spec.shape), tuple(arr.shape)))

@@ -42,6 +42,8 @@ CODECS: dict[str, str] = {
     "zstd": "zarrcy.codecs.zstd:ZstdCodec",
     "cast_value": "zarrcy.codecs.cast_value:CastValueCodec",
     "scale_offset": "zarrcy.codecs.scale_offset:ScaleOffsetCodec",
+    # read-only alias of [scale_offset, cast_value{out_of_range: "wrap"}] (ext-codec-scale_offset.md)
+    "numcodecs.fixedscaleoffset": "zarrcy.codecs.scale_offset:FixedScaleOffsetCodec",
     "sharding_indexed": "zarrcy.codecs.sharding:ShardingCodec",
 }
 
