@@ -1,0 +1,86 @@
+"""Fused scale_offset -> cast_value is bit-identical to the two codecs in turn (encode and decode)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from zarrcy.codecs._base import ArraySpec
+from zarrcy.codecs.cast_value import CastValueCodec
+from zarrcy.codecs.scale_offset import ScaleOffsetCastCodec, ScaleOffsetCodec, fuse_pairs
+from zarrcy.errors import CastError
+
+import conftest as _c
+
+TARGETS = ["uint8", "int8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float16", "int4"]
+
+
+def _run(fn, *a):
+    try:
+        return fn(*a), None
+    except CastError as e:
+        return None, (type(e), e.index)
+
+
+def _compare(x, so, cv):
+    spec = ArraySpec(x.shape, x.dtype, x.dtype.type(0))
+    fused = so.fuse_with(cv)
+    assert isinstance(fused, ScaleOffsetCastCodec)
+    seq, seq_err = _run(lambda a: cv.encode(so.encode(a, spec), spec), x)
+    fus, fus_err = _run(fused.encode, x, spec)
+    assert seq_err == fus_err
+    if seq is None:
+        return
+    assert seq.dtype == fus.dtype and seq.tobytes() == fus.tobytes()
+    seqd, seqd_err = _run(lambda a: so.decode(cv.decode(a, spec), spec), seq)
+    fusd, fusd_err = _run(fused.decode, seq, spec)
+    assert seqd_err == fusd_err
+    if seqd is not None:
+        assert seqd.tobytes() == fusd.tobytes()
+
+
+def _data(rng, dtype, n):
+    x = rng.normal(0, 300, n)
+    k = rng.integers(0, n, n // 20 + 1)
+    x[k] = rng.choice([np.nan, np.inf, -np.inf, -0.0, 0.5, 255.5, -10.0, 2540.0, 1e300], k.size)
+    x[rng.integers(0, n, n // 10 + 1)] = np.round(x[:n // 10 + 1]) + 0.5   # exact halves
+    with np.errstate(over="ignore"):
+        return x.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("mode", _c.MODES)
+@pytest.mark.parametrize("oor", [None, "clamp", "wrap"])
+def test_fused_equals_sequential(dtype, mode, oor):
+    rng = np.random.default_rng(hash((dtype, mode, oor)) & 0xFFFF)
+    maps = [None, [["NaN", 0]], [["NaN", 0], ["Infinity", 1], ["-Infinity", 2], [0.5, 3]]]
+    for target in TARGETS:
+        if oor == "wrap" and target in ("float32", "float16"):
+            continue
+        for sm in maps:
+            dec = [[0, "NaN"]] if target not in ("float32", "float16") else None
+            cv = CastValueCodec(target, mode, oor, tuple(map(tuple, sm)) if sm else None,
+                                tuple(map(tuple, dec)) if dec else None)
+            so = ScaleOffsetCodec(-10, 0.1)
+            x = _data(rng, dtype, 3000)
+            _compare(x, so, cv)
+            # clean data too (the common success path)
+            y = np.abs(rng.normal(100, 50, 3000)).astype(dtype)
+            _compare(y, so, cv)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.binary(min_size=8, max_size=8 * 64), st.sampled_from(_c.MODES), st.sampled_from([None, "clamp", "wrap"]),
+       st.sampled_from(["uint8", "int16", "int64", "uint32"]), st.sampled_from([(0, 1), (-10, 0.1), (1e300, 1e-300), (3.5, -7)]))
+def test_fused_random_bits(raw, mode, oor, target, os_):
+    x = np.frombuffer(raw[: len(raw) // 8 * 8], dtype=np.float64).copy()
+    _compare(x, ScaleOffsetCodec(*os_), CastValueCodec(target, mode, oor, (("NaN", 0),), ((0, "NaN"),)))
+
+
+def test_fuse_pairs_hook():
+    so, cv = ScaleOffsetCodec(-10, 0.1), CastValueCodec("uint8")
+    spec = ArraySpec((4,), np.dtype("float64"), np.float64(0))
+    pairs = fuse_pairs([so, cv, so], [spec, spec, spec])
+    assert len(pairs) == 2 and isinstance(pairs[0][0], ScaleOffsetCastCodec) and pairs[1][0] is so
