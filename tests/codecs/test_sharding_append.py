@@ -59,6 +59,7 @@ def make(location="end", index_codecs=(BYTES, CRC)):
          "index_location": location}, "codecs[0]")
 
 
+ISZ = 16 * 16 + 4  # index bytes: 16 inner chunks, crc32c
 SP = ArraySpec(shape=(16, 16), dtype=np.dtype("int32"), fill_value=np.int32(0))
 
 
@@ -92,7 +93,7 @@ def test_append_writes_in_place(append_mode):
         a[sel] = val
         assert "set" not in kinds(v) and kinds(v)[-1] == "set_partial"
         assert v.calls[-1][1] == len(before)  # appended at the old end
-        assert v.value[: len(before) - 68] == before[: len(before) - 68]  # old bytes untouched
+        assert v.value[: len(before) - ISZ] == before[: len(before) - ISZ]  # old bytes untouched
         np.testing.assert_array_equal(c.decode(v.value, SP), a)
         np.testing.assert_array_equal(c.decode_partial(v, (slice(0, 16), slice(3, 13)), SP), a[:, 3:13])
     # only the partially covered chunk was read (plus index and tail), never the others
@@ -157,7 +158,6 @@ def test_torn_append_is_detected(append_mode, cut):
 @pytest.mark.parametrize(
     "codec, setter_cls",
     [
-        (make(location="start"), AppendValue),  # index at the start: rewrite
         (make(index_codecs=(BYTES,)), AppendValue),  # no checksum: torn writes undetectable
         (make(), type("NoPartial", (AppendValue,), {"supports_partial_writes": False})),
     ],
@@ -201,3 +201,30 @@ def test_zarr_python_reads_appended_shard(tmp_path, append_mode):
     with open(path, "wb") as f:
         f.write(v.value)
     np.testing.assert_array_equal(z[...], a)
+
+
+def test_append_with_start_index(append_mode):
+    c = make(location="start")
+    a = base_array()
+    first = c.encode(a, SP)
+    v = AppendValue(first)
+    c.encode_partial(v, (slice(1, 3), slice(1, 15)), np.full((2, 14), 4, np.int32), SP)
+    a[1:3, 1:15] = 4
+    writes = [x for x in v.calls if x[0] == "set_partial"]
+    assert [w[1] for w in writes] == [len(first), 0]  # chunks appended first, then the index
+    assert v.value[ISZ:len(first)] == first[ISZ:]  # old chunk bytes untouched
+    np.testing.assert_array_equal(c.decode(v.value, SP), a)
+    np.testing.assert_array_equal(c.decode_partial(v, (slice(0, 5), slice(0, 16)), SP), a[:5])
+
+
+def test_start_index_crash_between_writes_leaves_old_shard(append_mode):
+    c = make(location="start")
+    a = base_array()
+    first = c.encode(a, SP)
+    v = AppendValue(first)
+    c.encode_partial(v, (slice(0, 4), slice(0, 4)), np.full((4, 4), 4, np.int32), SP)
+    crashed = first + v.value[len(first):]  # chunks appended, index write never happened
+    np.testing.assert_array_equal(c.decode(crashed, SP), base_array())
+    torn = v.value[:100] + first[100:ISZ] + v.value[ISZ:]  # index write torn half-way
+    with pytest.raises(CorruptChunkError, match="shard index"):
+        c.decode(torn, SP)

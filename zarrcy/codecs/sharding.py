@@ -905,24 +905,31 @@ class ShardingCodec(ArrayBytesCodec):
     ) -> bool:
         """Append-only update of an existing shard; False if the rewrite path must run.
 
-        Applies to an ``end`` index protected by ``crc32c`` on a store with partial writes
+        Applies to an index protected by ``crc32c`` on a store with partial writes
         (``setter.set_partial``).  Reads only the index, the partially covered inner
-        chunks and the shard's tail (to learn its size); writes, in ONE partial write at
-        the old end of the object, the re-encoded touched inner chunks followed by a new
-        index.  The old index and replaced chunks become dead space; when dead space would
-        exceed ``shard_append_dead_ratio`` of the object, returns False so the caller
-        rewrites (compacts) the shard.
+        chunks and the shard's tail (to learn its size).  The re-encoded touched inner
+        chunks are appended at the old end of the object; replaced chunks (and, for an
+        ``end`` index, the old index) become dead space.  When dead space would exceed
+        ``shard_append_dead_ratio`` of the object, returns False so the caller rewrites
+        (compacts) the shard.
 
-        Crash / concurrency behaviour (the write is NOT atomic): until the partial write
-        lands, readers see the old shard.  A torn write (crash mid-write, or a reader
-        racing the writer) leaves the object's last ``index_size`` bytes as a mix of new
-        chunk bytes and index bytes: the index's crc32c then fails and readers raise
-        CorruptChunkError ("shard index: crc32c checksum mismatch") -- a torn shard is
-        detected, never misread (up to crc32c's 2^-32 collision chance).  The previous
-        index is still inside the object but is not recovered automatically; rewriting
-        the shard (a full write of it) repairs it.
+        Crash / concurrency behaviour (partial writes are NOT atomic):
+
+        * ``end`` index: ONE partial write of ``new chunks + new index`` at the old end.
+          Before it lands readers see the old shard.  A torn write (crash mid-write, or a
+          reader racing the writer) leaves the object's last ``index_size`` bytes as a mix
+          of chunk and index bytes (or old dead bytes): the index's crc32c fails and
+          readers raise CorruptChunkError ("shard index: crc32c checksum mismatch").  A
+          torn shard is detected, never misread (up to crc32c's 2^-32 collision chance).
+          The previous index is still inside the object but is not recovered
+          automatically; a full write of the shard repairs it.
+        * ``start`` index: first the new chunks are appended, then the index is
+          overwritten in place.  A crash before the second write leaves the old index,
+          which still describes the old (intact) chunks: readers see the old shard plus
+          unreferenced bytes at the end.  A crash during the index write tears the index:
+          crc32c mismatch, CorruptChunkError, as above.
         """
-        if self.index_location != "end" or not getattr(setter, "supports_partial_writes", False):
+        if not getattr(setter, "supports_partial_writes", False):
             return False
         if not hasattr(setter, "set_partial") or not layout.has_crc:
             return False
@@ -950,12 +957,14 @@ class ShardingCodec(ArrayBytesCodec):
 
         # the object's size: everything after the last stored chunk is index / dead space
         live_end = int((old_off[stored] + old_nb[stored]).max()) if stored.any() else 0
+        if self.index_location == "start":
+            live_end = max(live_end, isz)
         tail = setter.get(RangeRequest(live_end, None))
         if tail is None:
             raise CorruptChunkError("shard disappeared during an append write")
         size = live_end + len(_flat_bytes(tail))
         # now that the size is known, the index can be checked against it as well
-        layout.validate(flat, size, False)
+        layout.validate(flat, size, self.index_location == "start")
 
         new_bytes = self._merge_touched(layout, plan, value, spec, old_bytes)
         new_flat = flat.copy()
@@ -974,10 +983,17 @@ class ShardingCodec(ArrayBytesCodec):
         if not live.any():
             setter.delete()
             return True
-        new_size = pos + isz
+        start = self.index_location == "start"
+        new_size = pos if start else pos + isz
         live_bytes = int(new_flat[1::2][live].sum())
         if new_size - live_bytes - isz > float(_config_get("shard_append_dead_ratio")) * new_size:
             return False  # compact: the caller rewrites the shard tightly
-        pieces.append(layout.encode_index(new_flat))
-        setter.set_partial(size, b"".join(pieces))
+        index = layout.encode_index(new_flat)
+        if start:
+            if pieces:
+                setter.set_partial(size, b"".join(pieces))
+            setter.set_partial(0, index)  # only after the chunks it points to exist
+        else:
+            pieces.append(index)
+            setter.set_partial(size, b"".join(pieces))
         return True
