@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
 from collections.abc import MutableMapping
 from typing import Any, Iterator, Sequence
 
@@ -39,6 +40,7 @@ from zarrcy.storage import Store
 __all__ = ["Array", "Attributes", "StoreValue"]
 
 META_KEY = "zarr.json"
+_SCRATCH = threading.local()
 
 
 class StoreValue:
@@ -341,6 +343,16 @@ class Array:
                 f.cancel()
             raise
 
+    def _scratch(self) -> np.ndarray:
+        """A per-thread decode buffer of one chunk (bounded memory: one chunk per thread)."""
+        local = _SCRATCH.__dict__
+        k = (self._chunk_shape, self._dtype.str)
+        buf = local.get("buf")
+        if buf is None or local.get("key") != k:
+            buf = np.empty(self._chunk_shape, dtype=self._dtype)
+            local["buf"], local["key"] = buf, k
+        return buf
+
     def _key(self, coords: tuple[int, ...]) -> str:
         return self._prefix + self._encode_key(coords)
 
@@ -366,7 +378,14 @@ class Array:
                 if target.shape != self._chunk_shape:
                     target = target.reshape(self._chunk_shape)  # only unit dims differ: a view
                 try:
-                    pipeline.decode_into(data, target)
+                    if target.flags.c_contiguous:
+                        pipeline.decode_into(data, target)
+                    else:
+                        # strided destination: decode into this thread's reusable scratch
+                        # chunk (no per-chunk allocation), then one strided copy
+                        scratch = self._scratch()
+                        pipeline.decode_into(data, scratch)
+                        np.copyto(target, scratch)
                 except CorruptChunkError as e:
                     raise CorruptChunkError(f"{key}: {e}", key=key) from e
                 return
@@ -488,7 +507,12 @@ class Array:
         pipeline = self._pipeline
         if p.is_complete:
             if valid == self._chunk_shape:
-                chunk = _c_contiguous(np.broadcast_to(piece, valid) if piece.size != math.prod(valid) else piece.reshape(valid))
+                src = np.broadcast_to(piece, valid) if piece.size != math.prod(valid) else piece.reshape(valid)
+                if src.flags.c_contiguous:
+                    chunk = src
+                else:  # gather the strided block into this thread's scratch chunk
+                    chunk = self._scratch()
+                    np.copyto(chunk, src)
             else:
                 chunk = np.full(self._chunk_shape, self._fill, dtype=self._dtype)
                 chunk[tuple(slice(0, v) for v in valid)] = np.asarray(piece).reshape(valid) if np.ndim(piece) else piece
