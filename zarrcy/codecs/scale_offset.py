@@ -337,6 +337,8 @@ def fuse(codecs: Sequence[Codec]) -> list[Codec]:
 
 
 def _v2_dtype_name(value: Any, path: str) -> str:
+    if not isinstance(value, str):
+        raise MetadataError(expected(path, "a Zarr v2 data type string", value), path)
     try:
         dt = np.dtype(value)
     except TypeError:
@@ -355,6 +357,9 @@ def expand_fixedscaleoffset(configuration: dict[str, Any] | None, path: str) -> 
     extra = set(configuration) - {"offset", "scale", "astype", "dtype"}
     if extra:
         raise MetadataError(expected(cpath, "only offset, scale, astype, dtype", sorted(extra)), cpath)
+    for k in ("offset", "scale", "astype", "dtype"):
+        if k not in configuration:
+            raise MetadataError(f"{cpath}.{k}: required key is missing", f"{cpath}.{k}")
     for k in ("offset", "scale"):
         v = configuration.get(k)
         if type(v) is bool or not isinstance(v, (int, float, Decimal)):
