@@ -228,3 +228,22 @@ def test_start_index_crash_between_writes_leaves_old_shard(append_mode):
     torn = v.value[:100] + first[100:ISZ] + v.value[ISZ:]  # index write torn half-way
     with pytest.raises(CorruptChunkError, match="shard index"):
         c.decode(torn, SP)
+
+
+def test_append_through_the_array_layer(tmp_path, append_mode):
+    from zarrcy.codecs import GzipCodec
+
+    zarrcy.config(shard_append_dead_ratio=0.6)
+    a = zarrcy.create_array(str(tmp_path / "a.zarr"), shape=(64, 64), dtype="int32", chunks=(8, 8),
+                            shards=(32, 32), compressors=[GzipCodec(level=1)])
+    d = np.arange(64 * 64, dtype="int32").reshape(64, 64)
+    a[...] = d
+    path = tmp_path / "a.zarr" / "c" / "0" / "0"
+    sizes = [path.stat().st_size]
+    for k in range(8):
+        a[3:9, 5:7] = -k
+        d[3:9, 5:7] = -k
+        sizes.append(path.stat().st_size)
+    assert sizes[1] > sizes[0]  # appended in place
+    assert min(sizes[2:]) < max(sizes)  # and compacted at some point
+    np.testing.assert_array_equal(a[...], d)
