@@ -115,6 +115,16 @@ class Attributes(MutableMapping):
         return repr(self._data())
 
 
+def write_metadata(store: Store, prefix: str, metadata: Any) -> None:
+    """Store a node's metadata document(s).  Formats other than v3 (e.g. Zarr v2's
+    ``.zarray`` + ``.zattrs``) provide ``write_to(store, prefix)``."""
+    writer = getattr(metadata, "write_to", None)
+    if writer is not None:
+        writer(store, prefix)
+    else:
+        store.set(prefix + META_KEY, metadata.to_bytes())
+
+
 def _prefix(path: str) -> str:
     return path + "/" if path else ""
 
@@ -229,7 +239,7 @@ class Array:
         self._write_metadata(dataclasses.replace(self.metadata, attributes=attributes))
 
     def _write_metadata(self, metadata: ArrayMetadata) -> None:
-        self.store.set(self._prefix + META_KEY, metadata.to_bytes())
+        write_metadata(self.store, self._prefix, metadata)
         self._set_metadata(metadata)
 
     def _check_writable(self) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterator
 
-from zarrcy.array import META_KEY, Array, Attributes, _prefix
+from zarrcy.array import META_KEY, Array, Attributes, _prefix, write_metadata
 from zarrcy.errors import ContainsNodeError, MetadataError, NodeNotFoundError, ReadOnlyError
 from zarrcy.metadata.array import ArrayMetadata
 from zarrcy.metadata.group import GroupMetadata
@@ -85,7 +85,7 @@ class Group:
         if self.read_only:
             raise ReadOnlyError(f"{self.store.url}/{self.path}: group is read-only")
         meta = dataclasses.replace(self.metadata, attributes=attributes)
-        self.store.set(_prefix(self.path) + META_KEY, meta.to_bytes())
+        write_metadata(self.store, _prefix(self.path), meta)
         self.metadata = meta
 
     def __repr__(self) -> str:
