@@ -437,14 +437,18 @@ class Array:
             local = coords[:, idx] - cs * np.asarray(cc, dtype=np.int64)[:, None]
             key = self._key(cc)
             if self._pipeline.supports_partial_decode:
-                lo = local.min(axis=1)
-                hi = local.max(axis=1) + 1
-                bbox = tuple(slice(int(a), int(b)) for a, b in zip(lo, hi))
-                piece = self._pipeline.decode_partial(StoreValue(self.store, key), bbox)
+                # orthogonal selection of the distinct coordinates per dimension: the
+                # shard decodes only the inner chunks those coordinates can touch
+                uniq = [np.unique(row) for row in local]
+                try:
+                    piece = self._pipeline.decode_partial(StoreValue(self.store, key), tuple(uniq))
+                except CorruptChunkError as e:
+                    raise CorruptChunkError(f"{key}: {e}", key=key) from e
                 if piece is None:
                     out[idx] = self._fill
                 else:
-                    out[idx] = piece[tuple(local - lo[:, None])]
+                    pos = tuple(np.searchsorted(u, row) for u, row in zip(uniq, local))
+                    out[idx] = piece[pos]
                 return
             data = self.store.get(key)
             if data is None:

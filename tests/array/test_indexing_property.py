@@ -213,3 +213,15 @@ def test_zero_d_array():
     a[...] = 3.0
     assert a[...] == 3.0
     assert a[()] == 3.0
+
+
+def test_sharded_integer_selection_covering_inner_chunk():
+    # regression: an index array covering a whole inner chunk was decoded into a copy
+    a = zarrcy.create_array(zarrcy.MemoryStore(), shape=(1,), dtype="int32", chunks=(1,), shards=(2,), fill_value=-1)
+    a[...] = np.array([-7], dtype="int32")
+    assert a.vindex[np.array([0])].tolist() == [-7]
+    b = zarrcy.create_array(zarrcy.MemoryStore(), shape=(8,), dtype="int32", chunks=(2,), shards=(8,), fill_value=-1)
+    b[...] = np.arange(8, dtype="int32")
+    assert b.oindex[np.array([3, 2, 0, 1])].tolist() == [3, 2, 0, 1]
+    b.oindex[np.array([3, 2])] = np.array([30, 20], dtype="int32")
+    assert b[...].tolist() == [0, 1, 20, 30, 4, 5, 6, 7]

@@ -428,7 +428,8 @@ def _plan(selection: Sequence[Any], layout: _Layout) -> _Plan:
                 local = arr[pos] - u * c
                 c_tab.append(local)
                 o_tab.append(pos)
-                full_tab.append(np.unique(local).size == c)
+                # full only when the run is exactly 0..c-1 in order (so value[pos] is the chunk)
+                full_tab.append(local.size == c and bool((local == np.arange(c)).all()))
             counts[d] = uniq.size
     total = int(np.prod(counts)) if ndim else 1
     linear = np.empty(total, np.int64)
@@ -755,7 +756,7 @@ class ShardingCodec(ArrayBytesCodec):
                 f"{layout.chunk_name(i)}: points past the end of the shard "
                 f"(offset={off}, nbytes={nb}, shard ends at {off + len(raw)}; truncated?)"
             )
-        if bool(plan.full[0]) and not plan.use_ix:
+        if bool(plan.full[0]) and not plan.use_ix and all(isinstance(s, slice) for s in osel):
             layout.inner.decode_into(raw, out[osel])
         else:
             out[osel] = layout.inner.decode(raw)[plan.chunk_sel(0)]
