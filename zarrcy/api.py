@@ -191,10 +191,14 @@ def create_array(
     complete ``zarr.json`` document as ``metadata=`` for exact control.  ``data``
     (array-like) sets shape/dtype when they are omitted and is written after creation.
     """
-    if zarr_format != 3:
-        raise NotImplementedError("zarr_format=2 is not supported yet")
     st = _store(store, "w" if overwrite else "a", storage_options)
     path = normalize_path(name or "")
+    if zarr_format == 2:  # Zarr v2 (.zarray/.zattrs): zarrcy.v2
+        return _create_array_v2(st, path, shape=shape, dtype=dtype, data=data, chunks=chunks, filters=filters,
+                                compressors=compressors, fill_value=fill_value, attributes=attributes,
+                                chunk_key_encoding=chunk_key_encoding, overwrite=overwrite, metadata=metadata)
+    if zarr_format != 3:
+        raise ValueError(f"zarr_format: expected 2 or 3, received {zarr_format!r}")
     if metadata is not None:
         meta = ArrayMetadata.from_json(metadata, path="metadata")
     else:
@@ -230,6 +234,43 @@ def create_array(
     return arr
 
 
+def _create_array_v2(st: Store, path: str, *, shape: Any, dtype: Any, data: Any, chunks: Any, filters: Any,
+                     compressors: Any, fill_value: Any, attributes: Any, chunk_key_encoding: Any, overwrite: bool,
+                     metadata: Any) -> Array:
+    """``create_array(..., zarr_format=2)``: filters/compressors are numcodecs codecs or
+    their configurations (one compressor at most); ``chunk_key_encoding={"name": "v2",
+    "separator": "/"}`` picks the dimension separator; ``metadata=`` a ``.zarray`` dict."""
+    from zarrcy.v2.metadata import V2ArrayMetadata, _check_new, create_array_v2, ensure_parents_v2
+
+    if metadata is not None:
+        meta = V2ArrayMetadata.from_json(metadata, "metadata", attributes=attributes)
+        arr = Array(st, path, meta)  # type: ignore[arg-type]
+        _check_new(st, path, overwrite)
+        ensure_parents_v2(st, path)
+        meta.write_to(st, _prefix(path))
+        if data is not None:
+            arr[...] = data
+        return arr
+    if data is not None:
+        data = np.asarray(data)
+        shape = data.shape if shape is None else shape
+        dtype = data.dtype if dtype is None else dtype
+    if shape is None or dtype is None:
+        raise TypeError("create_array: shape and dtype are required (or data=, or metadata=)")
+    comp = _as_list(compressors) if compressors != "auto" else ["auto"]
+    if len(comp) > 1:
+        raise ValueError(f"compressors: Zarr v2 allows at most one compressor, received {compressors!r}")
+    sep = "."
+    cke = _normalize_key_encoding(chunk_key_encoding) if chunk_key_encoding is not None else None
+    if cke is not None:
+        sep = (cke.get("configuration") or {}).get("separator", ".") if isinstance(cke, dict) else "."
+    return create_array_v2(
+        st, path, shape=shape, dtype=dtype, chunks=chunks, fill_value=0 if fill_value is None else fill_value,
+        filters=None if filters == "auto" else (_as_list(filters) or None), compressor=comp[0] if comp else None,
+        dimension_separator=sep, attributes=attributes, overwrite=overwrite, data=data,
+    )
+
+
 def array(data: Any, store: StoreLike = None, **kwargs: Any) -> Array:
     """Create an array from ``data`` (in memory unless ``store`` is given)."""
     from zarrcy.storage import MemoryStore
@@ -250,7 +291,7 @@ def open_array(
     p = normalize_path(path or "")
     if mode in ("w", "w-") or (mode == "a" and create_kwargs):
         st = _store(store, mode, storage_options)
-        if mode == "a" and st.get(_prefix(p) + META_KEY) is not None:
+        if mode == "a" and (st.get(_prefix(p) + META_KEY) is not None or st.get(_prefix(p) + ".zarray") is not None):
             return _expect_array(open_node(st, p))
         return create_array(st, name=p, overwrite=(mode == "w"), **create_kwargs)
     st = _store(store, mode, storage_options)
@@ -300,6 +341,13 @@ def open_group(
         return create_group(st, path=p, attributes=attributes, overwrite=mode == "w")
     raw = st.get(_prefix(p) + META_KEY)
     if raw is None:
+        from zarrcy.v2.metadata import open_v2_node  # Zarr v2 groups (.zgroup)
+
+        v2node = open_v2_node(st, p)
+        if v2node is not None:
+            if not isinstance(v2node, Group):
+                raise ContainsNodeError(f"{st.url}: '/{p}' is an array, not a group")
+            return v2node
         if mode == "a":
             return create_group(st, path=p, attributes=attributes)
         raise NodeNotFoundError(f"{st.url}: no group at path '/{p}'")

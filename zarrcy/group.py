@@ -20,6 +20,8 @@ from zarrcy.storage import Store
 
 __all__ = ["Group", "open_node", "ensure_parents", "join_path"]
 
+_V2_KEYS = frozenset((".zarray", ".zgroup", ".zattrs", ".zmetadata", "meta", "attrs"))
+
 
 def join_path(parent: str, name: str) -> str:
     return f"{parent}/{name}" if parent else name
@@ -33,13 +35,24 @@ def _parse_node(store: Store, path: str, raw: bytes) -> Array | "Group":
     return Group(store, path, meta)
 
 
+def _load_node(store: Store, path: str) -> Array | "Group" | None:
+    """The node at ``path`` (v3 ``zarr.json``; else Zarr v2 ``.zarray``/``.zgroup`` or
+    v1 ``meta``, through :mod:`zarrcy.v2`), or None if there is none."""
+    raw = store.get(_prefix(path) + META_KEY)
+    if raw is not None:
+        return _parse_node(store, path, raw)
+    from zarrcy.v2.metadata import open_v2_node  # v2/ sits beside this layer
+
+    return open_v2_node(store, path)
+
+
 def open_node(store: Store, path: str) -> Array | "Group":
     """The array or group at ``path``; NodeNotFoundError if none."""
     path = normalize_path(path)
-    raw = store.get(_prefix(path) + META_KEY)
-    if raw is None:
+    node = _load_node(store, path)
+    if node is None:
         raise NodeNotFoundError(f"{store.url}: no array or group at path '/{path}'")
-    return _parse_node(store, path, raw)
+    return node
 
 
 def ensure_parents(store: Store, path: str) -> None:
@@ -118,13 +131,13 @@ class Group:
             path = self._child_path(name)
         except MetadataError:
             return False
-        return self.store.get(_prefix(path) + META_KEY) is not None
+        return _load_node(self.store, path) is not None
 
     def __delitem__(self, name: str) -> None:
         if self.read_only:
             raise ReadOnlyError(f"{self.store.url}/{self.path}: group is read-only")
         path = self._child_path(name)
-        if self.store.get(_prefix(path) + META_KEY) is None:
+        if _load_node(self.store, path) is None:
             raise NodeNotFoundError(f"{self.store.url}: '{name}' is not a member of group '/{self.path}'")
         self.store.erase_prefix(_prefix(path))
 
@@ -132,11 +145,11 @@ class Group:
         """(name, node) for each child, sorted by name."""
         prefix = _prefix(self.path)
         for name in self.store.list_dir(prefix):
-            if name.startswith("__") or name == META_KEY:
+            if name.startswith("__") or name == META_KEY or name in _V2_KEYS:
                 continue
-            raw = self.store.get(prefix + name + "/" + META_KEY)
-            if raw is not None:
-                yield name, _parse_node(self.store, join_path(self.path, name), raw)
+            node = _load_node(self.store, join_path(self.path, name))
+            if node is not None:
+                yield name, node
 
     def keys(self) -> Iterator[str]:
         for name, _ in self.members():
