@@ -1,0 +1,91 @@
+"""``zarrcy convert SRC DST [options]`` (see /work/notes/README_convert.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Sequence
+
+from zarrcy.convert.engine import ConvertError, ConvertOptions, convert
+from zarrcy.errors import ZarrcyError
+
+__all__ = ["convert_main", "build_parser"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="zarrcy convert",
+        description="Convert a Zarr v1/v2/v3 array or hierarchy into (sharded, optionally quantized) Zarr v3 or v2.",
+    )
+    p.add_argument("src", help="source store (path or URL)")
+    p.add_argument("dst", help="destination store (path or URL)")
+    p.add_argument("--path", default=None, help="node inside the source store (default: its root)")
+    p.add_argument("--dst-path", default=None, help="node inside the destination store (default: its root)")
+    p.add_argument("--chunks", default=None, help="destination (inner) chunk shape, e.g. 256,256")
+    p.add_argument("--shards", default=None, help="destination shard shape, e.g. 2048,2048 (sharded output)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--codecs", default=None, help="inner codec chain as v3 JSON")
+    g.add_argument("--compressor", default=None, help="none | gzip:L | zstd:L | blosc:CNAME:CLEVEL:SHUFFLE [+crc32c]")
+    p.add_argument("--quantize", default=None, help="scale=..,offset=..,dtype=uint8,rounding=..,out_of_range=..,nan=0")
+    p.add_argument("--format", dest="zarr_format", type=int, choices=(2, 3), default=3, help="destination Zarr format")
+    p.add_argument("--workers", type=int, default=1, help="regions converted concurrently (threads)")
+    p.add_argument("--resume", action="store_true", help="finish an interrupted conversion (skips verified regions)")
+    p.add_argument("--verify", action="store_true", help="read every region back and compare with the source")
+    p.add_argument("--dry-run", action="store_true", help="show the plan, sizes and estimated output; write nothing")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing destination node")
+    p.add_argument("--include", action="append", default=[], help="glob of node paths to convert (repeatable)")
+    p.add_argument("--exclude", action="append", default=[], help="glob of node paths to leave out (repeatable)")
+    p.add_argument("--on-error", choices=("stop", "skip"), default="stop",
+                   help="corrupt source chunk: stop (default) or skip (write the fill value, list the key)")
+    p.add_argument("--on-unsupported", choices=("stop", "skip"), default="stop",
+                   help="array whose data type has no v3 equivalent: stop (default) or skip it")
+    p.add_argument("--rewrite", action="store_true", help="re-encode even when the chunk bytes could be copied")
+    p.add_argument("--dask", default=None, metavar="ADDRESS", help="run on a dask.distributed cluster: tcp://host:port or local:N")
+    p.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
+    p.add_argument("--progress", choices=("auto", "bar", "lines", "off"), default="auto",
+                   help="progress display on stderr (auto: a bar on a terminal, periodic lines otherwise)")
+    p.add_argument("--progress-interval", type=float, default=5.0, help="seconds between progress lines")
+    p.add_argument("--region-mb", type=int, default=64, help="target decoded size of an unsharded region (MiB)")
+    return p
+
+
+def convert_main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``zarrcy convert``; returns the exit status.
+
+    0 done; 1 stopped on a data error (corrupt chunk...); 2 usage/metadata error or
+    destination exists; 3 out of disk space; 4 verification failed; 5 --quantize
+    refused (cast-check report printed); 130 interrupted.  Stopped runs keep what they
+    wrote: ``--resume`` finishes them.
+    """
+    args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+    opts = ConvertOptions(
+        path=args.path, dst_path=args.dst_path, chunks=args.chunks, shards=args.shards, codecs=args.codecs,
+        compressor=args.compressor, quantize=args.quantize, zarr_format=args.zarr_format, workers=args.workers,
+        resume=args.resume, verify=args.verify, dry_run=args.dry_run, overwrite=args.overwrite,
+        include=args.include, exclude=args.exclude, on_error=args.on_error, on_unsupported=args.on_unsupported,
+        rewrite=args.rewrite, dask=args.dask, progress="off" if args.json and args.progress == "auto" else args.progress,
+        progress_interval=args.progress_interval, region_bytes=max(1, args.region_mb) << 20,
+    )
+    try:
+        report = convert(args.src, args.dst, options=opts)
+    except ConvertError as e:
+        if args.json:
+            extra = e.report.to_json() if hasattr(e.report, "to_json") else None
+            print(json.dumps({"ok": False, "error": str(e), "exit_code": e.exit_code, "report": extra}, default=str))
+        else:
+            print(f"zarrcy convert: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except ZarrcyError as e:
+        if args.json:
+            print(json.dumps({"ok": False, "error": str(e), "exit_code": 2}))
+        else:
+            print(f"zarrcy convert: error: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps({"ok": True, **report.to_json()}, default=str))
+    elif report.already_complete:
+        print("nothing to do: the destination exists and no interrupted conversion is journaled there")
+    else:
+        print(report.summary())
+    return 0

@@ -1,0 +1,945 @@
+"""The conversion engine behind ``zarrcy convert`` and :func:`zarrcy.convert`.
+
+Plan -> create destination nodes -> convert regions -> verify -> clean up.
+
+* **Regions.** Each destination array is split into regions aligned to its stored
+  objects: one shard per region when sharded, else a block of whole chunks of about
+  ``region_bytes`` (decoded).  No two regions touch the same stored object, so workers
+  (threads, or Dask tasks) need no locks, and memory stays bounded by a few regions
+  per worker whatever the array size.
+* **Modes.** ``copy`` moves the stored chunk bytes unchanged (metadata-only
+  migration: a v2/v1 array whose codecs zarrcy has natively becomes a v3 array with the
+  ``v2`` chunk key encoding; or nothing changes at all); ``rewrite`` reads the source
+  region, and writes it through the destination's codecs.
+* **Journal (resume).** ``<dst>/__zarrcy_convert/plan.json`` is written first (the
+  options' fingerprint); after a region's objects are written, the CRC32C of each
+  object (or "absent") goes atomically to
+  ``__zarrcy_convert/arrays/<array path>/__done/<region id>``.  ``--resume`` checks
+  the plan matches, re-reads each journaled region's objects and skips the region when
+  every checksum matches; everything else is (re)done.  Stored values are written
+  atomically (temp + rename), so a crash loses at most the regions in flight.  When
+  every array is complete the whole ``__zarrcy_convert/`` prefix is erased: the
+  finished output holds nothing but the converted nodes (byte-identical to an
+  uninterrupted run).  Keys starting with ``__`` are reserved (v3-core.rst "Node names").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import fnmatch
+import hashlib
+import json
+import math
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from zarrcy.array import META_KEY, Array, write_metadata
+from zarrcy.errors import CorruptChunkError, MetadataError, ZarrcyError, expected
+from zarrcy.group import Group, open_node
+from zarrcy.convert.options import (
+    compressor_to_numcodecs,
+    parse_codecs_json,
+    parse_compressor,
+    parse_quantize,
+    parse_shape,
+)
+from zarrcy.convert.progress import Progress, human_bytes
+
+__all__ = ["ConvertError", "ConvertOptions", "ConvertReport", "convert", "JOURNAL_DIR"]
+
+JOURNAL_DIR = "__zarrcy_convert"
+_NATIVE = frozenset(("bytes", "transpose", "blosc", "zstd", "gzip", "crc32c"))
+
+
+class ConvertError(ZarrcyError, RuntimeError):
+    """The conversion cannot start or stopped; ``exit_code`` is what the CLI returns."""
+
+    def __init__(self, message: str, exit_code: int = 1, report: Any = None) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+        self.report = report
+
+
+@dataclass
+class ConvertOptions:
+    path: str | None = None            # node inside the source store
+    dst_path: str | None = None        # node inside the destination store
+    chunks: Any = None
+    shards: Any = None
+    codecs: Any = None                 # inner codec chain (v3 JSON)
+    compressor: Any = None             # "zstd:3", "gzip:1", "blosc:zstd:5:shuffle", "none"
+    quantize: Any = None               # "scale=..,offset=..,dtype=uint8,..." or dict
+    zarr_format: int = 3
+    workers: int = 1
+    resume: bool = False
+    verify: bool = False
+    dry_run: bool = False
+    overwrite: bool = False
+    include: Sequence[str] = ()
+    exclude: Sequence[str] = ()
+    on_error: str = "stop"             # corrupt source chunk: "stop" | "skip" (fill value)
+    on_unsupported: str = "stop"       # data type without a v3 equivalent: "stop" | "skip"
+    rewrite: bool = False              # never copy chunk bytes unchanged
+    dask: str | None = None            # "tcp://host:port" or "local:N"
+    progress: str = "auto"             # "auto" | "bar" | "lines" | "off"
+    progress_interval: float = 5.0
+    region_bytes: int = 64 << 20
+
+
+@dataclass
+class ArrayPlan:
+    src_path: str
+    dst_path: str
+    rel: str
+    mode: str                          # "copy" | "rewrite"
+    dst_format: int
+    dst_doc: dict[str, Any]
+    shape: tuple[int, ...]
+    dtype: str
+    src_chunks: tuple[int, ...]
+    dst_chunks: tuple[int, ...]
+    dst_shards: tuple[int, ...] | None
+    region_shape: tuple[int, ...]
+    n_regions: int
+    nbytes: int
+    quantize: list[dict[str, Any]] | None = None
+    src_stored_bytes: int | None = None
+    estimated_output_bytes: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d.pop("dst_doc")
+        d["codecs"] = self.dst_doc.get("codecs") if self.dst_format == 3 else {
+            "filters": self.dst_doc.get("filters"), "compressor": self.dst_doc.get("compressor")}
+        return d
+
+
+@dataclass
+class ConvertReport:
+    arrays: int = 0
+    groups: int = 0
+    regions: int = 0
+    regions_done: int = 0
+    regions_skipped: int = 0
+    objects_written: int = 0
+    bytes_in: int = 0
+    bytes_out: int = 0
+    decoded_bytes: int = 0
+    seconds: float = 0.0
+    verified: bool = False
+    dry_run: bool = False
+    skipped_arrays: list[tuple[str, str]] = field(default_factory=list)
+    corrupt_chunks: list[str] = field(default_factory=list)
+    plans: list[ArrayPlan] = field(default_factory=list)
+    already_complete: bool = False
+
+    @property
+    def compression_ratio(self) -> float | None:
+        return self.decoded_bytes / self.bytes_out if self.bytes_out else None
+
+    def to_json(self) -> dict[str, Any]:
+        d = {k: v for k, v in dataclasses.asdict(self).items() if k != "plans"}
+        d["plans"] = [p.to_json() for p in self.plans]
+        d["compression_ratio"] = self.compression_ratio
+        d["skipped_arrays"] = [list(x) for x in self.skipped_arrays]
+        return d
+
+    def summary(self) -> str:
+        if self.dry_run:
+            lines = [f"dry run: {self.arrays} array(s), {self.groups} group(s), {self.regions} region(s)"]
+            for p in self.plans:
+                est = human_bytes(p.estimated_output_bytes) if p.estimated_output_bytes is not None else "?"
+                src = human_bytes(p.src_stored_bytes) if p.src_stored_bytes is not None else "?"
+                lines.append(
+                    f"  /{p.rel or ''} {p.shape} {p.dtype}: {p.mode}, chunks {p.src_chunks} -> {p.dst_chunks}"
+                    f"{' in shards ' + str(p.dst_shards) if p.dst_shards else ''}, {p.n_regions} region(s) of "
+                    f"{p.region_shape}; decoded {human_bytes(p.nbytes)}, stored {src}, estimated output {est}")
+            for path, why in self.skipped_arrays:
+                lines.append(f"  /{path}: skipped ({why})")
+            return "\n".join(lines)
+        ratio = self.compression_ratio
+        lines = [
+            f"converted {self.arrays} array(s), {self.groups} group(s) in {self.seconds:.2f} s",
+            f"  regions: {self.regions_done} written, {self.regions_skipped} already complete (of {self.regions})",
+            f"  stored objects: {self.objects_written}",
+            f"  bytes in: {human_bytes(self.bytes_in)} stored, {human_bytes(self.decoded_bytes)} decoded",
+            f"  bytes out: {human_bytes(self.bytes_out)}" + (f" (compression ratio {ratio:.2f})" if ratio else ""),
+        ]
+        if self.verified:
+            lines.append("  verified: every region read back equal")
+        for path, why in self.skipped_arrays:
+            lines.append(f"  skipped /{path}: {why}")
+        if self.corrupt_chunks:
+            lines.append(f"  corrupt source chunks replaced by the fill value: {', '.join(self.corrupt_chunks[:20])}"
+                         + (" ..." if len(self.corrupt_chunks) > 20 else ""))
+        return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------
+def _prefix(path: str) -> str:
+    return path + "/" if path else ""
+
+
+def _join(a: str, b: str) -> str:
+    return f"{a}/{b}" if a and b else (a or b)
+
+
+def _crc(data: Any) -> str | None:
+    if data is None:
+        return None
+    import crc32c
+
+    return format(crc32c.crc32c(data), "08x")
+
+
+def is_enospc(exc: BaseException | None) -> bool:
+    seen = 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+            return True
+        if "No space left" in str(exc) or "ENOSPC" in str(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False
+
+
+def _matches(path: str, patterns: Sequence[str]) -> bool:
+    """True if ``path`` or one of its ancestors matches a glob (``/`` prefixes optional)."""
+    parts = path.split("/") if path else []
+    cands = ["/".join(parts[: i + 1]) for i in range(len(parts))] or [""]
+    for pat in patterns:
+        p = pat.strip("/")
+        for c in cands:
+            if fnmatch.fnmatchcase(c, p):
+                return True
+    return False
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    if a.shape != b.shape:
+        return False
+    if a.dtype.kind in "fc":
+        return bool(np.array_equal(a, b, equal_nan=True))
+    if a.dtype.fields is not None or a.dtype.kind == "V":
+        return np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
+    return bool(np.array_equal(a, b))
+
+
+def _stored_size(store: Any, key: str) -> int:
+    gs = getattr(store, "getsize", None)
+    if gs is not None:
+        n = gs(key)
+        return int(n) if n is not None else 0
+    v = store.get(key)
+    return 0 if v is None else len(v)
+
+
+def _region_grid(shape: Sequence[int], region: Sequence[int]) -> tuple[int, ...]:
+    return tuple(-(-s // r) if s else 0 for s, r in zip(shape, region))
+
+
+def _region_shape(shape: tuple[int, ...], obj: tuple[int, ...], itemsize: int, target: int, one_object: bool) -> tuple[int, ...]:
+    """Whole objects per region: one (sharded) or grown dimension by dimension (last first)
+    while the region stays under ``target`` decoded bytes."""
+    region = list(obj)
+    if one_object or not shape:
+        return tuple(region)
+    grid = [-(-s // o) if s else 1 for s, o in zip(shape, obj)]
+    for d in range(len(shape) - 1, -1, -1):
+        per = math.prod(region) * itemsize
+        if per <= 0:
+            break
+        k = max(1, min(grid[d], target // per))
+        region[d] = obj[d] * k
+        if k < grid[d]:
+            break
+    return tuple(region)
+
+
+def _region_selection(plan_shape: tuple[int, ...], region: tuple[int, ...], rid: int) -> tuple[slice, ...]:
+    grid = _region_grid(plan_shape, region)
+    idx = np.unravel_index(rid, grid) if grid else ()
+    return tuple(slice(int(i) * r, min((int(i) + 1) * r, s)) for i, r, s in zip(idx, region, plan_shape))
+
+
+def _object_coords(sel: tuple[slice, ...], obj: tuple[int, ...]) -> Iterable[tuple[int, ...]]:
+    """Coordinates of the stored objects whose origin lies inside ``sel``."""
+    import itertools
+
+    ranges = [range(-(-s.start // o), -(-s.stop // o)) for s, o in zip(sel, obj)]
+    return itertools.product(*ranges)
+
+
+# --------------------------------------------------------------------------------------
+# planning
+# --------------------------------------------------------------------------------------
+def _is_v2(meta: Any) -> bool:
+    return getattr(meta, "zarr_format", 3) in (1, 2)
+
+
+def _v3_data_type(meta: Any) -> Any:
+    return meta.data_type.v3 if _is_v2(meta) else meta.data_type
+
+
+def _codecs_native(meta: Any) -> bool:
+    return all(getattr(c, "name", None) in _NATIVE for c in meta.codecs)
+
+
+def _fill_json(dt3: Any, value: Any) -> Any:
+    from zarrcy.metadata.fill_value import fill_value_to_json
+
+    return fill_value_to_json(dt3, np.asarray(value, dtype=dt3.dtype)[()])
+
+
+def _copy_doc_v3(src: Array) -> dict[str, Any]:
+    m = src.metadata
+    if not _is_v2(m):
+        return m.to_json()
+    dt3 = m.data_type.v3
+    doc: dict[str, Any] = {
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": list(m.shape),
+        "data_type": dt3.to_json(),
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(m.chunk_grid.chunk_shape)}},
+        "chunk_key_encoding": {"name": "v2", "configuration": {"separator": m.chunk_key_encoding.separator}},
+        "fill_value": _fill_json(dt3, m.fill_value),
+        "codecs": [c.to_dict() for c in m.codecs],
+        "attributes": dict(m.attributes),
+    }
+    if m.dimension_names is not None:
+        doc["dimension_names"] = list(m.dimension_names)
+    return doc
+
+
+def _default_compressors(src: Array) -> list[dict[str, Any]]:
+    m = src.metadata
+    for c in reversed(m.codecs):
+        name = getattr(c, "name", None)
+        if name in ("blosc", "zstd", "gzip") and c.kind == "bytes->bytes":
+            d = c.to_dict()
+            cfg = dict(d.get("configuration") or {})
+            cfg.pop("typesize", None)  # re-derived from the destination data type
+            return [{"name": name, "configuration": cfg}]
+    return [{"name": "zstd", "configuration": {"level": 0, "checksum": False}}]
+
+
+def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions) -> ArrayPlan:
+    m = src.metadata
+    chunks = parse_shape(o.chunks, "--chunks")
+    shards = parse_shape(o.shards, "--shards")
+    codecs = parse_codecs_json(o.codecs)
+    comp = parse_compressor(o.compressor)
+    quant = parse_quantize(o.quantize)
+    ndim = src.ndim
+    # in a hierarchy, --chunks/--shards apply to the arrays of their rank; the others keep
+    # their source chunking (still re-encoded with the requested codecs)
+    if chunks is not None and len(chunks) != ndim:
+        chunks = None
+        if shards is not None and len(shards) == ndim:
+            raise ConvertError(expected(f"/{rel} --chunks", f"{ndim} sizes (the rank of --shards)", o.chunks), 2)
+    if shards is not None and len(shards) != ndim:
+        shards = None
+    src_v2 = _is_v2(m)
+    changes = any(x is not None for x in (chunks, shards, codecs, comp, quant))
+    dst_format = int(o.zarr_format)
+    itemsize = src.dtype.itemsize
+    src_format = getattr(m, "zarr_format", 3)
+    if dst_format == 3:
+        dt3 = _v3_data_type(m)
+        if dt3 is None:
+            raise _Unsupported(f"data type {m.data_type.to_json()!r} has no Zarr v3 equivalent")
+        copy_ok = not o.rewrite and not changes and (not src_v2 or _codecs_native(m))
+        if copy_ok:
+            doc = _copy_doc_v3(src)
+            obj = tuple(m.chunk_grid.chunk_shape)
+            region = _region_shape(src.shape, obj, itemsize, o.region_bytes, False)
+            return ArrayPlan(src.path, dst_path, rel, "copy", 3, doc, src.shape, str(src.dtype), tuple(src.chunks),
+                             tuple(src.chunks), src.shards, region, math.prod(_region_grid(src.shape, region)), src.nbytes)
+        if shards is None and chunks is None and src.shards is not None:
+            shards, chunks = src.shards, src.chunks
+        if chunks is None:
+            chunks = tuple(src.chunks) if shards is None or all(s % c == 0 for s, c in zip(shards, src.chunks)) else tuple(shards)
+        if shards is not None and any(s % c for s, c in zip(shards, chunks)):
+            raise ConvertError(expected(f"/{rel} --shards", f"multiples of the chunk shape {chunks}", ",".join(map(str, shards))), 2)
+        if codecs is not None:
+            inner = list(codecs)
+        else:
+            serializer = {"name": "bytes", "configuration": {"endian": "little"}}
+            inner = [serializer, *(comp if comp is not None else _default_compressors(src))]
+        if quant:
+            inner = [*quant, *inner]
+        codec_chain: list[Any]
+        if shards is not None:
+            codec_chain = [{"name": "sharding_indexed", "configuration": {
+                "chunk_shape": list(chunks), "codecs": inner,
+                "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
+                "index_location": "end"}}]
+        else:
+            codec_chain = inner
+        doc = {
+            "zarr_format": 3,
+            "node_type": "array",
+            "shape": list(src.shape),
+            "data_type": dt3.to_json(),
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(shards or chunks)}},
+            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+            "fill_value": _fill_json(dt3, m.fill_value),
+            "codecs": codec_chain,
+            "attributes": dict(m.attributes),
+        }
+        if m.dimension_names is not None:
+            doc["dimension_names"] = list(m.dimension_names)
+        obj = tuple(shards or chunks)
+        region = _region_shape(src.shape, obj, itemsize, o.region_bytes, shards is not None)
+        return ArrayPlan(src.path, dst_path, rel, "rewrite", 3, doc, src.shape, str(src.dtype), tuple(src.chunks),
+                         tuple(chunks), tuple(shards) if shards else None, region,
+                         math.prod(_region_grid(src.shape, region)), src.nbytes, quantize=quant)
+    if dst_format != 2:
+        raise ConvertError(expected("--format", "2 or 3", dst_format), 2)
+    # ---- Zarr v2 destination
+    if shards is not None:
+        raise ConvertError("--shards: Zarr v2 has no sharding (use --format 3)", 2)
+    if codecs is not None or quant is not None:
+        raise ConvertError("--codecs/--quantize: not supported with --format 2 (use --compressor)", 2)
+    from zarrcy.v2.dtypes import v2_dtype_to_json, v2_fill_value_to_json
+
+    if src_v2 and chunks is None and comp is None and not o.rewrite and src_format == 2:
+        doc = m.to_json()
+        mode = "copy"
+        chunks = tuple(src.chunks)
+    else:
+        mode = "rewrite"
+        chunks = chunks or tuple(src.chunks)
+        if comp is not None:
+            compressor = compressor_to_numcodecs(comp)
+        elif src_v2:
+            compressor = m.compressor
+        else:
+            compressor = compressor_to_numcodecs(_default_compressors(src))
+        if src_v2:
+            dtj, fvj = m.data_type.to_json(), m.fill_value_json
+            filters, order, sep = m.filters, m.order, m.chunk_key_encoding.separator
+        else:
+            from zarrcy.v2.dtypes import V2DataType
+
+            dtj = v2_dtype_to_json(src.dtype)
+            fvj = v2_fill_value_to_json(V2DataType(np.dtype(src.dtype), dtj), m.fill_value)
+            filters, order, sep = None, "C", "."
+        doc = {"zarr_format": 2, "shape": list(src.shape), "chunks": list(chunks), "dtype": dtj,
+               "compressor": compressor, "fill_value": fvj, "order": order, "filters": filters,
+               "dimension_separator": sep}
+        if m.attributes:
+            doc["attributes"] = dict(m.attributes)
+    region = _region_shape(src.shape, tuple(chunks), itemsize, o.region_bytes, False)
+    return ArrayPlan(src.path, dst_path, rel, mode, 2, doc, src.shape, str(src.dtype), tuple(src.chunks),
+                     tuple(chunks), None, region, math.prod(_region_grid(src.shape, region)), src.nbytes)
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def _dst_metadata(plan: ArrayPlan) -> Any:
+    if plan.dst_format == 3:
+        from zarrcy.metadata.array import ArrayMetadata
+
+        return ArrayMetadata.from_json(plan.dst_doc, path=f"/{plan.dst_path} (destination)")
+    from zarrcy.v2.metadata import V2ArrayMetadata
+
+    return V2ArrayMetadata.from_json(plan.dst_doc, path=f"/{plan.dst_path} (destination)")
+
+
+def _group_metadata(fmt: int, attrs: dict[str, Any]) -> Any:
+    if fmt == 3:
+        from zarrcy.metadata.group import GroupMetadata
+
+        return GroupMetadata(attributes=dict(attrs))
+    from zarrcy.v2.metadata import V2GroupMetadata
+
+    return V2GroupMetadata(attributes=dict(attrs))
+
+
+# --------------------------------------------------------------------------------------
+# regions
+# --------------------------------------------------------------------------------------
+@dataclass
+class RegionTask:
+    """One unit of work; pickles as (store URL, path) pairs through the Arrays."""
+
+    src: Array
+    dst: Array
+    mode: str
+    shape: tuple[int, ...]
+    region_shape: tuple[int, ...]
+    rid: int
+    journal_key: str
+    verify: bool
+    on_error: str
+    resume: bool
+    quantize: list[dict[str, Any]] | None
+
+
+@dataclass
+class RegionResult:
+    rid: int
+    skipped: bool = False
+    decoded_bytes: int = 0
+    bytes_in: int = 0
+    bytes_out: int = 0
+    objects: int = 0
+    corrupt: list[str] = field(default_factory=list)
+
+
+def _journal_ok(task: RegionTask) -> RegionResult | None:
+    """The journaled result of this region if its objects still have their checksums."""
+    store = task.dst.store
+    raw = store.get(task.journal_key)
+    if raw is None:
+        return None
+    try:
+        entry = json.loads(raw)
+        keys = entry["keys"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    out = 0
+    n = 0
+    for key, crc in keys.items():
+        data = store.get(key)
+        if _crc(data) != crc:
+            return None
+        if data is not None:
+            out += len(data)
+            n += 1
+    return RegionResult(task.rid, skipped=True, decoded_bytes=int(entry.get("decoded_bytes", 0)),
+                        bytes_in=int(entry.get("bytes_in", 0)), bytes_out=out, objects=n)
+
+
+def _read_source(task: RegionTask, sel: tuple[slice, ...], corrupt: list[str]) -> np.ndarray:
+    src = task.src
+    try:
+        return src[sel]
+    except CorruptChunkError as e:
+        if task.on_error != "skip":
+            raise CorruptChunkError(f"source /{src.path}: corrupt chunk {e.key or ''}: {e} (use --on-error skip to "
+                                    "replace corrupt chunks by the fill value)", key=e.key) from e
+    # chunk by chunk: corrupt chunks become the fill value
+    out = np.empty(tuple(s.stop - s.start for s in sel), dtype=src.dtype)
+    cs = src._chunk_shape
+    import itertools
+
+    ranges = [range(s.start // c, -(-s.stop // c)) for s, c in zip(sel, cs)]
+    for coords in itertools.product(*ranges):
+        sub = tuple(slice(max(s.start, i * c), min(s.stop, (i + 1) * c)) for s, i, c in zip(sel, coords, cs))
+        dst_sel = tuple(slice(x.start - s.start, x.stop - s.start) for x, s in zip(sub, sel))
+        try:
+            out[dst_sel] = src[sub]
+        except CorruptChunkError:
+            corrupt.append(src._key(tuple(coords)))
+            out[dst_sel] = src._fill
+    return out
+
+
+def _expected_after_codecs(task: RegionTask, data: np.ndarray) -> np.ndarray:
+    """What a read of quantized data gives back: encode then decode through the quantize chain."""
+    if not task.quantize:
+        return data
+    from zarrcy.codecs._base import ArraySpec
+    from zarrcy.codecs.pipeline import CodecPipeline
+
+    m = task.dst.metadata
+    spec = ArraySpec(tuple(data.shape), m.data_type.dtype, m.fill_value, m.data_type)
+    pipe = CodecPipeline.from_codecs([*task.quantize, {"name": "bytes", "configuration": {"endian": "little"}}], spec)
+    enc = pipe.encode(np.ascontiguousarray(data))
+    return pipe.decode(enc)
+
+
+def run_region(task: RegionTask) -> RegionResult:
+    """Convert one region (idempotent: rerunning it rewrites the same objects)."""
+    if task.resume:
+        done = _journal_ok(task)
+        if done is not None:
+            if task.verify:
+                _verify_region(task)
+            return done
+    src, dst = task.src, task.dst
+    sel = _region_selection(task.shape, task.region_shape, task.rid)
+    res = RegionResult(task.rid)
+    res.decoded_bytes = math.prod(s.stop - s.start for s in sel) * src.dtype.itemsize
+    for coords in _object_coords(sel, src._chunk_shape):
+        res.bytes_in += _stored_size(src.store, src._key(coords))
+    keys: dict[str, str | None] = {}
+    if task.mode == "copy":
+        for coords in _object_coords(sel, dst._chunk_shape):
+            sk, dk = src._key(coords), dst._key(coords)
+            data = src.store.get(sk)
+            if data is None:
+                if dst.store.get(dk) is not None:
+                    dst.store.erase(dk)
+            else:
+                dst.store.set(dk, data)
+            keys[dk] = _crc(data)
+            if data is not None:
+                res.bytes_out += len(data)
+                res.objects += 1
+        if task.verify:
+            for coords in _object_coords(sel, dst._chunk_shape):
+                if _crc(dst.store.get(dst._key(coords))) != _crc(src.store.get(src._key(coords))):
+                    raise ConvertError(f"verify: /{dst.path} object {dst._key(coords)} differs from the source", 4)
+    else:
+        data = _read_source(task, sel, res.corrupt)
+        dst[sel] = data
+        for coords in _object_coords(sel, dst._chunk_shape):
+            dk = dst._key(coords)
+            stored = dst.store.get(dk)
+            keys[dk] = _crc(stored)
+            if stored is not None:
+                res.bytes_out += len(stored)
+                res.objects += 1
+        if task.verify:
+            back = dst[sel]
+            want = _expected_after_codecs(task, data)
+            if not _same(np.asarray(back), np.asarray(want)):
+                raise ConvertError(f"verify: /{dst.path} region {task.rid} {sel} reads back different values", 4)
+        del data
+    entry = {"keys": keys, "decoded_bytes": res.decoded_bytes, "bytes_in": res.bytes_in}
+    dst.store.set(task.journal_key, json.dumps(entry, sort_keys=True).encode())
+    return res
+
+
+def _verify_region(task: RegionTask) -> None:
+    sel = _region_selection(task.shape, task.region_shape, task.rid)
+    if task.mode == "copy":
+        for coords in _object_coords(sel, task.dst._chunk_shape):
+            if _crc(task.dst.store.get(task.dst._key(coords))) != _crc(task.src.store.get(task.src._key(coords))):
+                raise ConvertError(f"verify: /{task.dst.path} object {task.dst._key(coords)} differs from the source", 4)
+        return
+    corrupt: list[str] = []
+    data = _read_source(task, sel, corrupt)
+    if not _same(np.asarray(task.dst[sel]), np.asarray(_expected_after_codecs(task, data))):
+        raise ConvertError(f"verify: /{task.dst.path} region {task.rid} {sel} reads back different values", 4)
+
+
+# --------------------------------------------------------------------------------------
+# executors
+# --------------------------------------------------------------------------------------
+def _run_threads(tasks: Iterable[RegionTask], workers: int, on_result: Callable[[RegionResult], None]) -> None:
+    workers = max(1, int(workers))
+    if workers == 1:
+        for t in tasks:
+            on_result(run_region(t))
+        return
+    window = 2 * workers
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="zarrcy-convert") as ex:
+        pending: set[Future] = set()
+        try:
+            for t in tasks:
+                pending.add(ex.submit(run_region, t))
+                if len(pending) >= window:
+                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for f in done:
+                        on_result(f.result())
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for f in done:
+                    on_result(f.result())
+        except BaseException:
+            for f in pending:
+                f.cancel()
+            raise
+
+
+def _run_dask(tasks: list[RegionTask], address: str, on_result: Callable[[RegionResult], None]) -> None:
+    try:
+        from distributed import Client, LocalCluster, as_completed
+    except ImportError as e:  # pragma: no cover
+        raise ConvertError(f"--dask needs the 'dask' extra (dask[array], distributed): {e}", 2) from None
+    cluster = None
+    if address.startswith("local"):
+        n = int(address.partition(":")[2] or 2)
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=False, dashboard_address=None)
+        client = Client(cluster)
+    else:
+        client = Client(address)
+    try:
+        futures = client.map(run_region, tasks, pure=False)
+        for fut in as_completed(futures):
+            on_result(fut.result())
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+# --------------------------------------------------------------------------------------
+# the driver
+# --------------------------------------------------------------------------------------
+def _open_stores(src: Any, dst: Any, o: ConvertOptions) -> tuple[Any, Any]:
+    from zarrcy.storage import store_from_url
+
+    s = store_from_url(src, mode="r")
+    if o.dry_run:
+        try:
+            d = store_from_url(dst, mode="r")
+        except ZarrcyError:
+            d = None
+    else:
+        d = store_from_url(dst, mode="a")
+    return s, d
+
+
+def _node_exists(store: Any, path: str) -> bool:
+    p = _prefix(path)
+    return any(store.get(p + k) is not None for k in (META_KEY, ".zarray", ".zgroup"))
+
+
+def _walk(node: Any) -> tuple[list[tuple[str, Any]], list[tuple[str, Array]]]:
+    if isinstance(node, Array):
+        return [], [("", node)]
+    groups: list[tuple[str, Any]] = [("", node)]
+    arrays: list[tuple[str, Array]] = []
+    for rel, n in node.walk():
+        (arrays if isinstance(n, Array) else groups).append((rel, n))
+    return groups, arrays
+
+
+def _fingerprint(o: ConvertOptions, plans: list[ArrayPlan], groups: list[str]) -> str:
+    doc = {
+        "plans": [[p.rel, p.mode, p.dst_doc, list(p.region_shape)] for p in plans],
+        "groups": groups,
+    }
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def convert(src: Any, dst: Any, **kwargs: Any) -> ConvertReport:
+    """Convert the Zarr v1/v2/v3 array or hierarchy at ``src`` into ``dst`` (see
+    :class:`ConvertOptions` for the keyword options and the module docstring for the
+    semantics).  Returns a :class:`ConvertReport`; raises :class:`ConvertError`."""
+    o = kwargs.pop("options", None) or ConvertOptions()
+    for k, v in kwargs.items():
+        if not hasattr(o, k):
+            raise TypeError(f"convert: unknown option {k!r}")
+        setattr(o, k, v)
+    if o.on_error not in ("stop", "skip"):
+        raise ConvertError(expected("--on-error", "'stop' or 'skip'", o.on_error), 2)
+    if o.on_unsupported not in ("stop", "skip"):
+        raise ConvertError(expected("--on-unsupported", "'stop' or 'skip'", o.on_unsupported), 2)
+    t0 = time.perf_counter()
+    report = ConvertReport(dry_run=o.dry_run)
+    src_store, dst_store = _open_stores(src, dst, o)
+    src_path = (o.path or "").strip("/")
+    dst_root = (o.dst_path or "").strip("/")
+    try:
+        node = open_node(src_store, src_path)
+    except ZarrcyError as e:
+        raise ConvertError(f"source {src_store.url}: not a Zarr array or group at '/{src_path}' ({e})", 2) from e
+    groups, arrays = _walk(node)
+    if o.include:
+        arrays = [(r, a) for r, a in arrays if _matches(r, o.include)]
+        keep = {""}
+        for r, _ in arrays:
+            parts = r.split("/")
+            keep.update("/".join(parts[:i]) for i in range(len(parts)))
+        groups = [(r, g) for r, g in groups if r in keep or _matches(r, o.include)]
+    if o.exclude:
+        arrays = [(r, a) for r, a in arrays if not _matches(r, o.exclude)]
+        groups = [(r, g) for r, g in groups if r == "" or not _matches(r, o.exclude)]
+    plans: list[ArrayPlan] = []
+    for rel, arr in arrays:
+        try:
+            plans.append(_plan_array(arr, rel, _join(dst_root, rel), o))
+        except _Unsupported as e:
+            if o.on_unsupported == "skip":
+                report.skipped_arrays.append((rel, str(e)))
+                continue
+            raise ConvertError(f"source /{arr.path}: {e} (use --on-unsupported skip to leave it out, or --format 2)", 2) from None
+        except MetadataError as e:
+            raise ConvertError(f"source /{arr.path}: cannot build the destination metadata: {e}", 2) from e
+    # validate the destination metadata (and build the pipelines) before writing anything
+    for p in plans:
+        try:
+            _dst_metadata(p)
+        except (MetadataError, ValueError) as e:
+            raise ConvertError(f"destination /{p.dst_path}: invalid metadata: {e}", 2) from e
+    report.arrays, report.groups, report.plans = len(plans), len(groups), plans
+    report.regions = sum(p.n_regions for p in plans)
+    dst_fmt = int(o.zarr_format)
+    group_paths = [r for r, _ in groups]
+    fp = _fingerprint(o, plans, group_paths)
+    jroot = _prefix(dst_root) + JOURNAL_DIR + "/"
+
+    if o.dry_run:
+        _estimate(plans, src_store)
+        report.seconds = time.perf_counter() - t0
+        return report
+
+    # ---- destination checks
+    plan_raw = dst_store.get(jroot + "plan.json")
+    exists = _node_exists(dst_store, dst_root)
+    if plan_raw is not None:
+        if not o.resume and not o.overwrite:
+            raise ConvertError(f"destination {dst_store.url}/{dst_root}: an interrupted conversion is there; "
+                               "rerun with --resume to finish it (or --overwrite to start over)", 2)
+        if o.resume and json.loads(plan_raw).get("fingerprint") != fp:
+            raise ConvertError(f"destination {dst_store.url}/{dst_root}: --resume with different options or source "
+                               "than the interrupted run (rerun with the same options, or --overwrite)", 2)
+    elif exists:
+        if o.resume and not o.overwrite:
+            report.already_complete = True
+            report.seconds = time.perf_counter() - t0
+            return report
+        if not o.overwrite:
+            raise ConvertError(f"destination {dst_store.url}/{dst_root}: a node exists there (pass --overwrite)", 2)
+    resuming = o.resume and plan_raw is not None
+    if o.overwrite and not resuming:
+        dst_store.erase_prefix(_prefix(dst_root))
+    if resuming:
+        cleanup = getattr(dst_store, "remove_temp_files", None)
+        if cleanup is not None:
+            cleanup()
+    # quantize: refuse to start if any value would fail (cast-check over the source)
+    if not resuming:
+        _check_quantize(plans, src_store, o)
+        dst_store.set(jroot + "plan.json", json.dumps({"fingerprint": fp, "format": dst_fmt}).encode())
+        # ---- nodes
+        for rel, g in groups:
+            path = _join(dst_root, rel)
+            write_metadata(dst_store, _prefix(path), _group_metadata(dst_fmt, g.metadata.attributes))
+        if dst_fmt == 3 and dst_root:
+            _ensure_v3_parents(dst_store, dst_root)
+        elif dst_fmt == 2 and dst_root:
+            from zarrcy.v2.metadata import ensure_parents_v2
+
+            ensure_parents_v2(dst_store, dst_root)
+        for p in plans:
+            write_metadata(dst_store, _prefix(p.dst_path), _dst_metadata(p))
+
+    progress = Progress(sum(p.nbytes for p in plans), mode=o.progress, interval=o.progress_interval)
+    lock = threading.Lock()
+
+    def on_result(r: RegionResult) -> None:
+        with lock:
+            if r.skipped:
+                report.regions_skipped += 1
+            else:
+                report.regions_done += 1
+            report.decoded_bytes += r.decoded_bytes
+            report.bytes_in += r.bytes_in
+            report.bytes_out += r.bytes_out
+            report.objects_written += r.objects
+            report.corrupt_chunks.extend(r.corrupt)
+        progress.update(r.decoded_bytes)
+
+    from zarrcy.api import open_array
+
+    try:
+        for p in plans:
+            sa = open_array(src_store, path=p.src_path, mode="r")
+            da = Array(dst_store, p.dst_path, _dst_metadata(p))
+            jdir = jroot + "arrays/" + (p.rel or "_") + "/"
+            if resuming and dst_store.get(jdir + "__complete") is not None:
+                report.regions_skipped += p.n_regions
+                report.decoded_bytes += p.nbytes
+                progress.update(p.nbytes)
+                continue
+            tasks = (RegionTask(sa, da, p.mode, p.shape, p.region_shape, rid, f"{jdir}__done/{rid}", o.verify,
+                                o.on_error, resuming, p.quantize) for rid in range(p.n_regions))
+            if o.dask:
+                _run_dask(list(tasks), o.dask, on_result)
+            else:
+                _run_threads(tasks, o.workers, on_result)
+            dst_store.set(jdir + "__complete", b"{}")
+    except KeyboardInterrupt:
+        progress.close()
+        raise ConvertError("interrupted: everything journaled so far is kept; rerun with --resume to finish", 130, report) from None
+    except ConvertError:
+        progress.close()
+        raise
+    except (OSError, ZarrcyError) as e:
+        progress.close()
+        if is_enospc(e):
+            raise ConvertError(f"destination {dst_store.url}: out of disk space ({e}); free some space and rerun "
+                               "with --resume (completed regions are kept)", 3, report) from e
+        if isinstance(e, CorruptChunkError):
+            raise ConvertError(f"{e}; completed regions are kept (--resume continues)", 1, report) from e
+        raise ConvertError(f"conversion stopped: {e}; completed regions are kept (--resume continues)", 1, report) from e
+    progress.close()
+    dst_store.erase_prefix(jroot)
+    report.verified = bool(o.verify)
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def _ensure_v3_parents(store: Any, path: str) -> None:
+    from zarrcy.metadata.group import GroupMetadata
+
+    parts = path.split("/")[:-1]
+    for i in range(len(parts) + 1):
+        p = "/".join(parts[:i])
+        if not _node_exists(store, p):
+            store.set(_prefix(p) + META_KEY, GroupMetadata().to_bytes())
+
+
+def _check_quantize(plans: list[ArrayPlan], src_store: Any, o: ConvertOptions) -> None:
+    from zarrcy.api import open_array
+    from zarrcy.casting import check_cast
+
+    for p in plans:
+        if not p.quantize:
+            continue
+        src = open_array(src_store, path=p.src_path, mode="r")
+        region = p.region_shape
+        for rid in range(p.n_regions):
+            sel = _region_selection(p.shape, region, rid)
+            values = src[sel]
+            rep = check_cast(values, p.quantize)
+            if not rep.ok:
+                if isinstance(rep.first_failing_index, tuple):
+                    rep.first_failing_index = tuple(int(i) + s.start for i, s in zip(rep.first_failing_index, sel))
+                elif rep.first_failing_index is not None and len(sel) == 1:
+                    rep.first_failing_index = int(rep.first_failing_index) + sel[0].start
+                raise ConvertError(
+                    f"--quantize: refusing to start: values of /{p.src_path} cannot be encoded (region {sel}):\n"
+                    + rep.table(), 5, rep)
+
+
+def _estimate(plans: list[ArrayPlan], src_store: Any) -> None:
+    """Stored source bytes (listing) and an output estimate from encoding one region."""
+    from zarrcy.api import open_array
+    from zarrcy.storage import MemoryStore
+
+    for p in plans:
+        src = open_array(src_store, path=p.src_path, mode="r")
+        prefix = _prefix(p.src_path)
+        total = 0
+        for key in src_store.list_prefix(prefix):
+            rest = key[len(prefix):]
+            coords = src.metadata.chunk_key_encoding.decode_chunk_key(rest)
+            if coords is not None and len(coords) == src.ndim:
+                total += _stored_size(src_store, key)
+        p.src_stored_bytes = total
+        if p.mode == "copy" or p.n_regions == 0:
+            p.estimated_output_bytes = total
+            continue
+        sel = _region_selection(p.shape, p.region_shape, 0)
+        data = src[sel]
+        ms = MemoryStore()
+        m = _dst_metadata(p)
+        m2 = dataclasses.replace(m, shape=tuple(s.stop - s.start for s in sel)) if p.dst_format == 3 else None
+        if m2 is None:
+            p.estimated_output_bytes = None
+            continue
+        a = Array(ms, "", m2)
+        a[...] = data
+        out = sum(len(ms.get(k) or b"") for k in ms.list() if k != META_KEY)
+        decoded = data.nbytes
+        p.estimated_output_bytes = int(out / decoded * p.nbytes) if decoded else 0
