@@ -1,4 +1,4 @@
-"""The ``zarrcy`` command line: demo, info, tree, check, cast-check."""
+"""The ``zarrcy`` command line: demo, info, tree, check, cast-check, convert."""
 
 from __future__ import annotations
 
@@ -56,6 +56,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "cast-check":  # has its own parser (zarrcy.casting)
         return _cmd_cast_check(argv[1:])
+    if argv and argv[0] == "convert":  # has its own parser (zarrcy.convert.cli)
+        from zarrcy.convert import convert_main
+
+        return convert_main(argv[1:])
     p = argparse.ArgumentParser(prog="zarrcy", description="Zarr v3 with typed Cython hot paths")
     sub = p.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("demo", help="write, read back and verify a sample hierarchy")
@@ -73,6 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     c.add_argument("--json", action="store_true", help="machine-readable report")
     c.set_defaults(fn=_cmd_check)
     sub.add_parser("cast-check", help="report what a cast_value/scale_offset chain does to data")
+    sub.add_parser("convert", help="convert Zarr v1/v2/v3 into sharded/quantized v3 (zarrcy convert --help)")
     args = p.parse_args(argv)
     from zarrcy.errors import ZarrcyError
 
