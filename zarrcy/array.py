@@ -21,7 +21,7 @@ from zarrcy.config import get as _config_get
 from zarrcy._kernels import _grid
 from zarrcy.byte_range import ByteRequest
 from zarrcy.codecs.pipeline import CodecPipeline
-from zarrcy.errors import CorruptChunkError, ReadOnlyError, ZarrcyError
+from zarrcy.errors import CorruptChunkError, MetadataError, ReadOnlyError, ZarrcyError, expected
 from zarrcy.indexing import (
     BasicSelection,
     ChunkProjection,
@@ -125,6 +125,22 @@ def write_metadata(store: Store, prefix: str, metadata: Any) -> None:
         store.set(prefix + META_KEY, metadata.to_bytes())
 
 
+def _check_chunk_bytes(metadata: Any, where: str) -> None:
+    """Refuse arrays whose decoded chunk (shard when sharded) exceeds
+    ``zarrcy.config(max_chunk_bytes=...)``: reads and writes hold up to one whole chunk
+    per thread, so a hostile ``chunk_shape`` must fail here, before any allocation."""
+    limit = int(_config_get("max_chunk_bytes"))
+    cs = tuple(metadata.chunk_grid.chunk_shape)
+    n = metadata.data_type.dtype.itemsize
+    for c in cs:
+        n *= c
+    if n > limit:
+        p = f"{where}.chunk_grid.configuration.chunk_shape"
+        raise MetadataError(
+            expected(p, f"a chunk of at most max_chunk_bytes={limit} bytes (zarrcy.config), not {n}", list(cs)), p
+        )
+
+
 def _prefix(path: str) -> str:
     return path + "/" if path else ""
 
@@ -139,6 +155,7 @@ class Array:
         self._set_metadata(metadata)
 
     def _set_metadata(self, metadata: ArrayMetadata) -> None:
+        _check_chunk_bytes(metadata, _prefix(self.path) + META_KEY)
         self.metadata = metadata
         self._pipeline = CodecPipeline.from_codecs(metadata.codecs, metadata.spec)
         self._chunk_shape = tuple(metadata.chunk_grid.chunk_shape)
