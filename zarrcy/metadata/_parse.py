@@ -47,6 +47,8 @@ def load_json_object(data: Any, path: str = "") -> dict[str, Any]:
             doc = json.loads(bytes(data) if isinstance(data, memoryview) else data)
         except (ValueError, UnicodeDecodeError) as e:
             raise MetadataError(f"{path or '<document>'}: expected a JSON document, received invalid JSON ({e})", path) from None
+        except RecursionError:  # hostile nesting ([[[[...]]]]): refuse, don't crash the caller
+            raise MetadataError(f"{path or '<document>'}: expected a JSON document, received JSON nested too deeply", path) from None
     elif isinstance(data, dict):
         doc = data
     else:
