@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from typing import Any, Iterable, Literal, Sequence
 
 import numpy as np
@@ -14,7 +15,7 @@ from zarrcy.metadata import normalize_path
 from zarrcy.metadata.array import ArrayMetadata
 from zarrcy.metadata.data_type import DataType
 from zarrcy.metadata.group import GroupMetadata
-from zarrcy.storage import Store, store_from_url
+from zarrcy.storage import LocalStore, Store, store_from_url
 
 __all__ = [
     "create_array",
@@ -32,10 +33,25 @@ Mode = Literal["r", "r+", "a", "w", "w-"]
 StoreLike = Store | str | Any
 
 
+_STORES: dict[tuple[str, str], Store] = {}
+
+
 def _store(store: StoreLike, mode: str, storage_options: dict | None = None) -> Store:
     if mode not in ("r", "r+", "a", "w", "w-"):
         raise ValueError(f"mode: expected one of 'r', 'r+', 'a', 'w', 'w-', received {mode!r}")
-    return store_from_url(store, mode=mode, storage_options=storage_options)
+    # LocalStores are stateless apart from their resolved root: reuse them for repeated
+    # opens of the same path (opening 200 arrays should not resolve the root 200 times)
+    key = (store, mode) if isinstance(store, str) and mode in ("r", "r+") and not storage_options else None
+    if key is not None:
+        hit = _STORES.get(key)
+        if hit is not None and os.path.isdir(hit.root):  # type: ignore[attr-defined]
+            return hit
+    st = store_from_url(store, mode=mode, storage_options=storage_options)
+    if key is not None and isinstance(st, LocalStore):
+        if len(_STORES) > 256:
+            _STORES.clear()
+        _STORES[key] = st
+    return st
 
 
 def guess_chunks(shape: Sequence[int], itemsize: int, target: int = 1 << 20) -> tuple[int, ...]:

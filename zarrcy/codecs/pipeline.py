@@ -18,7 +18,9 @@ A pipeline holds no per-call state and is used by many threads at once.
 
 from __future__ import annotations
 
+import json
 import math
+import threading
 from typing import Any, Iterable
 
 import numpy as np
@@ -36,6 +38,10 @@ from zarrcy.codecs.registry import resolve_codecs
 from zarrcy.errors import CorruptChunkError, expected
 
 __all__ = ["CodecPipeline"]
+
+
+_CACHE: dict[Any, "CodecPipeline"] = {}
+_CACHE_LOCK = threading.Lock()
 
 
 class CodecPipeline:
@@ -97,10 +103,33 @@ class CodecPipeline:
 
     @classmethod
     def from_codecs(cls, codecs: Iterable[Any], spec: ArraySpec, path: str = "codecs") -> CodecPipeline:
-        """Parse (codec objects or JSON), order-check, validate and resolve ``codecs``."""
+        """Parse (codec objects or JSON), order-check, validate and resolve ``codecs``.
+
+        Pipelines are immutable, so one is shared by every array with the same (codec
+        objects, chunk spec): opening many alike arrays resolves the chain once."""
         if isinstance(codecs, CodecPipeline):
             codecs = codecs.codecs
-        return cls(codecs, spec, path)
+        key = None
+        if isinstance(codecs, tuple) and all(isinstance(c, Codec) for c in codecs):
+            # keyed by the codecs' JSON, not object equality: -0.0 == 0.0 and NaN
+            # payloads would make distinct configurations compare equal
+            try:
+                fill = np.asarray(spec.fill_value, dtype=spec.dtype).tobytes()
+                cj = json.dumps([c.to_dict() for c in codecs], sort_keys=True)
+                dj = json.dumps(spec.data_type.to_json()) if spec.data_type is not None else spec.dtype.str
+                key = (cj, spec.shape, spec.dtype.str, fill, dj)
+            except (TypeError, ValueError, AttributeError):  # not JSON-able: no caching
+                key = None
+            hit = _CACHE.get(key) if key is not None else None
+            if hit is not None:
+                return hit
+        pipe = cls(codecs, spec, path)
+        if key is not None:
+            with _CACHE_LOCK:
+                if len(_CACHE) >= 512:
+                    _CACHE.pop(next(iter(_CACHE)))
+                _CACHE[key] = pipe
+        return pipe
 
     def __repr__(self) -> str:
         return f"CodecPipeline({[c.to_dict() for c in self.codecs]!r}, shape={self.spec.shape}, dtype={self.spec.dtype})"
