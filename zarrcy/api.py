@@ -281,7 +281,7 @@ def _create_array_v2(st: Store, path: str, *, shape: Any, dtype: Any, data: Any,
     if cke is not None:
         sep = (cke.get("configuration") or {}).get("separator", ".") if isinstance(cke, dict) else "."
     return create_array_v2(
-        st, path, shape=shape, dtype=dtype, chunks=chunks, fill_value=0 if fill_value is None else fill_value,
+        st, path, shape=shape, dtype=dtype, chunks=chunks, fill_value=fill_value,
         filters=None if filters == "auto" else (_as_list(filters) or None), compressor=comp[0] if comp else None,
         dimension_separator=sep, attributes=attributes, overwrite=overwrite, data=data,
     )

@@ -7,7 +7,7 @@ import os
 import numcodecs
 import numpy as np
 import pytest
-from conftest import make_spec, same, smooth
+from codec_helpers import make_spec, same, smooth
 
 from zarrcy.codecs import BloscCodec, parse_codecs
 from zarrcy.codecs.blosc import blosc_header

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import CORE_DTYPES, make_spec, same, sample
+from codec_helpers import CORE_DTYPES, make_spec, same, sample
 
 from zarrcy.codecs import BytesCodec, parse_codecs
 from zarrcy.codecs.bytes import endian_applies

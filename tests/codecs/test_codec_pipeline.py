@@ -10,7 +10,7 @@ import crc32c
 import numcodecs
 import numpy as np
 import pytest
-from conftest import CORE_DTYPES, make_spec, same, sample, smooth
+from codec_helpers import CORE_DTYPES, make_spec, same, sample, smooth
 
 from zarrcy.codecs import ArrayBytesCodec, ArraySpec, GzipCodec
 from zarrcy.codecs.pipeline import CodecPipeline

@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import make_spec
+from codec_helpers import make_spec
 
 import zarrcy.codecs as zc
 from zarrcy.codecs import codec_from_dict, codecs_to_json, get_codec_class, parse_codecs, register_codec

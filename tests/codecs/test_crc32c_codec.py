@@ -5,7 +5,7 @@ from __future__ import annotations
 import crc32c
 import numpy as np
 import pytest
-from conftest import make_spec, same, sample
+from codec_helpers import make_spec, same, sample
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -9,7 +9,7 @@ import zlib
 import deflate
 import numpy as np
 import pytest
-from conftest import make_spec, same, smooth
+from codec_helpers import make_spec, same, smooth
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -6,7 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
-from conftest import make_spec, same, sample
+from codec_helpers import make_spec, same, sample
 
 from zarrcy.codecs import TransposeCodec, parse_codecs
 from zarrcy.codecs.pipeline import CodecPipeline
