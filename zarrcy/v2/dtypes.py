@@ -183,8 +183,10 @@ def parse_v2_fill_value(data_type: V2DataType, value: Any, path: str = "fill_val
                 if k == "S" and isinstance(value, (int, float)) and value == 0:
                     return np.zeros((), dtype=dt)[()]
                 raise MetadataError(expected(path, "base64 text of the fill value's bytes", value), path)
-            raw = base64.standard_b64decode(value)
+            raw = base64.b64decode(value, validate=True)
             if k == "S":
+                if len(raw) > dt.itemsize:
+                    raise MetadataError(expected(path, f"at most {dt.itemsize} bytes (base64)", value), path)
                 return np.array(raw, dtype=dt)[()]  # shorter values are zero padded
             if len(raw) != dt.itemsize:
                 raise MetadataError(expected(path, f"{dt.itemsize} bytes (base64)", value), path)
