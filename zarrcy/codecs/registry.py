@@ -15,6 +15,8 @@ import importlib
 import threading
 from typing import Any, Iterable
 
+import numpy as np
+
 from zarrcy.codecs._base import ArrayArrayCodec, ArrayBytesCodec, ArraySpec, BytesBytesCodec, Codec
 from zarrcy.errors import MetadataError, UnknownCodecError, expected
 
@@ -230,7 +232,33 @@ def resolve_codecs(
     return out, specs
 
 
+_PARSED: dict[Any, tuple[Codec, ...]] = {}
+
+
 def parse_codecs(json_list: Any, spec: ArraySpec, path: str = "codecs") -> list[Codec]:
-    """Parse and validate a ``codecs`` list against the chunk ``spec``; resolved codecs."""
-    return resolve_codecs(json_list, spec, path)[0]
+    """Parse and validate a ``codecs`` list against the chunk ``spec``; resolved codecs.
+
+    Results for plain JSON input are memoised: codecs are frozen, and many arrays of a
+    hierarchy share one codec configuration.  The key is the ``repr`` of the JSON (it
+    tells -0.0 from 0.0 and keeps every float exactly) plus the chunk spec; the path is
+    not part of it, so errors are never cached (they raise before storing).
+    """
+    key = None
+    if type(json_list) is list:
+        try:
+            fill = np.asarray(spec.fill_value, dtype=spec.dtype).tobytes()
+            dt = spec.data_type.to_json() if spec.data_type is not None else None
+            key = (repr(json_list), spec.shape, spec.dtype.str, fill, repr(dt))
+        except (TypeError, ValueError, AttributeError):
+            key = None
+        if key is not None:
+            hit = _PARSED.get(key)
+            if hit is not None:
+                return list(hit)
+    out = resolve_codecs(json_list, spec, path)[0]
+    if key is not None:
+        if len(_PARSED) >= 1024:
+            _PARSED.clear()
+        _PARSED[key] = tuple(out)
+    return out
 
