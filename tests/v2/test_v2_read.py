@@ -12,7 +12,7 @@ import pytest
 import zarrcy
 from zarrcy.v2 import V2ArrayMetadata
 
-from conftest import same, write_v2
+from v2_helpers import same, write_v2
 
 RNG = np.random.default_rng(42)
 

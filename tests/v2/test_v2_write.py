@@ -11,7 +11,7 @@ import pytest
 import zarrcy
 from zarrcy.v2 import V2ArrayMetadata, create_group_v2
 
-from conftest import same
+from v2_helpers import same
 
 
 @pytest.mark.parametrize("dtype", ["<i2", ">i4", "<f4", ">f8", "|u1", "|b1", "<c8", "|S3", "<U2"])

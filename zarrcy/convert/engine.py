@@ -54,6 +54,8 @@ from zarrcy.convert.progress import Progress, human_bytes
 __all__ = ["ConvertError", "ConvertOptions", "ConvertReport", "convert", "JOURNAL_DIR"]
 
 JOURNAL_DIR = "__zarrcy_convert"
+#: seconds to sleep before each region (testing aid for the crash/resume tests only)
+_DELAY = float(__import__("os").environ.get("ZARRCY_CONVERT_REGION_DELAY", "0") or 0)
 _NATIVE = frozenset(("bytes", "transpose", "blosc", "zstd", "gzip", "crc32c"))
 
 
@@ -572,6 +574,8 @@ def run_region(task: RegionTask) -> RegionResult:
                 _verify_region(task)
             return done
     src, dst = task.src, task.dst
+    if _DELAY:  # testing aid (crash/resume tests): slow each region down
+        time.sleep(_DELAY)
     sel = _region_selection(task.shape, task.region_shape, task.rid)
     res = RegionResult(task.rid)
     res.decoded_bytes = math.prod(s.stop - s.start for s in sel) * src.dtype.itemsize

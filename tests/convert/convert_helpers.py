@@ -1,0 +1,73 @@
+"""Helpers for the conversion tests: a Zarr v2 hierarchy written by zarr-python 3.4
+(zarr_format=2) with F order, "/" separators, NaN fills, filters and attributes."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import numcodecs
+import numpy as np
+
+
+def make_v2_hierarchy(root: str) -> dict[str, np.ndarray]:
+    """Write the fixture; returns {array path: expected values}."""
+    import zarr
+
+    rng = np.random.default_rng(7)
+    out: dict[str, np.ndarray] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g = zarr.open_group(root, mode="w", zarr_format=2)
+        g.attrs["title"] = "fixture"
+        a = rng.normal(size=(70, 50)).astype("<f4")
+        a[3, 4] = np.nan
+        z = g.create_array("temp", shape=a.shape, dtype=a.dtype, chunks=(16, 16), fill_value=np.nan,
+                           compressors=numcodecs.Blosc("lz4", 5, numcodecs.Blosc.SHUFFLE))
+        z[...] = a
+        z[64:, 48:] = np.nan
+        a[64:, 48:] = np.nan
+        z.attrs["_ARRAY_DIMENSIONS"] = ["y", "x"]
+        z.attrs["units"] = "K"
+        out["temp"] = a
+        sub = g.create_group("sub")
+        sub.attrs["level"] = 1
+        f = np.arange(33 * 21, dtype=">i4").reshape(33, 21)
+        zf = sub.create_array("fortran", shape=f.shape, dtype=f.dtype, chunks=(10, 8), order="F", fill_value=-1,
+                              chunk_key_encoding={"name": "v2", "separator": "/"}, compressors=numcodecs.Zstd(1))
+        zf[...] = f
+        out["sub/fortran"] = f
+        d = np.cumsum(rng.integers(0, 5, 200)).astype("<i8")
+        zd = sub.create_array("delta", shape=d.shape, dtype=d.dtype, chunks=(32,), filters=[numcodecs.Delta("<i8")],
+                              compressors=numcodecs.Zlib(3))
+        zd[...] = d
+        out["sub/delta"] = d
+        q = np.linspace(0, 100, 40 * 30).reshape(40, 30)
+        zq = g.create_array("scaled", shape=q.shape, dtype="<f8", chunks=(16, 16),
+                            filters=[numcodecs.FixedScaleOffset(offset=0, scale=10, dtype="<f8", astype="<u2")],
+                            compressors=numcodecs.GZip(1), fill_value=0)
+        zq[...] = q
+        out["scaled"] = zq[...]
+        e = g.create_array("empty", shape=(10, 10), dtype="<f8", chunks=(5, 5), fill_value=None)
+        out["empty"] = e[...]
+    return out
+
+
+def stored_objects(root: str) -> dict[str, bytes]:
+    """Every file under ``root`` (relative path -> bytes)."""
+    out: dict[str, bytes] = {}
+    for dirpath, _dirs, files in os.walk(root):
+        for f in files:
+            p = os.path.join(dirpath, f)
+            with open(p, "rb") as fh:
+                out[os.path.relpath(p, root)] = fh.read()
+    return out
+
+
+def same(a, b) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return False
+    if a.dtype.kind in "fc":
+        return bool(np.array_equal(a, b, equal_nan=True))
+    return bool(np.array_equal(a, b))
