@@ -257,7 +257,7 @@ def test_key_order_and_determinism(array_doc: Any) -> None:
     ]
     b = m.to_bytes()
     assert b == ArrayMetadata.from_json(b).to_bytes()
-    assert b.startswith(b'{\n  "zarr_format": 3,\n  "node_type": "array"')
+    assert b.startswith(b'{"zarr_format": 3, "node_type": "array"')
     assert list(json.loads(b)["attributes"]) == ["b", "a"]  # user key order kept
 
 

@@ -185,8 +185,9 @@ def _replace_nonfinite(obj: Any) -> Any:
 
 
 def dumps(doc: dict[str, Any]) -> bytes:
-    """Deterministic JSON for a metadata document (``indent=2``, key order kept, ASCII
-    with ``\\u`` escapes).
+    """Deterministic JSON for a metadata document (one line, key order kept, ASCII with
+    ``\\u`` escapes).  No indentation: the stdlib only uses its C encoder without
+    ``indent``, and this runs for every node created (5x faster than ``indent=2``).
 
     NaN/Infinity are never written as bare tokens (they are not JSON): float NaN/inf
     inside ``attributes`` (or any other user value) are written as the strings
@@ -194,7 +195,7 @@ def dumps(doc: dict[str, Any]) -> bytes:
     accepts bare tokens (zarr-python writes them in attributes), so such attributes
     come back as strings after a zarrcy rewrite.
     """
-    kw = dict(indent=2, sort_keys=False, allow_nan=False, default=_json_default)
+    kw = dict(sort_keys=False, allow_nan=False, default=_json_default)
     try:
         try:
             text = json.dumps(doc, **kw)  # type: ignore[arg-type]
