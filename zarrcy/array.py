@@ -350,8 +350,12 @@ class Array:
         if first is None:
             return
         second = next(it, None)
-        if second is None:
+        if second is None or _config_get("threads") == 1:
             fn(first)
+            if second is not None:
+                fn(second)
+                for item in it:
+                    fn(item)
             return
         ex = _executor()
         window = max(2, 2 * _config_get("threads"))
