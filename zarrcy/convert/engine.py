@@ -813,20 +813,6 @@ def convert(src: Any, dst: Any, **kwargs: Any) -> ConvertReport:
     # quantize: refuse to start if any value would fail (cast-check over the source)
     if not resuming:
         _check_quantize(plans, src_store, o)
-        dst_store.set(jroot + "plan.json", json.dumps({"fingerprint": fp, "format": dst_fmt}).encode())
-        # ---- nodes
-        for rel, g in groups:
-            path = _join(dst_root, rel)
-            write_metadata(dst_store, _prefix(path), _group_metadata(dst_fmt, g.metadata.attributes))
-        if dst_fmt == 3 and dst_root:
-            _ensure_v3_parents(dst_store, dst_root)
-        elif dst_fmt == 2 and dst_root:
-            from zarrcy.v2.metadata import ensure_parents_v2
-
-            ensure_parents_v2(dst_store, dst_root)
-        for p in plans:
-            write_metadata(dst_store, _prefix(p.dst_path), _dst_metadata(p))
-
     progress = Progress(sum(p.nbytes for p in plans), mode=o.progress, interval=o.progress_interval)
     lock = threading.Lock()
 
@@ -846,6 +832,19 @@ def convert(src: Any, dst: Any, **kwargs: Any) -> ConvertReport:
     from zarrcy.api import open_array
 
     try:
+        if not resuming:
+            dst_store.set(jroot + "plan.json", json.dumps({"fingerprint": fp, "format": dst_fmt}).encode())
+        # ---- nodes (rewritten on resume too: identical bytes, and a crash may have come first)
+        for rel, g in groups:
+            write_metadata(dst_store, _prefix(_join(dst_root, rel)), _group_metadata(dst_fmt, g.metadata.attributes))
+        if dst_fmt == 3 and dst_root:
+            _ensure_v3_parents(dst_store, dst_root)
+        elif dst_fmt == 2 and dst_root:
+            from zarrcy.v2.metadata import ensure_parents_v2
+
+            ensure_parents_v2(dst_store, dst_root)
+        for p in plans:
+            write_metadata(dst_store, _prefix(p.dst_path), _dst_metadata(p))
         for p in plans:
             sa = open_array(src_store, path=p.src_path, mode="r")
             da = Array(dst_store, p.dst_path, _dst_metadata(p))
