@@ -141,6 +141,39 @@ def _check_chunk_bytes(metadata: Any, where: str) -> None:
         )
 
 
+# One lock per stored object (chunk or shard) being written in this process, keyed by
+# (store URL, key) so that two Array objects over the same store share it.  Writes are
+# read-modify-write (partial chunks, partial shards, the shard append strategy): without
+# this, two threads writing different parts of one shard lose updates (rewrite) or tear
+# the shard (append).  Other processes are not covered (see the README "Guarantees").
+_OBJECT_LOCKS: dict[tuple[str, str], list] = {}
+_OBJECT_LOCKS_GUARD = threading.Lock()
+
+
+class _object_lock:
+    __slots__ = ("k", "entry")
+
+    def __init__(self, store: Store, key: str) -> None:
+        self.k = (str(store.url), key)
+
+    def __enter__(self) -> None:
+        with _OBJECT_LOCKS_GUARD:
+            entry = _OBJECT_LOCKS.get(self.k)
+            if entry is None:
+                entry = _OBJECT_LOCKS[self.k] = [threading.Lock(), 0]
+            entry[1] += 1
+        self.entry = entry
+        entry[0].acquire()
+
+    def __exit__(self, *exc: Any) -> None:
+        entry = self.entry
+        entry[0].release()
+        with _OBJECT_LOCKS_GUARD:
+            entry[1] -= 1
+            if entry[1] == 0:
+                del _OBJECT_LOCKS[self.k]
+
+
 def _prefix(path: str) -> str:
     return path + "/" if path else ""
 
@@ -537,6 +570,10 @@ class Array:
 
     def _write_chunk(self, p: ChunkProjection, value: np.ndarray) -> None:
         key = self._key(p.chunk_coords)
+        with _object_lock(self.store, key):
+            self._write_chunk_locked(key, p, value)
+
+    def _write_chunk_locked(self, key: str, p: ChunkProjection, value: np.ndarray) -> None:
         piece = ortho_get(value, p.out_selection) if value.ndim else value
         valid = self._chunk_valid_shape(p.chunk_coords)
         pipeline = self._pipeline
@@ -594,10 +631,11 @@ class Array:
             cc = tuple(int(x) for x in chunk_coords[:, idx[0]])
             local = tuple(coords[:, idx] - cs * np.asarray(cc, dtype=np.int64)[:, None])
             key = self._key(cc)
-            data = self.store.get(key)
-            chunk = np.full(self._chunk_shape, self._fill, self._dtype) if data is None else np.array(self._decode(key, data))
-            chunk[local] = v[idx]
-            self._store_chunk(key, chunk)
+            with _object_lock(self.store, key):
+                data = self.store.get(key)
+                chunk = np.full(self._chunk_shape, self._fill, self._dtype) if data is None else np.array(self._decode(key, data))
+                chunk[local] = v[idx]
+                self._store_chunk(key, chunk)
 
         self._run(task, [order[a:b] for a, b in zip(starts.tolist(), ends.tolist())])
 
