@@ -21,6 +21,12 @@ cdef extern from *:
     static inline int zc_add_u64(unsigned long long a, unsigned long long b, unsigned long long* r) { return __builtin_add_overflow(a, b, r); }
     static inline int zc_mul_u64(unsigned long long a, unsigned long long b, unsigned long long* r) { return __builtin_mul_overflow(a, b, r); }
     #define ZC_SO_DBL_MAX 1.7976931348623157e308
+    #include <string.h>
+    /* bit 63 (bit 31) set iff the value is NaN or +-Inf (exponent all ones) */
+    static inline unsigned long long zc_nf64(double v) { unsigned long long u; memcpy(&u, &v, 8);
+        return (u & 0x7ff0000000000000ULL) + 0x0010000000000000ULL; }
+    static inline unsigned int zc_nf32(float v) { unsigned int u; memcpy(&u, &v, 4);
+        return (u & 0x7f800000U) + 0x00800000U; }
     """
     bint zc_sub_i64(int64_t a, int64_t b, int64_t* r) noexcept nogil
     bint zc_add_i64(int64_t a, int64_t b, int64_t* r) noexcept nogil
@@ -29,6 +35,8 @@ cdef extern from *:
     bint zc_add_u64(uint64_t a, uint64_t b, uint64_t* r) noexcept nogil
     bint zc_mul_u64(uint64_t a, uint64_t b, uint64_t* r) noexcept nogil
     double ZC_SO_DBL_MAX
+    uint64_t zc_nf64(double v) noexcept nogil
+    uint32_t zc_nf32(float v) noexcept nogil
 
 cdef enum:
     SO_BLOCK = 2048
@@ -64,6 +72,43 @@ cdef inline int64_t _hi(so_t* d) noexcept nogil:
         return <int64_t>4294967295U
 
 
+cdef inline uint8_t _enc_block(const so_t* x, so_t* y, Py_ssize_t start, Py_ssize_t m, so_t o, so_t s) noexcept nogil:
+    """One vectorisable pass: y = (x - o) * s; nonzero iff a finite x gave a non-finite y."""
+    cdef Py_ssize_t i
+    cdef uint64_t acc64 = 0
+    cdef uint32_t acc32 = 0
+    if so_t is double:
+        for i in range(start, start + m):
+            y[i] = (x[i] - o) * s
+            acc64 |= (~zc_nf64(x[i])) & zc_nf64(y[i])
+        return (acc64 >> 63) != 0
+    elif so_t is float:
+        for i in range(start, start + m):
+            y[i] = (x[i] - o) * s
+            acc32 |= (~zc_nf32(x[i])) & zc_nf32(y[i])
+        return (acc32 >> 31) != 0
+    else:
+        return 0
+
+
+cdef inline uint8_t _dec_block(const so_t* x, so_t* y, Py_ssize_t start, Py_ssize_t m, so_t o, so_t s) noexcept nogil:
+    cdef Py_ssize_t i
+    cdef uint64_t acc64 = 0
+    cdef uint32_t acc32 = 0
+    if so_t is double:
+        for i in range(start, start + m):
+            y[i] = x[i] / s + o
+            acc64 |= (~zc_nf64(x[i])) & zc_nf64(y[i])
+        return (acc64 >> 63) != 0
+    elif so_t is float:
+        for i in range(start, start + m):
+            y[i] = x[i] / s + o
+            acc32 |= (~zc_nf32(x[i])) & zc_nf32(y[i])
+        return (acc32 >> 31) != 0
+    else:
+        return 0
+
+
 cdef Py_ssize_t _encode(const so_t* x, so_t* y, Py_ssize_t n, so_t o, so_t s) noexcept nogil:
     cdef Py_ssize_t i, start, m
     cdef uint8_t acc
@@ -76,10 +121,7 @@ cdef Py_ssize_t _encode(const so_t* x, so_t* y, Py_ssize_t n, so_t o, so_t s) no
             m = n - start
             if m > SO_BLOCK:
                 m = SO_BLOCK
-            acc = 0
-            for i in range(start, start + m):
-                y[i] = (x[i] - o) * s
-                acc |= _fin(x[i]) & (not _fin(y[i]))
+            acc = _enc_block(x, y, start, m, o, s)
             if acc:
                 for i in range(start, start + m):
                     if _fin(x[i]) and not _fin(y[i]):
@@ -132,10 +174,7 @@ cdef Py_ssize_t _decode(const so_t* x, so_t* y, Py_ssize_t n, so_t o, so_t s) no
             m = n - start
             if m > SO_BLOCK:
                 m = SO_BLOCK
-            acc = 0
-            for i in range(start, start + m):
-                y[i] = x[i] / s + o
-                acc |= _fin(x[i]) & (not _fin(y[i]))
+            acc = _dec_block(x, y, start, m, o, s)
             if acc:
                 for i in range(start, start + m):
                     if _fin(x[i]) and not _fin(y[i]):
