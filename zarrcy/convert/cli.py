@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--compressor", default=None, help="none | gzip:L | zstd:L | blosc:CNAME:CLEVEL:SHUFFLE [+crc32c]")
     p.add_argument("--quantize", default=None, help="scale=..,offset=..,dtype=uint8,rounding=..,out_of_range=..,nan=0")
     p.add_argument("--format", dest="zarr_format", type=int, choices=(2, 3), default=3, help="destination Zarr format")
-    p.add_argument("--workers", type=int, default=1, help="regions converted concurrently (threads)")
+    p.add_argument("--workers", type=int, default=None, help="regions converted concurrently (threads; default: CPU count)")
     p.add_argument("--resume", action="store_true", help="finish an interrupted conversion (skips verified regions)")
     p.add_argument("--verify", action="store_true", help="read every region back and compare with the source")
     p.add_argument("--dry-run", action="store_true", help="show the plan, sizes and estimated output; write nothing")

@@ -78,7 +78,7 @@ class ConvertOptions:
     compressor: Any = None             # "zstd:3", "gzip:1", "blosc:zstd:5:shuffle", "none"
     quantize: Any = None               # "scale=..,offset=..,dtype=uint8,..." or dict
     zarr_format: int = 3
-    workers: int = 1
+    workers: int | None = None        # regions in flight (threads); None: os.cpu_count()
     resume: bool = False
     verify: bool = False
     dry_run: bool = False
@@ -636,8 +636,10 @@ def _verify_region(task: RegionTask) -> None:
 # --------------------------------------------------------------------------------------
 # executors
 # --------------------------------------------------------------------------------------
-def _run_threads(tasks: Iterable[RegionTask], workers: int, on_result: Callable[[RegionResult], None]) -> None:
-    workers = max(1, int(workers))
+def _run_threads(tasks: Iterable[RegionTask], workers: int | None, on_result: Callable[[RegionResult], None]) -> None:
+    import os
+
+    workers = max(1, int(workers if workers is not None else (os.cpu_count() or 1)))
     if workers == 1:
         for t in tasks:
             on_result(run_region(t))
@@ -899,11 +901,28 @@ def _check_quantize(plans: list[ArrayPlan], src_store: Any, o: ConvertOptions) -
     for p in plans:
         if not p.quantize:
             continue
+        from zarrcy.codecs._base import ArraySpec
+        from zarrcy.codecs.pipeline import CodecPipeline
+        from zarrcy.errors import CastError
+
         src = open_array(src_store, path=p.src_path, mode="r")
         region = p.region_shape
+        dst_meta = _dst_metadata(p)
+        pipes: dict[tuple[int, ...], Any] = {}
         for rid in range(p.n_regions):
             sel = _region_selection(p.shape, region, rid)
             values = src[sel]
+            # fast path: the fused scale_offset+cast_value kernel stops at the first failure;
+            # only then is the full cast-check report computed
+            pipe = pipes.get(values.shape)
+            if pipe is None:
+                spec = ArraySpec(tuple(values.shape), dst_meta.data_type.dtype, dst_meta.fill_value, dst_meta.data_type)
+                pipe = pipes[values.shape] = CodecPipeline.from_codecs([*p.quantize, {"name": "bytes", "configuration": {"endian": "little"}}], spec)
+            try:
+                pipe.encode(np.ascontiguousarray(values))
+                continue
+            except CastError:
+                pass
             rep = check_cast(values, p.quantize)
             if not rep.ok:
                 if isinstance(rep.first_failing_index, tuple):
