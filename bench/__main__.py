@@ -14,6 +14,7 @@ WORKLOADS = {
     "sharded": "bench.bench_sharding",
     "cast": "bench.bench_cast",
     "codecs": "bench.bench_codecs",
+    "convert": "bench.bench_convert",
 }
 
 
