@@ -20,7 +20,7 @@ from zarrcy.storage import Store
 
 __all__ = ["Group", "open_node", "ensure_parents", "join_path"]
 
-_V2_KEYS = frozenset((".zarray", ".zgroup", ".zattrs", ".zmetadata", "meta", "attrs"))
+_V2_KEYS = frozenset((".zarray", ".zgroup", ".zattrs", ".zmetadata"))
 
 
 def join_path(parent: str, name: str) -> str:
