@@ -10,8 +10,11 @@ import numcodecs
 import numpy as np
 
 
-def make_v2_hierarchy(root: str) -> dict[str, np.ndarray]:
-    """Write the fixture; returns {array path: expected values}."""
+def make_v2_hierarchy(root: str, writer: str = "zarr-python") -> dict[str, np.ndarray]:
+    """Write the fixture with zarr-python (``writer="zarr-python"``) or zarrcy's own v2
+    writer (``"zarrcy"``); returns {array path: expected values}."""
+    if writer == "zarrcy":
+        return _make_v2_hierarchy_zarrcy(root)
     import zarr
 
     rng = np.random.default_rng(7)
@@ -71,3 +74,46 @@ def same(a, b) -> bool:
     if a.dtype.kind in "fc":
         return bool(np.array_equal(a, b, equal_nan=True))
     return bool(np.array_equal(a, b))
+
+
+def _make_v2_hierarchy_zarrcy(root: str) -> dict[str, np.ndarray]:
+    """The same hierarchy written by zarrcy's v2 writer."""
+    import zarrcy
+    from zarrcy.storage import store_from_url
+    from zarrcy.v2 import create_group_v2
+
+    rng = np.random.default_rng(7)
+    out: dict[str, np.ndarray] = {}
+    st = store_from_url(root, mode="a")
+    create_group_v2(st, "", attributes={"title": "fixture"}, overwrite=True)
+    a = rng.normal(size=(70, 50)).astype("<f4")
+    a[3, 4] = np.nan
+    a[64:, 48:] = np.nan
+    z = zarrcy.create_array(st, name="temp", shape=a.shape, dtype=a.dtype, chunks=(16, 16), zarr_format=2,
+                            fill_value=np.nan, compressors=numcodecs.Blosc("lz4", 5, numcodecs.Blosc.SHUFFLE),
+                            attributes={"_ARRAY_DIMENSIONS": ["y", "x"], "units": "K"})
+    z[...] = a
+    out["temp"] = a
+    create_group_v2(st, "sub", attributes={"level": 1})
+    f = np.arange(33 * 21, dtype=">i4").reshape(33, 21)
+    from zarrcy.v2 import V2ArrayMetadata
+
+    meta = V2ArrayMetadata.create(shape=f.shape, dtype=f.dtype, chunks=(10, 8), fill_value=-1, order="F",
+                                  compressor=numcodecs.Zstd(1), dimension_separator="/")
+    zf = zarrcy.create_array(st, name="sub/fortran", zarr_format=2, metadata=meta.to_json())
+    zf[...] = f
+    out["sub/fortran"] = f
+    d = np.cumsum(rng.integers(0, 5, 200)).astype("<i8")
+    zd = zarrcy.create_array(st, name="sub/delta", shape=d.shape, dtype=d.dtype, chunks=(32,), zarr_format=2,
+                             filters=[numcodecs.Delta("<i8")], compressors=numcodecs.Zlib(3))
+    zd[...] = d
+    out["sub/delta"] = d
+    q = np.linspace(0, 100, 40 * 30).reshape(40, 30)
+    zq = zarrcy.create_array(st, name="scaled", shape=q.shape, dtype="<f8", chunks=(16, 16), zarr_format=2,
+                             filters=[numcodecs.FixedScaleOffset(offset=0, scale=10, dtype="<f8", astype="<u2")],
+                             compressors=numcodecs.GZip(1), fill_value=0)
+    zq[...] = q
+    out["scaled"] = zq[...]
+    e = zarrcy.create_array(st, name="empty", shape=(10, 10), dtype="<f8", chunks=(5, 5), zarr_format=2, fill_value=None)
+    out["empty"] = e[...]
+    return out
