@@ -95,7 +95,10 @@ def compressor_to_numcodecs(codecs: list[dict[str, Any]] | None) -> dict[str, An
     if c["name"] == "gzip":
         return {"id": "gzip", "level": cfg.get("level", 5)}
     if c["name"] == "zstd":
-        return {"id": "zstd", "level": cfg.get("level", 0), "checksum": bool(cfg.get("checksum", False))}
+        out = {"id": "zstd", "level": cfg.get("level", 0)}
+        if cfg.get("checksum"):
+            out["checksum"] = True  # omitted when false, as zarr-python writes it
+        return out
     if c["name"] == "blosc":
         return {"id": "blosc", "cname": cfg.get("cname", "zstd"), "clevel": cfg.get("clevel", 5),
                 "shuffle": _SHUFFLES.index(cfg.get("shuffle", "shuffle")), "blocksize": 0}

@@ -182,7 +182,10 @@ class V2ArrayMetadata:
         """Build from parts; ``filters``/``compressor`` may be numcodecs objects or configs."""
 
         def cfg(c: Any) -> dict[str, Any]:
-            return dict(c) if isinstance(c, dict) else c.get_config()
+            d = dict(c) if isinstance(c, dict) else c.get_config()
+            if d.get("id") == "zstd" and d.get("checksum") is False:
+                del d["checksum"]  # as zarr-python writes it (older readers, e.g. tensorstore, reject the key)
+            return d
 
         dt = np.dtype(dtype)
         tmp = V2DataType(dt, v2_dtype_to_json(dt))
@@ -497,7 +500,7 @@ def create_array_v2(store: Any, path: str, *, shape: Any, dtype: Any, chunks: An
         chunks = (chunks,) * len(shape)
     chunks = tuple(max(1, int(c)) for c in chunks)
     if isinstance(compressor, str) and compressor == "auto":
-        compressor = {"id": "zstd", "level": 0, "checksum": False}
+        compressor = {"id": "zstd", "level": 0}
     meta = V2ArrayMetadata.create(shape=shape, dtype=dtype, chunks=chunks, fill_value=fill_value, order=order,
                                   filters=filters, compressor=compressor, dimension_separator=dimension_separator,
                                   attributes=attributes)
