@@ -313,3 +313,31 @@ def test_fixture_sources_interoperate(v2_tree_any):
     for path in ("temp", "sub/fortran"):  # tensorstore supports no v2 filters
         t = ts.open({"driver": "zarr", "kvstore": {"driver": "file", "path": os.path.join(src, path)}}, open=True).result()
         assert same(t.read().result(), expect[path]), path
+
+
+def test_in_place_metadata_only_migration(tmp_path):
+    """SRC == DST: zarr.json documents are added beside the v2 ones, chunks untouched."""
+    src = str(tmp_path / "s.zarr")
+    expect = make_v2_hierarchy(src)
+    before = stored_objects(src)
+    # filters/numcodecs-only arrays need rewriting: refused in place
+    assert convert_main([src, src, "--progress", "off"]) == 2
+    rep = zarrcy.convert(src, src, exclude=["sub/delta", "scaled"], verify=True, progress="off")
+    assert {p.mode for p in rep.plans} == {"in-place"} and rep.verified
+    after = stored_objects(src)
+    assert {k: v for k, v in after.items() if k in before} == before  # nothing rewritten
+    assert set(after) - set(before) == {"zarr.json", "sub/zarr.json", "temp/zarr.json", "sub/fortran/zarr.json",
+                                        "empty/zarr.json"}
+    g = zarrcy.open_group(src, mode="r")
+    from zarrcy.metadata.array import ArrayMetadata
+
+    assert g.metadata.zarr_format == 3 and isinstance(g["temp"].metadata, ArrayMetadata)  # v3 documents win
+    for path in ("temp", "sub/fortran", "empty"):
+        assert same(g[path][...], expect[path])
+    assert same(_ts_read(os.path.join(src, "temp")), expect["temp"])
+    # a destination inside the source (or the source inside it) is refused
+    assert convert_main([src, src, "--dst-path", "inner", "--progress", "off"]) == 2
+    assert stored_objects(src) == after
+    # and --overwrite never erases a source
+    assert convert_main([src, src, "--overwrite", "--rewrite", "--progress", "off"]) == 2
+    assert stored_objects(src) == after

@@ -113,6 +113,7 @@ class ArrayPlan:
     quantize: list[dict[str, Any]] | None = None
     src_stored_bytes: int | None = None
     estimated_output_bytes: int | None = None
+    src_format: int = 3
 
     def to_json(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -749,6 +750,7 @@ def convert(src: Any, dst: Any, **kwargs: Any) -> ConvertReport:
     except ZarrcyError as e:
         raise ConvertError(f"source {src_store.url}: not a Zarr array or group at '/{src_path}' ({e})", 2) from e
     groups, arrays = _walk(node)
+    src_formats = {rel: getattr(a.metadata, "zarr_format", 3) for rel, a in arrays}
     if o.include:
         arrays = [(r, a) for r, a in arrays if _matches(r, o.include)]
         keep = {""}
@@ -763,6 +765,7 @@ def convert(src: Any, dst: Any, **kwargs: Any) -> ConvertReport:
     for rel, arr in arrays:
         try:
             plans.append(_plan_array(arr, rel, _join(dst_root, rel), o))
+            plans[-1].src_format = src_formats[rel]
         except _Unsupported as e:
             if o.on_unsupported == "skip":
                 report.skipped_arrays.append((rel, str(e)))
@@ -782,6 +785,22 @@ def convert(src: Any, dst: Any, **kwargs: Any) -> ConvertReport:
     group_paths = [r for r, _ in groups]
     fp = _fingerprint(o, plans, group_paths)
     jroot = _prefix(dst_root) + JOURNAL_DIR + "/"
+
+    # ---- source and destination in the same place
+    if dst_store is not None and src_store.url == dst_store.url:
+        a, b = src_path, dst_root
+        if a == b or not a or not b or a.startswith(b + "/") or b.startswith(a + "/"):
+            if a == b and dst_fmt == 3 and all(p.mode == "copy" and p.src_format in (1, 2) for p in plans):
+                for p in plans:
+                    p.mode = "in-place"
+                if o.dry_run:
+                    report.seconds = time.perf_counter() - t0
+                    return report
+                return _in_place(plans, groups, arrays, dst_store, o, report, t0)
+            raise ConvertError(
+                f"destination {dst_store.url}/{dst_root} overlaps the source /{src_path}: use another destination "
+                "(in place, only a metadata-only v2/v1 -> v3 migration of the same path is possible: it adds zarr.json "
+                "documents next to the v2 ones and leaves every chunk as it is)", 2)
 
     if o.dry_run:
         _estimate(plans, src_store)
@@ -879,6 +898,39 @@ def convert(src: Any, dst: Any, **kwargs: Any) -> ConvertReport:
         raise ConvertError(f"conversion stopped: {e}; completed regions are kept (--resume continues)", 1, report) from e
     progress.close()
     dst_store.erase_prefix(jroot)
+    report.verified = bool(o.verify)
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def _in_place(plans: list[ArrayPlan], groups: list[tuple[str, Any]], arrays: list[tuple[str, Array]], store: Any,
+              o: ConvertOptions, report: ConvertReport, t0: float) -> ConvertReport:
+    """Metadata-only migration in place: a ``zarr.json`` beside each v2/v1 node; the
+    chunks (and the v2 documents, for v2 readers) stay as they are."""
+    from zarrcy.metadata.group import GroupMetadata
+
+    src_arrays = dict(arrays)
+    for rel, g in groups:
+        if getattr(g.metadata, "zarr_format", 3) == 2:
+            store.set(_prefix(g.path) + META_KEY, GroupMetadata(attributes=dict(g.metadata.attributes)).to_bytes())
+    progress = Progress(sum(p.nbytes for p in plans), mode=o.progress, interval=o.progress_interval)
+    try:
+        for p in plans:
+            meta = _dst_metadata(p)
+            dst = Array(store, p.dst_path, meta)
+            src = src_arrays[p.rel]
+            store.set(_prefix(p.dst_path) + META_KEY, meta.to_bytes())
+            report.decoded_bytes += p.nbytes
+            if o.verify:
+                for rid in range(p.n_regions):
+                    sel = _region_selection(p.shape, p.region_shape, rid)
+                    if not _same(np.asarray(src[sel]), np.asarray(dst[sel])):
+                        raise ConvertError(f"verify: /{p.dst_path} region {rid} {sel}: the v3 view differs from v2", 4)
+                    progress.update(math.prod(x.stop - x.start for x in sel) * src.dtype.itemsize)
+            else:
+                progress.update(p.nbytes)
+    finally:
+        progress.close()
     report.verified = bool(o.verify)
     report.seconds = time.perf_counter() - t0
     return report
