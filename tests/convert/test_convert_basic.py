@@ -341,3 +341,14 @@ def test_in_place_metadata_only_migration(tmp_path):
     # and --overwrite never erases a source
     assert convert_main([src, src, "--overwrite", "--rewrite", "--progress", "off"]) == 2
     assert stored_objects(src) == after
+
+
+def test_overlap_across_store_roots(tmp_path):
+    """A destination store that contains the source store's directory is refused (even with
+    --overwrite), and so is one inside it."""
+    src = str(tmp_path / "s.zarr")
+    make_v2_hierarchy(src)
+    before = stored_objects(src)
+    assert convert_main([os.path.join(src, "sub"), src, "--overwrite", "--rewrite", "--progress", "off"]) == 2
+    assert convert_main([src, os.path.join(src, "sub", "new.zarr"), "--progress", "off"]) == 2
+    assert stored_objects(src) == before

@@ -786,10 +786,11 @@ def convert(src: Any, dst: Any, **kwargs: Any) -> ConvertReport:
     fp = _fingerprint(o, plans, group_paths)
     jroot = _prefix(dst_root) + JOURNAL_DIR + "/"
 
-    # ---- source and destination in the same place
-    if dst_store is not None and src_store.url == dst_store.url:
-        a, b = src_path, dst_root
-        if a == b or not a or not b or a.startswith(b + "/") or b.startswith(a + "/"):
+    # ---- source and destination in the same place (compared as file system paths for
+    # local stores, so "x.zarr/sub" vs "x.zarr" as two stores is caught as well)
+    if dst_store is not None:
+        a, b = _location(src_store, src_path), _location(dst_store, dst_root)
+        if a == b or a.startswith(b + "/") or b.startswith(a + "/"):
             if a == b and dst_fmt == 3 and all(p.mode == "copy" and p.src_format in (1, 2) for p in plans):
                 for p in plans:
                     p.mode = "in-place"
@@ -901,6 +902,15 @@ def convert(src: Any, dst: Any, **kwargs: Any) -> ConvertReport:
     report.verified = bool(o.verify)
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _location(store: Any, path: str) -> str:
+    """Where a node lives: ``<real directory>/<path>`` for local stores, else ``<url>/<path>``."""
+    import os
+
+    root = getattr(store, "root", None)
+    base = os.path.realpath(root) if isinstance(root, str) and store.url.startswith("file:") else store.url
+    return (base.rstrip("/") + "/" + path).rstrip("/")
 
 
 def _in_place(plans: list[ArrayPlan], groups: list[tuple[str, Any]], arrays: list[tuple[str, Array]], store: Any,
