@@ -352,3 +352,20 @@ def test_overlap_across_store_roots(tmp_path):
     assert convert_main([os.path.join(src, "sub"), src, "--overwrite", "--rewrite", "--progress", "off"]) == 2
     assert convert_main([src, os.path.join(src, "sub", "new.zarr"), "--progress", "off"]) == 2
     assert stored_objects(src) == before
+
+
+def test_zip_destination(v2_tree, tmp_path):
+    """An append-only zip archive: no journal (no --resume), finalised on close."""
+    src, expect = v2_tree
+    out = str(tmp_path / "out.zip")
+    assert convert_main([src, out, "--shards", "32,32", "--chunks", "16,16", "--progress", "off"]) == 0
+    from zarrcy.storage import store_from_url
+
+    st = store_from_url(out, mode="r")
+    try:
+        assert not any(k.startswith("__zarrcy_convert") for k in st.list())
+    finally:
+        st.close()
+    for path, want in expect.items():
+        assert same(zarrcy.open_array(out, path=path, mode="r")[...], want)
+    assert convert_main([src, str(tmp_path / "o2.zip"), "--resume", "--progress", "off"]) == 2

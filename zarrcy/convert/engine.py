@@ -490,6 +490,7 @@ class RegionTask:
     on_error: str
     resume: bool
     quantize: list[dict[str, Any]] | None
+    journal: bool = True
 
 
 @dataclass
@@ -616,8 +617,9 @@ def run_region(task: RegionTask) -> RegionResult:
             if not _same(np.asarray(back), np.asarray(want)):
                 raise ConvertError(f"verify: /{dst.path} region {task.rid} {sel} reads back different values", 4)
         del data
-    entry = {"keys": keys, "decoded_bytes": res.decoded_bytes, "bytes_in": res.bytes_in}
-    dst.store.set(task.journal_key, json.dumps(entry, sort_keys=True).encode())
+    if task.journal:
+        entry = {"keys": keys, "decoded_bytes": res.decoded_bytes, "bytes_in": res.bytes_in}
+        dst.store.set(task.journal_key, json.dumps(entry, sort_keys=True).encode())
     return res
 
 
@@ -740,9 +742,20 @@ def convert(src: Any, dst: Any, **kwargs: Any) -> ConvertReport:
         raise ConvertError(expected("--on-error", "'stop' or 'skip'", o.on_error), 2)
     if o.on_unsupported not in ("stop", "skip"):
         raise ConvertError(expected("--on-unsupported", "'stop' or 'skip'", o.on_unsupported), 2)
+    from zarrcy.storage import Store
+
+    src_store, dst_store = _open_stores(src, dst, o)
+    try:
+        return _convert(src_store, dst_store, o)
+    finally:  # stores opened here are closed here (a zip archive is finalised on close)
+        for given, st in ((src, src_store), (dst, dst_store)):
+            if st is not None and not isinstance(given, Store):
+                st.close()
+
+
+def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport:
     t0 = time.perf_counter()
     report = ConvertReport(dry_run=o.dry_run)
-    src_store, dst_store = _open_stores(src, dst, o)
     src_path = (o.path or "").strip("/")
     dst_root = (o.dst_path or "").strip("/")
     try:
@@ -809,6 +822,11 @@ def convert(src: Any, dst: Any, **kwargs: Any) -> ConvertReport:
         return report
 
     # ---- destination checks
+    # the journal needs deletes (it is erased at the end): append-only stores (zip) go without
+    journal = bool(getattr(dst_store, "supports_deletes", True))
+    if o.resume and not journal:
+        raise ConvertError(f"destination {dst_store.url}: --resume needs a store that supports deletes "
+                           "(a zip archive is written in one go; convert into a directory to resume)", 2)
     plan_raw = dst_store.get(jroot + "plan.json")
     exists = _node_exists(dst_store, dst_root)
     if plan_raw is not None:
@@ -826,7 +844,7 @@ def convert(src: Any, dst: Any, **kwargs: Any) -> ConvertReport:
         if not o.overwrite:
             raise ConvertError(f"destination {dst_store.url}/{dst_root}: a node exists there (pass --overwrite)", 2)
     resuming = o.resume and plan_raw is not None
-    if o.overwrite and not resuming:
+    if o.overwrite and not resuming and (exists or plan_raw is not None):
         dst_store.erase_prefix(_prefix(dst_root))
     if resuming:
         cleanup = getattr(dst_store, "remove_temp_files", None)
@@ -854,7 +872,7 @@ def convert(src: Any, dst: Any, **kwargs: Any) -> ConvertReport:
     from zarrcy.api import open_array
 
     try:
-        if not resuming:
+        if not resuming and journal:
             dst_store.set(jroot + "plan.json", json.dumps({"fingerprint": fp, "format": dst_fmt}).encode())
         # ---- nodes (rewritten on resume too: identical bytes, and a crash may have come first)
         for rel, g in groups:
@@ -877,12 +895,13 @@ def convert(src: Any, dst: Any, **kwargs: Any) -> ConvertReport:
                 progress.update(p.nbytes)
                 continue
             tasks = (RegionTask(sa, da, p.mode, p.shape, p.region_shape, rid, f"{jdir}__done/{rid}", o.verify,
-                                o.on_error, resuming, p.quantize) for rid in range(p.n_regions))
+                                o.on_error, resuming, p.quantize, journal) for rid in range(p.n_regions))
             if o.dask:
                 _run_dask(list(tasks), o.dask, on_result)
             else:
                 _run_threads(tasks, o.workers, on_result)
-            dst_store.set(jdir + "__complete", b"{}")
+            if journal:
+                dst_store.set(jdir + "__complete", b"{}")
     except KeyboardInterrupt:
         progress.close()
         raise ConvertError("interrupted: everything journaled so far is kept; rerun with --resume to finish", 130, report) from None
@@ -898,7 +917,8 @@ def convert(src: Any, dst: Any, **kwargs: Any) -> ConvertReport:
             raise ConvertError(f"{e}; completed regions are kept (--resume continues)", 1, report) from e
         raise ConvertError(f"conversion stopped: {e}; completed regions are kept (--resume continues)", 1, report) from e
     progress.close()
-    dst_store.erase_prefix(jroot)
+    if journal:
+        dst_store.erase_prefix(jroot)
     report.verified = bool(o.verify)
     report.seconds = time.perf_counter() - t0
     return report
