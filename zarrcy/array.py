@@ -19,7 +19,7 @@ import numpy as np
 from zarrcy.config import executor as _executor
 from zarrcy.config import get as _config_get
 from zarrcy._kernels import _grid
-from zarrcy.byte_range import ByteRequest
+from zarrcy.byte_range import ByteRequest, RangeRequest
 from zarrcy.codecs.pipeline import CodecPipeline
 from zarrcy.errors import CorruptChunkError, MetadataError, ReadOnlyError, ZarrcyError, expected
 from zarrcy.indexing import (
@@ -191,6 +191,7 @@ class Array:
         _check_chunk_bytes(metadata, _prefix(self.path) + META_KEY)
         self.metadata = metadata
         self._pipeline = CodecPipeline.from_codecs(metadata.codecs, metadata.spec)
+        self._stored_limit = self._pipeline.stored_size_limit()
         self._chunk_shape = tuple(metadata.chunk_grid.chunk_shape)
         self._encode_key = metadata.chunk_key_encoding.encode_chunk_key
         self._prefix = _prefix(self.path)
@@ -420,6 +421,17 @@ class Array:
     def _key(self, coords: tuple[int, ...]) -> str:
         return self._prefix + self._encode_key(coords)
 
+    def _get_stored(self, key: str) -> Any:
+        """A whole stored chunk, read with a size cap: a hostile (e.g. sparse, huge)
+        object is refused after reading at most ``stored_size_limit() + 1`` bytes."""
+        limit = self._stored_limit
+        data = self.store.get(key, RangeRequest(0, limit + 1))
+        if data is not None and len(data) > limit:
+            raise CorruptChunkError(
+                expected(key, f"a stored chunk of at most {limit} bytes for chunk shape {self._chunk_shape}", "more"), key=key
+            )
+        return data
+
     def _decode(self, key: str, data) -> np.ndarray:
         try:
             return self._pipeline.decode(data)
@@ -432,7 +444,7 @@ class Array:
         pipeline = self._pipeline
         valid = self._chunk_valid_shape(p.chunk_coords)
         if p.is_complete or not pipeline.supports_partial_decode:
-            data = self.store.get(key)
+            data = self._get_stored(key)
             if data is None:
                 ortho_set(out, osel, self._fill)
                 return
@@ -504,7 +516,7 @@ class Array:
                     pos = tuple(np.searchsorted(u, row) for u, row in zip(uniq, local))
                     out[idx] = piece[pos]
                 return
-            data = self.store.get(key)
+            data = self._get_stored(key)
             if data is None:
                 out[idx] = self._fill
             else:
@@ -604,7 +616,7 @@ class Array:
             except CorruptChunkError as e:
                 raise CorruptChunkError(f"{key}: {e}", key=key) from e
             return
-        data = self.store.get(key)
+        data = self._get_stored(key)
         if data is None:
             chunk = np.full(self._chunk_shape, self._fill, dtype=self._dtype)
         else:
@@ -632,7 +644,7 @@ class Array:
             local = tuple(coords[:, idx] - cs * np.asarray(cc, dtype=np.int64)[:, None])
             key = self._key(cc)
             with _object_lock(self.store, key):
-                data = self.store.get(key)
+                data = self._get_stored(key)
                 chunk = np.full(self._chunk_shape, self._fill, self._dtype) if data is None else np.array(self._decode(key, data))
                 chunk[local] = v[idx]
                 self._store_chunk(key, chunk)

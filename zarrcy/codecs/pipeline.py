@@ -155,6 +155,16 @@ class CodecPipeline:
         """Largest plausible stored size (None when some codec gives no bound)."""
         return self._max_encoded
 
+    def stored_size_limit(self) -> int:
+        """Most bytes a reader fetches for one stored chunk (hostile-store guard): the
+        codecs' bound when they give one, else a generous bound linear in the decoded
+        chunk (twice its bytes, plus 32 bytes per element for headers and shard
+        indexes, plus 64 KiB).  A larger stored value is refused before it is read."""
+        if self._max_encoded is not None:
+            return int(self._max_encoded)
+        n = math.prod(self.spec.shape)
+        return 2 * n * self.spec.dtype.itemsize + 32 * n + (1 << 16)
+
     # -- encode -------------------------------------------------------------------------
     def encode(self, chunk: np.ndarray) -> bytes | bytearray | memoryview | None:
         """Encode a chunk of ``spec.shape``/``spec.dtype``; None means "nothing to store"."""
