@@ -99,6 +99,20 @@ def _uint64_data_type() -> Any:
     return parse_data_type("uint64")
 
 
+def _check_inner_sizes(layout: "_Layout", which: np.ndarray, nbs: np.ndarray) -> None:
+    """Hostile-store guard before a range read: an index entry may claim any size (the
+    shard may even be a huge sparse file), so refuse inner chunks larger than their
+    codecs can produce.  Entries up to 1 MiB are left to the usual checks (short read,
+    decoded size), which give more specific messages and cost nothing to read."""
+    cap = max(layout.inner.stored_size_limit(), 1 << 20)
+    if int(nbs.max()) > cap:
+        bad = int(np.argmax(nbs > np.uint64(cap)))
+        raise CorruptChunkError(
+            f"{layout.chunk_name(int(which[bad]))}: expected an inner chunk of at most {cap} bytes, "
+            f"received nbytes={int(nbs[bad])}"
+        )
+
+
 # ------------------------------------------------------------------------------------
 # parallel loop
 # ------------------------------------------------------------------------------------
@@ -662,6 +676,8 @@ class ShardingCodec(ArrayBytesCodec):
         Returns (group buffers, group of each chunk, group start offsets).
         """
         m = which.size
+        if m:
+            _check_inner_sizes(layout, which, nbs)
         g_of = np.zeros(m, np.int64)
         if m == 1:
             ng = 1
@@ -747,6 +763,7 @@ class ShardingCodec(ArrayBytesCodec):
         if off == SENTINEL:
             out[...] = layout.fill
             return out
+        _check_inner_sizes(layout, plan.linear[:1], np.array([nb], np.uint64))
         (raw,) = getter.get_ranges([RangeRequest(off, nb)])
         if raw is None:
             raise CorruptChunkError("shard disappeared while its inner chunks were read")
