@@ -413,17 +413,25 @@ cdef inline uint8_t _fp1_vec_loop(const src_t* x, dst_t* y, uint8_t* fl, Py_ssiz
         accn |= (zc_d2u(v) & <uint64_t>0x7ff0000000000000) + <uint64_t>0x0010000000000000
         cc = v if v > lo else lo
         cc = cc if cc < hi else hi
-        accd |= zc_d2u(cc - v) << 1
+        if oor == OOR_NONE:
+            accd |= zc_d2u(cc - v) << 1
         r = cc + 6755399441055744.0
         k = zc_d2u(r)
         if rmode != R_NEAREST_EVEN:
             k = _k_adjust(cc, r, k, rmode)
         y[i] = <dst_t>k
-    if (accn >> 63) == 0 and (oor == OOR_CLAMP or accd == 0):
+    if (accn >> 63) == 0 and accd == 0:
         return 0
+    # per-element flags, still in integer lanes (vectorisable): NaN/Inf, or moved by clamping
     for i in range(m):
         v = <double>x[i]
-        fl[i] = (not (fabs(v) <= ZC_DBL_MAX)) or (oor == OOR_NONE and (v < lo or v > hi))
+        cc = v if v > lo else lo
+        cc = cc if cc < hi else hi
+        if oor == OOR_NONE:
+            fl[i] = <uint8_t>((((zc_d2u(v) & <uint64_t>0x7ff0000000000000) + <uint64_t>0x0010000000000000) >> 63)
+                              | _nz(zc_d2u(cc - v) << 1))
+        else:
+            fl[i] = <uint8_t>(((zc_d2u(v) & <uint64_t>0x7ff0000000000000) + <uint64_t>0x0010000000000000) >> 63)
     return 1
 
 
@@ -554,13 +562,14 @@ cdef uint8_t _fp3(const src_t* x, dst_t* y, uint8_t* fl, Py_ssize_t m, const cfg
     cdef uint8_t acc = 0
     cdef int64_t lo = c.f.lo
     cdef uint64_t hi = c.f.hi
+    cdef uint8_t dummy
     if c.oor == OOR_WRAP:
         for i in range(m):
-            _i2i(x[i], lo, hi, OOR_WRAP, &fl[i], &y[i])
+            y[i] = <dst_t>x[i]      # conversion to a narrower integer type is modulo 2^N
         return 0
     if c.oor == OOR_CLAMP:
         for i in range(m):
-            _i2i(x[i], lo, hi, OOR_CLAMP, &fl[i], &y[i])
+            _i2i(x[i], lo, hi, OOR_CLAMP, &dummy, &y[i])
         return 0
     for i in range(m):
         _i2i(x[i], lo, hi, OOR_NONE, &fl[i], &y[i])
@@ -621,6 +630,26 @@ cdef uint8_t _pass1(const src_t* x, dst_t* y, uint8_t* fl, Py_ssize_t m, const c
 # drivers
 # ---------------------------------------------------------------------------------------
 
+cdef bint _fix_one(const src_t* xb, dst_t* yb, Py_ssize_t i, const cfg_t* c) noexcept nogil:
+    """scalar_map (deferred NaN/Inf keys) then the generic caster for one flagged element;
+    True if the element fails."""
+    cdef num_t v = _dec(xb[i])
+    cdef Py_ssize_t k
+    cdef uint64_t bits
+    cdef int st
+    cdef const dst_t* vals = <const dst_t*>c.vals
+    if not c.keys_general and c.nkeys:
+        k = _map_find(v, c)
+        if k >= 0:
+            yb[i] = vals[k]
+            return False
+    st = _cast_num(v, &c.f, c.rmode, c.oor, &bits)
+    if st >= ST_FAIL_NONFINITE:
+        return True
+    yb[i] = _from_bits(bits, yb)
+    return False
+
+
 cdef Py_ssize_t _drive(const src_t* x, dst_t* y, Py_ssize_t n, const cfg_t* c) noexcept nogil:
     cdef uint8_t fl[BLOCK]
     cdef uint8_t matched[BLOCK]
@@ -663,18 +692,14 @@ cdef Py_ssize_t _drive(const src_t* x, dst_t* y, Py_ssize_t n, const cfg_t* c) n
                 fl[i] &= not matched[i]
                 acc |= fl[i]
         if acc:
-            for i in range(m):
-                if fl[i]:
-                    v = _dec(xb[i])
-                    if not c.keys_general and c.nkeys:
-                        k = _map_find(v, c)
-                        if k >= 0:
-                            yb[i] = vals[k]
-                            continue
-                    st = _cast_num(v, &c.f, c.rmode, c.oor, &bits)
-                    if st >= ST_FAIL_NONFINITE:
-                        return start + i
-                    yb[i] = _from_bits(bits, yb)
+            i = 0
+            while i < m:
+                if i + 8 <= m and (<uint64_t*>(fl + i))[0] == 0:   # skip 8 clean elements at once
+                    i += 8
+                    continue
+                if fl[i] and _fix_one(xb, yb, i, c):
+                    return start + i
+                i += 1
         start += m
     return -1
 
@@ -729,6 +754,11 @@ cdef Py_ssize_t _run(const src_t* x, dst_t* y, uint8_t* status, Py_ssize_t n, cf
 
 # ---- fused quantize path: scale_offset (float array type) then cast, one pass over memory
 
+cdef inline uint64_t _nfbits(double v) noexcept nogil:
+    """bit 63 set iff v is NaN or +-Inf."""
+    return (zc_d2u(v) & <uint64_t>0x7ff0000000000000) + <uint64_t>0x0010000000000000
+
+
 cdef inline bint _finite(double v) noexcept nogil:
     return fabs(v) <= ZC_DBL_MAX
 
@@ -738,6 +768,7 @@ cdef Py_ssize_t _so_cast(const src_t* x, dst_t* y, Py_ssize_t n, double od, doub
     """encode: t = (x - offset) * scale in src_t arithmetic, then cast t -> dst_t, per block."""
     cdef src_t tmp[BLOCK]
     cdef Py_ssize_t start = 0, m, i, r
+    cdef uint64_t accb
     cdef uint8_t acc
     cdef src_t o = <src_t>od
     cdef src_t s = <src_t>sd
@@ -747,9 +778,16 @@ cdef Py_ssize_t _so_cast(const src_t* x, dst_t* y, Py_ssize_t n, double od, doub
         if m > BLOCK:
             m = BLOCK
         acc = 0
-        for i in range(m):
-            tmp[i] = (x[start + i] - o) * s
-            acc |= _finite(<double>x[start + i]) & (not _finite(<double>tmp[i]))
+        if src_t is double:
+            accb = 0
+            for i in range(m):
+                tmp[i] = (x[start + i] - o) * s
+                accb |= (~_nfbits(x[start + i])) & _nfbits(tmp[i])
+            acc = (accb >> 63) != 0
+        else:
+            for i in range(m):
+                tmp[i] = (x[start + i] - o) * s
+                acc |= _finite(<double>x[start + i]) & (not _finite(<double>tmp[i]))
         if acc:
             for i in range(m):
                 if _finite(<double>x[start + i]) and not _finite(<double>tmp[i]):

@@ -65,7 +65,8 @@ def _raise_so(direction: str, fmt: Format, a: np.ndarray, flat: int, o: Any, s: 
     if a.ndim > 1:
         index = tuple(int(i) for i in np.unravel_index(flat, a.shape))
     elem = a.reshape(-1)[flat]
-    value = elem.item() if fmt.natural else float(np.asarray(elem).astype(np.float64))
+    with np.errstate(invalid="ignore"):
+        value = elem.item() if fmt.natural else float(np.asarray(elem).astype(np.float64))
     what = "(x - offset) * scale" if direction == "encode" else "x / scale + offset"
     if fmt.is_int and direction == "decode" and int(value) % int(s) != 0:
         raise CastError(f"scale_offset decode ({fmt.name}): element {index} ({value!r}) is not divisible by "
@@ -101,20 +102,18 @@ def _so_apply(values: np.ndarray, fmt: Format, o: np.ndarray, s: np.ndarray, dir
         x = a.astype(np.int64).reshape(-1)
         oi, si = int(o.astype(np.int64)), int(s.astype(np.int64))
         steps = []
+        bad = np.zeros(x.shape, dtype=bool)
         if direction == "encode":
             t1 = x - oi
             steps.append(t1)
             t2 = t1 * si
             steps.append(t2)
         else:
-            bad_div = np.flatnonzero(x % si != 0)
-            if bad_div.size:
-                _raise_so(direction, fmt, a, int(bad_div[0]), o, s)
+            bad |= x % si != 0
             t1 = x // si
             steps.append(t1)
             t2 = t1 + oi
             steps.append(t2)
-        bad = np.zeros(x.shape, dtype=bool)
         for t in steps:
             bad |= (t < fmt.lo) | (t > fmt.hi)
         idx = np.flatnonzero(bad)
@@ -123,7 +122,8 @@ def _so_apply(values: np.ndarray, fmt: Format, o: np.ndarray, s: np.ndarray, dir
         return t2.astype(fmt.dtype).reshape(a.shape)
     # narrow floats: each IEEE operation exactly rounded to the type (float64 + one rounding
     # is innocuous double rounding here: 53 >= 2p + 2 for every narrow format)
-    x = a.astype(np.float64).reshape(-1)
+    with np.errstate(invalid="ignore"):   # signalling NaNs convert quietly
+        x = a.astype(np.float64).reshape(-1)
     fin = np.isfinite(x)
     of, sf = float(o.astype(np.float64)), float(s.astype(np.float64))
     with np.errstate(all="ignore"):
@@ -136,8 +136,9 @@ def _so_apply(values: np.ndarray, fmt: Format, o: np.ndarray, s: np.ndarray, dir
     bad = np.zeros(x.shape, dtype=bool)
     if b1 >= 0 or b2 >= 0:
         bad[:] = True  # fall back to an explicit per-element check below
-    f2 = np.isfinite(t2.astype(np.float64)) if fmt.has_inf else np.ones(x.shape, bool)
-    f1 = np.isfinite(t1.astype(np.float64)) if fmt.has_inf else np.ones(x.shape, bool)
+    with np.errstate(invalid="ignore"):
+        f2 = np.isfinite(t2.astype(np.float64)) if fmt.has_inf else np.ones(x.shape, bool)
+        f1 = np.isfinite(t1.astype(np.float64)) if fmt.has_inf else np.ones(x.shape, bool)
     fail = fin & (~f1 | ~f2)
     if b1 >= 0 or b2 >= 0:
         for b in (b1, b2):

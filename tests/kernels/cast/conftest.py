@@ -214,6 +214,15 @@ def edge_values(src: str) -> np.ndarray:
 
 @pytest.fixture(scope="session")
 def ref() -> Any:
+    """This module, loaded under a unique name (``sys.modules['conftest']`` may be another dir's)."""
+    import importlib.util
+    import pathlib
     import sys
 
-    return sys.modules[__name__]
+    mod = sys.modules.get("_zarrcy_cast_reference")
+    if mod is None:
+        spec = importlib.util.spec_from_file_location("_zarrcy_cast_reference", pathlib.Path(__file__))
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules["_zarrcy_cast_reference"] = mod
+        spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod

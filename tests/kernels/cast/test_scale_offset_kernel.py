@@ -13,7 +13,18 @@ from hypothesis import strategies as st
 from zarrcy.casting import scale_offset_decode, scale_offset_encode
 from zarrcy.errors import CastError, MetadataError, OutOfRangeError
 
-import conftest as _c
+import importlib.util as _ilu
+import pathlib as _pl
+import sys as _sys
+
+# the reference module (this directory's conftest.py) under a unique name: ``import conftest``
+# would pick whichever conftest another test directory registered first
+_c = _sys.modules.get("_zarrcy_cast_reference")
+if _c is None:
+    _spec = _ilu.spec_from_file_location("_zarrcy_cast_reference", _pl.Path(__file__).with_name("conftest.py"))
+    _c = _ilu.module_from_spec(_spec)
+    _sys.modules["_zarrcy_cast_reference"] = _c
+    _spec.loader.exec_module(_c)
 
 SO_TYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "int4", "uint4",
             "float16", "float32", "float64", "bfloat16", "float8_e4m3", "float8_e5m2"]
@@ -66,7 +77,8 @@ def ref_so(ref, x, o, s, name, direction):
 def _exact(v, name):
     if name in _c.INT_TYPES:
         return int(np.asarray(v).astype(np.int64 if _c.INT_TYPES[name][0] < 0 else np.uint64))
-    f = float(np.asarray(v).astype(np.float64))
+    with np.errstate(invalid="ignore"):
+        f = float(np.asarray(v).astype(np.float64))
     return f if not math.isfinite(f) else Fraction(f)
 
 
