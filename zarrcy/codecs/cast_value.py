@@ -553,7 +553,7 @@ class CastValueCodec(ArrayArrayCodec):
         if not same_value(back.reshape(()), fill):
             raise MetadataError(f"{path}: the fill value {fill.item()!r} does not round-trip through cast_value "
                                 f"to {self.data_type} (decodes to {back.reshape(()).item()!r})", path)
-        return ArraySpec(spec.shape, enc.dst.dtype, efill.reshape(())[()], None)
+        return ArraySpec(spec.shape, enc.dst.dtype, efill.reshape(())[()], _data_type_of(enc.dst.dtype))
 
     def encode(self, chunk: np.ndarray, spec: ArraySpec) -> np.ndarray:
         return self.prepared(spec.dtype)[0].run(chunk)
@@ -568,5 +568,13 @@ class CastValueCodec(ArrayArrayCodec):
         return None
 
 
-def fill_pairs(p: Sequence[Any]) -> list[list[Any]]:  # pragma: no cover - helper for docs
-    return [list(x) for x in p]
+def _data_type_of(dtype: np.dtype) -> Any:
+    """The zarrcy DataType of an encoded dtype, when the metadata layer knows it."""
+    try:
+        from zarrcy.metadata.data_type import from_numpy
+    except ImportError:  # pragma: no cover
+        return None
+    try:
+        return from_numpy(dtype)
+    except Exception:  # noqa: BLE001 - an unknown numpy type simply has no Zarr twin here
+        return None

@@ -1,0 +1,9 @@
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+T = TypeVar("T", np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64, np.float32, np.float64)
+
+def encode_into(x: npt.NDArray[T], y: npt.NDArray[T], offset: int | float, scale: int | float) -> int: ...
+def decode_into(x: npt.NDArray[T], y: npt.NDArray[T], offset: int | float, scale: int | float) -> int: ...
