@@ -1,0 +1,112 @@
+"""Regression: a deflated zip member is inflated only as far as the read needs.
+
+Before the fix, ZipStore inflated every compressed member completely before looking at
+the requested range or the declared size: a 1.5 MB archive whose chunk member inflates
+to 1.5 GB of zeros made reading one element of a 1 KiB chunk allocate 1.5 GB
+(here: 900 MB under an 800 MB address-space limit -> MemoryError).  Now a whole read inflates at most
+``file_size + 1`` bytes (a member lying about its size is corrupt), a ranged read at most
+the range's end, and the array layer asks for no more than the chunk can need.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import zipfile
+import zlib
+
+import pytest
+
+from zarrcy.errors import CorruptChunkError
+from zarrcy.byte_range import RangeRequest, SuffixRequest
+from zarrcy.storage import ZipStore
+
+SCRIPT = textwrap.dedent('''
+    import json, resource, sys, zipfile
+    zp = sys.argv[1]
+    meta = {"zarr_format": 3, "node_type": "array", "shape": [1024], "data_type": "uint8",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1024]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": 0, "codecs": [{"name": "bytes"}]}
+    with zipfile.ZipFile(zp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+        z.writestr("zarr.json", json.dumps(meta))
+        with z.open("c/0", "w", force_zip64=True) as f:
+            blk = bytes(1 << 20)
+            for _ in range(900):
+                f.write(blk)
+    resource.setrlimit(resource.RLIMIT_AS, (800 << 20, 800 << 20))
+    import zarrcy
+    from zarrcy.errors import CorruptChunkError
+    a = zarrcy.open_array(zp, mode="r")
+    for sel in (0, slice(None)):
+        try:
+            a[sel]
+        except CorruptChunkError as e:
+            print("refused:", e)
+        else:
+            raise SystemExit("zip bomb chunk was read")
+    print("ok")
+''')
+
+
+def test_zip_bomb_member_is_not_inflated(tmp_path):
+    r = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "bomb.zip")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
+
+
+def _zip_with(tmp_path, name: str, payload: bytes, declared: int | None = None):
+    zp = tmp_path / "m.zip"
+    with zipfile.ZipFile(zp, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr(name, payload)
+    if declared is not None:  # patch the declared size in the central directory
+        raw = bytearray(zp.read_bytes())
+        cd = raw.rfind(b"PK\x01\x02")
+        raw[cd + 24 : cd + 28] = declared.to_bytes(4, "little")
+        zp.write_bytes(bytes(raw))
+    return ZipStore(zp, mode="r")
+
+
+def test_ranges_of_deflated_members(tmp_path):
+    payload = bytes(range(256)) * 64
+    s = _zip_with(tmp_path, "k", payload)
+    try:
+        assert s.get("k") == payload
+        assert s.get("k", RangeRequest(10, 20)) == payload[10:30]
+        assert s.get("k", SuffixRequest(7)) == payload[-7:]
+        assert s.get_partial_values([("k", RangeRequest(0, 3)), ("k", RangeRequest(100, 5))]) == [payload[:3], payload[100:105]]
+        assert s.get_partial_values([("k", None), ("k", SuffixRequest(2))]) == [payload, payload[-2:]]
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("declared", [10, 1 << 20])
+def test_member_lying_about_its_size_is_corrupt(tmp_path, declared):
+    s = _zip_with(tmp_path, "k", bytes(100_000), declared=declared)
+    try:
+        with pytest.raises(CorruptChunkError):
+            s.get("k")
+    finally:
+        s.close()
+
+
+def test_truncated_deflate_stream_is_corrupt(tmp_path):
+    payload = bytes(range(256)) * 64
+    comp = zlib.compressobj(9, zlib.DEFLATED, -15)
+    data = comp.compress(payload) + comp.flush()
+    zp = tmp_path / "t.zip"
+    with zipfile.ZipFile(zp, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("k", payload)
+    raw = zp.read_bytes()
+    i = raw.find(data)
+    assert i > 0
+    # replace the last bytes of the stream with garbage of the same length
+    bad = raw[: i + len(data) - 4] + b"\xff\xff\xff\xff" + raw[i + len(data) :]
+    zp.write_bytes(bad)
+    s = ZipStore(zp, mode="r")
+    try:
+        with pytest.raises(CorruptChunkError):
+            s.get("k")
+    finally:
+        s.close()
