@@ -150,8 +150,10 @@ def parse_v2_dtype(value: Any, path: str = "dtype") -> V2DataType:
             raise MetadataError(expected(path, "a type string or a list of fields", value), path)
     except MetadataError:
         raise
-    except (TypeError, ValueError) as e:
-        raise MetadataError(expected(path, "a numpy type description", f"{value!r} ({e})"), path) from None
+    except Exception as e:  # numpy's parsers raise TypeError/ValueError, even SyntaxError ("<,2")
+        raise MetadataError(expected(path, "a numpy type description", f"{value!r} ({type(e).__name__}: {e})"), path) from None
+    if dt.subdtype is not None:  # e.g. "<8f": numpy expands it into extra dimensions
+        raise MetadataError(expected(path, "a scalar data type (not a subarray type)", value), path)
     if dt.hasobject or dt.itemsize == 0 or dt.kind == "O":
         raise MetadataError(expected(path, "a fixed-size data type (object / variable-length types are not supported)", value), path)
     return V2DataType(dt, value)
