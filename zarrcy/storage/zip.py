@@ -68,6 +68,12 @@ def _bad_name(name: str) -> bool:
     return any(p in ("", ".", "..") for p in body.split("/"))
 
 
+try:
+    from lzma import LZMAError as _lzma_error
+except ImportError:  # pragma: no cover - Python built without lzma
+    _lzma_error = zlib.error
+
+
 class _ZipState:
     """What a ZipStore and its read-only views share."""
 
@@ -86,8 +92,9 @@ class _ZipState:
             raise StoreError(f"{path}: zip file does not exist") from e
         except FileExistsError as e:
             raise StoreError(f"{path}: zip file already exists (mode 'x')") from e
-        except zipfile.BadZipFile as e:
-            raise StoreError(f"{path}: not a valid zip file: {e}") from e
+        except (zipfile.BadZipFile, NotImplementedError, EOFError, ValueError, OverflowError, RuntimeError, struct.error) as e:
+            # a hostile central directory can make zipfile raise any of these
+            raise StoreError(f"{path}: not a valid zip file: {type(e).__name__}: {e}") from e
         except OSError as e:
             raise StoreError(f"{path}: cannot open zip file: {e}") from e
         try:
@@ -241,6 +248,10 @@ class ZipStore(Store):
     def _read_member(self, info: zipfile.ZipInfo, start: int, stop: int, whole: bool) -> bytes:
         """Bytes ``[start, stop)`` of the member's uncompressed value."""
         st = self._st
+        if info.header_offset < 0:  # a hostile central directory (zipfile computes the offset)
+            raise CorruptChunkError(
+                f"{st.path}: member {info.filename!r}: local header offset {info.header_offset} is negative", info.filename
+            )
         if info.flag_bits & 0x1:
             raise StoreError(f"{st.path}: member {info.filename!r} is encrypted; not supported")
         if info.compress_type == zipfile.ZIP_STORED:
@@ -274,7 +285,8 @@ class ZipStore(Store):
                 self._check_open()
                 try:
                     full = st.zf.read(info)
-                except (zipfile.BadZipFile, NotImplementedError, RuntimeError, EOFError) as e:
+                except (zipfile.BadZipFile, NotImplementedError, RuntimeError, EOFError, OSError, ValueError,
+                        zlib.error, _lzma_error) as e:  # any failure of a hostile member is corruption
                     raise CorruptChunkError(f"{st.path}: member {info.filename!r}: {e}", info.filename) from e
         return full if whole else full[start:stop]
 
