@@ -528,7 +528,42 @@ def target_v2_chunk(data: bytes) -> None:
     assert v.shape == tuple(doc["shape"])
 
 
+def target_zip_store(data: bytes) -> None:
+    """Arbitrary bytes as a zip archive: open, list, read each member whole and in part,
+    open the root node.  Only zarrcy errors; nothing is written outside a temp dir."""
+    import os
+    import tempfile
+
+    from zarrcy.byte_range import RangeRequest, SuffixRequest
+    from zarrcy.storage import ZipStore
+
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "fuzz.zip")
+        with open(path, "wb") as f:
+            f.write(data)
+        try:
+            s = ZipStore(path, mode="r")
+        except ZarrcyError:
+            return
+        try:
+            try:
+                keys = list(s.list())
+            except ZarrcyError:
+                keys = []
+            for k in keys[:8]:
+                for rng in (None, RangeRequest(1, 3), SuffixRequest(2)):
+                    try:
+                        s.get(k, rng)
+                    except ZarrcyError:
+                        pass
+            _open_and_peek(s)
+        finally:
+            s.close()
+        assert os.listdir(d) == ["fuzz.zip"], os.listdir(d)
+
+
 TARGETS: dict[str, Callable[[bytes], None]] = {
+    "zip_store": target_zip_store,
     "v2_metadata": target_v2_metadata,
     "v1_metadata": target_v1_metadata,
     "v2_chunk": target_v2_chunk,
@@ -622,6 +657,20 @@ def seeds() -> dict[str, list[bytes]]:
         if doc["compressor"] is not None:
             b = bytes(numcodecs.get_codec(doc["compressor"]).encode(b))
         out["v2_chunk"].append(bytes([i]) + b)
+    import io
+    import zipfile
+
+    for comp in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", compression=comp) as z:
+            z.writestr("zarr.json", json.dumps(_seed_metadata()[0]))
+            z.writestr("c/0/0", bytes(100))
+            z.writestr("../evil", b"x")
+        out["zip_store"].append(buf.getvalue())
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", compression=comp) as z:
+            z.writestr("zarr.json", json.dumps({"zarr_format": 3, "node_type": "group"}))
+        out["zip_store"].append(buf.getvalue())
     out["selection"] += [bytes([1, 5, 4, 2, 3, 0, 2, 1, 2, 3, 4, 5, 6]), bytes([2, 3, 3, 3, 2, 2, 2, 1, 3, 5, 1, 2, 3])]
     return out
 
