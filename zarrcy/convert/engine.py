@@ -640,31 +640,7 @@ def _verify_region(task: RegionTask) -> None:
 # executors
 # --------------------------------------------------------------------------------------
 def _run_threads(tasks: Iterable[RegionTask], workers: int | None, on_result: Callable[[RegionResult], None]) -> None:
-    import os
-
-    workers = max(1, int(workers if workers is not None else (os.cpu_count() or 1)))
-    if workers == 1:
-        for t in tasks:
-            on_result(run_region(t))
-        return
-    window = 2 * workers
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="zarrcy-convert") as ex:
-        pending: set[Future] = set()
-        try:
-            for t in tasks:
-                pending.add(ex.submit(run_region, t))
-                if len(pending) >= window:
-                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                    for f in done:
-                        on_result(f.result())
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for f in done:
-                    on_result(f.result())
-        except BaseException:
-            for f in pending:
-                f.cancel()
-            raise
+    _run_parallel(run_region, tasks, workers, on_result)
 
 
 def _run_dask(tasks: list[RegionTask], address: str, on_result: Callable[[RegionResult], None]) -> None:
@@ -977,43 +953,79 @@ def _ensure_v3_parents(store: Any, path: str) -> None:
 
 
 def _check_quantize(plans: list[ArrayPlan], src_store: Any, o: ConvertOptions) -> None:
+    """Refuse to start when a value of a quantized array cannot be encoded: every source
+    region goes through the destination's ``scale_offset``/``cast_value`` chain first (the
+    fused kernel, which stops at the first failure; only then is the full cast-check report
+    computed).  Regions are checked on ``workers`` threads."""
     from zarrcy.api import open_array
     from zarrcy.casting import check_cast
+    from zarrcy.codecs._base import ArraySpec
+    from zarrcy.codecs.pipeline import CodecPipeline
+    from zarrcy.errors import CastError
 
     for p in plans:
         if not p.quantize:
             continue
-        from zarrcy.codecs._base import ArraySpec
-        from zarrcy.codecs.pipeline import CodecPipeline
-        from zarrcy.errors import CastError
-
         src = open_array(src_store, path=p.src_path, mode="r")
-        region = p.region_shape
         dst_meta = _dst_metadata(p)
         pipes: dict[tuple[int, ...], Any] = {}
-        for rid in range(p.n_regions):
-            sel = _region_selection(p.shape, region, rid)
+        chain = [*p.quantize, {"name": "bytes", "configuration": {"endian": "little"}}]
+
+        def check(rid: int, p: ArrayPlan = p, src: Array = src, dst_meta: Any = dst_meta,
+                  pipes: dict = pipes, chain: list = chain) -> RegionResult:
+            sel = _region_selection(p.shape, p.region_shape, rid)
             values = src[sel]
-            # fast path: the fused scale_offset+cast_value kernel stops at the first failure;
-            # only then is the full cast-check report computed
             pipe = pipes.get(values.shape)
             if pipe is None:
                 spec = ArraySpec(tuple(values.shape), dst_meta.data_type.dtype, dst_meta.fill_value, dst_meta.data_type)
-                pipe = pipes[values.shape] = CodecPipeline.from_codecs([*p.quantize, {"name": "bytes", "configuration": {"endian": "little"}}], spec)
+                pipe = pipes[values.shape] = CodecPipeline.from_codecs(chain, spec)
             try:
                 pipe.encode(np.ascontiguousarray(values))
-                continue
+                return RegionResult(rid)
             except CastError:
                 pass
             rep = check_cast(values, p.quantize)
-            if not rep.ok:
-                if isinstance(rep.first_failing_index, tuple):
-                    rep.first_failing_index = tuple(int(i) + s.start for i, s in zip(rep.first_failing_index, sel))
-                elif rep.first_failing_index is not None and len(sel) == 1:
-                    rep.first_failing_index = int(rep.first_failing_index) + sel[0].start
-                raise ConvertError(
-                    f"--quantize: refusing to start: values of /{p.src_path} cannot be encoded (region {sel}):\n"
-                    + rep.table(), 5, rep)
+            if rep.ok:  # pragma: no cover - the kernel and the report agree
+                return RegionResult(rid)
+            if isinstance(rep.first_failing_index, tuple):
+                rep.first_failing_index = tuple(int(i) + s.start for i, s in zip(rep.first_failing_index, sel))
+            elif rep.first_failing_index is not None and len(sel) == 1:
+                rep.first_failing_index = int(rep.first_failing_index) + sel[0].start
+            raise ConvertError(
+                f"--quantize: refusing to start: values of /{p.src_path} cannot be encoded (region {sel}):\n"
+                + rep.table(), 5, rep)
+
+        _run_parallel(check, range(p.n_regions), o.workers, lambda r: None)
+
+
+def _run_parallel(fn: Callable[[Any], RegionResult], items: Iterable[Any], workers: int | None,
+                  on_result: Callable[[RegionResult], None]) -> None:
+    """``fn`` over ``items`` on ``workers`` threads, at most 2 x workers in flight."""
+    import os
+
+    workers = max(1, int(workers if workers is not None else (os.cpu_count() or 1)))
+    if workers == 1:
+        for it in items:
+            on_result(fn(it))
+        return
+    window = 2 * workers
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="zarrcy-convert") as ex:
+        pending: set[Future] = set()
+        try:
+            for it in items:
+                pending.add(ex.submit(fn, it))
+                if len(pending) >= window:
+                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for f in done:
+                        on_result(f.result())
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for f in done:
+                    on_result(f.result())
+        except BaseException:
+            for f in pending:
+                f.cancel()
+            raise
 
 
 def _estimate(plans: list[ArrayPlan], src_store: Any) -> None:
