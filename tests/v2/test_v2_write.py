@@ -101,3 +101,18 @@ def test_to_json_round_trip():
     assert again == meta
     assert again.attributes == {"q": 1}
     assert "attributes" not in json.loads(meta.to_bytes())
+
+
+def test_v2_groups_create_v2_children(zp, tmp_path):
+    root = zarrcy.open_group(str(tmp_path / "g.zarr"), mode="w", zarr_format=2, attributes={"r": 1})
+    sub = root.create_group("sub", attributes={"s": 2})
+    arr = sub.create_array("a", shape=(4,), dtype="<i2", chunks=(2,))
+    arr[...] = [1, 2, 3, 4]
+    assert (tmp_path / "g.zarr/.zgroup").exists() and (tmp_path / "g.zarr/sub/.zgroup").exists()
+    assert (tmp_path / "g.zarr/sub/a/.zarray").exists() and not (tmp_path / "g.zarr/sub/a/zarr.json").exists()
+    zg = zp.open_group(str(tmp_path / "g.zarr"), mode="r")
+    assert zg.attrs["r"] == 1 and zg["sub"].attrs["s"] == 2
+    assert zg["sub/a"][...].tolist() == [1, 2, 3, 4]
+    g3 = zarrcy.open_group(str(tmp_path / "h.zarr"), mode="w")
+    assert g3.create_group("x").metadata.zarr_format == 3
+    assert zarrcy.create_group(str(tmp_path / "k.zarr"), zarr_format=2).metadata.zarr_format == 2
