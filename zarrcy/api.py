@@ -327,10 +327,17 @@ def create_group(
     attributes: dict | None = None,
     overwrite: bool = False,
     storage_options: dict | None = None,
+    zarr_format: int = 3,
 ) -> Group:
-    """Create a group (and its missing parents)."""
+    """Create a group (and its missing parents); ``zarr_format=2`` writes ``.zgroup``."""
     st = _store(store, "w" if overwrite else "a", storage_options)
     p = normalize_path(path or "")
+    if zarr_format == 2:  # Zarr v2 (.zgroup/.zattrs): zarrcy.v2
+        from zarrcy.v2.metadata import create_group_v2
+
+        return create_group_v2(st, p, attributes=attributes, overwrite=overwrite)
+    if zarr_format != 3:
+        raise ValueError(f"zarr_format: expected 2 or 3, received {zarr_format!r}")
     _check_new_node(st, p, overwrite)
     ensure_parents(st, p)
     meta = GroupMetadata(attributes=dict(attributes or {}))
@@ -345,8 +352,11 @@ def open_group(
     mode: Mode = "a",
     attributes: dict | None = None,
     storage_options: dict | None = None,
+    zarr_format: int | None = None,
 ) -> Group:
-    """Open a group; with mode 'a' (default) create it if missing, 'w' overwrite, 'r' read-only."""
+    """Open a group; with mode 'a' (default) create it if missing, 'w' overwrite, 'r' read-only.
+    ``zarr_format`` (2 or 3, default 3) is the format of a group this creates."""
+    fmt = 3 if zarr_format is None else zarr_format
     if store is None:
         from zarrcy.storage import MemoryStore
 
@@ -354,7 +364,7 @@ def open_group(
     p = normalize_path(path or "")
     st = _store(store, mode, storage_options)
     if mode in ("w", "w-"):
-        return create_group(st, path=p, attributes=attributes, overwrite=mode == "w")
+        return create_group(st, path=p, attributes=attributes, overwrite=mode == "w", zarr_format=fmt)
     raw = st.get(_prefix(p) + META_KEY)
     if raw is None:
         from zarrcy.v2.metadata import open_v2_node  # Zarr v2 groups (.zgroup)
@@ -365,7 +375,7 @@ def open_group(
                 raise ContainsNodeError(f"{st.url}: '/{p}' is an array, not a group")
             return v2node
         if mode == "a":
-            return create_group(st, path=p, attributes=attributes)
+            return create_group(st, path=p, attributes=attributes, zarr_format=fmt)
         raise NodeNotFoundError(f"{st.url}: no group at path '/{p}'")
     node = _parse_node(st, p, raw)
     if not isinstance(node, Group):

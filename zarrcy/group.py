@@ -83,6 +83,10 @@ class Group:
         return self.store.read_only
 
     @property
+    def _zarr_format(self) -> int:
+        return getattr(self.metadata, "zarr_format", 3)
+
+    @property
     def name(self) -> str:
         return "/" + self.path
 
@@ -202,7 +206,8 @@ class Group:
     def create_group(self, name: str, *, attributes: dict | None = None, overwrite: bool = False) -> "Group":
         from zarrcy.api import create_group
 
-        return create_group(self.store, path=self._child_path(name), attributes=attributes, overwrite=overwrite)
+        return create_group(self.store, path=self._child_path(name), attributes=attributes, overwrite=overwrite,
+                            zarr_format=self._zarr_format)
 
     def require_group(self, name: str, **kwargs: Any) -> "Group":
         node = self.get(name)
@@ -215,6 +220,7 @@ class Group:
     def create_array(self, name: str, **kwargs: Any) -> Array:
         from zarrcy.api import create_array
 
+        kwargs.setdefault("zarr_format", self._zarr_format)  # children of a v2 group are v2
         return create_array(self.store, name=self._child_path(name), **kwargs)
 
     def require_array(self, name: str, **kwargs: Any) -> Array:
