@@ -21,6 +21,10 @@ Plan -> create destination nodes -> convert regions -> verify -> clean up.
   every array is complete the whole ``__zarrcy_convert/`` prefix is erased: the
   finished output holds nothing but the converted nodes (byte-identical to an
   uninterrupted run).  Keys starting with ``__`` are reserved (v3-core.rst "Node names").
+  Append-only stores (zip) get no journal and cannot be resumed.
+* **In place.** ``SRC == DST`` (same directory and path) is allowed only for the
+  metadata-only v2/v1 -> v3 migration: a ``zarr.json`` is added beside each node and no
+  chunk is touched.  Any other overlap of source and destination is refused.
 """
 
 from __future__ import annotations
