@@ -92,3 +92,15 @@ def test_cli_tree_info_check(tmp_path, capsys):
     root["a"].store.set("a/c/0", b"junk")
     assert main(["check", p, "--data"]) == 1
     assert "CorruptChunkError" in capsys.readouterr().out
+
+
+def test_cli_check_walks_v2(tmp_path, capsys):
+    import zarr
+
+    from zarrcy.cli import main
+
+    p = str(tmp_path / "v2.zarr")
+    g = zarr.open_group(p, mode="w", zarr_format=2)
+    g.create_array("x", shape=(4,), dtype="int16", chunks=(2,))[...] = 1
+    assert main(["check", p, "--data"]) == 0
+    assert "2 node(s)" in capsys.readouterr().out

@@ -18,9 +18,18 @@ def check_store(url: str, *, data: bool = False, as_json: bool = False) -> int:
     problems: list[dict] = []
     nodes = 0
     chunks = 0
-    meta_keys = sorted(k for k in store.list() if k == "zarr.json" or k.endswith("/zarr.json"))
-    for key in meta_keys:
-        path = key[: -len("zarr.json")].rstrip("/")
+    # v3 zarr.json, Zarr v2 .zarray/.zgroup (v1 is read through the same opener)
+    names = ("zarr.json", ".zarray", ".zgroup")
+    seen: set[str] = set()
+    meta_keys = []
+    for k in sorted(store.list()):
+        base = k.rsplit("/", 1)[-1]
+        if base in names:
+            path = k[: -len(base)].rstrip("/")
+            if path not in seen:
+                seen.add(path)
+                meta_keys.append((k, path))
+    for key, path in meta_keys:
         nodes += 1
         try:
             node = open_node(store, path)
