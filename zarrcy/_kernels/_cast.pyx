@@ -61,6 +61,8 @@ ctypedef struct cfg_t:
     uint64_t* vbits       # values as target storage bits
     int keys_general      # 1: some key is finite -> mapping pass over every element
     int flag_nonfinite    # fast float paths must flag NaN/Inf (deferred NaN/Inf keys)
+    int nan_key           # the map is exactly one NaN key: fast loops select its value inline
+    uint64_t nan_val      # ... its value (target storage bits)
 
 
 # ---------------------------------------------------------------------------------------
@@ -395,8 +397,46 @@ cdef inline uint64_t _k_adjust(double cc, double r, uint64_t k, int rmode) noexc
         return k + (e1 & cpos) - (e2 & cneg)
 
 
-cdef inline uint8_t _fp1_vec_loop(const src_t* x, dst_t* y, uint8_t* fl, Py_ssize_t m,
-                                  double lo, double hi, int rmode, int oor) noexcept nogil:
+# compile-time variants of the vectorised float -> int loop (one specialisation per
+# rounding x out_of_range x NaN-key: no mode test is left inside the loop, and nothing
+# depends on the C compiler inlining a shared body into 20 call sites)
+cdef struct _RNE:
+    char _
+cdef struct _RTZ:
+    char _
+cdef struct _RTP:
+    char _
+cdef struct _RTN:
+    char _
+cdef struct _RNA:
+    char _
+cdef struct _ONONE:
+    char _
+cdef struct _OCLAMP:
+    char _
+cdef struct _NK0:
+    char _
+cdef struct _NK1:
+    char _
+
+ctypedef fused rtag:
+    _RNE
+    _RTZ
+    _RTP
+    _RTN
+    _RNA
+
+ctypedef fused otag:
+    _ONONE
+    _OCLAMP
+
+ctypedef fused ntag:
+    _NK0
+    _NK1
+
+
+cdef uint8_t _fp1_vec_loop(const src_t* x, dst_t* y, uint8_t* fl, Py_ssize_t m, double lo, double hi,
+                           rtag* rt, otag* ot, ntag* nt, uint64_t nanv) noexcept nogil:
     """float -> int (<= 32 bits), clamp / none: a loop GCC vectorises (SSE2).
 
     Clamp to [lo, hi] first (so every rounding stays in range), round with the 1.5*2^52
@@ -406,19 +446,34 @@ cdef inline uint8_t _fp1_vec_loop(const src_t* x, dst_t* y, uint8_t* fl, Py_ssiz
     that clamping moved; only then are per-element flags computed (generic path decides).
     """
     cdef Py_ssize_t i
-    cdef uint64_t accn = 0, accd = 0, k
+    cdef uint64_t accn = 0, accd = 0, k, b, nanm
     cdef double v, cc, r
     for i in range(m):
         v = <double>x[i]
-        accn |= (zc_d2u(v) & <uint64_t>0x7ff0000000000000) + <uint64_t>0x0010000000000000
+        b = zc_d2u(v)
         cc = v if v > lo else lo
         cc = cc if cc < hi else hi
-        if oor == OOR_NONE:
-            accd |= zc_d2u(cc - v) << 1
         r = cc + 6755399441055744.0
         k = zc_d2u(r)
-        if rmode != R_NEAREST_EVEN:
-            k = _k_adjust(cc, r, k, rmode)
+        if rtag is _RTZ:
+            k = _k_adjust(cc, r, k, R_TOWARDS_ZERO)
+        elif rtag is _RTP:
+            k = _k_adjust(cc, r, k, R_TOWARDS_POSITIVE)
+        elif rtag is _RTN:
+            k = _k_adjust(cc, r, k, R_TOWARDS_NEGATIVE)
+        elif rtag is _RNA:
+            k = _k_adjust(cc, r, k, R_NEAREST_AWAY)
+        if ntag is _NK1:
+            # a single NaN scalar_map key: NaN lanes take its value, and are not flagged
+            nanm = (<uint64_t>0) - (((b & <uint64_t>0x7fffffffffffffff) + <uint64_t>0x000fffffffffffff) >> 63)
+            k = (k & ~nanm) | (nanv & nanm)
+            accn |= ((b & <uint64_t>0x7ff0000000000000) + <uint64_t>0x0010000000000000) & ~nanm
+            if otag is _ONONE:
+                accd |= (zc_d2u(cc - v) << 1) & ~nanm
+        else:
+            accn |= (b & <uint64_t>0x7ff0000000000000) + <uint64_t>0x0010000000000000
+            if otag is _ONONE:
+                accd |= zc_d2u(cc - v) << 1
         y[i] = <dst_t>k
     if (accn >> 63) == 0 and accd == 0:
         return 0
@@ -427,7 +482,7 @@ cdef inline uint8_t _fp1_vec_loop(const src_t* x, dst_t* y, uint8_t* fl, Py_ssiz
         v = <double>x[i]
         cc = v if v > lo else lo
         cc = cc if cc < hi else hi
-        if oor == OOR_NONE:
+        if otag is _ONONE:
             fl[i] = <uint8_t>((((zc_d2u(v) & <uint64_t>0x7ff0000000000000) + <uint64_t>0x0010000000000000) >> 63)
                               | _nz(zc_d2u(cc - v) << 1))
         else:
@@ -435,26 +490,35 @@ cdef inline uint8_t _fp1_vec_loop(const src_t* x, dst_t* y, uint8_t* fl, Py_ssiz
     return 1
 
 
+cdef uint8_t _fp1_vec_o(const src_t* x, dst_t* y, uint8_t* fl, Py_ssize_t m, double lo, double hi,
+                        int rmode, otag* ot, ntag* nt, uint64_t nanv) noexcept nogil:
+    if rmode == R_NEAREST_EVEN:
+        return _fp1_vec_loop(x, y, fl, m, lo, hi, <_RNE*>NULL, ot, nt, nanv)
+    if rmode == R_TOWARDS_ZERO:
+        return _fp1_vec_loop(x, y, fl, m, lo, hi, <_RTZ*>NULL, ot, nt, nanv)
+    if rmode == R_TOWARDS_POSITIVE:
+        return _fp1_vec_loop(x, y, fl, m, lo, hi, <_RTP*>NULL, ot, nt, nanv)
+    if rmode == R_TOWARDS_NEGATIVE:
+        return _fp1_vec_loop(x, y, fl, m, lo, hi, <_RTN*>NULL, ot, nt, nanv)
+    return _fp1_vec_loop(x, y, fl, m, lo, hi, <_RNA*>NULL, ot, nt, nanv)
+
+
 cdef uint8_t _fp1_vec(const src_t* x, dst_t* y, uint8_t* fl, Py_ssize_t m,
-                      double lo, double hi, int rmode, int oor) noexcept nogil:
+                      double lo, double hi, int rmode, int oor, int nank, uint64_t nanv) noexcept nogil:
+    if nank:
+        if oor == OOR_CLAMP:
+            return _fp1_vec_o(x, y, fl, m, lo, hi, rmode, <_OCLAMP*>NULL, <_NK1*>NULL, nanv)
+        return _fp1_vec_o(x, y, fl, m, lo, hi, rmode, <_ONONE*>NULL, <_NK1*>NULL, nanv)
     if oor == OOR_CLAMP:
-        if rmode == R_NEAREST_EVEN: return _fp1_vec_loop(x, y, fl, m, lo, hi, R_NEAREST_EVEN, OOR_CLAMP)
-        if rmode == R_TOWARDS_ZERO: return _fp1_vec_loop(x, y, fl, m, lo, hi, R_TOWARDS_ZERO, OOR_CLAMP)
-        if rmode == R_TOWARDS_POSITIVE: return _fp1_vec_loop(x, y, fl, m, lo, hi, R_TOWARDS_POSITIVE, OOR_CLAMP)
-        if rmode == R_TOWARDS_NEGATIVE: return _fp1_vec_loop(x, y, fl, m, lo, hi, R_TOWARDS_NEGATIVE, OOR_CLAMP)
-        return _fp1_vec_loop(x, y, fl, m, lo, hi, R_NEAREST_AWAY, OOR_CLAMP)
-    if rmode == R_NEAREST_EVEN: return _fp1_vec_loop(x, y, fl, m, lo, hi, R_NEAREST_EVEN, OOR_NONE)
-    if rmode == R_TOWARDS_ZERO: return _fp1_vec_loop(x, y, fl, m, lo, hi, R_TOWARDS_ZERO, OOR_NONE)
-    if rmode == R_TOWARDS_POSITIVE: return _fp1_vec_loop(x, y, fl, m, lo, hi, R_TOWARDS_POSITIVE, OOR_NONE)
-    if rmode == R_TOWARDS_NEGATIVE: return _fp1_vec_loop(x, y, fl, m, lo, hi, R_TOWARDS_NEGATIVE, OOR_NONE)
-    return _fp1_vec_loop(x, y, fl, m, lo, hi, R_NEAREST_AWAY, OOR_NONE)
+        return _fp1_vec_o(x, y, fl, m, lo, hi, rmode, <_OCLAMP*>NULL, <_NK0*>NULL, nanv)
+    return _fp1_vec_o(x, y, fl, m, lo, hi, rmode, <_ONONE*>NULL, <_NK0*>NULL, nanv)
 
 
 cdef uint8_t _fp1(const src_t* x, dst_t* y, uint8_t* fl, Py_ssize_t m, const cfg_t* c) noexcept nogil:
     cdef double lo = <double>c.f.lo, hi = <double>c.f.hi
     cdef int r = c.rmode, o = c.oor
     if o != OOR_WRAP:
-        return _fp1_vec(x, y, fl, m, lo, hi, r, o)
+        return _fp1_vec(x, y, fl, m, lo, hi, r, o, c.nan_key, c.nan_val)
     # one specialised loop per (rounding, out_of_range): the mode tests leave the inner loop
     if o == OOR_NONE:
         if r == R_NEAREST_EVEN: return _fp1_loop(x, y, fl, m, lo, hi, R_NEAREST_EVEN, OOR_NONE)
@@ -743,6 +807,8 @@ cdef void _setup_keys(const src_t* x, dst_t* y, cfg_t* c) noexcept nogil:
             c.keys_general = 1
         else:
             c.flag_nonfinite = 1
+    c.nan_key = c.nkeys == 1 and c.knums[0].cls == 2
+    c.nan_val = c.vbits[0] if c.nan_key else 0
 
 
 cdef Py_ssize_t _run(const src_t* x, dst_t* y, uint8_t* status, Py_ssize_t n, cfg_t* c) noexcept nogil:
