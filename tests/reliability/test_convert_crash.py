@@ -3,8 +3,10 @@ the ``--resume`` runs too, at random moments, several times over.
 
 After every kill: each destination array that exists opens, and every one of its
 shards either is absent (reads as the fill value) or decodes to exactly the source's
-values -- never partial, never garbage.  At the end one more ``--resume`` finishes, and
-the destination is byte-identical (every stored object) to an uninterrupted conversion.
+values -- never partial, never garbage.  A run that finishes before its kill must be
+byte-identical to an uninterrupted conversion, and a fresh conversion starts; at the end
+one more ``--resume`` finishes the last one, which must be byte-identical too (every
+stored object; the journal is gone).
 
 Default run: 4 kills; ``ZARRCY_SLOW=1``: 25.
 """
@@ -83,32 +85,47 @@ def test_convert_resume_survives_repeated_kills(tmp_path):
     want = _make_source(src)
     ref = str(tmp_path / "ref.zarr")
     assert convert_main([src, ref, *OPTS]) == 0
-    dst = str(tmp_path / "dst.zarr")
     env = dict(os.environ, ZARRCY_CONVERT_REGION_DELAY="0.05")
     rng = random.Random(5)
-    kills = finished_early = 0
+    kills = completed = 0
+    ref_objects = _stored(ref)
+    dst = str(tmp_path / "dst0.zarr")
     started = False
-    for _ in range(KILLS):
+    for _ in range(4 * KILLS):  # bounded, in case runs keep finishing before their kill
+        if kills >= KILLS:
+            break
         args = [sys.executable, "-m", "zarrcy", "convert", src, dst, *OPTS] + (["--resume"] if started else [])
         p = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         started = True
-        time.sleep(rng.uniform(0.3, 1.2))
+        time.sleep(rng.uniform(0.3, 1.0))
         if p.poll() is None:
             p.send_signal(signal.SIGKILL)
             kills += 1
-        else:
-            finished_early += 1
         p.wait()
         err = p.stderr.read().decode()
         p.stderr.close()
         assert p.returncode in (0, -signal.SIGKILL), err[-3000:]
         _check_partial(dst, want)
-        if p.returncode == 0:
-            break
-    if p.returncode != 0:  # finish what the last killed run left
+        if p.returncode == 0:  # this one finished: check it, then start a fresh conversion
+            assert _stored(dst) == ref_objects
+            completed += 1
+            dst = str(tmp_path / f"dst{completed}.zarr")
+            started = False
+    if started:  # finish what the last killed run left
         assert convert_main([src, dst, *OPTS, "--resume"]) == 0
-    assert _stored(dst) == _stored(ref)
+    assert _stored(dst) == ref_objects
     assert not os.path.exists(os.path.join(dst, "__zarrcy_convert"))
     for name, v in want.items():
         assert np.array_equal(zarrcy.open_array(dst, path=name, mode="r")[...], v)
-    print(f"convert: {kills} kills, {finished_early} runs finished before their kill")
+    assert kills >= 1
+    _record(kills, completed)
+    print(f"convert: {kills} kills, {completed} conversions completed between kills")
+
+
+def _record(kills: int, completed: int) -> None:
+    out = os.environ.get("ZARRCY_RELIABILITY_STATS")
+    if out:
+        import json
+
+        with open(out, "a") as f:
+            f.write(json.dumps({"test": "convert", "kills": kills, "completed": completed}) + "\n")
