@@ -574,31 +574,72 @@ cdef inline float _d2f(double v, int rmode, uint8_t flagnf, uint8_t* fl) noexcep
     return zc_u2f(b)
 
 
+cdef inline uint64_t _d2f_bits(double v, int rmode) noexcept nogil:
+    """float64 -> float32 bits for |v| <= FLT_MAX (or non-finite), directed modes by bit
+    arithmetic on d = v - float(v) (exact); 64-bit lanes only, so the loop vectorises."""
+    cdef uint64_t vb = zc_d2u(v)
+    cdef float r = <float>v
+    cdef uint64_t b = <uint64_t>zc_f2u(r)
+    cdef uint64_t db, fin, nzd, sv, up, down
+    if rmode == R_NEAREST_EVEN:
+        return b
+    db = zc_d2u(v - <double>r)
+    fin = 1 - (((vb & <uint64_t>0x7ff0000000000000) + <uint64_t>0x0010000000000000) >> 63)
+    nzd = _nz(db << 1) & fin
+    sv = vb >> 63
+    up = (1 - (db >> 63)) & nzd          # v above float(v)
+    down = (db >> 63) & nzd              # v below float(v)
+    if rmode == R_TOWARDS_ZERO:          # magnitude was rounded up: step back
+        return b - (((db ^ vb) >> 63) & nzd)
+    elif rmode == R_TOWARDS_POSITIVE:
+        return b + (up & (1 - sv)) - (up & sv)
+    else:  # R_TOWARDS_NEGATIVE
+        return b + (down & sv) - (down & (1 - sv))
+
+
+cdef inline uint64_t _ovf_cand(double v) noexcept nogil:
+    """1 if FLT_MAX < |v| <= DBL_MAX (|v| bit patterns are ordered like the values)."""
+    cdef uint64_t ab = zc_d2u(v) & <uint64_t>0x7fffffffffffffff
+    return (((<uint64_t>0x47efffffe0000000) - ab) & ~((<uint64_t>0x7fefffffffffffff) - ab)) >> 63
+
+
+cdef inline uint64_t _nonfin(double v) noexcept nogil:
+    return ((zc_d2u(v) & <uint64_t>0x7ff0000000000000) + <uint64_t>0x0010000000000000) >> 63
+
+
 cdef uint8_t _fp2(const double* x, float* y, uint8_t* fl, Py_ssize_t m, const cfg_t* c) noexcept nogil:
     cdef Py_ssize_t i
-    cdef uint8_t acc = 0
+    cdef uint8_t acc8 = 0
     cdef uint8_t nf = <uint8_t>c.flag_nonfinite
-    if c.rmode == R_NEAREST_EVEN:
-        for i in range(m):
-            y[i] = _d2f(x[i], R_NEAREST_EVEN, nf, &fl[i])
-            acc |= fl[i]
-    elif c.rmode == R_TOWARDS_ZERO:
-        for i in range(m):
-            y[i] = _d2f(x[i], R_TOWARDS_ZERO, nf, &fl[i])
-            acc |= fl[i]
-    elif c.rmode == R_TOWARDS_POSITIVE:
-        for i in range(m):
-            y[i] = _d2f(x[i], R_TOWARDS_POSITIVE, nf, &fl[i])
-            acc |= fl[i]
-    elif c.rmode == R_TOWARDS_NEGATIVE:
-        for i in range(m):
-            y[i] = _d2f(x[i], R_TOWARDS_NEGATIVE, nf, &fl[i])
-            acc |= fl[i]
-    else:
+    cdef uint64_t acc = 0, nfm = (<uint64_t>0) - <uint64_t>c.flag_nonfinite
+    cdef uint32_t* yb = <uint32_t*>y
+    if c.rmode == R_NEAREST_AWAY:
         for i in range(m):
             y[i] = _d2f(x[i], R_NEAREST_AWAY, nf, &fl[i])
-            acc |= fl[i]
-    return acc
+            acc8 |= fl[i]
+        return acc8
+    # values beyond FLT_MAX (and NaN/Inf when a NaN/Inf key is deferred) go to the generic path
+    if c.rmode == R_NEAREST_EVEN:
+        for i in range(m):
+            yb[i] = <uint32_t>_d2f_bits(x[i], R_NEAREST_EVEN)
+            acc |= _ovf_cand(x[i]) | (_nonfin(x[i]) & nfm)
+    elif c.rmode == R_TOWARDS_ZERO:
+        for i in range(m):
+            yb[i] = <uint32_t>_d2f_bits(x[i], R_TOWARDS_ZERO)
+            acc |= _ovf_cand(x[i]) | (_nonfin(x[i]) & nfm)
+    elif c.rmode == R_TOWARDS_POSITIVE:
+        for i in range(m):
+            yb[i] = <uint32_t>_d2f_bits(x[i], R_TOWARDS_POSITIVE)
+            acc |= _ovf_cand(x[i]) | (_nonfin(x[i]) & nfm)
+    else:
+        for i in range(m):
+            yb[i] = <uint32_t>_d2f_bits(x[i], R_TOWARDS_NEGATIVE)
+            acc |= _ovf_cand(x[i]) | (_nonfin(x[i]) & nfm)
+    if acc == 0:
+        return 0
+    for i in range(m):
+        fl[i] = <uint8_t>(_ovf_cand(x[i]) | (_nonfin(x[i]) & nfm))
+    return 1
 
 
 cdef inline void _i2i(src_t x, int64_t lo, uint64_t hi, int oor, uint8_t* fl, dst_t* out) noexcept nogil:
