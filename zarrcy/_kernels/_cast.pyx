@@ -21,7 +21,7 @@ from libc.stdlib cimport malloc, free
 from libc.math cimport fabs, frexp, isnan, isinf
 
 from zarrcy._kernels._cast_types cimport (
-    src_t, dst_t, fmt_t, num_t,
+    src_t, dst_t, flt_t, ivec_t, fmt_t, num_t,
     ST_EXACT, ST_ROUNDED, ST_CLAMPED, ST_WRAPPED, ST_MAPPED, ST_FAIL_NONFINITE, ST_FAIL_RANGE,
     R_NEAREST_EVEN, R_TOWARDS_ZERO, R_TOWARDS_POSITIVE, R_TOWARDS_NEGATIVE, R_NEAREST_AWAY,
     OOR_NONE, OOR_CLAMP, OOR_WRAP,
@@ -359,7 +359,7 @@ cdef inline void _f2i(double v, double lo, double hi, int rmode, int oor, uint8_
         out[0] = <dst_t><int32_t>r
 
 
-cdef inline uint8_t _fp1_loop(const src_t* x, dst_t* y, uint8_t* fl, Py_ssize_t m,
+cdef inline uint8_t _fp1_loop(const flt_t* x, ivec_t* y, uint8_t* fl, Py_ssize_t m,
                               double lo, double hi, int rmode, int oor) noexcept nogil:
     cdef Py_ssize_t i
     cdef uint8_t acc = 0
@@ -435,7 +435,7 @@ ctypedef fused ntag:
     _NK1
 
 
-cdef uint8_t _fp1_vec_loop(const src_t* x, dst_t* y, uint8_t* fl, Py_ssize_t m, double lo, double hi,
+cdef uint8_t _fp1_vec_loop(const flt_t* x, ivec_t* y, uint8_t* fl, Py_ssize_t m, double lo, double hi,
                            rtag* rt, otag* ot, ntag* nt, uint64_t nanv) noexcept nogil:
     """float -> int (<= 32 bits), clamp / none: a loop GCC vectorises (SSE2).
 
@@ -474,7 +474,7 @@ cdef uint8_t _fp1_vec_loop(const src_t* x, dst_t* y, uint8_t* fl, Py_ssize_t m, 
             accn |= (b & <uint64_t>0x7ff0000000000000) + <uint64_t>0x0010000000000000
             if otag is _ONONE:
                 accd |= zc_d2u(cc - v) << 1
-        y[i] = <dst_t>k
+        y[i] = <ivec_t>k
     if (accn >> 63) == 0 and accd == 0:
         return 0
     # per-element flags, still in integer lanes (vectorisable): NaN/Inf, or moved by clamping
@@ -490,7 +490,7 @@ cdef uint8_t _fp1_vec_loop(const src_t* x, dst_t* y, uint8_t* fl, Py_ssize_t m, 
     return 1
 
 
-cdef uint8_t _fp1_vec_o(const src_t* x, dst_t* y, uint8_t* fl, Py_ssize_t m, double lo, double hi,
+cdef uint8_t _fp1_vec_o(const flt_t* x, ivec_t* y, uint8_t* fl, Py_ssize_t m, double lo, double hi,
                         int rmode, otag* ot, ntag* nt, uint64_t nanv) noexcept nogil:
     if rmode == R_NEAREST_EVEN:
         return _fp1_vec_loop(x, y, fl, m, lo, hi, <_RNE*>NULL, ot, nt, nanv)
@@ -503,7 +503,7 @@ cdef uint8_t _fp1_vec_o(const src_t* x, dst_t* y, uint8_t* fl, Py_ssize_t m, dou
     return _fp1_vec_loop(x, y, fl, m, lo, hi, <_RNA*>NULL, ot, nt, nanv)
 
 
-cdef uint8_t _fp1_vec(const src_t* x, dst_t* y, uint8_t* fl, Py_ssize_t m,
+cdef uint8_t _fp1_vec(const flt_t* x, ivec_t* y, uint8_t* fl, Py_ssize_t m,
                       double lo, double hi, int rmode, int oor, int nank, uint64_t nanv) noexcept nogil:
     if nank:
         if oor == OOR_CLAMP:
@@ -514,7 +514,7 @@ cdef uint8_t _fp1_vec(const src_t* x, dst_t* y, uint8_t* fl, Py_ssize_t m,
     return _fp1_vec_o(x, y, fl, m, lo, hi, rmode, <_ONONE*>NULL, <_NK0*>NULL, nanv)
 
 
-cdef uint8_t _fp1(const src_t* x, dst_t* y, uint8_t* fl, Py_ssize_t m, const cfg_t* c) noexcept nogil:
+cdef uint8_t _fp1(const flt_t* x, ivec_t* y, uint8_t* fl, Py_ssize_t m, const cfg_t* c) noexcept nogil:
     cdef double lo = <double>c.f.lo, hi = <double>c.f.hi
     cdef int r = c.rmode, o = c.oor
     if o != OOR_WRAP:
@@ -870,22 +870,22 @@ cdef inline bint _finite(double v) noexcept nogil:
     return fabs(v) <= ZC_DBL_MAX
 
 
-cdef Py_ssize_t _so_cast(const src_t* x, dst_t* y, Py_ssize_t n, double od, double sd,
+cdef Py_ssize_t _so_cast(const flt_t* x, dst_t* y, Py_ssize_t n, double od, double sd,
                          cfg_t* c, int* stage) noexcept nogil:
     """encode: t = (x - offset) * scale in src_t arithmetic, then cast t -> dst_t, per block."""
-    cdef src_t tmp[BLOCK]
+    cdef flt_t tmp[BLOCK]
     cdef Py_ssize_t start = 0, m, i, r
     cdef uint64_t accb
     cdef uint8_t acc
-    cdef src_t o = <src_t>od
-    cdef src_t s = <src_t>sd
+    cdef flt_t o = <flt_t>od
+    cdef flt_t s = <flt_t>sd
     _setup_keys(x, y, c)
     while start < n:
         m = n - start
         if m > BLOCK:
             m = BLOCK
         acc = 0
-        if src_t is double:
+        if flt_t is double:
             accb = 0
             for i in range(m):
                 tmp[i] = (x[start + i] - o) * s
@@ -900,7 +900,7 @@ cdef Py_ssize_t _so_cast(const src_t* x, dst_t* y, Py_ssize_t n, double od, doub
                 if _finite(<double>x[start + i]) and not _finite(<double>tmp[i]):
                     stage[0] = 0
                     return start + i
-        r = _drive(<const src_t*>tmp, y + start, m, c)
+        r = _drive(<const flt_t*>tmp, y + start, m, c)
         if r >= 0:
             stage[0] = 1
             return start + r
@@ -908,14 +908,14 @@ cdef Py_ssize_t _so_cast(const src_t* x, dst_t* y, Py_ssize_t n, double od, doub
     return -1
 
 
-cdef Py_ssize_t _cast_so(const src_t* x, dst_t* y, Py_ssize_t n, double od, double sd,
+cdef Py_ssize_t _cast_so(const src_t* x, flt_t* y, Py_ssize_t n, double od, double sd,
                          cfg_t* c, int* stage) noexcept nogil:
     """decode: t = cast(x) -> dst_t, then y = t / scale + offset in dst_t arithmetic, per block."""
-    cdef dst_t tmp[BLOCK]
+    cdef flt_t tmp[BLOCK]
     cdef Py_ssize_t start = 0, m, i, r
     cdef uint8_t acc
-    cdef dst_t o = <dst_t>od
-    cdef dst_t s = <dst_t>sd
+    cdef flt_t o = <flt_t>od
+    cdef flt_t s = <flt_t>sd
     _setup_keys(x, y, c)
     while start < n:
         m = n - start
@@ -938,7 +938,7 @@ cdef Py_ssize_t _cast_so(const src_t* x, dst_t* y, Py_ssize_t n, double od, doub
     return -1
 
 
-cdef Py_ssize_t _so_cast_dst(const src_t* x, void* y, int dst_code, Py_ssize_t n, double o, double s,
+cdef Py_ssize_t _so_cast_dst(const flt_t* x, void* y, int dst_code, Py_ssize_t n, double o, double s,
                              cfg_t* c, int* stage) noexcept nogil:
     if dst_code == 0:
         return _so_cast(x, <int8_t*>y, n, o, s, c, stage)
@@ -962,7 +962,7 @@ cdef Py_ssize_t _so_cast_dst(const src_t* x, void* y, int dst_code, Py_ssize_t n
         return _so_cast(x, <double*>y, n, o, s, c, stage)
 
 
-cdef Py_ssize_t _cast_so_src(const void* x, int src_code, dst_t* y, Py_ssize_t n, double o, double s,
+cdef Py_ssize_t _cast_so_src(const void* x, int src_code, flt_t* y, Py_ssize_t n, double o, double s,
                              cfg_t* c, int* stage) noexcept nogil:
     if src_code == 0:
         return _cast_so(<const int8_t*>x, y, n, o, s, c, stage)

@@ -27,6 +27,20 @@ ctypedef fused dst_t:
     float
     double
 
+# narrower fused sets for the fast float -> int loops and the fused quantize path (fewer
+# specialisations -> shorter builds)
+ctypedef fused flt_t:
+    float
+    double
+
+ctypedef fused ivec_t:
+    int8_t
+    int16_t
+    int32_t
+    uint8_t
+    uint16_t
+    uint32_t
+
 # scale_offset arithmetic types (native ones; narrow floats are done in float64 + rounding)
 ctypedef fused so_t:
     int8_t
