@@ -41,6 +41,7 @@ __all__ = ["Array", "Attributes", "StoreValue"]
 
 META_KEY = "zarr.json"
 _SCRATCH = threading.local()
+_NOT_A_POINT = object()
 
 
 class StoreValue:
@@ -66,6 +67,13 @@ class StoreValue:
 
     def delete(self) -> None:
         self.store.erase(self.key)
+
+    def version(self) -> object | None:
+        return self.store.version(self.key)
+
+    @property
+    def cache_id(self) -> tuple[str, str]:
+        return (self.store.url, self.key)
 
     @property
     def supports_partial_writes(self) -> bool:
@@ -199,6 +207,11 @@ class Array:
         self._dtype = dt
         self._fill = np.asarray(metadata.fill_value, dtype=dt)
         self._fill_bytes = np.frombuffer(self._fill.tobytes(), dtype=np.uint8)
+        self._shape = tuple(metadata.shape)
+        self._ndim = len(self._shape)
+        ab = self._pipeline.array_bytes
+        # single-element reads of a sharded array go straight to the shard codec
+        self._point_codec = ab if (self._pipeline.supports_partial_decode and hasattr(ab, "read_point")) else None
 
     # -- properties ------------------------------------------------------------------
     @property
@@ -328,11 +341,47 @@ class Array:
 
     # -- reading -----------------------------------------------------------------------
     def __getitem__(self, selection: Any) -> Any:
+        if type(selection) is tuple and len(selection) == self._ndim and self._ndim:
+            value = self._read_point(selection)
+            if value is not _NOT_A_POINT:
+                return value
         try:
             sel = normalize_basic(selection, self.shape)
         except _VectorizedSelection:
             return self.get_coordinate_selection(selection)
         return self._finish(self._read(sel), sel)
+
+    def _read_point(self, selection: tuple) -> Any:
+        """``a[i, j, ...]`` with one integer per dimension: the latency path.  Decodes the
+        one chunk (inner chunk when sharded) holding the element into a per-thread
+        scratch buffer, with none of the general selection machinery."""
+        coords = []
+        local = []
+        for axis, (i, n, c) in enumerate(zip(selection, self._shape, self._chunk_shape)):
+            if type(i) is not int:
+                if isinstance(i, np.integer) and not isinstance(i, np.bool_):
+                    i = int(i)
+                else:
+                    return _NOT_A_POINT
+            if i < 0:
+                i += n
+            if i < 0 or i >= n:
+                raise IndexError(f"index {i - n if i < 0 else i} is out of bounds for axis {axis} with size {n}")
+            q = i // c
+            coords.append(q)
+            local.append(i - q * c)
+        key = self._prefix + self._encode_key(tuple(coords))
+        try:
+            if self._point_codec is not None:
+                return self._point_codec.read_point(StoreValue(self.store, key), local, self._pipeline.spec)
+            data = self._get_stored(key)
+            if data is None:
+                return self._fill[()]
+            scratch = self._scratch()
+            self._pipeline.decode_into(data, scratch)
+            return scratch[tuple(local)].copy()
+        except CorruptChunkError as e:
+            raise CorruptChunkError(f"{key}: {e}", key=key) from e
 
     def get_orthogonal_selection(self, selection: Any) -> Any:
         sel = normalize_orthogonal(selection, self.shape)

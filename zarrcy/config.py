@@ -22,6 +22,9 @@ _values: dict[str, Any] = {
     # sharding: merge byte ranges whose gap is below this; cap merged ranges at this size
     "coalesce_gap": 64 << 10,
     "coalesce_max": 64 << 20,
+    # bytes of validated shard indexes kept for repeated partial reads (0: off);
+    # entries are revalidated against the store's version token on every use
+    "shard_index_cache": 64 << 20,
     # sharding: partial shard writes "rewrite" the object atomically (default) or
     # "append" new inner chunks + a new index in place (stores with partial writes only;
     # see zarrcy/codecs/sharding.py for the crash behaviour); an appended shard is

@@ -189,3 +189,49 @@ def test_threads_config_matches_single_thread():
         zarrcy.config(threads=old)
     np.testing.assert_array_equal(r4, data)
     np.testing.assert_array_equal(r1, data)
+
+
+@pytest.mark.parametrize("where", ["memory", "local"])
+def test_shard_index_cache_sees_rewrites(tmp_path, where):
+    """Point reads reuse a cached shard index; any rewrite of the shard (by this array,
+    another array object or another library) must be seen by the next read."""
+    import zarr
+
+    store = zarrcy.MemoryStore() if where == "memory" else zarrcy.LocalStore(str(tmp_path / "s.zarr"))
+    a = zarrcy.create_array(store, shape=(16, 16), dtype="int32", chunks=(4, 4), shards=(8, 8), fill_value=0)
+    a[...] = np.arange(256, dtype="int32").reshape(16, 16)
+    assert a[5, 6] == 5 * 16 + 6
+    b = zarrcy.open_array(store)  # a second handle writes
+    b[4:8, 4:8] = -1
+    assert a[5, 6] == -1
+    a[5, 6] = 77
+    assert a[5, 6] == 77 and a[4, 4] == -1
+    zarrcy.config(shard_write_strategy="append")
+    try:
+        a[5, 7] = 78
+        assert a[5, 7] == 78 and a[5, 6] == 77
+    finally:
+        zarrcy.config(shard_write_strategy="rewrite")
+    if where == "local":
+        z = zarr.open_array(str(tmp_path / "s.zarr"), mode="r+")
+        z[5, 6] = 99
+        assert a[5, 6] == 99
+    zarrcy.config(shard_index_cache=0)
+    try:
+        assert a[5, 7] == 78
+    finally:
+        zarrcy.config(shard_index_cache=64 << 20)
+
+
+def test_point_read_errors_and_types():
+    a = zarrcy.create_array(zarrcy.MemoryStore(), shape=(4, 5), dtype="float32", chunks=(2, 2), fill_value=1.5)
+    assert a[1, 2] == 1.5 and isinstance(a[1, 2], np.floating)
+    a[3, 4] = 2.0
+    assert a[-1, -1] == 2.0 and a[np.int64(3), np.uint8(4)] == 2.0
+    with pytest.raises(IndexError):
+        a[4, 0]
+    with pytest.raises(IndexError):
+        a[0, -6]
+    a.store.set("c/1/2", b"junk")
+    with pytest.raises(zarrcy.CorruptChunkError, match="c/1/2"):
+        a[3, 4]

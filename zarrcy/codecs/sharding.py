@@ -62,6 +62,41 @@ _DEFAULT_INDEX = [{"name": "bytes", "configuration": {"endian": "little"}}, {"na
 # below this many decoded bytes per call, inner chunks are processed inline
 _PARALLEL_MIN_BYTES = 1 << 20
 
+# shard-index cache: (store url, key, layout) -> (version token, validated index), bounded
+# by bytes, oldest entries dropped first
+_INDEX_CACHE: dict[Any, tuple[Any, np.ndarray]] = {}
+_INDEX_CACHE_BYTES = [0]
+_INDEX_CACHE_LOCK = threading.Lock()
+
+
+def _index_cache_put(key: Any, token: Any, flat: np.ndarray) -> None:
+    limit = int(_config_get("shard_index_cache"))
+    if flat.nbytes > limit:
+        return
+    with _INDEX_CACHE_LOCK:
+        old = _INDEX_CACHE.pop(key, None)
+        if old is not None:
+            _INDEX_CACHE_BYTES[0] -= old[1].nbytes
+        while _INDEX_CACHE and _INDEX_CACHE_BYTES[0] + flat.nbytes > limit:  # drop the oldest
+            _INDEX_CACHE_BYTES[0] -= _INDEX_CACHE.pop(next(iter(_INDEX_CACHE)))[1].nbytes
+        _INDEX_CACHE[key] = (token, flat)
+        _INDEX_CACHE_BYTES[0] += flat.nbytes
+
+
+_SCRATCH = threading.local()
+
+
+def _scratch(spec: ArraySpec) -> np.ndarray:
+    """A per-thread decode buffer for one inner chunk of ``spec``."""
+    k = (spec.shape, spec.dtype.str)
+    d = _SCRATCH.__dict__
+    buf = d.get(k)
+    if buf is None:
+        if len(d) > 8:
+            d.clear()
+        buf = d[k] = np.empty(spec.shape, dtype=spec.dtype)
+    return buf
+
 _FAULT_TEXT = {
     K.IndexFault.FAULT_HALF_EMPTY: "exactly one of offset/nbytes is 2^64-1 (the empty marker needs both)",
     K.IndexFault.FAULT_OVERFLOW: "offset + nbytes overflows uint64",
@@ -656,6 +691,29 @@ class ShardingCodec(ArrayBytesCodec):
 
     # -- partial reads -----------------------------------------------------------------------
     def _fetch_index(self, getter: ByteGetter, layout: _Layout) -> np.ndarray | None:
+        """The shard's validated index (``None`` if the shard does not exist).
+
+        Cached per stored object when the store gives a version token (``version()``:
+        LocalStore's (inode, size, mtime), MemoryStore's value identity): a hit costs one
+        stat instead of a range read, checksum and validation; any rewrite of the shard
+        (atomic replace, append) changes the token.  ``zarrcy.config(shard_index_cache=0)``
+        turns it off."""
+        version = getattr(getter, "version", None)
+        ck = None
+        if version is not None and _config_get("shard_index_cache"):
+            token = version()
+            if token is None:
+                return self._read_index(getter, layout)
+            ck = (getter.cache_id, layout.index_size, self.index_location, layout.n)  # type: ignore[attr-defined]
+            hit = _INDEX_CACHE.get(ck)
+            if hit is not None and (hit[0] is token or (type(token) is tuple and hit[0] == token)):
+                return hit[1]
+        flat = self._read_index(getter, layout)
+        if ck is not None and flat is not None:
+            _index_cache_put(ck, token, flat)
+        return flat
+
+    def _read_index(self, getter: ByteGetter, layout: _Layout) -> np.ndarray | None:
         isz = layout.index_size
         start = self.index_location == "start"
         raw = getter.get(RangeRequest(0, isz) if start else SuffixRequest(isz))
@@ -666,7 +724,38 @@ class ShardingCodec(ArrayBytesCodec):
             raise CorruptChunkError(f"shard is {len(raw)} bytes, shorter than its index ({isz} bytes)")
         flat = layout.decode_index(raw)
         layout.validate(flat, None, start)
+        flat.flags.writeable = False  # shared through the cache
         return flat
+
+    def read_point(self, getter: ByteGetter, local: Sequence[int], spec: ArraySpec) -> Any:
+        """One element at in-shard coordinates ``local`` (in bounds): the index (cached),
+        one range read of its inner chunk, a decode into a per-thread scratch chunk."""
+        layout = self._layout(spec)
+        flat = self._fetch_index(getter, layout)
+        if flat is None:
+            return layout.fill
+        lin = 0
+        rel = []
+        for x, c, g in zip(local, layout.chunk_shape, layout.cps):
+            q = x // c
+            lin = lin * g + q
+            rel.append(x - q * c)
+        off = int(flat[2 * lin])
+        nb = int(flat[2 * lin + 1])
+        if off == SENTINEL:
+            return layout.fill
+        _check_inner_sizes(layout, np.array([lin]), np.array([nb], np.uint64))
+        (raw,) = getter.get_ranges([RangeRequest(off, nb)])
+        if raw is None:
+            raise CorruptChunkError("shard disappeared while its inner chunks were read")
+        if len(raw) < nb:
+            raise CorruptChunkError(
+                f"{layout.chunk_name(lin)}: points past the end of the shard "
+                f"(offset={off}, nbytes={nb}, shard ends at {off + len(raw)}; truncated?)"
+            )
+        scratch = _scratch(layout.inner_spec)
+        layout.inner.decode_into(raw, scratch)
+        return scratch[tuple(rel)].copy()
 
     def _fetch_ranges(
         self, getter: ByteGetter, layout: _Layout, which: np.ndarray, offs: np.ndarray, nbs: np.ndarray

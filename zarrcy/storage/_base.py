@@ -48,6 +48,12 @@ class Store(ABC):
         """Several (key, range) reads; results in request order."""
         return [self.get(k, r) for k, r in key_ranges]
 
+    def version(self, key: str) -> object | None:
+        """A cheap token that changes whenever ``key``'s value changes (None: unknown or
+        missing).  Lets readers cache what they derived from a value (e.g. a shard
+        index) and revalidate it without reading the value again."""
+        return None
+
     def exists(self, key: str) -> bool:
         return self.get(key, None) is not None
 

@@ -134,9 +134,12 @@ class LocalStore(Store):
     # -- identity ------------------------------------------------------------------------
     @property
     def url(self) -> str:
-        from pathlib import Path
+        url = self.__dict__.get("_url")
+        if url is None:  # computed once: the root never changes
+            from pathlib import Path
 
-        return Path(self.root).as_uri()
+            url = self.__dict__["_url"] = Path(self.root).as_uri()
+        return url
 
     def __repr__(self) -> str:
         return f"LocalStore({self.root!r}{', read_only=True' if self.read_only else ''})"
@@ -214,6 +217,15 @@ class LocalStore(Store):
         return fd, st.st_size
 
     # -- reads ---------------------------------------------------------------------------
+    def version(self, key: str) -> object | None:
+        """(inode, size, mtime_ns): an atomic replace changes the inode, an in-place
+        partial write (shard append) the size and mtime."""
+        try:
+            st = os.stat(self._path(key))
+        except (OSError, ValueError):
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
+
     def get(self, key: str, byte_range: ByteRequest = None) -> bytes | None:
         fd, size = self._open_read(key)
         if fd < 0:

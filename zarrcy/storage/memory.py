@@ -88,6 +88,11 @@ class MemoryStore(Store):
         start, stop = resolve_range(byte_range, len(value))
         return value[start:stop]
 
+    def version(self, key: str) -> object | None:
+        """The stored bytes object itself: values are immutable and replaced on every
+        write, so identity (``is``) tells whether it changed."""
+        return self._data.get(key)
+
     def exists(self, key: str) -> bool:
         return check_key(key) in self._data
 
