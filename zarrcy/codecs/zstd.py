@@ -59,6 +59,41 @@ def frame_content_size(data: Any) -> int | None:
     return v + 256 if fcs == 2 else v
 
 
+def check_frames(data: Any) -> None:
+    """Walk the frames and block headers (RFC 8878, 3.1.1) without decoding; raise
+    CorruptChunkError unless ``data`` is a sequence of complete frames (skippable
+    frames allowed).  Run before numcodecs' streaming decompression (content size not
+    in the header), which never returns on some truncated or trailing-garbage input."""
+    src = bytes(as_uint8(data))
+    n = len(src)
+    pos = 0
+    while pos < n:
+        if n - pos < 8:
+            raise CorruptChunkError(expected("zstd", "complete frames", f"{n - pos} trailing bytes"))
+        magic = int.from_bytes(src[pos : pos + 4], "little")
+        if magic & 0xFFFFFFF0 == 0x184D2A50:  # skippable frame
+            pos += 8 + int.from_bytes(src[pos + 4 : pos + 8], "little")
+            continue
+        if magic != _MAGIC:
+            raise CorruptChunkError(expected("zstd", "a zstd frame (magic 28 b5 2f fd)", src[pos : pos + 4].hex(" ")))
+        fhd = src[pos + 4]
+        single = (fhd >> 5) & 1
+        pos += 5 + (0 if single else 1) + (0, 1, 2, 4)[fhd & 3] + (1 if single else 0, 2, 4, 8)[fhd >> 6]
+        while True:
+            if pos + 3 > n:
+                raise CorruptChunkError(expected("zstd", "a complete frame", "truncated data"))
+            h = int.from_bytes(src[pos : pos + 3], "little")
+            btype = (h >> 1) & 3
+            if btype == 3:
+                raise CorruptChunkError(expected("zstd", "a valid block type", "reserved (3)"))
+            pos += 3 + (1 if btype == 1 else h >> 3)
+            if h & 1:
+                break
+        pos += 4 if fhd & 4 else 0  # content checksum
+    if pos != n:
+        raise CorruptChunkError(expected("zstd", "a complete frame", "truncated data"))
+
+
 @dataclass(frozen=True)
 class ZstdCodec(BytesBytesCodec):
     level: int = 0
@@ -98,6 +133,8 @@ class ZstdCodec(BytesBytesCodec):
             raise CorruptChunkError(expected("zstd", f"at most {limit} decoded bytes", fcs))
         if fcs == 0:
             return np.empty(0, dtype=np.uint8)
+        if fcs is None:
+            check_frames(data)  # numcodecs' streaming path can hang on malformed frames
         out = self._decompress(data)
         if nbytes_of(out) > limit:
             raise CorruptChunkError(expected("zstd", f"at most {limit} decoded bytes", nbytes_of(out)))
@@ -119,7 +156,13 @@ class ZstdCodec(BytesBytesCodec):
             return True
         if fcs is not None and fcs > n:
             raise CorruptChunkError(expected("zstd", f"{n} decoded bytes", fcs))
-        # size not in the header, or several frames: decode fully, then compare
+        if fcs is None:
+            # size not in the header: decompress into dst, whose size we know (numcodecs
+            # then needs no streaming, which can hang on malformed frames)
+            check_frames(data)
+            self._decompress(data, dst)
+            return True
+        # several frames: decode fully, then compare
         out = self._decompress(data)
         if nbytes_of(out) != n:
             raise CorruptChunkError(expected("zstd", f"{n} decoded bytes", nbytes_of(out)))
