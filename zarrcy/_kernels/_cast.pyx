@@ -397,6 +397,129 @@ cdef inline uint64_t _k_adjust(double cc, double r, uint64_t k, int rmode) noexc
         return k + (e1 & cpos) - (e2 & cneg)
 
 
+# ---- runtime-dispatched C loops for the hottest float64 -> int (<= 32 bits) nearest-even
+# pass (plain cast, and the fused scale_offset -> cast).  One C body, compiled twice: for
+# the x86-64 baseline (SSE2) and, with a target attribute, for AVX2 (chosen at run time by
+# __builtin_cpu_supports, so wheels still run on any x86-64).  Only IEEE add/sub/mul and
+# compares: no FMA is enabled (target "avx2" does not imply "fma"), so both builds give
+# bit-identical results.  Same arithmetic as _fp1_vec_loop with _RNE (see its docstring);
+# the return value says only "this block needs the careful path".
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    #define ZC_MAGIC 6755399441055744.0
+    #define ZC_EXP 0x7ff0000000000000ULL
+    #define ZC_ONE_EXP 0x0010000000000000ULL
+    static inline uint64_t zc_bits(double f) { uint64_t u; memcpy(&u, &f, 8); return u; }
+    /* FUSED: v = (x - o) * s first (the scale_offset encode step, in float64 arithmetic);
+       a finite x giving a non-finite v, NaN/Inf outside the NaN key, or (OCLAMP == 0) a
+       value that clamping moved -> return 1 */
+    #define ZC_RNE_BODY(T, NK, OCLAMP, FUSED)                                              \\
+        uint64_t accn = 0, accd = 0, acco = 0; Py_ssize_t i;                             \\
+        for (i = 0; i < m; i++) {                                                         \\
+            double v = x[i];                                                              \\
+            if (FUSED) { double t = (v - o) * s;                                          \\
+                acco |= (~((zc_bits(v) & ZC_EXP) + ZC_ONE_EXP)) & ((zc_bits(t) & ZC_EXP) + ZC_ONE_EXP); \\
+                v = t; }                                                                  \\
+            uint64_t b = zc_bits(v);                                                      \\
+            double cc = v > lo ? v : lo;                                                  \\
+            cc = cc < hi ? cc : hi;                                                       \\
+            uint64_t k = zc_bits(cc + ZC_MAGIC);                                          \\
+            if (NK) {                                                                     \\
+                uint64_t nanm = (uint64_t)0 - (((b & 0x7fffffffffffffffULL) + 0x000fffffffffffffULL) >> 63); \\
+                k = (k & ~nanm) | (nanv & nanm);                                          \\
+                accn |= ((b & ZC_EXP) + ZC_ONE_EXP) & ~nanm;                              \\
+                if (!OCLAMP) accd |= (zc_bits(cc - v) << 1) & ~nanm;                      \\
+            } else {                                                                      \\
+                accn |= (b & ZC_EXP) + ZC_ONE_EXP;                                        \\
+                if (!OCLAMP) accd |= zc_bits(cc - v) << 1;                                \\
+            }                                                                             \\
+            y[i] = (T)k;                                                                  \\
+        }                                                                                 \\
+        return (((accn | acco) >> 63) | (accd != 0)) != 0;
+
+    #define ZC_RNE_FN(NAME, ATTR, T, NK, OCLAMP, FUSED)                                    \\
+        ATTR static int NAME(const double* __restrict x, T* __restrict y, Py_ssize_t m,    \\
+                             double lo, double hi, uint64_t nanv, double o, double s)      \\
+        { ZC_RNE_BODY(T, NK, OCLAMP, FUSED) }
+
+    #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && !defined(ZC_NO_AVX2)
+    #define ZC_HAVE_AVX2_BUILD 1
+    static int zc_avx2_state = -1;
+    static inline int zc_use_avx2(void) {
+        if (zc_avx2_state < 0) { __builtin_cpu_init(); zc_avx2_state = __builtin_cpu_supports("avx2") ? 1 : 0; }
+        return zc_avx2_state;
+    }
+    #define ZC_RNE_VARIANTS(SUF, T, NK, OCLAMP, FUSED)                                     \\
+        ZC_RNE_FN(zc_rne_base_##SUF, __attribute__((noinline)), T, NK, OCLAMP, FUSED)      \\
+        ZC_RNE_FN(zc_rne_avx2_##SUF, __attribute__((noinline, target("avx2"))), T, NK, OCLAMP, FUSED) \\
+        static int zc_rne_##SUF(const double* x, T* y, Py_ssize_t m, double lo, double hi, \\
+                                uint64_t nanv, double o, double s) {                       \\
+            return zc_use_avx2() ? zc_rne_avx2_##SUF(x, y, m, lo, hi, nanv, o, s)          \\
+                                 : zc_rne_base_##SUF(x, y, m, lo, hi, nanv, o, s); }
+    #else
+    #define ZC_HAVE_AVX2_BUILD 0
+    static inline int zc_use_avx2(void) { return 0; }
+    #define ZC_RNE_VARIANTS(SUF, T, NK, OCLAMP, FUSED) ZC_RNE_FN(zc_rne_##SUF, , T, NK, OCLAMP, FUSED)
+    #endif
+
+    /* suffix: <target type>_<n: no key | k: one NaN key>_<c: clamp | x: no out_of_range>_<p: plain | f: fused> */
+    #define ZC_RNE_TYPE(TN, T)                                                             \\
+        ZC_RNE_VARIANTS(TN##_n_c_p, T, 0, 1, 0) ZC_RNE_VARIANTS(TN##_n_x_p, T, 0, 0, 0)     \\
+        ZC_RNE_VARIANTS(TN##_k_c_p, T, 1, 1, 0) ZC_RNE_VARIANTS(TN##_k_x_p, T, 1, 0, 0)     \\
+        ZC_RNE_VARIANTS(TN##_n_c_f, T, 0, 1, 1) ZC_RNE_VARIANTS(TN##_n_x_f, T, 0, 0, 1)     \\
+        ZC_RNE_VARIANTS(TN##_k_c_f, T, 1, 1, 1) ZC_RNE_VARIANTS(TN##_k_x_f, T, 1, 0, 1)
+    ZC_RNE_TYPE(i8, int8_t)
+    ZC_RNE_TYPE(i16, int16_t)
+    ZC_RNE_TYPE(i32, int32_t)
+    ZC_RNE_TYPE(u8, uint8_t)
+    ZC_RNE_TYPE(u16, uint16_t)
+    ZC_RNE_TYPE(u32, uint32_t)
+
+    /* one entry point per target type: the (key, clamp, fused) choice is per block, not per element */
+    #define ZC_RNE_PICK(TN, T)                                                             \\
+        static int zc_rne_##TN(const double* x, T* y, Py_ssize_t m, double lo, double hi,  \\
+                               int nk, int clamp, int fused, uint64_t nanv, double o, double s) { \\
+            if (fused) {                                                                   \\
+                if (nk) return clamp ? zc_rne_##TN##_k_c_f(x, y, m, lo, hi, nanv, o, s) : zc_rne_##TN##_k_x_f(x, y, m, lo, hi, nanv, o, s); \\
+                return clamp ? zc_rne_##TN##_n_c_f(x, y, m, lo, hi, nanv, o, s) : zc_rne_##TN##_n_x_f(x, y, m, lo, hi, nanv, o, s); } \\
+            if (nk) return clamp ? zc_rne_##TN##_k_c_p(x, y, m, lo, hi, nanv, o, s) : zc_rne_##TN##_k_x_p(x, y, m, lo, hi, nanv, o, s); \\
+            return clamp ? zc_rne_##TN##_n_c_p(x, y, m, lo, hi, nanv, o, s) : zc_rne_##TN##_n_x_p(x, y, m, lo, hi, nanv, o, s); }
+    ZC_RNE_PICK(i8, int8_t)
+    ZC_RNE_PICK(i16, int16_t)
+    ZC_RNE_PICK(i32, int32_t)
+    ZC_RNE_PICK(u8, uint8_t)
+    ZC_RNE_PICK(u16, uint16_t)
+    ZC_RNE_PICK(u32, uint32_t)
+    """
+    int ZC_HAVE_AVX2_BUILD
+    int zc_use_avx2() noexcept nogil
+    int zc_rne_i8(const double* x, int8_t* y, Py_ssize_t m, double lo, double hi, int nk, int clamp, int fused, uint64_t nanv, double o, double s) noexcept nogil
+    int zc_rne_i16(const double* x, int16_t* y, Py_ssize_t m, double lo, double hi, int nk, int clamp, int fused, uint64_t nanv, double o, double s) noexcept nogil
+    int zc_rne_i32(const double* x, int32_t* y, Py_ssize_t m, double lo, double hi, int nk, int clamp, int fused, uint64_t nanv, double o, double s) noexcept nogil
+    int zc_rne_u8(const double* x, uint8_t* y, Py_ssize_t m, double lo, double hi, int nk, int clamp, int fused, uint64_t nanv, double o, double s) noexcept nogil
+    int zc_rne_u16(const double* x, uint16_t* y, Py_ssize_t m, double lo, double hi, int nk, int clamp, int fused, uint64_t nanv, double o, double s) noexcept nogil
+    int zc_rne_u32(const double* x, uint32_t* y, Py_ssize_t m, double lo, double hi, int nk, int clamp, int fused, uint64_t nanv, double o, double s) noexcept nogil
+
+
+cdef inline int _rne_c(const double* x, ivec_t* y, Py_ssize_t m, double lo, double hi, int nk, int clamp,
+                       int fused, uint64_t nanv, double o, double s) noexcept nogil:
+    """The dispatched C loop for one block (ivec_t picks the target type at compile time)."""
+    if ivec_t is int8_t:
+        return zc_rne_i8(x, y, m, lo, hi, nk, clamp, fused, nanv, o, s)
+    elif ivec_t is int16_t:
+        return zc_rne_i16(x, y, m, lo, hi, nk, clamp, fused, nanv, o, s)
+    elif ivec_t is int32_t:
+        return zc_rne_i32(x, y, m, lo, hi, nk, clamp, fused, nanv, o, s)
+    elif ivec_t is uint8_t:
+        return zc_rne_u8(x, y, m, lo, hi, nk, clamp, fused, nanv, o, s)
+    elif ivec_t is uint16_t:
+        return zc_rne_u16(x, y, m, lo, hi, nk, clamp, fused, nanv, o, s)
+    else:
+        return zc_rne_u32(x, y, m, lo, hi, nk, clamp, fused, nanv, o, s)
+
+
 # compile-time variants of the vectorised float -> int loop (one specialisation per
 # rounding x out_of_range x NaN-key: no mode test is left inside the loop, and nothing
 # depends on the C compiler inlining a shared body into 20 call sites)
@@ -435,15 +558,15 @@ ctypedef fused ntag:
     _NK1
 
 
-cdef uint8_t _fp1_vec_loop(const flt_t* x, ivec_t* y, uint8_t* fl, Py_ssize_t m, double lo, double hi,
-                           rtag* rt, otag* ot, ntag* nt, uint64_t nanv) noexcept nogil:
+cdef inline uint64_t _fp1_vec_main(const flt_t* x, ivec_t* y, Py_ssize_t m, double lo, double hi,
+                                   rtag* rt, otag* ot, ntag* nt, uint64_t nanv) noexcept nogil:
     """float -> int (<= 32 bits), clamp / none: a loop GCC vectorises (SSE2).
 
     Clamp to [lo, hi] first (so every rounding stays in range), round with the 1.5*2^52
     trick and read the integer from the low mantissa bits; directed modes fix k with bit
     arithmetic.  No per-element flag store (mixed-width masks defeat the vectoriser): two
     integer reductions say whether the block holds NaN/Inf or (no out_of_range) any value
-    that clamping moved; only then are per-element flags computed (generic path decides).
+    that clamping moved (nonzero return); then the caller computes per-element flags.
     """
     cdef Py_ssize_t i
     cdef uint64_t accn = 0, accd = 0, k, b, nanm
@@ -475,8 +598,26 @@ cdef uint8_t _fp1_vec_loop(const flt_t* x, ivec_t* y, uint8_t* fl, Py_ssize_t m,
             if otag is _ONONE:
                 accd |= zc_d2u(cc - v) << 1
         y[i] = <ivec_t>k
-    if (accn >> 63) == 0 and accd == 0:
-        return 0
+    return (accn >> 63) | accd
+
+
+cdef uint8_t _fp1_vec_loop(const flt_t* x, ivec_t* y, uint8_t* fl, Py_ssize_t m, double lo, double hi,
+                           rtag* rt, otag* ot, ntag* nt, uint64_t nanv) noexcept nogil:
+    """One block of float -> int (<= 32 bits), clamp / none; 1 if some element is flagged."""
+    cdef Py_ssize_t i
+    cdef double v, cc
+    cdef int nk = 0, clamp = 0
+    if ntag is _NK1:
+        nk = 1
+    if otag is _OCLAMP:
+        clamp = 1
+    if flt_t is double and rtag is _RNE:
+        # the same loop in C, dispatched to an AVX2 build where the CPU has it
+        if _rne_c(x, y, m, lo, hi, nk, clamp, 0, nanv, 0.0, 1.0) == 0:
+            return 0
+    else:
+        if _fp1_vec_main(x, y, m, lo, hi, rt, ot, nt, nanv) == 0:
+            return 0
     # per-element flags, still in integer lanes (vectorisable): NaN/Inf, or moved by clamping
     for i in range(m):
         v = <double>x[i]
@@ -870,20 +1011,57 @@ cdef inline bint _finite(double v) noexcept nogil:
     return fabs(v) <= ZC_DBL_MAX
 
 
+cdef inline int _rne_fused(const double* x, dst_t* y, Py_ssize_t m, double lo, double hi, int nk, int clamp,
+                           uint64_t nanv, double o, double s) noexcept nogil:
+    """The dispatched one-pass C loop cast_rne((x - o) * s) for one block; 0 = block done."""
+    if dst_t is int8_t:
+        return zc_rne_i8(x, y, m, lo, hi, nk, clamp, 1, nanv, o, s)
+    elif dst_t is int16_t:
+        return zc_rne_i16(x, y, m, lo, hi, nk, clamp, 1, nanv, o, s)
+    elif dst_t is int32_t:
+        return zc_rne_i32(x, y, m, lo, hi, nk, clamp, 1, nanv, o, s)
+    elif dst_t is uint8_t:
+        return zc_rne_u8(x, y, m, lo, hi, nk, clamp, 1, nanv, o, s)
+    elif dst_t is uint16_t:
+        return zc_rne_u16(x, y, m, lo, hi, nk, clamp, 1, nanv, o, s)
+    elif dst_t is uint32_t:
+        return zc_rne_u32(x, y, m, lo, hi, nk, clamp, 1, nanv, o, s)
+    else:
+        return 1
+
+
 cdef Py_ssize_t _so_cast(const flt_t* x, dst_t* y, Py_ssize_t n, double od, double sd,
                          cfg_t* c, int* stage) noexcept nogil:
-    """encode: t = (x - offset) * scale in src_t arithmetic, then cast t -> dst_t, per block."""
+    """encode: t = (x - offset) * scale in src_t arithmetic, then cast t -> dst_t, per block.
+
+    float64 -> int (<= 32 bits), nearest-even, clamp / none, no key or one NaN key: each
+    block first tries the one-pass C loop; a block it flags (overflow, NaN/Inf outside the
+    key, out of range) is redone below by the two-step path, which decides every edge case
+    (so results and the reported index / stage are the same as without the fast loop).
+    """
     cdef flt_t tmp[BLOCK]
     cdef Py_ssize_t start = 0, m, i, r
     cdef uint64_t accb
     cdef uint8_t acc
     cdef flt_t o = <flt_t>od
     cdef flt_t s = <flt_t>sd
+    cdef int fast = 0
+    cdef double flo = <double>c.f.lo, fhi = <double>c.f.hi
     _setup_keys(x, y, c)
+    if flt_t is double:
+        if (dst_t is int8_t or dst_t is int16_t or dst_t is int32_t or dst_t is uint8_t
+                or dst_t is uint16_t or dst_t is uint32_t):
+            fast = (c.f.natural and c.rmode == R_NEAREST_EVEN and c.oor != OOR_WRAP
+                    and not c.keys_general and (c.nkeys == 0 or c.nan_key))
     while start < n:
         m = n - start
         if m > BLOCK:
             m = BLOCK
+        if flt_t is double:
+            if fast and _rne_fused(x + start, y + start, m, flo, fhi, c.nan_key, c.oor == OOR_CLAMP,
+                                   c.nan_val, o, s) == 0:
+                start += m
+                continue
         acc = 0
         if flt_t is double:
             accb = 0
