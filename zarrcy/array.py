@@ -186,7 +186,25 @@ def _prefix(path: str) -> str:
     return path + "/" if path else ""
 
 
-class Array:
+class Node:
+    """What arrays and groups share: a path in a store, a name, attributes."""
+
+    path: str
+
+    @property
+    def name(self) -> str:
+        return "/" + self.path
+
+    @property
+    def basename(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+    @property
+    def attrs(self) -> Attributes:
+        return Attributes(self)
+
+
+class Array(Node):
     """A Zarr v3 array.  Obtain one with :func:`zarrcy.open_array` / :func:`zarrcy.create_array`."""
 
     def __init__(self, store: Store, path: str, metadata: ArrayMetadata, *, read_only: bool = False) -> None:
@@ -262,20 +280,8 @@ class Array:
         return self.metadata.fill_value
 
     @property
-    def attrs(self) -> Attributes:
-        return Attributes(self)
-
-    @property
     def dimension_names(self) -> tuple[str | None, ...] | None:
         return self.metadata.dimension_names
-
-    @property
-    def name(self) -> str:
-        return "/" + self.path
-
-    @property
-    def basename(self) -> str:
-        return self.path.rsplit("/", 1)[-1]
 
     @property
     def cdata_shape(self) -> tuple[int, ...]:

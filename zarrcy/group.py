@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterator
 
-from zarrcy.array import META_KEY, Array, Attributes, _prefix, write_metadata
+from zarrcy.array import META_KEY, Array, Node, _prefix, write_metadata
 from zarrcy.errors import ContainsNodeError, MetadataError, NodeNotFoundError, ReadOnlyError
 from zarrcy.metadata.array import ArrayMetadata
 from zarrcy.metadata.group import GroupMetadata
@@ -70,7 +70,7 @@ def ensure_parents(store: Store, path: str) -> None:
                 raise ContainsNodeError(f"{store.url}: cannot create a node below the array at '/{p}'")
 
 
-class Group:
+class Group(Node):
     """A Zarr v3 group.  Obtain one with :func:`zarrcy.open_group` / :func:`zarrcy.create_group`."""
 
     def __init__(self, store: Store, path: str, metadata: GroupMetadata) -> None:
@@ -86,17 +86,6 @@ class Group:
     def _zarr_format(self) -> int:
         return getattr(self.metadata, "zarr_format", 3)
 
-    @property
-    def name(self) -> str:
-        return "/" + self.path
-
-    @property
-    def basename(self) -> str:
-        return self.path.rsplit("/", 1)[-1]
-
-    @property
-    def attrs(self) -> Attributes:
-        return Attributes(self)
 
     def _set_attributes(self, attributes: dict) -> None:
         if self.read_only:

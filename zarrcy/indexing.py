@@ -163,16 +163,8 @@ def _expand(selection: Any, ndim: int) -> tuple[list[Any], list[int]]:
     return entries, newaxis
 
 
-def normalize_basic(selection: Any, shape: Sequence[int]) -> BasicSelection:
-    """``a[selection]``: ints, slices (positive step), Ellipsis, newaxis; at most one
-    integer array / boolean mask among them (then numpy's result equals orthogonal)."""
-    ndim = len(shape)
-    if isinstance(selection, np.ndarray) and selection.dtype == bool and selection.ndim == ndim and ndim > 1:
-        raise _VectorizedSelection
-    entries, newaxis = _expand(selection, ndim)
-    n_adv = sum(1 for e in entries if _is_advanced(e))
-    if n_adv > 1:
-        raise _VectorizedSelection
+def _dims(entries: Sequence[Any], shape: Sequence[int]) -> tuple[DimSelection, ...]:
+    """One DimSelection per (expanded) entry: int, slice, or int array / boolean mask."""
     dims = []
     for axis, (e, n) in enumerate(zip(entries, shape)):
         if isinstance(e, slice):
@@ -183,7 +175,20 @@ def normalize_basic(selection: Any, shape: Sequence[int]) -> BasicSelection:
             raise IndexError(f"index for axis {axis}: expected an integer, slice or array, received {e!r}")
         else:
             dims.append(DimSelection("int", n, _index_int(e, n, axis)))
-    return BasicSelection(tuple(dims), tuple(newaxis))
+    return tuple(dims)
+
+
+def normalize_basic(selection: Any, shape: Sequence[int]) -> BasicSelection:
+    """``a[selection]``: ints, slices (positive step), Ellipsis, newaxis; at most one
+    integer array / boolean mask among them (then numpy's result equals orthogonal)."""
+    ndim = len(shape)
+    if isinstance(selection, np.ndarray) and selection.dtype == bool and selection.ndim == ndim and ndim > 1:
+        raise _VectorizedSelection
+    entries, newaxis = _expand(selection, ndim)
+    n_adv = sum(1 for e in entries if _is_advanced(e))
+    if n_adv > 1:
+        raise _VectorizedSelection
+    return BasicSelection(_dims(entries, shape), tuple(newaxis))
 
 
 class _VectorizedSelection(Exception):
@@ -196,17 +201,7 @@ def normalize_orthogonal(selection: Any, shape: Sequence[int]) -> BasicSelection
     entries, newaxis = _expand(selection, ndim)
     if newaxis:
         raise IndexError("oindex: np.newaxis is not supported in orthogonal selections")
-    dims = []
-    for axis, (e, n) in enumerate(zip(entries, shape)):
-        if isinstance(e, slice):
-            dims.append(_dim_from_slice(e, n, axis))
-        elif _is_advanced(e):
-            dims.append(_dim_from_array(e, n, axis))
-        elif isinstance(e, bool):
-            raise IndexError(f"index for axis {axis}: expected an integer, slice or array, received {e!r}")
-        else:
-            dims.append(DimSelection("int", n, _index_int(e, n, axis)))
-    return BasicSelection(tuple(dims))
+    return BasicSelection(_dims(entries, shape))
 
 
 def normalize_vectorized(selection: Any, shape: Sequence[int]) -> tuple[np.ndarray, tuple[int, ...]]:
