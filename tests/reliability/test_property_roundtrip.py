@@ -1,5 +1,6 @@
 """Property tests (issue 7.5): random metadata x random selections x random data round-trip
-through every store and codec chain and equal numpy; random interleavings of writes,
+through every store and codec chain (incl. lossless cast_value and scale_offset) and
+equal numpy; random interleavings of writes,
 reads and resizes match a numpy model (hypothesis RuleBasedStateMachine).
 
 Resize semantics modelled (v3-core.rst, implementation notes "Resizing"): shrinking
@@ -27,6 +28,7 @@ from zarrcy.storage import LocalStore, MemoryStore, ZipStore
 SLOW = os.environ.get("ZARRCY_SLOW", "") not in ("", "0")
 
 DTYPES = ["bool", "int8", "uint16", "int32", "int64", "float32", "float64", "complex64"]
+WIDER = {"int8": "int32", "uint16": "int64", "int32": "int64", "float32": "float64"}
 BB = {
     "gzip": {"name": "gzip", "configuration": {"level": 1}},
     "zstd": {"name": "zstd", "configuration": {"level": 1, "checksum": False}},
@@ -61,6 +63,13 @@ def array_setups(draw):
     codecs: list = []
     if not sharded and ndim > 1 and draw(st.booleans()):
         codecs.append({"name": "transpose", "configuration": {"order": list(reversed(range(ndim)))}})
+    if not sharded and draw(st.booleans()):
+        # exact array->array codecs: scale_offset by 2 on float64 (exact in binary), or
+        # cast_value to a wider type (lossless)
+        if dtype == "float64":
+            codecs.append({"name": "scale_offset", "configuration": {"offset": 0, "scale": 2}})
+        elif dtype in WIDER:
+            codecs.append({"name": "cast_value", "configuration": {"data_type": WIDER[dtype]}})
     inner = [{"name": "bytes", "configuration": {"endian": endian}}]
     bb = draw(st.lists(st.sampled_from(sorted(BB)), max_size=2, unique=True))
     if "crc32c" in bb:  # crc32c last, as usually configured (any order is legal)
