@@ -84,15 +84,14 @@ if _OPEN:  # findings in code this suite does not own, waiting for their fix
             T.TARGETS[target](f.read())
 
 
-# A hang cannot be an xfail in-process; open hangs run in a subprocess with a timeout.
+# A hang cannot be caught in-process: hang regressions run in a subprocess with a timeout.
 _V2_ZSTD_FILTERS = {"zarr_format": 2, "shape": [16], "chunks": [16], "dtype": "<i4",
                     "compressor": {"id": "zstd", "level": 1}, "fill_value": 0, "order": "C",
                     "filters": [{"id": "delta", "dtype": "<i4"}]}
 
 
-@pytest.mark.xfail(strict=True, reason="open finding in zarrcy/v2: a v2 array with filters decodes zstd through "
-                   "numcodecs' streaming path, which hangs on a frame without content size + 1 trailing byte "
-                   "(fixed for v3 in zarrcy/codecs/zstd.py; same fix needed in zarrcy/v2/codecs.py)")
+# regression: a v2 array with filters decoded zstd through numcodecs' streaming path, which
+# hung on a frame without content size + 1 trailing byte (zarrcy/v2/codecs.py now checks frames)
 def test_open_v2_zstd_filters_hang():
     import json
     import subprocess

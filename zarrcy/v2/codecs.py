@@ -100,6 +100,7 @@ class NumcodecsBytesCodec(BytesBytesCodec):
         return self.codec().encode(np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data)
 
     def decode(self, data: Any, spec: ArraySpec) -> Any:
+        _guard_stream(self.codec(), data)
         try:
             out = self.codec().decode(data)
         except Exception as e:  # third-party decoders raise anything on bad input
@@ -176,6 +177,8 @@ class V2ChunkCodec(ArrayBytesCodec):
 
     def decode(self, data: Any, spec: ArraySpec) -> np.ndarray:
         dt, filters, comp = self._objects()
+        if comp is not None:
+            _guard_stream(comp, data)
         try:
             x: Any = comp.decode(data) if comp is not None else data
             for f in reversed(filters):
@@ -250,3 +253,13 @@ def v2_codecs(data_type: Any, order: str, filters: list[dict] | None, compressor
         native = native_compressor(compressor, sd.itemsize)
         chain.append(native if native is not None else NumcodecsBytesCodec.from_config(compressor, f"{path}compressor" if not path else f"{path}.compressor"))
     return tuple(chain)
+
+
+def _guard_stream(codec: Any, data: Any) -> None:
+    """numcodecs' zstd streaming decoder (frames without a content size) can loop
+    forever on truncated input or trailing garbage: check the frame structure first,
+    as the native zstd codec does (zarrcy/codecs/zstd.py)."""
+    if getattr(codec, "codec_id", None) == "zstd":
+        from zarrcy.codecs.zstd import check_frames
+
+        check_frames(data)
