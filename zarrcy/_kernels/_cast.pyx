@@ -460,6 +460,7 @@ cdef extern from *:
                                  : zc_rne_base_##SUF(x, y, m, lo, hi, nanv, o, s); }
     #else
     #define ZC_HAVE_AVX2_BUILD 0
+    static int zc_avx2_state = 0;
     static inline int zc_use_avx2(void) { return 0; }
     #define ZC_RNE_VARIANTS(SUF, T, NK, OCLAMP, FUSED) ZC_RNE_FN(zc_rne_##SUF, , T, NK, OCLAMP, FUSED)
     #endif
@@ -476,6 +477,37 @@ cdef extern from *:
     ZC_RNE_TYPE(u8, uint8_t)
     ZC_RNE_TYPE(u16, uint16_t)
     ZC_RNE_TYPE(u32, uint32_t)
+
+    /* integer -> narrower integer with wrap: conversion to the unsigned type of the target
+       width is modulo 2^N, the same bits for signed and unsigned types of either side */
+    #define ZC_NARROW_FN(NAME, ATTR, S, D) \
+        ATTR static void NAME(const S* __restrict x, D* __restrict y, Py_ssize_t m) { \
+            Py_ssize_t i; for (i = 0; i < m; i++) y[i] = (D)x[i]; }
+    #if ZC_HAVE_AVX2_BUILD
+    #define ZC_NARROW(SUF, S, D) \
+        ZC_NARROW_FN(zc_narrow_base_##SUF, __attribute__((noinline)), S, D) \
+        ZC_NARROW_FN(zc_narrow_avx2_##SUF, __attribute__((noinline, target("avx2"))), S, D) \
+        static void zc_narrow_##SUF(const S* x, D* y, Py_ssize_t m) { \
+            if (zc_use_avx2()) zc_narrow_avx2_##SUF(x, y, m); else zc_narrow_base_##SUF(x, y, m); }
+    #else
+    #define ZC_NARROW(SUF, S, D) ZC_NARROW_FN(zc_narrow_##SUF, , S, D)
+    #endif
+    ZC_NARROW(2_1, uint16_t, uint8_t)
+    ZC_NARROW(4_1, uint32_t, uint8_t)
+    ZC_NARROW(4_2, uint32_t, uint16_t)
+    ZC_NARROW(8_1, uint64_t, uint8_t)
+    ZC_NARROW(8_2, uint64_t, uint16_t)
+    ZC_NARROW(8_4, uint64_t, uint32_t)
+    /* sizes in bytes; returns 0 if the pair is not a narrowing one (caller loops itself) */
+    static int zc_narrow(const void* x, int ssz, void* y, int dsz, Py_ssize_t m) {
+        if (ssz == 2 && dsz == 1) { zc_narrow_2_1((const uint16_t*)x, (uint8_t*)y, m); return 1; }
+        if (ssz == 4 && dsz == 1) { zc_narrow_4_1((const uint32_t*)x, (uint8_t*)y, m); return 1; }
+        if (ssz == 4 && dsz == 2) { zc_narrow_4_2((const uint32_t*)x, (uint16_t*)y, m); return 1; }
+        if (ssz == 8 && dsz == 1) { zc_narrow_8_1((const uint64_t*)x, (uint8_t*)y, m); return 1; }
+        if (ssz == 8 && dsz == 2) { zc_narrow_8_2((const uint64_t*)x, (uint16_t*)y, m); return 1; }
+        if (ssz == 8 && dsz == 4) { zc_narrow_8_4((const uint64_t*)x, (uint32_t*)y, m); return 1; }
+        return 0;
+    }
 
     /* one entry point per target type: the (key, clamp, fused) choice is per block, not per element */
     #define ZC_RNE_PICK(TN, T)                                                             \\
@@ -494,7 +526,9 @@ cdef extern from *:
     ZC_RNE_PICK(u32, uint32_t)
     """
     int ZC_HAVE_AVX2_BUILD
+    int zc_avx2_state
     int zc_use_avx2() noexcept nogil
+    int zc_narrow(const void* x, int ssz, void* y, int dsz, Py_ssize_t m) noexcept nogil
     int zc_rne_i8(const double* x, int8_t* y, Py_ssize_t m, double lo, double hi, int nk, int clamp, int fused, uint64_t nanv, double o, double s) noexcept nogil
     int zc_rne_i16(const double* x, int16_t* y, Py_ssize_t m, double lo, double hi, int nk, int clamp, int fused, uint64_t nanv, double o, double s) noexcept nogil
     int zc_rne_i32(const double* x, int32_t* y, Py_ssize_t m, double lo, double hi, int nk, int clamp, int fused, uint64_t nanv, double o, double s) noexcept nogil
@@ -810,6 +844,9 @@ cdef uint8_t _fp3(const src_t* x, dst_t* y, uint8_t* fl, Py_ssize_t m, const cfg
     cdef uint64_t hi = c.f.hi
     cdef uint8_t dummy
     if c.oor == OOR_WRAP:
+        # narrowing: the dispatched C loop (AVX2 where available); same bits either way
+        if sizeof(src_t) > sizeof(dst_t) and zc_narrow(x, sizeof(src_t), y, sizeof(dst_t), m):
+            return 0
         for i in range(m):
             y[i] = <dst_t>x[i]      # conversion to a narrower integer type is modulo 2^N
         return 0
@@ -1251,6 +1288,22 @@ cdef int _setup_cfg(cfg_t* c, Py_ssize_t n, int src_itemsize, Py_ssize_t dst_len
             c.vbits = NULL
             raise MemoryError()
     return 0
+
+
+def dispatch_isa(force=None):
+    """Which build of the dispatched loops runs: ``"avx2"`` or ``"baseline"``.
+
+    ``force="baseline"`` makes every later call use the baseline build, ``force="auto"``
+    goes back to detecting the CPU (tests use this to compare both builds; not thread-safe).
+    """
+    global zc_avx2_state
+    if force == "baseline":
+        zc_avx2_state = 0
+    elif force == "auto":
+        zc_avx2_state = -1 if ZC_HAVE_AVX2_BUILD else 0
+    elif force is not None:
+        raise ValueError(f"dispatch_isa: expected None, 'baseline' or 'auto', received {force!r}")
+    return "avx2" if zc_use_avx2() else "baseline"
 
 
 def cast_into(const uint8_t[::1] src, uint8_t[::1] dst, int src_code, int src_itemsize,
