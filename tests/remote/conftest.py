@@ -1,0 +1,222 @@
+"""Local servers for the remote-store tests: moto's S3 server and a plain HTTP server,
+both bound to 127.0.0.1 (no other network), started once per session and stopped after.
+
+The ``factory``/``store`` fixtures mirror tests/storage/conftest.py so the shared store
+suite runs unchanged against ``ObjectStore`` over S3 (each new store is a fresh prefix).
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import itertools
+import logging
+import os
+import threading
+import urllib.request
+
+import pytest
+
+BUCKET = "zarrcy-test"
+_ENV = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_REGION": "us-east-1",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_ALLOW_HTTP": "true",
+}
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """``(endpoint, storage_options)`` of a moto S3 server with bucket ``BUCKET``.
+
+    The AWS_* variables (dummy credentials, the local endpoint) are set for the session
+    so that a bare ``s3://`` URL, as ``store_from_url``/pickling produce it, reaches
+    the local server too."""
+    pytest.importorskip("moto.server")
+    pytest.importorskip("obstore")
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    old = {k: os.environ.get(k) for k in [*_ENV, "AWS_ENDPOINT_URL", "AWS_ENDPOINT"]}
+    os.environ.update(_ENV)
+    os.environ["AWS_ENDPOINT_URL"] = endpoint
+    os.environ["AWS_ENDPOINT"] = endpoint
+    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/{BUCKET}", method="PUT")).close()
+    opts = {"endpoint": endpoint, "region": "us-east-1", "access_key_id": "testing", "secret_access_key": "testing"}
+    try:
+        yield endpoint, opts
+    finally:
+        server.stop()
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+_prefixes = itertools.count(1)
+
+
+@pytest.fixture
+def s3_url(s3_server, request):
+    """A fresh, empty ``s3://`` prefix for one test."""
+    return f"s3://{BUCKET}/t{next(_prefixes)}-{request.node.name[:40].replace('[', '-').replace(']', '')}"
+
+
+class RemoteStoreFactory:
+    """Makes writable ObjectStores on fresh prefixes and read-only views of them."""
+
+    def __init__(self, kind: str, tmp_path, options: dict) -> None:
+        self.kind = kind
+        self.tmp_path = tmp_path
+        self.options = options
+        self.opened: list = []
+
+    def new(self):
+        from zarrcy.storage import ObjectStore
+
+        s = ObjectStore(f"s3://{BUCKET}/suite{next(_prefixes)}", storage_options=self.options)
+        self.opened.append(s)
+        return s
+
+    def read_only(self, store):
+        from zarrcy.storage import ObjectStore
+
+        s = ObjectStore(store.url, storage_options=self.options, read_only=True)
+        self.opened.append(s)
+        return s
+
+    def close(self) -> None:
+        for s in self.opened:
+            s.close()
+
+
+@pytest.fixture(params=["s3"])
+def factory(request, tmp_path, s3_server):
+    f = RemoteStoreFactory(request.param, tmp_path, s3_server[1])
+    yield f
+    f.close()
+
+
+@pytest.fixture
+def store(factory):
+    return factory.new()
+
+
+@pytest.fixture
+def outside(tmp_path):
+    d = tmp_path / "outside"
+    d.mkdir()
+    (d / "secret").write_bytes(b"secret")
+    return d
+
+
+def _snapshot(path) -> dict[str, bytes]:
+    out = {}
+    for dirpath, _dirs, files in os.walk(path):
+        for f in files:
+            p = os.path.join(dirpath, f)
+            if not os.path.islink(p):
+                with open(p, "rb") as fh:
+                    out[os.path.relpath(p, path)] = fh.read()
+    return out
+
+
+@pytest.fixture
+def take_snapshot():
+    return _snapshot
+
+
+# -- plain HTTP ---------------------------------------------------------------------------------
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves a directory with single-range ``Range: bytes=a-b`` / ``bytes=-n`` support
+    (the stdlib handler ignores Range) and optional injected failures."""
+
+    failures: dict = {}  # path -> list of status codes to return before serving normally
+    log: list = []
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self._serve(body=True)
+
+    def do_HEAD(self) -> None:
+        self._serve(body=False)
+
+    def _serve(self, body: bool) -> None:
+        type(self).log.append((self.command, self.path, self.headers.get("Range")))
+        queue = self.failures.get(self.path)
+        if queue:
+            code = queue.pop(0)
+            if code == "drop":  # announce a length, send half, hang up
+                path = self.translate_path(self.path)
+                data = open(path, "rb").read()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data[: len(data) // 2])
+                self.wfile.flush()
+                self.close_connection = True
+                return
+            self.send_response(code)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        path = self.translate_path(self.path)
+        if not os.path.isfile(path):
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        with open(path, "rb") as fh:
+            data = fh.read()
+        size = len(data)
+        rng = self.headers.get("Range")
+        status, start, stop = 200, 0, size
+        if rng and rng.startswith("bytes="):
+            a, _, b = rng[6:].partition("-")
+            if a == "":
+                start, stop = max(0, size - int(b)), size
+            else:
+                start = int(a)
+                stop = size if b == "" else min(size, int(b) + 1)
+            if start >= size:
+                self.send_response(416)
+                self.send_header("Content-Range", f"bytes */{size}")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            status = 206
+        self.send_response(status)
+        self.send_header("Content-Length", str(stop - start))
+        self.send_header("Last-Modified", self.date_time_string(int(os.path.getmtime(path))))
+        self.send_header("ETag", f'"{size}-{int(os.path.getmtime(path) * 1e6)}"')
+        if status == 206:
+            self.send_header("Content-Range", f"bytes {start}-{stop - 1}/{size}")
+        self.end_headers()
+        if body:
+            self.wfile.write(data[start:stop])
+
+
+@pytest.fixture(scope="session")
+def http_server(tmp_path_factory):
+    """``(base_url, root_dir, handler_class)`` of a threaded HTTP server on 127.0.0.1."""
+    root = tmp_path_factory.mktemp("http-root")
+    handler = type("Handler", (_QuietHandler,), {"failures": {}, "log": []})
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(root)))
+    srv.daemon_threads = True
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    try:
+        yield f"http://127.0.0.1:{srv.server_address[1]}", root, handler
+    finally:
+        srv.shutdown()
+        srv.server_close()
+        t.join(5)
