@@ -16,6 +16,7 @@ from zarrcy.storage._base import Store
 from zarrcy.storage._common import StorePath, check_key, check_prefix, join_key
 from zarrcy.storage.local import LocalStore, local_path_from_url
 from zarrcy.storage.memory import MemoryStore, lookup_memory_store
+from zarrcy.storage.remote import REMOTE_SCHEMES, ObjectStore
 from zarrcy.storage.zip import ZipStore, find_open_zip
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "LocalStore",
     "MemoryStore",
     "ZipStore",
+    "ObjectStore",
     "StorePath",
     "AccessMode",
     "store_from_url",
@@ -85,10 +87,14 @@ def store_from_url(
         return store.with_read_only(True) if not writable and not store.read_only else store
     if scheme == "file" or target.startswith("file:"):
         path = local_path_from_url(target)
+    elif scheme in REMOTE_SCHEMES:  # s3://, gs://, az://, http(s):// through obstore (storage/remote.py)
+        if writable and scheme in ("http", "https"):
+            raise ReadOnlyError(f"{target}: HTTP(S) stores are read-only but mode={mode!r} asks to write")
+        return ObjectStore(target, storage_options=storage_options, read_only=not writable)
     elif scheme:
         raise StoreError(
-            f"{target}: {scheme}:// stores are not implemented yet (remote stores need fsspec/obstore "
-            "support, which zarrcy does not have yet); use a local path, file:// or memory://"
+            f"{target}: {scheme}:// stores are not supported; use a local path, file://, memory://, "
+            f"or one of {', '.join(s + '://' for s in REMOTE_SCHEMES)}"
         )
     else:
         path = target
