@@ -157,7 +157,8 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
             code = queue.pop(0)
             if code == "drop":  # announce a length, send half, hang up
                 path = self.translate_path(self.path)
-                data = open(path, "rb").read()
+                with open(path, "rb") as fh:
+                    data = fh.read()
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()

@@ -2,8 +2,8 @@
 
 obstore (Python bindings of the Rust ``object_store`` crate) is the client: its calls
 release the GIL, it retries transient failures (5xx, 429, connection resets, timeouts)
-with exponential backoff, and ``get_ranges`` fetches many byte ranges of one object
-in a few coalesced requests -- what a sharded read needs (v3-core.rst "Abstract store
+with exponential backoff.  ``get_partial_values`` merges nearby byte ranges of one
+object into a few GETs and runs them concurrently -- what a sharded read needs (v3-core.rst "Abstract store
 interface": ``get_partial_values``).
 
 URLs: ``s3://bucket/prefix``, ``gs://bucket/prefix``, ``az://container/prefix`` (also
@@ -11,7 +11,8 @@ URLs: ``s3://bucket/prefix``, ``gs://bucket/prefix``, ``az://container/prefix`` 
 client's configuration keys (``endpoint``, ``region``, ``access_key_id``,
 ``secret_access_key``, ``skip_signature``, ...), plus ``client_options`` and
 ``retry_config`` dicts passed to obstore as is, and zarrcy's own ``max_concurrency``
-(parallel requests of one ``get_partial_values`` call; default 16).  HTTP(S) stores
+(parallel requests of one ``get_partial_values`` call; default 16) and
+``coalesce`` (merge ranges of one object closer than this many bytes; default 1 MiB).  HTTP(S) stores
 are read-only and cannot list (plain web servers have no listing), so groups there
 need consolidated metadata.
 
@@ -86,6 +87,7 @@ class ObjectStore(Store):
         super().__init__(read_only=read_only)
         opts = dict(self.storage_options)
         self.max_concurrency = int(opts.pop("max_concurrency", 16))
+        self.coalesce = int(opts.pop("coalesce", 1 << 20))
         if self.max_concurrency < 1:
             raise StoreError(expected("storage_options.max_concurrency", "an int >= 1", self.max_concurrency))
         opts.setdefault("retry_config", _DEFAULT_RETRY)
@@ -189,44 +191,53 @@ class ObjectStore(Store):
                 raise StoreError(f"{self._url}/{key}: truncated object: {len(data)} of {expected_size} bytes")
         return data
 
-    def _get_key_ranges(self, key: str, ranges: list[ByteRequest]) -> list[bytes | None]:
-        """All requests for one key: bounded ranges go through one ``get_ranges`` call
-        (obstore coalesces neighbours into few requests and fetches them in parallel)."""
-        bounded = [r for r in ranges if isinstance(r, RangeRequest) and r.length]
-        if len(bounded) == len(ranges) and len(ranges) > 1:
-            starts = [int(r.offset) for r in ranges]
-            ends = [int(r.offset) + int(r.length) for r in ranges]  # type: ignore[arg-type]
-            try:
-                parts = self._ob.get_ranges(self._store, key, starts=starts, ends=ends)
-                out = [bytes(p) for p in parts]
-                if all(len(b) == e - s for b, s, e in zip(out, starts, ends)):
-                    return out  # type: ignore[return-value]
-            except Exception as e:
-                if self._is_missing(e):
-                    return [None] * len(ranges)
-                # ranges past the end (416) or a short object: resolve one by one below
-        return [self.get(key, r) for r in ranges]
-
     def get_partial_values(self, key_ranges: Sequence[tuple[str, ByteRequest]]) -> list[bytes | None]:
-        by_key: dict[str, list[int]] = {}
+        """Bounded ranges of one key are sorted and merged when the gap between them is at
+        most ``coalesce`` bytes (storage_options, default 1 MiB), so a shard's needed inner
+        chunks cost a few GETs; all fetches run on up to ``max_concurrency`` threads
+        (obstore releases the GIL).  Ranges are fetched with single-range GETs rather than
+        ``obstore.get_ranges``, which panics when a range runs past the end of the object
+        (possible with a corrupt shard index) instead of clipping it."""
+        bounded: dict[str, list[tuple[int, int, int]]] = {}
+        fetches: list[tuple[str, ByteRequest, list[tuple[int, int, int]]]] = []
         for i, (k, r) in enumerate(key_ranges):
             check_key(k)
             check_byte_request(r)
-            by_key.setdefault(k, []).append(i)
+            if isinstance(r, RangeRequest) and r.length:
+                bounded.setdefault(k, []).append((int(r.offset), int(r.offset) + int(r.length), i))
+            else:
+                fetches.append((k, r, [(0, 0, i)]))
+        for k, items in bounded.items():
+            items.sort()
+            group = [items[0]]
+            stop = items[0][1]
+            for it in items[1:]:
+                if it[0] - stop <= self.coalesce:
+                    group.append(it)
+                    stop = max(stop, it[1])
+                else:
+                    fetches.append((k, RangeRequest(group[0][0], stop - group[0][0]), group))
+                    group, stop = [it], it[1]
+            fetches.append((k, RangeRequest(group[0][0], stop - group[0][0]), group))
         out: list[bytes | None] = [None] * len(key_ranges)
 
-        def one(key: str) -> None:
-            idx = by_key[key]
-            for i, v in zip(idx, self._get_key_ranges(key, [key_ranges[i][1] for i in idx])):
-                out[i] = v
+        def one(fetch: tuple[str, ByteRequest, list[tuple[int, int, int]]]) -> None:
+            key, req, parts = fetch
+            data = self.get(key, req)
+            if not isinstance(req, RangeRequest) or not req.length:
+                out[parts[0][2]] = data
+                return
+            base = req.offset
+            for start, stop, i in parts:
+                out[i] = None if data is None else data[start - base : stop - base]
 
-        if len(by_key) <= 1 or self.max_concurrency == 1:
-            for k in by_key:
-                one(k)
+        if len(fetches) <= 1 or self.max_concurrency == 1:
+            for f in fetches:
+                one(f)
         else:
-            with ThreadPoolExecutor(min(self.max_concurrency, len(by_key))) as pool:
-                for f in [pool.submit(one, k) for k in by_key]:
-                    f.result()
+            with ThreadPoolExecutor(min(self.max_concurrency, len(fetches))) as pool:
+                for fut in [pool.submit(one, f) for f in fetches]:
+                    fut.result()
         return out
 
     def exists(self, key: str) -> bool:
