@@ -2,7 +2,8 @@
 
 ``store_from_url`` turns what a user passes to ``open_array``/``open_group`` into a
 store: a ``Store`` passes through; ``memory://<name>`` finds the live ``MemoryStore``;
-``file://...`` or a plain path is a ``LocalStore`` (v3-store-filesystem.rst "Canonical
+``s3://``, ``gs://``, ``az://``, ``http(s)://`` are an ``ObjectStore`` (storage/remote.py,
+obstore; HTTP(S) read-only); ``file://...`` or a plain path is a ``LocalStore`` (v3-store-filesystem.rst "Canonical
 URI": no scheme means a file system path), or a ``ZipStore`` when it ends in ``.zip``.
 """
 
@@ -88,8 +89,12 @@ def store_from_url(
     if scheme == "file" or target.startswith("file:"):
         path = local_path_from_url(target)
     elif scheme in REMOTE_SCHEMES:  # s3://, gs://, az://, http(s):// through obstore (storage/remote.py)
-        if writable and scheme in ("http", "https"):
-            raise ReadOnlyError(f"{target}: HTTP(S) stores are read-only but mode={mode!r} asks to write")
+        if scheme in ("http", "https"):
+            # HTTP(S) is read-only: opening existing nodes ("r+", "a": the API defaults)
+            # reads; modes that must create or truncate cannot be honoured
+            if mode in ("w", "w-"):
+                raise ReadOnlyError(f"{target}: HTTP(S) stores are read-only but mode={mode!r} asks to write")
+            writable = False
         return ObjectStore(target, storage_options=storage_options, read_only=not writable)
     elif scheme:
         raise StoreError(
