@@ -35,9 +35,11 @@ LAYERS = [
     ("zarrcy.group", 5),
     ("zarrcy.api", 5),
     ("zarrcy.v2", 5),
+    ("zarrcy.consolidated", 5),
     ("zarrcy.cli", 6),
     ("zarrcy.convert", 6),
     ("zarrcy.demo", 6),
+    ("zarrcy.xarray", 6),
     ("zarrcy", 6),  # the package __init__ (lazy re-exports)
 ]
 
