@@ -353,9 +353,14 @@ def open_group(
     attributes: dict | None = None,
     storage_options: dict | None = None,
     zarr_format: int | None = None,
+    use_consolidated: bool | None = None,
 ) -> Group:
     """Open a group; with mode 'a' (default) create it if missing, 'w' overwrite, 'r' read-only.
-    ``zarr_format`` (2 or 3, default 3) is the format of a group this creates."""
+    ``zarr_format`` (2 or 3, default 3) is the format of a group this creates.
+    ``use_consolidated`` (mode 'r' only): None uses the group's consolidated metadata when
+    it has some, True requires it, False ignores it (zarrcy.consolidated)."""
+    if use_consolidated and mode != "r":
+        raise ValueError(f"use_consolidated=True: needs mode='r', received mode={mode!r}")
     fmt = 3 if zarr_format is None else zarr_format
     if store is None:
         from zarrcy.storage import MemoryStore
@@ -366,6 +371,12 @@ def open_group(
     if mode in ("w", "w-"):
         return create_group(st, path=p, attributes=attributes, overwrite=mode == "w", zarr_format=fmt)
     raw = st.get(_prefix(p) + META_KEY)
+    if mode == "r" and use_consolidated is not False:
+        from zarrcy.consolidated import open_consolidated_store
+
+        overlay = open_consolidated_store(st, p, raw, required=bool(use_consolidated))
+        if overlay is not None:
+            st = overlay
     if raw is None:
         from zarrcy.v2.metadata import open_v2_node  # Zarr v2 groups (.zgroup)
 
