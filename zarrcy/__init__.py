@@ -34,6 +34,7 @@ _LAZY = {
     "open_group": "zarrcy.api",
     "group": "zarrcy.api",
     "open": "zarrcy.api",
+    "consolidate_metadata": "zarrcy.consolidated",
     "cast_value": "zarrcy.casting",
     "scale_offset_encode": "zarrcy.casting",
     "scale_offset_decode": "zarrcy.casting",
