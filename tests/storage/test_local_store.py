@@ -303,8 +303,17 @@ def test_store_from_url_paths_and_modes(tmp_path):
 
 
 @pytest.mark.parametrize("url", ["s3://bucket/data.zarr", "gs://b/x", "https://example.com/x.zarr", "S3://b/x"])
-def test_remote_urls_not_implemented(url):
-    with pytest.raises(StoreError, match="not implemented"):
+def test_remote_urls_are_object_stores(url):
+    pytest.importorskip("obstore")
+    from zarrcy.storage import ObjectStore
+
+    s = store_from_url(url)  # configured only: no request is made (tests/remote talks to servers)
+    assert isinstance(s, ObjectStore) and s.read_only
+
+
+@pytest.mark.parametrize("url", ["ftp://host/x.zarr", "hdfs://n/x"])
+def test_unsupported_url_schemes(url):
+    with pytest.raises(StoreError, match="not supported"):
         store_from_url(url)
 
 
