@@ -15,6 +15,7 @@ WORKLOADS = {
     "cast": "bench.bench_cast",
     "codecs": "bench.bench_codecs",
     "convert": "bench.bench_convert",
+    "remote": "bench.bench_remote",
 }
 
 
