@@ -509,6 +509,64 @@ cdef extern from *:
         return 0;
     }
 
+    /* fused decode: y = cast(x) / s + o for an integer source exact in F (no rounding, no
+       range question), with at most one scalar_map key (x == key -> val before the division,
+       so those elements get val / s + o).  Returns 1 if any result is non-finite (an
+       integer source is always finite: that is scale_offset's overflow error, or a
+       non-finite key value, both rare): the caller then redoes the block with the
+       two-step path, which decides and names the element. */
+    #define ZC_DSO_FN(NAME, ATTR, S, F, NK, FB) \
+        ATTR static int NAME(const S* __restrict x, F* __restrict y, Py_ssize_t m, S key, F val, F o, F s) { \
+            FB acc = 0; Py_ssize_t i; \
+            for (i = 0; i < m; i++) { \
+                F r = (F)x[i] / s + o; \
+                acc |= ZC_NFB_##F(r); \
+                y[i] = r; } \
+            if (NK) { \
+                F vr = val / s + o;   /* the key's element: the same two operations on val */ \
+                if (!(ZC_NFB_##F(val) >> (sizeof(FB) * 8 - 1)) && (ZC_NFB_##F(vr) >> (sizeof(FB) * 8 - 1))) \
+                    return 1; \
+                i = 0; \
+                if (sizeof(S) == 1) {  /* skip 8 elements at a time while none equals the key */ \
+                    uint64_t kk = 0x0101010101010101ULL * (uint8_t)key; \
+                    for (; i + 8 <= m; i += 8) { \
+                        uint64_t w; memcpy(&w, x + i, 8); w ^= kk; \
+                        if (((w - 0x0101010101010101ULL) & ~w & 0x8080808080808080ULL) == 0) continue; \
+                        for (Py_ssize_t j = i; j < i + 8; j++) if (x[j] == key) y[j] = vr; } \
+                } \
+                for (; i < m; i++) if (x[i] == key) y[i] = vr; } \
+            return (acc >> (sizeof(FB) * 8 - 1)) != 0; }
+    static inline uint64_t zc_nfb_double(double v) { return (zc_bits(v) & ZC_EXP) + ZC_ONE_EXP; }
+    static inline uint32_t zc_nfb_float(float v) { uint32_t u; memcpy(&u, &v, 4); return (u & 0x7f800000U) + 0x00800000U; }
+    #define ZC_NFB_double(v) zc_nfb_double(v)
+    #define ZC_NFB_float(v) zc_nfb_float(v)
+    #if ZC_HAVE_AVX2_BUILD
+    #define ZC_DSO(SUF, S, F, FB) \
+        ZC_DSO_FN(zc_dso_base0_##SUF, __attribute__((noinline)), S, F, 0, FB) \
+        ZC_DSO_FN(zc_dso_base1_##SUF, __attribute__((noinline)), S, F, 1, FB) \
+        ZC_DSO_FN(zc_dso_avx20_##SUF, __attribute__((noinline, target("avx2"))), S, F, 0, FB) \
+        ZC_DSO_FN(zc_dso_avx21_##SUF, __attribute__((noinline, target("avx2"))), S, F, 1, FB) \
+        static int zc_dso_##SUF(const S* x, F* y, Py_ssize_t m, int nk, S key, F val, F o, F s) { \
+            if (zc_use_avx2()) return nk ? zc_dso_avx21_##SUF(x, y, m, key, val, o, s) : zc_dso_avx20_##SUF(x, y, m, key, val, o, s); \
+            return nk ? zc_dso_base1_##SUF(x, y, m, key, val, o, s) : zc_dso_base0_##SUF(x, y, m, key, val, o, s); }
+    #else
+    #define ZC_DSO(SUF, S, F, FB) \
+        ZC_DSO_FN(zc_dso_base0_##SUF, , S, F, 0, FB) \
+        ZC_DSO_FN(zc_dso_base1_##SUF, , S, F, 1, FB) \
+        static int zc_dso_##SUF(const S* x, F* y, Py_ssize_t m, int nk, S key, F val, F o, F s) { \
+            return nk ? zc_dso_base1_##SUF(x, y, m, key, val, o, s) : zc_dso_base0_##SUF(x, y, m, key, val, o, s); }
+    #endif
+    ZC_DSO(u8_d, uint8_t, double, uint64_t)
+    ZC_DSO(i8_d, int8_t, double, uint64_t)
+    ZC_DSO(u16_d, uint16_t, double, uint64_t)
+    ZC_DSO(i16_d, int16_t, double, uint64_t)
+    ZC_DSO(u32_d, uint32_t, double, uint64_t)
+    ZC_DSO(i32_d, int32_t, double, uint64_t)
+    ZC_DSO(u8_f, uint8_t, float, uint32_t)
+    ZC_DSO(i8_f, int8_t, float, uint32_t)
+    ZC_DSO(u16_f, uint16_t, float, uint32_t)
+    ZC_DSO(i16_f, int16_t, float, uint32_t)
+
     /* one entry point per target type: the (key, clamp, fused) choice is per block, not per element */
     #define ZC_RNE_PICK(TN, T)                                                             \\
         static int zc_rne_##TN(const double* x, T* y, Py_ssize_t m, double lo, double hi,  \\
@@ -529,6 +587,16 @@ cdef extern from *:
     int zc_avx2_state
     int zc_use_avx2() noexcept nogil
     int zc_narrow(const void* x, int ssz, void* y, int dsz, Py_ssize_t m) noexcept nogil
+    int zc_dso_u8_d(const uint8_t* x, double* y, Py_ssize_t m, int nk, uint8_t key, double val, double o, double s) noexcept nogil
+    int zc_dso_i8_d(const int8_t* x, double* y, Py_ssize_t m, int nk, int8_t key, double val, double o, double s) noexcept nogil
+    int zc_dso_u16_d(const uint16_t* x, double* y, Py_ssize_t m, int nk, uint16_t key, double val, double o, double s) noexcept nogil
+    int zc_dso_i16_d(const int16_t* x, double* y, Py_ssize_t m, int nk, int16_t key, double val, double o, double s) noexcept nogil
+    int zc_dso_u32_d(const uint32_t* x, double* y, Py_ssize_t m, int nk, uint32_t key, double val, double o, double s) noexcept nogil
+    int zc_dso_i32_d(const int32_t* x, double* y, Py_ssize_t m, int nk, int32_t key, double val, double o, double s) noexcept nogil
+    int zc_dso_u8_f(const uint8_t* x, float* y, Py_ssize_t m, int nk, uint8_t key, float val, float o, float s) noexcept nogil
+    int zc_dso_i8_f(const int8_t* x, float* y, Py_ssize_t m, int nk, int8_t key, float val, float o, float s) noexcept nogil
+    int zc_dso_u16_f(const uint16_t* x, float* y, Py_ssize_t m, int nk, uint16_t key, float val, float o, float s) noexcept nogil
+    int zc_dso_i16_f(const int16_t* x, float* y, Py_ssize_t m, int nk, int16_t key, float val, float o, float s) noexcept nogil
     int zc_rne_i8(const double* x, int8_t* y, Py_ssize_t m, double lo, double hi, int nk, int clamp, int fused, uint64_t nanv, double o, double s) noexcept nogil
     int zc_rne_i16(const double* x, int16_t* y, Py_ssize_t m, double lo, double hi, int nk, int clamp, int fused, uint64_t nanv, double o, double s) noexcept nogil
     int zc_rne_i32(const double* x, int32_t* y, Py_ssize_t m, double lo, double hi, int nk, int clamp, int fused, uint64_t nanv, double o, double s) noexcept nogil
@@ -1123,19 +1191,70 @@ cdef Py_ssize_t _so_cast(const flt_t* x, dst_t* y, Py_ssize_t n, double od, doub
     return -1
 
 
+cdef inline int _dso_c(const src_t* x, flt_t* y, Py_ssize_t m, int nk, src_t key, flt_t val,
+                       flt_t o, flt_t s) noexcept nogil:
+    """The dispatched one-pass C decode loop for one block (1: not handled / flagged)."""
+    if flt_t is double:
+        if src_t is uint8_t:
+            return zc_dso_u8_d(x, y, m, nk, key, val, o, s)
+        elif src_t is int8_t:
+            return zc_dso_i8_d(x, y, m, nk, key, val, o, s)
+        elif src_t is uint16_t:
+            return zc_dso_u16_d(x, y, m, nk, key, val, o, s)
+        elif src_t is int16_t:
+            return zc_dso_i16_d(x, y, m, nk, key, val, o, s)
+        elif src_t is uint32_t:
+            return zc_dso_u32_d(x, y, m, nk, key, val, o, s)
+        elif src_t is int32_t:
+            return zc_dso_i32_d(x, y, m, nk, key, val, o, s)
+        else:
+            return 1
+    else:
+        if src_t is uint8_t:
+            return zc_dso_u8_f(x, y, m, nk, key, val, o, s)
+        elif src_t is int8_t:
+            return zc_dso_i8_f(x, y, m, nk, key, val, o, s)
+        elif src_t is uint16_t:
+            return zc_dso_u16_f(x, y, m, nk, key, val, o, s)
+        elif src_t is int16_t:
+            return zc_dso_i16_f(x, y, m, nk, key, val, o, s)
+        else:
+            return 1
+
+
 cdef Py_ssize_t _cast_so(const src_t* x, flt_t* y, Py_ssize_t n, double od, double sd,
                          cfg_t* c, int* stage) noexcept nogil:
-    """decode: t = cast(x) -> dst_t, then y = t / scale + offset in dst_t arithmetic, per block."""
+    """decode: t = cast(x) -> dst_t, then y = t / scale + offset in dst_t arithmetic, per block.
+
+    Integer sources exact in dst_t (<= 32 bits into float64, <= 16 bits into float32) with
+    no key or one (finite) scalar_map key: each block first tries the one-pass C loop; a
+    flagged block (scale_offset overflow) is redone by the two-step path below.
+    """
     cdef flt_t tmp[BLOCK]
     cdef Py_ssize_t start = 0, m, i, r
     cdef uint8_t acc
     cdef flt_t o = <flt_t>od
     cdef flt_t s = <flt_t>sd
+    cdef int fast = 0
+    cdef src_t key = 0
+    cdef flt_t val = 0
     _setup_keys(x, y, c)
+    if c.f.natural and (c.nkeys == 0 or (c.nkeys == 1 and c.keys_general)):
+        if src_t is uint8_t or src_t is int8_t or src_t is uint16_t or src_t is int16_t:
+            fast = 1
+        elif src_t is uint32_t or src_t is int32_t:
+            if flt_t is double:
+                fast = 1
+        if fast and c.nkeys == 1:
+            key = (<const src_t*>c.keys)[0]
+            val = (<const flt_t*>c.vals)[0]
     while start < n:
         m = n - start
         if m > BLOCK:
             m = BLOCK
+        if fast and _dso_c(x + start, y + start, m, <int>c.nkeys, key, val, o, s) == 0:
+            start += m
+            continue
         r = _drive(x + start, tmp, m, c)
         if r >= 0:
             stage[0] = 1

@@ -7,7 +7,7 @@ division must leave no remainder).  A finite float input producing +-Inf/NaN is 
 NaN/Inf inputs propagate.  Loops return -1 or the index of the first failing element.
 """
 
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, INT64_MIN
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, INT64_MIN, uintptr_t
 from libc.math cimport fabs
 
 from zarrcy._kernels._cast_types cimport so_t
@@ -27,6 +27,40 @@ cdef extern from *:
         return (u & 0x7ff0000000000000ULL) + 0x0010000000000000ULL; }
     static inline unsigned int zc_nf32(float v) { unsigned int u; memcpy(&u, &v, 4);
         return (u & 0x7f800000U) + 0x00800000U; }
+    #include <stdint.h>
+    static inline uintptr_t zc_so_addr(const void* p) { return (uintptr_t)p; }
+    /* float64 encode block with non-temporal stores, for outputs far larger than the caches
+       (no read-for-ownership of the output lines).  Same IEEE operations as the plain loop:
+       y = (x - o) * s, then the "finite x gave a non-finite y" flag.  y 16-byte aligned. */
+    #if defined(__SSE2__)
+    #include <emmintrin.h>
+    #define ZC_SO_HAVE_STREAM 1
+    static int zc_so_enc_f64_stream(const double* x, double* y, Py_ssize_t m, double o, double s) {
+        const __m128d vo = _mm_set1_pd(o), vs = _mm_set1_pd(s);
+        const __m128i em = _mm_set1_epi64x(0x7ff0000000000000LL), one = _mm_set1_epi64x(0x0010000000000000LL);
+        __m128i acc = _mm_setzero_si128();
+        Py_ssize_t i = 0;
+        for (; i + 2 <= m; i += 2) {
+            __m128d vx = _mm_loadu_pd(x + i);
+            __m128d vy = _mm_mul_pd(_mm_sub_pd(vx, vo), vs);
+            __m128i nx = _mm_add_epi64(_mm_and_si128(_mm_castpd_si128(vx), em), one);
+            __m128i ny = _mm_add_epi64(_mm_and_si128(_mm_castpd_si128(vy), em), one);
+            acc = _mm_or_si128(acc, _mm_andnot_si128(nx, ny));
+            _mm_stream_pd(y + i, vy);
+        }
+        int bad = _mm_movemask_pd(_mm_castsi128_pd(acc)) != 0;
+        for (; i < m; i++) {
+            y[i] = (x[i] - o) * s;
+            bad |= (int)(((~zc_nf64(x[i])) & zc_nf64(y[i])) >> 63);
+        }
+        return bad;
+    }
+    static inline void zc_so_sfence(void) { _mm_sfence(); }
+    #else
+    #define ZC_SO_HAVE_STREAM 0
+    static int zc_so_enc_f64_stream(const double* x, double* y, Py_ssize_t m, double o, double s) { return -1; }
+    static inline void zc_so_sfence(void) { }
+    #endif
     """
     bint zc_sub_i64(int64_t a, int64_t b, int64_t* r) noexcept nogil
     bint zc_add_i64(int64_t a, int64_t b, int64_t* r) noexcept nogil
@@ -35,11 +69,20 @@ cdef extern from *:
     bint zc_add_u64(uint64_t a, uint64_t b, uint64_t* r) noexcept nogil
     bint zc_mul_u64(uint64_t a, uint64_t b, uint64_t* r) noexcept nogil
     double ZC_SO_DBL_MAX
+    int zc_so_enc_f64_stream(const double* x, double* y, Py_ssize_t m, double o, double s) noexcept nogil
+    void zc_so_sfence() noexcept nogil
+    int ZC_SO_HAVE_STREAM
+    uintptr_t zc_so_addr(const void* p) noexcept nogil
     uint64_t zc_nf64(double v) noexcept nogil
     uint32_t zc_nf32(float v) noexcept nogil
 
 cdef enum:
     SO_BLOCK = 2048
+
+# float64 encode outputs at least this many elements (32 MiB, beyond typical last-level
+# cache shares) are written with non-temporal stores; smaller ones stay in cache for the
+# next codec
+cdef Py_ssize_t SO_STREAM_MIN = 1 << 22
 
 
 cdef inline bint _fin(double v) noexcept nogil:
@@ -115,6 +158,21 @@ cdef Py_ssize_t _encode(const so_t* x, so_t* y, Py_ssize_t n, so_t o, so_t s) no
     cdef int64_t t, lo, hi
     cdef int64_t a64
     cdef uint64_t u64, ut
+    if so_t is double:
+        if ZC_SO_HAVE_STREAM and n >= SO_STREAM_MIN and (zc_so_addr(y) & 15) == 0:
+            start = 0
+            while start < n:       # blocks of SO_BLOCK keep y + start 16-byte aligned
+                m = n - start
+                if m > SO_BLOCK:
+                    m = SO_BLOCK
+                if zc_so_enc_f64_stream(x + start, y + start, m, o, s):
+                    zc_so_sfence()
+                    for i in range(start, start + m):
+                        if _fin(x[i]) and not _fin(y[i]):
+                            return i
+                start += m
+            zc_so_sfence()
+            return -1
     if so_t is float or so_t is double:
         start = 0
         while start < n:

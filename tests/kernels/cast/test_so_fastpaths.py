@@ -1,0 +1,150 @@
+"""The float64 scale_offset encode with non-temporal stores (outputs >= 4 Mi elements) and the
+one-pass fused decode (integer source -> float, at most one scalar_map key): same bits and
+same error index as the plain loops / the two codecs in turn, at block edges."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from zarrcy._kernels import _cast
+from zarrcy._kernels._scale_offset import encode_into
+from zarrcy.casting import scale_offset_encode
+from zarrcy.codecs._base import ArraySpec
+from zarrcy.codecs.cast_value import CastValueCodec
+from zarrcy.codecs.scale_offset import ScaleOffsetCastCodec, ScaleOffsetCodec
+from zarrcy.errors import CastError, OutOfRangeError
+
+STREAM_MIN = 1 << 22      # _scale_offset.pyx SO_STREAM_MIN
+SO_BLOCK = 2048
+BLOCK = 1024              # _cast.pyx BLOCK
+
+
+@pytest.fixture(scope="module")
+def big():
+    rng = np.random.default_rng(11)
+    x = rng.uniform(-1e6, 1e6, STREAM_MIN + 5)
+    x[rng.integers(0, x.size, 100)] = np.nan
+    x[rng.integers(0, x.size, 10)] = np.inf
+    return x
+
+
+def _plain(x, o, s):
+    """Per-element reference in float64: one rounding per operation; -1 or first overflow."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = (x - o) * s
+    bad = np.flatnonzero(np.isfinite(x) & ~np.isfinite(y))
+    return y, (int(bad[0]) if bad.size else -1)
+
+
+def test_stream_encode_matches_plain(big):
+    for n in (STREAM_MIN, STREAM_MIN + 5):
+        x = big[:n]
+        y = np.empty(n)
+        assert y.ctypes.data % 16 == 0
+        assert encode_into(x, y, -10.0, 0.1) == -1
+        exp, _ = _plain(x, -10.0, 0.1)
+        assert y.tobytes() == exp.tobytes()
+        # misaligned output: the plain loop, same bits
+        buf = np.empty(n + 1)
+        y2 = buf[1:]
+        assert encode_into(x, y2, -10.0, 0.1) == -1
+        assert y2.tobytes() == exp.tobytes()
+
+
+@pytest.mark.parametrize("pos", [0, SO_BLOCK - 1, SO_BLOCK, STREAM_MIN // 2 + 1, STREAM_MIN + 4])
+def test_stream_encode_overflow_index(big, pos):
+    x = big.copy()
+    x[pos] = 1e10                   # (1e10 - 0) * 1e300 overflows; |x| <= 1e6 elsewhere does not
+    x[-1] = 2e10 if pos != x.size - 1 else x[-1]
+    with pytest.raises(OutOfRangeError) as ei:
+        scale_offset_encode(x, 0.0, 1e300)
+    _, first = _plain(x, 0.0, 1e300)
+    assert first == pos
+    assert ei.value.index == first
+    # direct kernel call agrees
+    y = np.empty_like(x)
+    assert encode_into(x, y, 0.0, 1e300) == first
+
+
+# ---- fused decode fast path
+
+ISAS = ["auto", "baseline"]
+
+
+@pytest.fixture(params=ISAS)
+def isa(request):
+    _cast.dispatch_isa(request.param)
+    yield request.param
+    _cast.dispatch_isa("auto")
+
+
+def _run(fn, *a):
+    try:
+        return fn(*a), None
+    except CastError as e:
+        return None, (type(e), e.index)
+
+
+def _check_decode(enc, so, cv, dtype):
+    spec = ArraySpec(enc.shape, np.dtype(dtype), np.dtype(dtype).type(0))
+    fused = so.fuse_with(cv)
+    assert isinstance(fused, ScaleOffsetCastCodec)
+    seq, seq_err = _run(lambda a: so.decode(cv.decode(a, spec), spec), enc)
+    fus, fus_err = _run(fused.decode, enc, spec)
+    assert seq_err == fus_err
+    if seq is not None:
+        assert seq.dtype == fus.dtype and seq.tobytes() == fus.tobytes()
+
+
+SRC = {"uint8": ("float64", "float32"), "int8": ("float64", "float32"), "uint16": ("float64", "float32"),
+       "int16": ("float64", "float32"), "uint32": ("float64",), "int32": ("float64",)}
+
+
+@pytest.mark.parametrize("src", list(SRC))
+@pytest.mark.parametrize("key", [None, "nan", "finite"])
+def test_fused_decode_block_edges(isa, src, key):
+    info = np.iinfo(src)
+    kv = int(info.max)
+    for dtype in SRC[src]:
+        if key is None:
+            cv = CastValueCodec(src, "nearest-even", "clamp", None, None)
+        elif key == "nan":
+            cv = CastValueCodec(src, "nearest-even", "clamp", (("NaN", kv),), ((kv, "NaN"),))
+        else:
+            cv = CastValueCodec(src, "nearest-even", "clamp", None, ((kv, 1.25),))
+        so = ScaleOffsetCodec(3, 0.1)
+        rng = np.random.default_rng(7)
+        for n in (1, 9, BLOCK - 1, BLOCK, BLOCK + 1, 3 * BLOCK + 7):
+            enc = rng.integers(info.min, info.max, n, dtype=src, endpoint=True)
+            _check_decode(enc, so, cv, dtype)
+            for p in sorted({0, n - 1, min(BLOCK, n - 1), min(BLOCK - 1, n - 1), min(8, n - 1)}):
+                e2 = enc.copy()
+                e2[p] = kv
+                _check_decode(e2, so, cv, dtype)
+
+
+def test_fused_decode_overflow_and_key_values(isa):
+    # tiny scale: x / s overflows -> scale_offset's error at the first such element
+    cv = CastValueCodec("int16", "nearest-even", "clamp", None, ((5, 2.0),))
+    so = ScaleOffsetCodec(0, 1e-306)
+    for n in (1, BLOCK, BLOCK + 3):
+        enc = np.zeros(n, np.int16)
+        for p in sorted({0, n - 1, min(BLOCK, n - 1)}):
+            e2 = enc.copy()
+            e2[p] = 30000
+            _check_decode(e2, so, cv, "float64")
+            e2[p] = 5          # key value 2.0 / 1e-306 overflows too
+            _check_decode(e2, so, cv, "float64")
+    # non-finite key values are not errors
+    for val in ("NaN", "Infinity", "-Infinity"):
+        cv = CastValueCodec("uint8", "nearest-even", "clamp", None, ((255, val),))
+        enc = np.arange(3 * BLOCK, dtype=np.uint64).astype(np.uint8)
+        _check_decode(enc, ScaleOffsetCodec(1, 4), cv, "float64")
+        _check_decode(enc, ScaleOffsetCodec(1, 4), cv, "float32")
+
+
+def test_fused_decode_two_keys_uses_general_path(isa):
+    cv = CastValueCodec("uint8", "nearest-even", "clamp", None, ((255, "NaN"), (0, -1.0)))
+    enc = np.arange(2 * BLOCK + 1, dtype=np.uint64).astype(np.uint8)
+    _check_decode(enc, ScaleOffsetCodec(2, 0.5), cv, "float64")
