@@ -183,3 +183,12 @@ def test_http_errors(http_tree):
     handler.failures[f"{path}/zarr.json"] = ["drop"] * 10
     with pytest.raises(StoreError, match="zarr.json"):
         store_from_url(url, storage_options=FAST_RETRY).get("zarr.json")
+
+
+def test_reopen_by_url_reuses_storage_options(s3_server):
+    opts = {**s3_server[1], "max_concurrency": 3}
+    url = "s3://zarrcy-test/reopen-by-url"
+    a = zarrcy.create_array(url, name="a", shape=(4,), dtype="int8", fill_value=1, storage_options=opts)
+    b = pickle.loads(pickle.dumps(a))
+    assert b.store.storage_options == opts and b.store.max_concurrency == 3
+    np.testing.assert_array_equal(b[...], np.ones(4, "i1"))

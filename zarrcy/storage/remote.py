@@ -16,6 +16,11 @@ client's configuration keys (``endpoint``, ``region``, ``access_key_id``,
 are read-only and cannot list (plain web servers have no listing), so groups there
 need consolidated metadata.
 
+A store opened by URL alone (``store_from_url("s3://b/p")``, as unpickling an Array
+does) reuses the ``storage_options`` an earlier store of the same URL was given in
+this process; in another process it falls back to the client's environment
+(``AWS_*``, ``GOOGLE_*``, ``AZURE_*`` variables, instance credentials).
+
 Object stores replace an object whole on every PUT, so ``set`` is atomic for readers;
 there are no partial writes.  Errors: a missing object reads as ``None``; every other
 failure (refused access, unreachable endpoint, retries exhausted, truncated body)
@@ -42,7 +47,8 @@ _DEFAULT_RETRY = {
     "backoff": {"init_backoff": timedelta(milliseconds=100), "max_backoff": timedelta(seconds=10), "base": 2},
     "retry_timeout": timedelta(seconds=60),
 }
-_DELETE_BATCH = 1000  # S3 DeleteObjects takes at most 1000 keys per request
+_DELETE_BATCH = 1000
+_OPTIONS_BY_URL: dict[str, dict[str, Any]] = {}  # S3 DeleteObjects takes at most 1000 keys per request
 
 
 def _obstore():
@@ -78,6 +84,12 @@ class ObjectStore(Store):
             raise StoreError(expected("url", f"a URL with one of the schemes {REMOTE_SCHEMES}", url))
         self._url = url.rstrip("/")
         self.scheme = scheme
+        if storage_options is None:
+            # arrays and groups pickle as (store URL, path): reopening by URL in this
+            # process finds the options the store was first opened with
+            storage_options = _OPTIONS_BY_URL.get(self._url)
+        elif storage_options:
+            _OPTIONS_BY_URL[self._url] = dict(storage_options)
         self.storage_options = dict(storage_options or {})
         if scheme in _READ_ONLY_SCHEMES:
             read_only = True
