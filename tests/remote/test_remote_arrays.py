@@ -192,3 +192,24 @@ def test_reopen_by_url_reuses_storage_options(s3_server):
     b = pickle.loads(pickle.dumps(a))
     assert b.store.storage_options == opts and b.store.max_concurrency == 3
     np.testing.assert_array_equal(b[...], np.ones(4, "i1"))
+
+
+@pytest.mark.parametrize("cut", [0.5, 0.99, "garbage-index"])
+def test_truncated_or_corrupt_shard_is_corrupt_chunk_error(s3_url, s3_server, cut):
+    from zarrcy.errors import CorruptChunkError
+
+    opts = s3_server[1]
+    a = zarrcy.create_array(s3_url, name="s", shape=(16, 16), dtype="int32", chunks=(4, 4), shards=(8, 8),
+                            fill_value=0, storage_options=opts, compressors=None)
+    a[...] = np.arange(256).reshape(16, 16)
+    s = ObjectStore(s3_url, storage_options=opts)
+    raw = s.get("s/c/0/0")
+    if cut == "garbage-index":  # offsets far past the end of the object
+        bad = raw[: len(raw) - 16 * 4 - 4] + np.full(32, 2**40, "<u8").tobytes()[: 16 * 4 + 4]
+    else:
+        bad = raw[: int(len(raw) * cut)]
+    s.set("s/c/0/0", bad)
+    b = zarrcy.open_array(f"{s3_url}/s", mode="r", storage_options=opts)
+    with pytest.raises(CorruptChunkError):
+        b[0:3, 0:3]
+    np.testing.assert_array_equal(b[8:, 8:], np.arange(256).reshape(16, 16)[8:, 8:])  # other shards fine
