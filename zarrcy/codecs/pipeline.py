@@ -250,6 +250,17 @@ class CodecPipeline:
             raise ValueError(expected("decode_into out.shape", str(self.spec.shape), tuple(out.shape)))
         self._check_encoded(data)
         if not self._aa_views or out.dtype != self.spec.dtype:
+            if len(self._aa_exec) == 1 and hasattr(self._aa_exec[0][0], "decode_into"):
+                # one array->array step that can write into `out` (fused scale_offset+cast_value):
+                # no intermediate decoded chunk
+                c, s = self._aa_exec[0]
+                arr = self.array_bytes.decode(self._decode_bytes(data, 0), self._ab_spec)
+                if not c.decode_into(arr, out, s):  # type: ignore[attr-defined]
+                    arr = c.decode(arr, s)
+                    if tuple(arr.shape) != tuple(self.spec.shape):
+                        raise CorruptChunkError(expected("decoded chunk shape", str(self.spec.shape), tuple(arr.shape)))
+                    np.copyto(out, arr, casting="unsafe")
+                return
             np.copyto(out, self._decode_generic(data), casting="unsafe")
             return
         target = out

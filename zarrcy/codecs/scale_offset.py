@@ -300,15 +300,33 @@ class ScaleOffsetCastCodec(ArrayArrayCodec):
         return out
 
     def decode(self, chunk: np.ndarray, spec: ArraySpec) -> np.ndarray:
-        from zarrcy._kernels._cast import cast_scale_offset_into
-
-        fmt, o, s = self.scale_offset.parsed(spec.dtype)
+        fmt, _, _ = self.scale_offset.parsed(spec.dtype)
         if fmt.name not in ("float32", "float64"):
             return self.scale_offset.decode(self.cast_value.decode(chunk, spec), spec)
         _, dec = self.cast_value.prepared(spec.dtype)
         a = np.ascontiguousarray(np.asarray(chunk).astype(dec.src.dtype, copy=False))
-        x = a if dec.src.natural else a.astype(dec.src.source)
         out = np.empty(a.shape, dtype=fmt.dtype)
+        self._decode_kernel(a, out, spec)
+        return out
+
+    def decode_into(self, chunk: np.ndarray, out: np.ndarray, spec: ArraySpec) -> bool:
+        """Decode straight into ``out`` (C-contiguous, writable, the decoded dtype and the
+        chunk's shape); False (nothing written) when that does not apply: call ``decode``."""
+        fmt, _, _ = self.scale_offset.parsed(spec.dtype)
+        if (fmt.name not in ("float32", "float64") or out.dtype != fmt.dtype or not out.flags.c_contiguous
+                or not out.flags.writeable or tuple(np.shape(chunk)) != tuple(out.shape)):
+            return False
+        _, dec = self.cast_value.prepared(spec.dtype)
+        a = np.ascontiguousarray(np.asarray(chunk).astype(dec.src.dtype, copy=False))
+        self._decode_kernel(a, out, spec)
+        return True
+
+    def _decode_kernel(self, a: np.ndarray, out: np.ndarray, spec: ArraySpec) -> None:
+        from zarrcy._kernels._cast import cast_scale_offset_into
+
+        fmt, o, s = self.scale_offset.parsed(spec.dtype)
+        _, dec = self.cast_value.prepared(spec.dtype)
+        x = a if dec.src.natural else a.astype(dec.src.source)
         k, v = dec._kernel_args()
         r, _stage = cast_scale_offset_into(x.reshape(-1).view(np.uint8), out.reshape(-1).view(np.uint8),
                                            _CODE[x.dtype.name], x.dtype.itemsize, _CODE[fmt.name],
@@ -317,7 +335,6 @@ class ScaleOffsetCastCodec(ArrayArrayCodec):
         if r >= 0:
             self.scale_offset.decode(self.cast_value.decode(a, spec), spec)
             raise AssertionError("fused cast_value+scale_offset decode failed where the sequential path did not")
-        return out
 
 
 def fuse(codecs: Sequence[Codec]) -> list[Codec]:

@@ -148,3 +148,62 @@ def test_fused_decode_two_keys_uses_general_path(isa):
     cv = CastValueCodec("uint8", "nearest-even", "clamp", None, ((255, "NaN"), (0, -1.0)))
     enc = np.arange(2 * BLOCK + 1, dtype=np.uint64).astype(np.uint8)
     _check_decode(enc, ScaleOffsetCodec(2, 0.5), cv, "float64")
+
+
+# ---- decode straight into the caller's buffer (pipeline hook) and the array level
+
+def test_fused_decode_into_matches_decode():
+    cv = CastValueCodec("uint8", "nearest-even", "clamp", (("NaN", 255),), ((255, "NaN"),))
+    so = ScaleOffsetCodec(0, 10)
+    fused = so.fuse_with(cv)
+    spec = ArraySpec((37, 41), np.dtype("float64"), np.float64(np.nan))
+    enc = np.random.default_rng(1).integers(0, 256, (37, 41), dtype=np.uint8)
+    out = np.full((37, 41), 7.0)
+    assert fused.decode_into(enc, out, spec)
+    assert out.tobytes() == fused.decode(enc, spec).tobytes()
+    # not applicable: strided, wrong dtype, wrong shape, read-only -> False, nothing written
+    big = np.zeros((37, 82))
+    assert not fused.decode_into(enc, big[:, ::2], spec)
+    assert not fused.decode_into(enc, np.zeros((37, 41), np.float32), spec)
+    assert not fused.decode_into(enc, np.zeros((41, 37)), spec)
+    ro = np.zeros((37, 41))
+    ro.setflags(write=False)
+    assert not fused.decode_into(enc, ro, spec)
+    assert not big.any()
+    # a failing decode still raises the sequential path's error
+    bad = ScaleOffsetCodec(0, 1e-306).fuse_with(CastValueCodec("int16", "nearest-even", "clamp", None, None))
+    spec16 = ArraySpec((3,), np.dtype("float64"), np.float64(0))
+    with pytest.raises(CastError) as ei:
+        bad.decode_into(np.array([0, 30000, 30000], np.int16), np.empty(3), spec16)
+    assert ei.value.index == 1
+
+
+def test_array_quantize_roundtrip(tmp_path):
+    import zarrcy
+
+    n, c = 300, 128
+    rng = np.random.default_rng(4)
+    data = rng.uniform(0, 25.5, (n, n))
+    data[rng.random((n, n)) < 0.01] = np.nan
+    meta = {
+        "zarr_format": 3, "node_type": "array", "shape": [n, n], "data_type": "float64",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [c, c]}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": "NaN",
+        "codecs": [
+            {"name": "scale_offset", "configuration": {"offset": 0, "scale": 10}},
+            {"name": "cast_value", "configuration": {
+                "data_type": "uint8", "rounding": "nearest-even", "out_of_range": "clamp",
+                "scalar_map": {"encode": [["NaN", 255]], "decode": [[255, "NaN"]]}}},
+            {"name": "bytes", "configuration": {"endian": "little"}},
+            {"name": "gzip", "configuration": {"level": 1}},
+        ],
+        "attributes": {},
+    }
+    a = zarrcy.create_array(str(tmp_path / "q"), metadata=meta)
+    a[...] = data
+    q = np.clip(np.round(np.nan_to_num(data) * 10), 0, 255)      # nearest-even, clamp
+    exp = np.where(np.isnan(data) | (q == 255), np.nan, q / 10)   # 255 decodes to NaN
+    got = a[...]
+    assert np.array_equal(got, exp, equal_nan=True)
+    assert np.array_equal(a[5:200, 100:290], exp[5:200, 100:290], equal_nan=True)
