@@ -403,7 +403,22 @@ def open(
     path: str | None = None,
     mode: Mode = "r+",
     storage_options: dict | None = None,
+    use_consolidated: bool | None = None,
 ) -> Array | Group:
-    """Open whatever node is at ``path``: an :class:`Array` or a :class:`Group`."""
+    """Open whatever node is at ``path``: an :class:`Array` or a :class:`Group`.
+    A group opened with ``mode='r'`` reads through its consolidated metadata as in
+    :func:`open_group` (``use_consolidated``)."""
     st = _store(store, mode, storage_options)
-    return open_node(st, normalize_path(path or ""))
+    p = normalize_path(path or "")
+    if mode == "r" and use_consolidated is not False:
+        raw = st.get(_prefix(p) + META_KEY)
+        if raw is not None:
+            node = _parse_node(st, p, raw)
+            if isinstance(node, Group) and "consolidated_metadata" in node.metadata.extra:
+                return open_group(st, path=p, mode="r", use_consolidated=use_consolidated)
+            if use_consolidated:
+                raise NodeNotFoundError(f"{st.url}: no consolidated metadata at '/{p}'")
+            return node
+    elif use_consolidated:
+        raise ValueError(f"use_consolidated=True: needs mode='r', received mode={mode!r}")
+    return open_node(st, p)

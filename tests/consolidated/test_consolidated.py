@@ -191,3 +191,15 @@ def test_bad_consolidated_metadata(tmp_path, bad):
     else:  # not even a valid extension field: the core metadata parser refuses it
         with pytest.raises(MetadataError):
             zarrcy.open_group(p, mode="r", use_consolidated=False)
+
+
+def test_open_reads_groups_through_consolidated(tmp_path):
+    p = str(tmp_path / "o.zarr")
+    zarrcy.open_group(p, mode="w").create_array("a", shape=(2,), dtype="int8", fill_value=4)
+    zarrcy.consolidate_metadata(p)
+    g = zarrcy.open(p, mode="r")
+    assert isinstance(g, zarrcy.Group) and isinstance(g.store, ConsolidatedStore)
+    assert not isinstance(zarrcy.open(p, mode="r", use_consolidated=False).store, ConsolidatedStore)
+    assert isinstance(zarrcy.open(p, path="a", mode="r"), zarrcy.Array)
+    with pytest.raises(ValueError):
+        zarrcy.open(p, mode="r+", use_consolidated=True)
