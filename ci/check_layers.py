@@ -40,6 +40,7 @@ LAYERS = [
     ("zarrcy.convert", 6),
     ("zarrcy.demo", 6),
     ("zarrcy.xarray", 6),
+    ("zarrcy.zarr_plugin", 6),
     ("zarrcy", 6),  # the package __init__ (lazy re-exports)
 ]
 
