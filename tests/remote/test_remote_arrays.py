@@ -111,6 +111,12 @@ def test_unreachable_endpoint():
         zarrcy.open_group(s, mode="r")
 
 
+def test_scheme_aliases_configure():
+    # configuration only (no request): gcs:// is gs://, s3a:// is s3://
+    assert store_from_url("gcs://bucket/x").url == "gcs://bucket/x"
+    assert store_from_url("s3a://bucket/x").read_only
+
+
 def test_bad_urls_and_options():
     with pytest.raises(StoreError):
         ObjectStore("ftp://x/y")

@@ -111,7 +111,8 @@ class ObjectStore(Store):
             opts["client_options"] = client_options
         ob = _obstore()
         try:
-            self._store = ob.store.from_url(self._url, **opts)
+            client_url = "gs://" + self._url.partition("://")[2] if scheme == "gcs" else self._url
+            self._store = ob.store.from_url(client_url, **opts)
         except Exception as e:
             raise StoreError(f"{self._url}: cannot configure the object store: {_first_line(e)}") from e
         self._ob = ob
