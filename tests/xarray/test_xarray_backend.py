@@ -140,3 +140,17 @@ def test_missing_dimension_names(tmp_path):
     g.create_array("v", shape=(3,), dtype="int8", fill_value=0)
     with pytest.raises(KeyError, match="dimension_names"):
         xr.open_dataset(path, engine=ENGINE)
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_consolidated_by_xarray_and_group(tmp_path, zarr_format):
+    path = tmp_path / "c.zarr"
+    with __import__("warnings").catch_warnings():
+        __import__("warnings").simplefilter("ignore")
+        _dataset().to_zarr(path, zarr_format=zarr_format, consolidated=True)
+        _dataset()[["count"]].to_zarr(path, group="inner", zarr_format=zarr_format, consolidated=True)
+        ref = xr.open_dataset(path, engine="zarr", group="inner")
+    got = xr.open_dataset(path, engine=ENGINE, group="inner", drop_variables=["label"])
+    xr.testing.assert_identical(got, ref.drop_vars("label"))
+    full = xr.open_dataset(path, engine=ENGINE, use_consolidated=True)
+    assert set(full.data_vars) == {"temp", "count", "scaled"}
