@@ -339,7 +339,9 @@ class Array(Node):
 
     # -- pickling: (store URL, path, read_only) --------------------------------------
     def __reduce__(self):
-        return (_reopen, (self.store.url, self.path, self.read_only))
+        # the store object pickles itself (root / URL + storage options), so remote
+        # credentials and options travel with the array (Dask workers, processes)
+        return (_reopen, (self.store, self.path, self.read_only))
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         a = self[...]
@@ -808,7 +810,7 @@ class _Blocks(_OIndex):
         self.array.set_block_selection(selection, value)
 
 
-def _reopen(url: str, path: str, read_only: bool) -> Array:
+def _reopen(url: Any, path: str, read_only: bool) -> Array:
     from zarrcy.api import open_array
 
     return open_array(url, path=path, mode="r" if read_only else "r+")

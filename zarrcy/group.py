@@ -98,7 +98,9 @@ class Group(Node):
         return f"<zarrcy.Group {self.store.url} /{self.path}>"
 
     def __reduce__(self):
-        return (_reopen_group, (self.store.url, self.path, self.read_only))
+        # the store object pickles itself (root / URL + storage options), so remote
+        # credentials and options travel with the array (Dask workers, processes)
+        return (_reopen_group, (self.store, self.path, self.read_only))
 
     # -- members ---------------------------------------------------------------------
     def _child_path(self, name: str) -> str:
@@ -221,7 +223,7 @@ class Group(Node):
         return self.create_array(name, **kwargs)
 
 
-def _reopen_group(url: str, path: str, read_only: bool) -> Group:
+def _reopen_group(url: Any, path: str, read_only: bool) -> Group:
     from zarrcy.api import open_group
 
     return open_group(url, path=path, mode="r" if read_only else "r+")
