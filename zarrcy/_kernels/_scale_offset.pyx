@@ -14,12 +14,13 @@ from zarrcy._kernels._cast_types cimport so_t
 
 cdef extern from *:
     """
-    static inline int zc_sub_i64(long long a, long long b, long long* r) { return __builtin_sub_overflow(a, b, r); }
-    static inline int zc_add_i64(long long a, long long b, long long* r) { return __builtin_add_overflow(a, b, r); }
-    static inline int zc_mul_i64(long long a, long long b, long long* r) { return __builtin_mul_overflow(a, b, r); }
-    static inline int zc_sub_u64(unsigned long long a, unsigned long long b, unsigned long long* r) { return __builtin_sub_overflow(a, b, r); }
-    static inline int zc_add_u64(unsigned long long a, unsigned long long b, unsigned long long* r) { return __builtin_add_overflow(a, b, r); }
-    static inline int zc_mul_u64(unsigned long long a, unsigned long long b, unsigned long long* r) { return __builtin_mul_overflow(a, b, r); }
+    #include <stdint.h>
+    static inline int zc_sub_i64(int64_t a, int64_t b, int64_t* r) { return __builtin_sub_overflow(a, b, r); }
+    static inline int zc_add_i64(int64_t a, int64_t b, int64_t* r) { return __builtin_add_overflow(a, b, r); }
+    static inline int zc_mul_i64(int64_t a, int64_t b, int64_t* r) { return __builtin_mul_overflow(a, b, r); }
+    static inline int zc_sub_u64(uint64_t a, uint64_t b, uint64_t* r) { return __builtin_sub_overflow(a, b, r); }
+    static inline int zc_add_u64(uint64_t a, uint64_t b, uint64_t* r) { return __builtin_add_overflow(a, b, r); }
+    static inline int zc_mul_u64(uint64_t a, uint64_t b, uint64_t* r) { return __builtin_mul_overflow(a, b, r); }
     #define ZC_SO_DBL_MAX 1.7976931348623157e308
     #include <string.h>
     /* bit 63 (bit 31) set iff the value is NaN or +-Inf (exponent all ones) */
