@@ -98,6 +98,19 @@ def run(quick: bool = False) -> Table:
         "cast-value-rs": None,
         "numpy": timeit(lambda: (q - (-10.0)) * 0.1, repeat)})
 
+    from zarrcy._kernels._scale_offset import encode_into
+
+    qbuf = np.empty_like(q)
+
+    def np_so_into() -> None:
+        np.subtract(q, -10.0, out=qbuf)
+        np.multiply(qbuf, 0.1, out=qbuf)
+
+    t.add("  (into) scale_offset encode f64", {
+        "zarrcy": timeit(lambda: encode_into(q, qbuf, -10.0, 0.1), repeat),
+        "cast-value-rs": None,
+        "numpy": timeit(np_so_into, repeat)})
+
     cv = CastValueCodec("uint8", "nearest-even", None, (("NaN", 0),), ((0, "NaN"),))
     fused = so.fuse_with(cv)
     assert fused is not None
