@@ -62,6 +62,47 @@ cdef extern from *:
     static int zc_so_enc_f64_stream(const double* x, double* y, Py_ssize_t m, double o, double s) { return -1; }
     static inline void zc_so_sfence(void) { }
     #endif
+
+    /* float encode / decode blocks: one C body compiled for the baseline and, where the CPU
+       has it, AVX2 (runtime check; no FMA enabled, so both give the same bits).  Nonzero
+       iff a finite x gave a non-finite y. */
+    #define ZC_SO_BODY(F, FB, NF, EXPR) { \
+        FB acc = 0; Py_ssize_t i; \
+        for (i = 0; i < m; i++) { F r = EXPR; acc |= (~NF(x[i])) & NF(r); y[i] = r; } \
+        return (int)(acc >> (sizeof(FB) * 8 - 1)); }
+    #define ZC_SO_FNS(SUF, ATTR) \
+        ATTR static int zc_so_enc_d_##SUF(const double* __restrict x, double* __restrict y, Py_ssize_t m, double o, double s) \
+            ZC_SO_BODY(double, uint64_t, zc_nf64, (x[i] - o) * s) \
+        ATTR static int zc_so_enc_f_##SUF(const float* __restrict x, float* __restrict y, Py_ssize_t m, float o, float s) \
+            ZC_SO_BODY(float, uint32_t, zc_nf32, (x[i] - o) * s) \
+        ATTR static int zc_so_dec_d_##SUF(const double* __restrict x, double* __restrict y, Py_ssize_t m, double o, double s) \
+            ZC_SO_BODY(double, uint64_t, zc_nf64, x[i] / s + o) \
+        ATTR static int zc_so_dec_f_##SUF(const float* __restrict x, float* __restrict y, Py_ssize_t m, float o, float s) \
+            ZC_SO_BODY(float, uint32_t, zc_nf32, x[i] / s + o)
+    #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && !defined(ZC_NO_AVX2)
+    ZC_SO_FNS(base, __attribute__((noinline)))
+    ZC_SO_FNS(avx2, __attribute__((noinline, target("avx2"))))
+    static int zc_so_avx2_state = -1;
+    static inline int zc_so_use_avx2(void) {
+        if (zc_so_avx2_state < 0) { __builtin_cpu_init(); zc_so_avx2_state = __builtin_cpu_supports("avx2") ? 1 : 0; }
+        return zc_so_avx2_state; }
+    #else
+    ZC_SO_FNS(base, )
+    #define zc_so_enc_d_avx2 zc_so_enc_d_base
+    #define zc_so_enc_f_avx2 zc_so_enc_f_base
+    #define zc_so_dec_d_avx2 zc_so_dec_d_base
+    #define zc_so_dec_f_avx2 zc_so_dec_f_base
+    static int zc_so_avx2_state = 0;
+    static inline int zc_so_use_avx2(void) { return 0; }
+    #endif
+    static int zc_so_enc_d(const double* x, double* y, Py_ssize_t m, double o, double s) {
+        return zc_so_use_avx2() ? zc_so_enc_d_avx2(x, y, m, o, s) : zc_so_enc_d_base(x, y, m, o, s); }
+    static int zc_so_enc_f(const float* x, float* y, Py_ssize_t m, float o, float s) {
+        return zc_so_use_avx2() ? zc_so_enc_f_avx2(x, y, m, o, s) : zc_so_enc_f_base(x, y, m, o, s); }
+    static int zc_so_dec_d(const double* x, double* y, Py_ssize_t m, double o, double s) {
+        return zc_so_use_avx2() ? zc_so_dec_d_avx2(x, y, m, o, s) : zc_so_dec_d_base(x, y, m, o, s); }
+    static int zc_so_dec_f(const float* x, float* y, Py_ssize_t m, float o, float s) {
+        return zc_so_use_avx2() ? zc_so_dec_f_avx2(x, y, m, o, s) : zc_so_dec_f_base(x, y, m, o, s); }
     """
     bint zc_sub_i64(int64_t a, int64_t b, int64_t* r) noexcept nogil
     bint zc_add_i64(int64_t a, int64_t b, int64_t* r) noexcept nogil
@@ -74,6 +115,12 @@ cdef extern from *:
     void zc_so_sfence() noexcept nogil
     int ZC_SO_HAVE_STREAM
     uintptr_t zc_so_addr(const void* p) noexcept nogil
+    int zc_so_avx2_state
+    int zc_so_use_avx2() noexcept nogil
+    int zc_so_enc_d(const double* x, double* y, Py_ssize_t m, double o, double s) noexcept nogil
+    int zc_so_enc_f(const float* x, float* y, Py_ssize_t m, float o, float s) noexcept nogil
+    int zc_so_dec_d(const double* x, double* y, Py_ssize_t m, double o, double s) noexcept nogil
+    int zc_so_dec_f(const float* x, float* y, Py_ssize_t m, float o, float s) noexcept nogil
     uint64_t zc_nf64(double v) noexcept nogil
     uint32_t zc_nf32(float v) noexcept nogil
 
@@ -118,37 +165,19 @@ cdef inline int64_t _hi(so_t* d) noexcept nogil:
 
 cdef inline uint8_t _enc_block(const so_t* x, so_t* y, Py_ssize_t start, Py_ssize_t m, so_t o, so_t s) noexcept nogil:
     """One vectorisable pass: y = (x - o) * s; nonzero iff a finite x gave a non-finite y."""
-    cdef Py_ssize_t i
-    cdef uint64_t acc64 = 0
-    cdef uint32_t acc32 = 0
     if so_t is double:
-        for i in range(start, start + m):
-            y[i] = (x[i] - o) * s
-            acc64 |= (~zc_nf64(x[i])) & zc_nf64(y[i])
-        return (acc64 >> 63) != 0
+        return zc_so_enc_d(x + start, y + start, m, o, s) != 0
     elif so_t is float:
-        for i in range(start, start + m):
-            y[i] = (x[i] - o) * s
-            acc32 |= (~zc_nf32(x[i])) & zc_nf32(y[i])
-        return (acc32 >> 31) != 0
+        return zc_so_enc_f(x + start, y + start, m, o, s) != 0
     else:
         return 0
 
 
 cdef inline uint8_t _dec_block(const so_t* x, so_t* y, Py_ssize_t start, Py_ssize_t m, so_t o, so_t s) noexcept nogil:
-    cdef Py_ssize_t i
-    cdef uint64_t acc64 = 0
-    cdef uint32_t acc32 = 0
     if so_t is double:
-        for i in range(start, start + m):
-            y[i] = x[i] / s + o
-            acc64 |= (~zc_nf64(x[i])) & zc_nf64(y[i])
-        return (acc64 >> 63) != 0
+        return zc_so_dec_d(x + start, y + start, m, o, s) != 0
     elif so_t is float:
-        for i in range(start, start + m):
-            y[i] = x[i] / s + o
-            acc32 |= (~zc_nf32(x[i])) & zc_nf32(y[i])
-        return (acc32 >> 31) != 0
+        return zc_so_dec_f(x + start, y + start, m, o, s) != 0
     else:
         return 0
 
@@ -274,6 +303,19 @@ cdef Py_ssize_t _decode(const so_t* x, so_t* y, Py_ssize_t n, so_t o, so_t s) no
                 return i
             y[i] = <so_t>t
         return -1
+
+
+def dispatch_isa(force=None):
+    """Which build of the float loops runs: ``"avx2"`` or ``"baseline"``; ``force="baseline"``
+    / ``"auto"`` switch it for later calls (tests compare both builds; not thread-safe)."""
+    global zc_so_avx2_state
+    if force == "baseline":
+        zc_so_avx2_state = 0
+    elif force == "auto":
+        zc_so_avx2_state = -1
+    elif force is not None:
+        raise ValueError(f"dispatch_isa: expected None, 'baseline' or 'auto', received {force!r}")
+    return "avx2" if zc_so_use_avx2() else "baseline"
 
 
 def encode_into(const so_t[::1] x, so_t[::1] y, offset, scale):

@@ -207,3 +207,40 @@ def test_array_quantize_roundtrip(tmp_path):
     got = a[...]
     assert np.array_equal(got, exp, equal_nan=True)
     assert np.array_equal(a[5:200, 100:290], exp[5:200, 100:290], equal_nan=True)
+
+
+# ---- scale_offset float blocks: dispatched AVX2 / baseline builds
+
+@pytest.fixture(params=ISAS)
+def so_isa(request):
+    from zarrcy._kernels import _scale_offset
+
+    _scale_offset.dispatch_isa(request.param)
+    yield request.param
+    _scale_offset.dispatch_isa("auto")
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_so_float_blocks_both_builds(so_isa, dtype):
+    from zarrcy._kernels._scale_offset import decode_into
+
+    big = np.finfo(dtype).max
+    rng = np.random.default_rng(9)
+    for n in (1, 7, SO_BLOCK - 1, SO_BLOCK, SO_BLOCK + 1, 2 * SO_BLOCK + 9):
+        x = rng.normal(0, 1e3, n).astype(dtype)
+        x[:: 97] = np.nan
+        o, s = np.array([1.5, 0.3], dtype=dtype)
+        y = np.empty_like(x)
+        assert encode_into(x, y, o, s) == -1
+        with np.errstate(all="ignore"):
+            exp = (x - o) * s
+            expd = x / s + o
+        assert y.tobytes() == exp.tobytes()
+        y2 = np.empty_like(x)
+        assert decode_into(x, y2, o, s) == -1
+        assert y2.tobytes() == expd.tobytes()
+        for p in sorted({0, n - 1, min(SO_BLOCK, n - 1), min(SO_BLOCK - 1, n - 1)}):
+            x2 = x.copy()
+            x2[p] = big / 2
+            assert encode_into(x2, y, o, np.array(4, dtype=dtype)) == p     # overflow at p only
+            assert decode_into(x2, y2, o, np.array(0.25, dtype=dtype)) == p
