@@ -12,6 +12,13 @@ Two layers:
   flagged elements go through ``scalar_map`` and then the generic caster.  So the fast
   paths never decide an edge case on their own.
 
+The hottest block loops (float64 -> int <= 32 bits nearest-even, plain and fused with
+scale_offset encode; the fused decode from integers; integer narrowing with wrap) are one
+C body each, compiled for the x86-64 baseline and with ``target("avx2")``, picked at run
+time (``dispatch_isa``).  They use only IEEE add/sub/mul/div, compares and integer bit
+operations (no FMA), so both builds give the same bits; like the Cython loops they only
+*flag* a block, and a flagged block is redone by the careful path.
+
 Loops are ``noexcept nogil`` and return -1 or the index of the first failing element.
 """
 
