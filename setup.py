@@ -31,7 +31,7 @@ extensions = [
         "zarrcy._kernels." + os.path.splitext(os.path.basename(path))[0],
         [path],
         include_dirs=[np.get_include()],
-        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION")],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION"), ("ZARRCY_DEBUG", "1" if DEBUG else "0")],
         extra_compile_args=compile_args,
     )
     for path in sorted(glob.glob(os.path.join("zarrcy", "_kernels", "*.pyx")))
@@ -45,6 +45,8 @@ setup(
         extensions,
         compiler_directives=directives,
         annotate=os.environ.get("ZARRCY_CYTHON_ANNOTATE", "") == "1",
+        # directives are not in the .pyx files, so a debug build must regenerate the C
+        force=DEBUG,
         nthreads=int(os.environ.get("ZARRCY_BUILD_JOBS", "0") or 0),
     ),
 )

@@ -14,6 +14,14 @@ cimport numpy as cnp
 
 cnp.import_array()
 
+cdef extern from *:
+    int ZARRCY_DEBUG  # set by setup.py: 1 in a ZARRCY_CYTHON_DEBUG=1 (checked) build
+
+
+def debug_build():
+    """True if the kernels were built with bounds/wraparound checks (ZARRCY_CYTHON_DEBUG=1)."""
+    return bool(ZARRCY_DEBUG)
+
 
 def grid_shape(const int64_t[::1] array_shape, const int64_t[::1] chunk_shape):
     """ceil(array_shape / chunk_shape) per dimension (chunk_shape > 0 checked by caller)."""
