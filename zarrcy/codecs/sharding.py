@@ -60,7 +60,7 @@ _KEYS = ("chunk_shape", "codecs", "index_codecs", "index_location")
 _DEFAULT_INNER = [{"name": "bytes", "configuration": {"endian": "little"}}]
 _DEFAULT_INDEX = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
 # below this many decoded bytes per call, inner chunks are processed inline
-_PARALLEL_MIN_BYTES = 1 << 20
+_PARALLEL_MIN_BYTES = 1 << 17  # two 64 KiB inner chunks already pay for a second thread
 
 # shard-index cache: (store url, key, layout) -> (version token, validated index), bounded
 # by bytes, oldest entries dropped first
@@ -836,8 +836,10 @@ class ShardingCodec(ArrayBytesCodec):
                 out[osel] = fill
             elif full[k] and not use_ix and all(isinstance(s, slice) for s in osel):
                 inner.decode_into(data, out[osel])
-            else:
-                out[osel] = inner.decode(data)[plan.chunk_sel(k)]
+            else:  # partly covered: decode into this thread's scratch chunk, copy the part
+                scratch = _scratch(layout.inner_spec)
+                inner.decode_into(data, scratch)
+                out[osel] = scratch[plan.chunk_sel(k)]
 
         _run(plan.m, task, present.size * layout.inner_spec.nbytes >= _PARALLEL_MIN_BYTES)
         return out
