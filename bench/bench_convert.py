@@ -144,10 +144,8 @@ print(json.dumps({"seconds": seconds, "maxrss_mib": hwm}))
 
 
 def _child(code: str, job: dict) -> dict | None:
-    env = dict(os.environ)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-    p = subprocess.run([sys.executable, "-c", code + _TAIL, json.dumps(job)], capture_output=True, text=True, env=env)
+    env = dict(os.environ)  # -P: the child imports the installed zarrcy, never the source tree
+    p = subprocess.run([sys.executable, "-P", "-c", code + _TAIL, json.dumps(job)], capture_output=True, text=True, env=env)
     if p.returncode != 0:
         print(f"  ({job['who']} conversion failed: {p.stderr.strip().splitlines()[-1] if p.stderr.strip() else p.returncode})")
         return None
