@@ -103,8 +103,28 @@ def _product(values: Sequence[int]) -> int:
     return n
 
 
+class ArrayShapeViews:
+    """Derived views every array-metadata class (v3, and Zarr v2 in zarrcy.v2) shares."""
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def chunks(self) -> tuple[int, ...]:
+        return self.chunk_grid.chunk_shape
+
+    @property
+    def chunk_shape(self) -> tuple[int, ...]:
+        return self.chunk_grid.chunk_shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.data_type.dtype
+
+
 @dataclass(frozen=True, eq=False)
-class ArrayMetadata:
+class ArrayMetadata(ArrayShapeViews):
     """A parsed array ``zarr.json``.  Equality compares the written JSON (bit-exact fill)."""
 
     shape: tuple[int, ...]
@@ -243,21 +263,6 @@ class ArrayMetadata:
         """The chunk's decoded representation, as the codec pipeline sees it."""
         return ArraySpec(self.chunk_grid.chunk_shape, self.data_type.dtype, self.fill_value, self.data_type)
 
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def chunks(self) -> tuple[int, ...]:
-        return self.chunk_grid.chunk_shape
-
-    @property
-    def chunk_shape(self) -> tuple[int, ...]:
-        return self.chunk_grid.chunk_shape
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self.data_type.dtype
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ArrayMetadata):

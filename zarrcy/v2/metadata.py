@@ -33,6 +33,7 @@ from zarrcy.chunk_grid import RegularChunkGrid
 from zarrcy.chunk_key_encoding import V2ChunkKeyEncoding
 from zarrcy.codecs._base import ArraySpec, Codec
 from zarrcy.errors import ContainsNodeError, MetadataError, ReadOnlyError, expected
+from zarrcy.metadata.array import ArrayShapeViews
 from zarrcy.metadata._parse import INT64_MAX, expect_int_list, load_json_object
 from zarrcy.v2.codecs import numcodecs_codec, v2_codecs
 from zarrcy.v2.dtypes import (
@@ -101,7 +102,7 @@ def _check_codec_list(value: Any, path: str) -> list[dict[str, Any]] | None:
 
 
 @dataclass(frozen=True, eq=False)
-class V2ArrayMetadata:
+class V2ArrayMetadata(ArrayShapeViews):
     """A parsed ``.zarray`` (+ ``.zattrs``); see the module docstring."""
 
     shape: tuple[int, ...]
@@ -250,21 +251,6 @@ class V2ArrayMetadata:
     def storage_transformers(self) -> tuple:
         return ()
 
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def chunks(self) -> tuple[int, ...]:
-        return self.chunk_grid.chunk_shape
-
-    @property
-    def chunk_shape(self) -> tuple[int, ...]:
-        return self.chunk_grid.chunk_shape
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self.data_type.dtype
 
     @property
     def fill_value_is_null(self) -> bool:
