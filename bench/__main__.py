@@ -16,6 +16,7 @@ WORKLOADS = {
     "codecs": "bench.bench_codecs",
     "convert": "bench.bench_convert",
     "remote": "bench.bench_remote",
+    "plugin": "bench.bench_plugin",
 }
 
 

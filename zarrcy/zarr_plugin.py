@@ -64,9 +64,25 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
         cj = self._json()
         if cj is None:
             return None
+        # one resolved zarrcy pipeline per distinct chunk spec (zarr-python hands us one
+        # spec per chunk; building a pipeline per chunk would cost more than decoding it)
+        cache: dict[Any, CodecPipeline | None] | None = self.__dict__.get("_zarrcy_cache")
+        if cache is None:
+            cache = {}
+            object.__setattr__(self, "_zarrcy_cache", cache)
         out = []
         for spec in specs:
-            p = _zarrcy_pipeline(cj, spec)
+            try:
+                key: Any = (tuple(spec.shape), repr(spec.dtype), repr(spec.fill_value))
+            except Exception:  # noqa: BLE001  (an exotic spec: no caching)
+                key = None
+            p = cache.get(key, False) if key is not None else False
+            if p is False:
+                p = _zarrcy_pipeline(cj, spec)
+                if key is not None:
+                    if len(cache) > 64:
+                        cache.clear()
+                    cache[key] = p
             if p is None:
                 return None
             out.append(p)
