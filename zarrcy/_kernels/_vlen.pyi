@@ -1,0 +1,16 @@
+from collections.abc import Buffer
+
+import numpy as np
+import numpy.typing as npt
+
+MAX_U32: int
+
+def read_count(buf: Buffer) -> int: ...
+def scan_items(buf: Buffer, starts: npt.NDArray[np.int64], stops: npt.NDArray[np.int64]) -> int: ...
+def build_str(
+    buf: Buffer, starts: npt.NDArray[np.int64], stops: npt.NDArray[np.int64], out: npt.NDArray[np.object_]
+) -> int: ...
+def build_bytes(
+    buf: Buffer, starts: npt.NDArray[np.int64], stops: npt.NDArray[np.int64], out: npt.NDArray[np.object_]
+) -> int: ...
+def encode_items(items: npt.NDArray[np.object_], utf8: bool) -> tuple[bytearray | None, int]: ...

@@ -1,0 +1,166 @@
+"""Length-prefixed item lists: the chunk format of the ``vlen-utf8`` / ``vlen-bytes``
+codecs (zarr-extensions ``codecs/vlen-utf8``, ``codecs/vlen-bytes``).
+
+Layout (all integers u32 little-endian)::
+
+    count | len_0 | bytes_0 | len_1 | bytes_1 | ... | len_{count-1} | bytes_{count-1}
+
+This module knows nothing of zarrcy.  :func:`scan_items` walks the headers without
+the GIL and records where each item's bytes are; only after it succeeded do
+:func:`build_str` / :func:`build_bytes` (which need the GIL to create Python objects)
+touch the items.  Functions return ``-1`` on success or the index of the first bad
+item; the Python layer raises with the chunk key.
+"""
+
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.object cimport PyObject
+from libc.stdint cimport int64_t, uint32_t, uint8_t
+from libc.string cimport memcpy
+
+import numpy as np
+
+cdef extern from "Python.h":
+    # raw forms (no Cython exception check): NULL means failure, handled here
+    PyObject* PyUnicode_DecodeUTF8(const char* s, Py_ssize_t size, const char* errors)
+    const char* PyUnicode_AsUTF8AndSize(object u, Py_ssize_t* size) except NULL
+    void PyErr_Clear()
+    void Py_DECREF(PyObject* o)
+    bint PyUnicode_CheckExact(object o)
+    bint PyBytes_CheckExact(object o)
+    char* PyBytes_AS_STRING(object o)
+    Py_ssize_t PyBytes_GET_SIZE(object o)
+
+#: largest item length / item count the u32 fields can hold
+MAX_U32 = 0xFFFFFFFF
+
+
+cdef inline uint32_t _load_le32(const uint8_t* p) noexcept nogil:
+    return (<uint32_t>p[0]) | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
+
+
+cdef inline void _store_le32(uint8_t* p, uint32_t v) noexcept nogil:
+    p[0] = <uint8_t>v
+    p[1] = <uint8_t>(v >> 8)
+    p[2] = <uint8_t>(v >> 16)
+    p[3] = <uint8_t>(v >> 24)
+
+
+def read_count(const uint8_t[::1] buf) -> int:
+    """The leading u32 item count, or ``-1`` when the buffer is shorter than 4 bytes."""
+    if buf.shape[0] < 4:
+        return -1
+    return _load_le32(&buf[0])
+
+
+cdef Py_ssize_t _scan(const uint8_t* p, Py_ssize_t size, Py_ssize_t n,
+                      int64_t* starts, int64_t* stops) noexcept nogil:
+    cdef Py_ssize_t pos = 4, i
+    cdef Py_ssize_t length
+    for i in range(n):
+        if size - pos < 4:
+            return i
+        length = _load_le32(p + pos)
+        pos += 4
+        if length > size - pos:
+            return i
+        starts[i] = pos
+        pos += length
+        stops[i] = pos
+    return -1
+
+
+def scan_items(const uint8_t[::1] buf, int64_t[::1] starts, int64_t[::1] stops) -> int:
+    """Record ``[starts[i], stops[i])``, the bytes of item ``i``, for ``len(starts)`` items
+    following the 4-byte count.  Returns ``-1``, or the index of the first item whose
+    length field or bytes run past the end of ``buf``.  ``len(stops) == len(starts)``."""
+    cdef Py_ssize_t n = starts.shape[0]
+    if stops.shape[0] != n:
+        raise ValueError("scan_items: starts and stops differ in length")
+    if buf.shape[0] < 4:
+        return 0 if n else -1
+    if n == 0:
+        return -1
+    cdef Py_ssize_t r
+    with nogil:
+        r = _scan(&buf[0], buf.shape[0], n, &starts[0], &stops[0])
+    return r
+
+
+def build_str(const uint8_t[::1] buf, const int64_t[::1] starts, const int64_t[::1] stops, object[::1] out) -> int:
+    """``out[i] = buf[starts[i]:stops[i]].decode("utf-8")``; ``-1``, or the index of the
+    first item that is not valid UTF-8 (``out`` is then partly filled).  Offsets must come
+    from a successful :func:`scan_items` over the same ``buf``."""
+    cdef Py_ssize_t n = starts.shape[0], i
+    if stops.shape[0] != n or out.shape[0] != n:
+        raise ValueError("build_str: starts, stops and out differ in length")
+    if n == 0:
+        return -1
+    cdef const char* base = <const char*>&buf[0]
+    cdef PyObject* s
+    for i in range(n):
+        s = PyUnicode_DecodeUTF8(base + starts[i], stops[i] - starts[i], "strict")
+        if s is NULL:
+            PyErr_Clear()
+            return i
+        out[i] = <object>s
+        Py_DECREF(s)  # the memoryview assignment took its own reference
+    return -1
+
+
+def build_bytes(const uint8_t[::1] buf, const int64_t[::1] starts, const int64_t[::1] stops, object[::1] out) -> int:
+    """``out[i] = bytes(buf[starts[i]:stops[i]])``; returns ``-1``."""
+    cdef Py_ssize_t n = starts.shape[0], i
+    if stops.shape[0] != n or out.shape[0] != n:
+        raise ValueError("build_bytes: starts, stops and out differ in length")
+    if n == 0:
+        return -1
+    cdef const char* base = <const char*>&buf[0]
+    for i in range(n):
+        out[i] = PyBytes_FromStringAndSize(base + starts[i], stops[i] - starts[i])
+    return -1
+
+
+def encode_items(object[::1] items, bint utf8):
+    """The encoded list of ``items`` (``str`` when ``utf8`` else ``bytes``, exact types
+    or subclasses).  Returns ``(bytearray, -1)``, or ``(None, i)`` where item ``i`` has
+    the wrong type or is longer than ``MAX_U32`` bytes (also ``(None, len(items))``
+    when there are more than ``MAX_U32`` items)."""
+    cdef Py_ssize_t n = items.shape[0], i
+    cdef Py_ssize_t length, total = 4
+    if n > <Py_ssize_t>0xFFFFFFFF:
+        return None, n
+    lens_arr = np.empty(n, dtype=np.intp)
+    cdef Py_ssize_t[::1] lens = lens_arr
+    # pointers stay valid while `items` holds the objects (utf-8 of a str is cached in it)
+    ptrs_arr = np.empty(n, dtype=np.uintp)
+    cdef size_t[::1] pv = ptrs_arr
+    cdef const char* ptr
+    for i in range(n):
+        o = items[i]
+        if utf8:
+            if not isinstance(o, str):
+                return None, i
+            ptr = PyUnicode_AsUTF8AndSize(o, &length)
+        else:
+            if PyBytes_CheckExact(o) or isinstance(o, bytes):
+                ptr = PyBytes_AS_STRING(o)
+                length = PyBytes_GET_SIZE(o)
+            else:
+                return None, i
+        if length > <Py_ssize_t>0xFFFFFFFF:
+            return None, i
+        lens[i] = length
+        pv[i] = <size_t>ptr
+        total += 4 + length
+    out = bytearray(total)
+    cdef uint8_t[::1] dst = out
+    cdef Py_ssize_t pos = 4
+    with nogil:
+        _store_le32(&dst[0], <uint32_t>n)
+        for i in range(n):
+            _store_le32(&dst[pos], <uint32_t>lens[i])
+            pos += 4
+            if lens[i]:
+                memcpy(&dst[pos], <const char*>pv[i], lens[i])
+            pos += lens[i]
+    return out, -1
