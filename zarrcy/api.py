@@ -133,9 +133,12 @@ def _build_metadata(
 
         compressors = default_compressors(dt.dtype)
     if serializer == "auto":
-        serializer = (
-            {"name": "bytes", "configuration": {"endian": "little"}} if dt.itemsize > 1 else {"name": "bytes"}
-        )
+        if dt.variable_length:  # zarr-extensions: "string" <-> vlen-utf8, "bytes" <-> vlen-bytes
+            serializer = {"name": "vlen-utf8" if dt.category == "string" else "vlen-bytes"}
+        else:
+            serializer = (
+                {"name": "bytes", "configuration": {"endian": "little"}} if dt.itemsize > 1 else {"name": "bytes"}
+            )
     inner = [*map(_codec_json, _as_list(filters)), _codec_json(serializer), *map(_codec_json, _as_list(compressors))]
     if shards is not None:
         codecs = [

@@ -71,6 +71,18 @@ class StoreValue:
     def version(self) -> object | None:
         return self.store.version(self.key)
 
+    # conditional reads (storage/_base.py): the sharding codec's shard-index cache on
+    # stores without a cheap ``version`` (object stores: ETag + If-Match)
+    @property
+    def conditional_reads(self) -> bool:
+        return self.store.supports_conditional_reads
+
+    def get_versioned(self, byte_range: ByteRequest = None) -> tuple[bytes | None, object | None]:
+        return self.store.get_versioned(self.key, byte_range)
+
+    def get_ranges_if_version(self, byte_ranges: Sequence[ByteRequest], version: object) -> list[bytes | None] | None:
+        return self.store.get_ranges_if_version(self.key, byte_ranges, version)
+
     @property
     def cache_id(self) -> tuple[str, str]:
         return (self.store.url, self.key)
@@ -224,7 +236,12 @@ class Array(Node):
         dt = metadata.data_type.dtype
         self._dtype = dt
         self._fill = np.asarray(metadata.fill_value, dtype=dt)
-        self._fill_bytes = np.frombuffer(self._fill.tobytes(), dtype=np.uint8)
+        # variable-length elements (string: StringDType, bytes: object) have no fixed bytes:
+        # fill checks compare values, and a chunk's stored size does not follow from its shape
+        self._vlen = dt.kind in "OT"
+        self._fill_bytes = None if self._vlen else np.frombuffer(self._fill.tobytes(), dtype=np.uint8)
+        if self._vlen:
+            self._stored_limit = max(self._stored_limit, int(_config_get("max_chunk_bytes")))
         self._shape = tuple(metadata.shape)
         self._ndim = len(self._shape)
         ab = self._pipeline.array_bytes
@@ -387,7 +404,8 @@ class Array(Node):
                 return self._fill[()]
             scratch = self._scratch()
             self._pipeline.decode_into(data, scratch)
-            return scratch[tuple(local)].copy()
+            value = scratch[tuple(local)]
+            return value.copy() if isinstance(value, np.generic) else value  # str/bytes: immutable
         except CorruptChunkError as e:
             raise CorruptChunkError(f"{key}: {e}", key=key) from e
 
@@ -597,8 +615,44 @@ class Array(Node):
     def set_block_selection(self, selection: Any, value: Any) -> None:
         self._write(normalize_blocks(selection, self.shape, self._chunk_shape), value)
 
+    def _asarray(self, value: Any) -> np.ndarray:
+        # a list of bytes must not pass through numpy's S<n> (it drops trailing NULs)
+        if self._vlen and self._dtype.kind == "O" and not isinstance(value, np.ndarray):
+            return np.asarray(value, dtype=object)
+        return np.asarray(value)
+
+    def _vlen_value(self, v: np.ndarray) -> np.ndarray:
+        """Values for a ``string``/``bytes`` array: only str / bytes elements are accepted
+        (numpy would turn numbers into their text silently)."""
+        from zarrcy._kernels import _vlen
+
+        utf8 = self._dtype.kind == "T"
+        kind = v.dtype.kind
+        if kind == "O":
+            flat = v.reshape(-1)
+            if not (flat.flags.c_contiguous and flat.flags.writeable):
+                flat = flat.copy()  # the kernel takes a writable object memoryview
+            bad = _vlen.first_wrong_type(flat, utf8)
+            if bad >= 0:
+                item = v.reshape(-1)[bad]
+                raise TypeError(
+                    f"cannot store {type(item).__name__} {item!r} in a {'string' if utf8 else 'bytes'} array "
+                    f"(expected {'str' if utf8 else 'bytes'} elements)"
+                )
+            return v.astype(self._dtype) if utf8 else v
+        if utf8 and kind in "TU":
+            return v.astype(self._dtype, copy=False)
+        if not utf8 and kind == "S":
+            return v.astype(object)
+        raise TypeError(
+            f"cannot store values of dtype {v.dtype} in a {'string' if utf8 else 'bytes'} array "
+            f"(expected {'str' if utf8 else 'bytes'} values)"
+        )
+
     def _prepare_value(self, value: Any, shape: tuple[int, ...]) -> np.ndarray:
-        v = np.asarray(value)
+        v = self._asarray(value)
+        if self._vlen:
+            v = self._vlen_value(v)
         if v.dtype != self._dtype:
             if self._dtype.kind in "iu" and v.dtype.kind == "f" and v.size and not np.all(np.isfinite(v)):
                 raise ValueError(f"cannot store non-finite values in an array of dtype {self._dtype}")
@@ -613,7 +667,7 @@ class Array(Node):
     def _write(self, sel: BasicSelection, value: Any) -> None:
         self._check_writable()
         # accept values shaped like the final selection (with newaxis dims) too
-        v = np.asarray(value)
+        v = self._asarray(value)
         if sel.newaxis and v.ndim == len(sel.final_shape):
             v = v.reshape(np.broadcast_shapes(v.shape, sel.final_shape)) if v.shape != sel.final_shape else v
             v = v.reshape(sel.out_shape) if v.size == math.prod(sel.out_shape) else v
@@ -627,7 +681,11 @@ class Array(Node):
         """Encode and store a full chunk; erase it instead when it is all fill value."""
         if not _config_get("write_empty_chunks") and self.store.supports_deletes:
             c = _c_contiguous(chunk)
-            if _grid.is_constant(c.reshape(-1).view(np.uint8), self._fill_bytes):
+            if self._fill_bytes is None:
+                empty = bool(np.all(c == self._fill))  # variable-length: compare values
+            else:
+                empty = _grid.is_constant(c.reshape(-1).view(np.uint8), self._fill_bytes)
+            if empty:
                 self.store.erase(key)
                 return
             chunk = c

@@ -164,3 +164,18 @@ def encode_items(object[::1] items, bint utf8):
                 memcpy(&dst[pos], <const char*>pv[i], lens[i])
             pos += lens[i]
     return out, -1
+
+
+def first_wrong_type(object[::1] items, bint utf8) -> int:
+    """Index of the first item that is not a ``str`` (``utf8``) / ``bytes``, or ``-1``.
+    (Cython has no read-only object memoryviews: pass a writable array.)"""
+    cdef Py_ssize_t n = items.shape[0], i
+    if utf8:
+        for i in range(n):
+            if not isinstance(items[i], str):
+                return i
+    else:
+        for i in range(n):
+            if not isinstance(items[i], bytes):
+                return i
+    return -1

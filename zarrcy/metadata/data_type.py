@@ -9,6 +9,12 @@ IEEE-like variant *with* infinities, i.e. ``ml_dtypes.float8_e4m3``, not ``...fn
 zarr-python's ``{"name": "raw_bytes", "configuration": {"length_bytes": n}}`` (its
 spelling of numpy ``V<n>``; fill values in base64).
 
+Variable-length types (zarr-extensions ``data-types/string`` and ``data-types/bytes``,
+see :mod:`zarrcy.codecs.vlen`): ``string`` (numpy ``StringDType()``, fill value a JSON
+string) and ``bytes`` (numpy object arrays of ``bytes``, fill value base64; zarr-python
+3.4 writes it as ``variable_length_bytes``, read here as an alias).  They are not in
+:data:`DATA_TYPES` (which lists the fixed-size types) but in :data:`VLEN_TYPES`.
+
 A :class:`DataType` is a frozen dataclass; ``dtype`` is always native byte order
 (endianness belongs to the ``bytes`` codec).  Fill-value encoding lives in
 :mod:`zarrcy.metadata.fill_value`; the methods here delegate to it.
@@ -26,9 +32,9 @@ from zarrcy.errors import MetadataError, UnknownExtensionError, expected
 from zarrcy.metadata import fill_value as _fv
 from zarrcy.metadata._parse import check_extension_name, parse_extension
 
-__all__ = ["DataType", "FloatFormat", "parse_data_type", "from_numpy", "DATA_TYPES"]
+__all__ = ["DataType", "FloatFormat", "parse_data_type", "from_numpy", "DATA_TYPES", "VLEN_TYPES"]
 
-Category = Literal["bool", "int", "uint", "float", "complex", "raw"]
+Category = Literal["bool", "int", "uint", "float", "complex", "raw", "string", "bytes"]
 
 
 class FloatFormat(NamedTuple):
@@ -76,6 +82,11 @@ class DataType:
     @property
     def itemsize(self) -> int:
         return self.dtype.itemsize
+
+    @property
+    def variable_length(self) -> bool:
+        """True for ``string`` / ``bytes`` (elements are Python objects, no fixed bytes)."""
+        return self.category == "string" or self.category == "bytes"
 
     def to_json(self) -> Any:
         """The JSON identifier: the name, or ``{"name", "configuration"}`` when configured."""
@@ -154,6 +165,14 @@ _BY_KIND: dict[tuple[str, int], DataType] = {
 }
 _RAW_CACHE: dict[int, DataType] = {}
 
+#: variable-length types (zarr-extensions data-types/string, data-types/bytes)
+VLEN_TYPES: dict[str, DataType] = {
+    "string": DataType("string", np.dtype(np.dtypes.StringDType()), "string"),
+    "bytes": DataType("bytes", np.dtype(object), "bytes"),
+}
+# zarr-python 3.4 writes the bytes type under this name (and reads "bytes" too)
+_VLEN_ALIASES = {"variable_length_bytes": "bytes"}
+
 
 def _raw(nbits: int) -> DataType:
     d = _RAW_CACHE.get(nbits)
@@ -201,7 +220,7 @@ def parse_data_type(json_value: Any, path: str = "data_type") -> DataType:
     "must_understand") and is a :class:`MetadataError`.
     """
     if type(json_value) is str:
-        d = DATA_TYPES.get(json_value)
+        d = DATA_TYPES.get(json_value) or VLEN_TYPES.get(_VLEN_ALIASES.get(json_value, json_value))
         if d is not None:
             return d
         name, config, mu = json_value, None, True
@@ -215,7 +234,7 @@ def parse_data_type(json_value: Any, path: str = "data_type") -> DataType:
             )
     if name == "raw_bytes":
         return _raw_bytes(config, path)
-    d = DATA_TYPES.get(name) or _parse_raw_name(name)
+    d = DATA_TYPES.get(name) or VLEN_TYPES.get(_VLEN_ALIASES.get(name, name)) or _parse_raw_name(name)
     if d is None:
         if name[:1] == "r" and name[1:].isdigit():
             raise MetadataError(expected(path, "a raw type r<bits> with bits a positive multiple of 8", name), path)
@@ -233,11 +252,15 @@ def from_numpy(dtype_like: Any) -> DataType:
     """A numpy dtype (or anything ``np.dtype`` accepts, or a Zarr name) -> :class:`DataType`.
 
     Byte order is dropped (``">i2"`` -> ``int16``); ``"V3"`` and ``"r24"`` -> ``r24``.
+    Strings: ``str``, ``"T"``, ``StringDType()``, any ``U<n>`` and ``object`` -> ``string``
+    (as zarr-python maps ``str``; object arrays of ``bytes`` need ``dtype="bytes"``);
+    ``bytes`` / ``S<n>`` -> ``bytes``.  A ``StringDType`` with ``na_object`` is refused
+    (the ``string`` type has no missing value).
     """
     if isinstance(dtype_like, DataType):
         return dtype_like
     if type(dtype_like) is str:
-        d = DATA_TYPES.get(dtype_like) or _parse_raw_name(dtype_like)
+        d = DATA_TYPES.get(dtype_like) or VLEN_TYPES.get(_VLEN_ALIASES.get(dtype_like, dtype_like)) or _parse_raw_name(dtype_like)
         if d is not None:
             return d
     try:
@@ -247,6 +270,12 @@ def from_numpy(dtype_like: Any) -> DataType:
     d = _BY_KIND.get((dt.kind, dt.itemsize)) if dt.kind in "biufc" else _BY_SCALAR_TYPE.get(dt.type)
     if d is not None:
         return d
+    if dt.kind in "TUO":
+        if hasattr(dt, "na_object"):
+            raise MetadataError(expected("dtype", "a StringDType without na_object (the string type has no missing value)", str(dt)), "dtype")
+        return VLEN_TYPES["string"]
+    if dt.kind == "S":
+        return VLEN_TYPES["bytes"]
     if dt.type is np.void and dt.fields is None and dt.subdtype is None and dt.itemsize > 0:
         return _raw(dt.itemsize * 8)
     raise MetadataError(expected("dtype", "a dtype with a Zarr v3 data type", str(dt)), "dtype")

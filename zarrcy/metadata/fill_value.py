@@ -21,6 +21,10 @@ Forms accepted, by type:
   ``bits/8`` bytes, as tensorstore and zarr-python write raw fill values, is read too;
   the list is always what is written).
 
+* ``string`` (variable-length UTF-8): a JSON string (numbers are read as their text,
+  as zarr-python does for fill values written by zarr-python 2).
+* ``bytes`` (variable-length): a base64 string, as zarr-python 3.4 writes it.
+
 Writing (:func:`fill_value_to_json`) is the canonical inverse: the default NaN writes
 ``"NaN"``, any other NaN ``"0x..."``, infinities ``"Infinity"``/``"-Infinity"``, finite
 floats the shortest decimal that reads back to the same bits (``-0.0`` stays ``-0.0``).
@@ -220,6 +224,8 @@ def parse_fill_value(data_type: DataType, json_value: Any, path: str = "fill_val
     t = type(json_value)
     if cat == "float":
         return _parse_float(data_type, json_value, path)
+    if cat == "string" or cat == "bytes":
+        return _parse_vlen(cat, json_value, path)
     if cat == "int" or cat == "uint":
         lo, hi = data_type.int_range  # type: ignore[misc]
         if t is not int:
@@ -255,8 +261,31 @@ def parse_fill_value(data_type: DataType, json_value: Any, path: str = "fill_val
     return np.void(bytes(json_value))
 
 
+def _parse_vlen(cat: str, value: Any, path: str) -> Any:
+    t = type(value)
+    if cat == "string":
+        if isinstance(value, str):
+            return str(value)
+        if (t is int or t is float) and t is not bool:  # zarr-python 2 wrote numbers here
+            return str(value)
+        raise _err(path, "a string", value)
+    if isinstance(value, (bytes, bytearray, np.bytes_)):
+        return bytes(value)
+    if t is str:
+        try:
+            return base64.b64decode(value, validate=True)
+        except ValueError:
+            pass
+    raise _err(path, "a base64 string (variable-length bytes)", value)
+
+
 def fill_value_to_json(data_type: DataType, value: Any) -> Any:
     """The canonical JSON form of ``value`` (a scalar of ``data_type`` or any JSON form)."""
+    if data_type.category == "string":
+        return value if type(value) is str else _parse_vlen("string", value, "fill_value")
+    if data_type.category == "bytes":
+        raw = value if type(value) is bytes else _parse_vlen("bytes", value, "fill_value")
+        return base64.b64encode(raw).decode("ascii")
     if not (isinstance(value, np.generic) and value.dtype == data_type.dtype):
         value = parse_fill_value(data_type, value, "fill_value")
     cat = data_type.category
@@ -280,7 +309,11 @@ def fill_value_to_json(data_type: DataType, value: Any) -> Any:
 
 
 def default_fill_value(data_type: DataType) -> Any:
-    """Zero of the type (``false``, ``0``, ``0.0``, ``0+0j``, all-zero bytes)."""
+    """Zero of the type (``false``, ``0``, ``0.0``, ``0+0j``, all-zero bytes; ``""``/``b""``)."""
+    if data_type.category == "string":
+        return ""
+    if data_type.category == "bytes":
+        return b""
     if data_type.category == "raw":
         return np.void(bytes(data_type.itemsize))
     return np.zeros((), dtype=data_type.dtype)[()]

@@ -1,0 +1,166 @@
+"""The ``vlen-utf8`` and ``vlen-bytes`` codecs: variable-length strings and byte strings.
+
+Registered zarr extensions (no spec file under ../shared/specs; the text is in the
+zarr-extensions repository): codecs ``codecs/vlen-utf8`` and ``codecs/vlen-bytes``, data
+types ``data-types/string`` and ``data-types/bytes``.  Each codec is only valid with its
+data type (``vlen-utf8`` with ``"string"``, ``vlen-bytes`` with ``"bytes"``, which
+zarr-python 3.4 writes as ``"variable_length_bytes"``).  Configuration: none (an
+empty ``configuration`` object, as zarr-python writes it, is accepted; zarrcy writes
+just the name).
+
+``array -> bytes``.  Chunk format (the numcodecs ``VLenUTF8``/``VLenBytes`` layout that
+zarr-python 3.4 uses for both Zarr v2 filters and v3 codecs), all integers unsigned
+32-bit little-endian::
+
+    count                      number of items = number of elements of the chunk
+    len_0  bytes_0             item 0: its byte length, then its bytes
+    ...                        (elements in C order)
+    len_{count-1} bytes_{count-1}
+
+``vlen-utf8`` items are UTF-8 text (decoding is strict: invalid UTF-8 is an error),
+``vlen-bytes`` items are raw bytes.  A chunk cannot hold an item or an item count of
+2**32 or more.
+
+Reading is strict: fewer than 4 bytes, a count larger than the buffer can hold (checked
+before anything is allocated), a count different from the chunk's element count, a
+length running past the end, bytes left over after the last item, or invalid UTF-8 all
+raise :class:`~zarrcy.errors.CorruptChunkError` (the array layer adds the chunk key).
+
+Decoded values: ``string`` chunks are numpy ``StringDType()`` arrays (what zarr-python
+3.4 returns), ``bytes`` chunks object arrays of ``bytes``.  The header walk runs without
+the GIL in :mod:`zarrcy._kernels._vlen`; the Python objects are built in one C loop.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar, Self
+
+import numpy as np
+
+from zarrcy._kernels import _vlen
+from zarrcy.codecs._base import ArrayBytesCodec, ArraySpec
+from zarrcy.codecs._common import as_uint8, config_dict
+from zarrcy.errors import CorruptChunkError, MetadataError, expected
+
+__all__ = ["VLenUTF8Codec", "VLenBytesCodec", "STRING_DTYPE"]
+
+STRING_DTYPE = np.dtype(np.dtypes.StringDType())
+
+
+class _VLenCodec(ArrayBytesCodec):
+    """Shared parts of the two codecs (subclasses set ``name``, ``_utf8``, ``_data_type``)."""
+
+    _utf8: ClassVar[bool]
+    _data_type: ClassVar[str]
+    _kind: ClassVar[str]  # numpy dtype kind of the decoded array
+
+    @classmethod
+    def from_dict(cls, configuration: dict[str, Any] | None, path: str) -> Self:
+        config_dict(configuration, path, ())
+        return cls()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name}
+
+    def validate(self, spec: ArraySpec, path: str) -> None:
+        dt = spec.data_type
+        if dt is not None:
+            ok = getattr(dt, "name", None) == self._data_type
+            got = dt.to_json() if hasattr(dt, "to_json") else dt
+        else:
+            ok = spec.dtype.kind == self._kind
+            got = str(spec.dtype)
+        if not ok:
+            raise MetadataError(expected(path, f"the {self._data_type!r} data type for the {self.name} codec", got), path)
+
+    def compute_encoded_size(self, input_size: int, spec: ArraySpec) -> int | None:
+        return None
+
+    # -- decode -----------------------------------------------------------------------
+    def _decode_flat(self, data: Any, spec: ArraySpec) -> np.ndarray:
+        buf = as_uint8(data)
+        size = buf.shape[0]
+        n = math.prod(spec.shape)
+        count = _vlen.read_count(buf)
+        if count < 0:
+            raise CorruptChunkError(expected(self.name, "at least 4 bytes (the item count)", f"{size} bytes"))
+        # bound the count by the buffer before allocating anything for it
+        if count > (size - 4) // 4:
+            raise CorruptChunkError(
+                expected(self.name, f"an item count that fits in {size} bytes (at most {(size - 4) // 4})", count)
+            )
+        if count != n:
+            raise CorruptChunkError(expected(f"{self.name} item count", f"{n} (chunk shape {spec.shape})", count))
+        starts = np.empty(n, dtype=np.int64)
+        stops = np.empty(n, dtype=np.int64)
+        bad = _vlen.scan_items(buf, starts, stops)
+        if bad >= 0:
+            raise CorruptChunkError(
+                expected(f"{self.name} item {bad}", f"a length field and bytes within the {size}-byte chunk", "data past the end")
+            )
+        end = int(stops[-1]) if n else 4
+        if end != size:
+            raise CorruptChunkError(expected(self.name, f"{end} bytes (the end of item {n - 1})", f"{size} bytes"))
+        out = np.empty(n, dtype=object)
+        if self._utf8:
+            bad = _vlen.build_str(buf, starts, stops, out)
+            if bad >= 0:
+                raw = bytes(buf[starts[bad] : stops[bad]][:40])
+                raise CorruptChunkError(expected(f"{self.name} item {bad}", "valid UTF-8", raw))
+        else:
+            _vlen.build_bytes(buf, starts, stops, out)
+        return out
+
+    def decode(self, data: Any, spec: ArraySpec) -> np.ndarray:
+        flat = self._decode_flat(data, spec).reshape(spec.shape)
+        if self._utf8:
+            return flat.astype(STRING_DTYPE)
+        return flat
+
+    def decode_into(self, data: Any, out: np.ndarray, spec: ArraySpec) -> bool:
+        flat = self._decode_flat(data, spec)
+        np.copyto(out, flat.reshape(spec.shape), casting="unsafe")
+        return True
+
+    # -- encode -----------------------------------------------------------------------
+    def encode(self, chunk: np.ndarray, spec: ArraySpec) -> bytearray:
+        flat = np.asarray(chunk).reshape(-1, order="C")
+        if flat.dtype.kind != "O":
+            if self._utf8 and flat.dtype.kind in "TU":
+                flat = flat.astype(object)
+            else:
+                raise TypeError(expected(self.name, f"{'str' if self._utf8 else 'bytes'} elements", f"an array of {flat.dtype}"))
+        elif not (flat.flags.c_contiguous and flat.flags.writeable):
+            flat = flat.copy()  # the kernel takes a writable object memoryview
+        out, bad = _vlen.encode_items(flat, self._utf8)
+        if out is None:
+            if bad == flat.shape[0]:
+                raise ValueError(expected(self.name, f"at most {_vlen.MAX_U32} items per chunk", bad))
+            item = flat[bad]
+            want = str if self._utf8 else bytes
+            if isinstance(item, want):
+                raise ValueError(expected(f"{self.name} element {bad}", f"at most {_vlen.MAX_U32} bytes", len(item)))
+            raise TypeError(expected(f"{self.name} element {bad}", f"a {want.__name__}", item))
+        return out
+
+
+@dataclass(frozen=True)
+class VLenUTF8Codec(_VLenCodec):
+    """``vlen-utf8``: variable-length UTF-8 strings (data type ``string``)."""
+
+    name: ClassVar[str] = "vlen-utf8"
+    _utf8: ClassVar[bool] = True
+    _data_type: ClassVar[str] = "string"
+    _kind: ClassVar[str] = "T"
+
+
+@dataclass(frozen=True)
+class VLenBytesCodec(_VLenCodec):
+    """``vlen-bytes``: variable-length byte strings (data type ``bytes``)."""
+
+    name: ClassVar[str] = "vlen-bytes"
+    _utf8: ClassVar[bool] = False
+    _data_type: ClassVar[str] = "bytes"
+    _kind: ClassVar[str] = "O"
