@@ -24,9 +24,10 @@ from __future__ import annotations
 import base64
 import os
 import struct
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Literal, Mapping
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.backends.common import AbstractDataStore
@@ -255,6 +256,13 @@ class ZarrcyBackendEntrypoint(BackendEntrypoint):
 
 
 # -- writing -------------------------------------------------------------------------------------
+WriteMode = Literal["w", "w-", "a", "a-", "r+"]
+
+# per-variable ``encoding=`` keys to_zarrcy understands: zarrcy array layout + CF encoding
+_LAYOUT_KEYS = frozenset({"chunks", "shards", "compressors", "filters", "serializer", "fill_value"})
+_CF_KEYS = frozenset({"dtype", "_FillValue", "missing_value", "scale_factor", "add_offset", "units", "calendar"})
+
+
 def _per_dim(spec: Any, dims: tuple[str, ...], shape: tuple[int, ...], name: str) -> tuple[int, ...] | None:
     """``spec``: None, a {dim: size} dict, or a {variable: shape} dict."""
     if spec is None:
@@ -265,8 +273,163 @@ def _per_dim(spec: Any, dims: tuple[str, ...], shape: tuple[int, ...], name: str
         per_dim = {k: v for k, v in spec.items() if not isinstance(v, (tuple, list))}
         if not any(d in per_dim for d in dims):
             return None
-        return tuple(max(1, min(int(per_dim.get(d, n)), n) if n else 1) for d, n in zip(dims, shape))
+        # a named size may exceed today's length (arrays grown later by append_dim keep it)
+        return tuple(max(1, int(per_dim[d])) if d in per_dim else max(1, n) for d, n in zip(dims, shape))
     raise TypeError(f"chunks/shards: expected None or a dict keyed by dimension or variable name, received {spec!r}")
+
+
+def _choose_mode(mode: str | None, append_dim: Any, region: Any) -> str:
+    """xarray's defaults and checks for ``Dataset.to_zarr(mode=, append_dim=, region=)``."""
+    if mode is None:
+        mode = "a" if append_dim is not None else "r+" if region is not None else "w-"
+    if mode not in ("w", "w-", "a", "a-", "r+"):
+        raise ValueError(f"mode: expected one of 'w', 'w-', 'a', 'a-', 'r+', received {mode!r}")
+    if append_dim is not None and mode not in ("a", "a-"):
+        raise ValueError(f"append_dim: needs mode='a' or 'a-' (or None), received mode={mode!r}")
+    if region is not None and mode not in ("a", "a-", "r+"):
+        raise ValueError(f"region: needs mode='a', 'a-' or 'r+' (or None), received mode={mode!r}")
+    return mode
+
+
+def _is_dask(data: Any) -> bool:
+    return hasattr(data, "__dask_graph__") and hasattr(data, "chunks") and data.__dask_graph__() is not None
+
+
+def _attr_value(value: Any) -> Any:
+    """Attribute values as JSON (numpy arrays -> lists, numpy scalars -> Python scalars)."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _encode_variable(var: xr.Variable, name: str) -> xr.Variable:
+    """CF-encode one variable as xarray's zarr writer does (same coders, same order)."""
+    try:
+        from xarray.backends.zarr import encode_zarr_variable
+    except ImportError:  # pragma: no cover - older xarray
+        return xr.conventions.encode_cf_variable(var, name=name)
+    return encode_zarr_variable(var, name=name, zarr_format=3)
+
+
+def _check_storable(name: str, var: xr.Variable) -> None:
+    dt = var.dtype
+    if dt.kind in "OUSTMmV":
+        # TODO: strings via zarrcy's ``string`` data type (vlen-utf8) once it exists
+        raise TypeError(
+            f"variable {name!r}: its encoded dtype {dt} has no zarrcy data type yet "
+            "(strings, bytes and objects are not supported by to_zarrcy); drop it or "
+            "convert it to a numeric dtype"
+        )
+
+
+def _has_consolidated(root: Any) -> bool:
+    if "consolidated_metadata" in (getattr(root.metadata, "extra", None) or {}):
+        return True
+    prefix = f"{root.path}/" if root.path else ""
+    try:
+        return root.store.get(prefix + ".zmetadata") is not None
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _existing_dims(arrays: Mapping[str, Any]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for name, arr in arrays.items():
+        try:
+            dims, _ = _dims_and_attrs(arr, name)
+        except KeyError:
+            continue
+        for d, n in zip(dims, arr.shape):
+            out.setdefault(d, n)
+    return out
+
+
+def _auto_region(root_store: ZarrcyDataStore, arrays: Mapping[str, Any], ds: xr.Dataset,
+                 region: dict[str, Any]) -> dict[str, slice]:
+    """``"auto"`` entries of ``region`` found by looking the coordinate values up in the store."""
+    out: dict[str, slice] = {}
+    for dim, val in region.items():
+        if val != "auto":
+            out[dim] = val
+            continue
+        if dim not in ds.variables:  # a dimension without coordinate: the whole of it
+            out[dim] = slice(0, ds.sizes[dim])
+            continue
+        if dim not in arrays:
+            raise KeyError(f"region['{dim}']='auto': the store has no coordinate variable {dim!r} to look values up in")
+        stored = xr.conventions.decode_cf_variable(dim, root_store._variable(dim, arrays[dim]))
+        idx = pd.Index(np.asarray(stored.values)).get_indexer(np.asarray(ds[dim].values))
+        if (idx == -1).any():
+            raise KeyError(f"region['{dim}']='auto': not every value of coordinate {dim!r} is in the store")
+        if idx.size and (np.diff(idx) != 1).any():
+            raise ValueError(f"region['{dim}']='auto': the values of coordinate {dim!r} are not one contiguous, "
+                             "increasing run of the stored coordinate")
+        out[dim] = slice(int(idx[0]), int(idx[-1]) + 1) if idx.size else slice(0, 0)
+    return out
+
+
+def _validate_region(ds: xr.Dataset, region: Any, append_dim: Any) -> dict[str, Any]:
+    if region == "auto":
+        region = dict.fromkeys(ds.dims, "auto")
+    if not isinstance(region, Mapping):
+        raise TypeError(f"region: expected a dict {{dim: slice}} or 'auto', received {region!r}")
+    region = dict(region)
+    for k, v in region.items():
+        if k not in ds.dims:
+            raise ValueError(f"region: {k!r} is not a dimension of the dataset (dimensions: {list(ds.dims)})")
+        if v == "auto":
+            continue
+        if not isinstance(v, slice):
+            raise TypeError(f"region[{k!r}]: expected a slice or 'auto', received {v!r}")
+        if v.step not in (None, 1):
+            raise ValueError(f"region[{k!r}]: expected a slice with step 1, received {v!r}")
+    if append_dim is not None and append_dim in region:
+        raise ValueError(f"append_dim={append_dim!r} cannot also be a key of region")
+    unrelated = [str(k) for k, v in ds.variables.items() if not set(region) & set(v.dims)]
+    if region and unrelated:
+        raise ValueError(
+            f"region: variables {unrelated!r} have none of the region's dimensions {list(region)}; "
+            f"drop them first (ds.drop_vars({unrelated!r}))"
+        )
+    return region
+
+
+def _aligned_chunks(chunks: tuple[tuple[int, ...], ...], starts: tuple[int, ...],
+                    grid: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    """Dask chunks moved onto the boundaries of the stored objects (``grid``: shard or
+    chunk shape) of a destination written from ``starts``, so no two tasks share one."""
+    out = []
+    for sizes, start, g in zip(chunks, starts, grid):
+        n = int(sum(sizes))
+        cuts = set()
+        pos = 0
+        for s in sizes[:-1]:
+            pos += s
+            snapped = int(round((start + pos) / g)) * g - start
+            if 0 < snapped < n:
+                cuts.add(snapped)
+        edges = [0, *sorted(cuts), n]
+        out.append(tuple(b - a for a, b in zip(edges[:-1], edges[1:])) or (0,))
+    return tuple(out)
+
+
+def _write_data(arr: Any, data: Any, region: tuple[slice, ...]) -> None:
+    """``arr[region] = data``; Dask data block by block (rechunked onto the stored objects)."""
+    if int(np.prod(data.shape)) == 0:
+        return
+    if _is_dask(data):
+        import dask.array as da
+
+        starts = tuple(s.indices(n)[0] for s, n in zip(region, arr.shape))
+        grid = tuple(arr.shards or arr.chunks)
+        aligned = _aligned_chunks(tuple(tuple(int(x) for x in c) for c in data.chunks), starts, grid)
+        if aligned != data.chunks:
+            data = data.rechunk(aligned)
+        da.store(data, arr, regions=region, lock=False, compute=True)
+        return
+    arr[region] = np.asarray(data)
 
 
 def to_zarrcy(
@@ -274,57 +437,233 @@ def to_zarrcy(
     store: Any,
     *,
     group: str | None = None,
-    mode: str = "w-",
+    mode: WriteMode | None = None,
+    append_dim: str | None = None,
+    region: Mapping[str, slice | Literal["auto"]] | Literal["auto"] | None = None,
+    encoding: Mapping[str, Mapping[str, Any]] | None = None,
     chunks: Mapping[str, Any] | None = None,
     shards: Mapping[str, Any] | None = None,
     compressors: Any = "auto",
     storage_options: dict | None = None,
-    consolidated: bool = True,
+    consolidated: bool | None = None,
 ) -> Any:
-    """Write ``ds`` as a Zarr v3 group that xarray's zarr engine (and ``engine="zarrcy"``) reads back.
+    """Write ``ds`` into a Zarr group the way ``Dataset.to_zarr`` does; xarray's zarr engine
+    (and ``engine="zarrcy"``) reads it back.  Returns the zarrcy Group.
 
-    Variables (data and coordinates) are CF-encoded by xarray (times to numbers with
-    ``units``, ``_FillValue``/``scale_factor`` from ``encoding``), then stored as arrays
-    with ``dimension_names`` = dims and the attributes; a ``_FillValue`` attribute is
-    stored as xarray's zarr writer stores it.  ``chunks``/``shards``: ``{dim: size}``
-    or ``{variable: shape}`` (default: zarrcy's automatic chunks, no sharding; a shard
-    size must be a multiple of the chunk size).  ``mode``: ``"w-"`` fail if the group
-    exists, ``"w"`` overwrite.  With ``consolidated`` (default), the group's
-    consolidated metadata is written too.  Returns the zarrcy Group.
+    Variables (data and coordinates) are CF-encoded by xarray's own zarr coders (times to
+    numbers with ``units``/``calendar``, ``_FillValue``/``scale_factor``/``dtype`` from
+    ``encoding``), then stored with ``dimension_names`` = dims (``_ARRAY_DIMENSIONS`` in a
+    v2 group) and their attributes; a ``_FillValue`` attribute is stored as xarray's zarr
+    writer stores it; float arrays get a NaN Zarr ``fill_value``.
+
+    Layout of new arrays: ``chunks``/``shards`` as ``{dim: size}`` or ``{variable: shape}``,
+    or per variable in ``encoding={name: {"chunks": ..., "shards": ..., "compressors": ...}}``
+    (which also takes the CF keys ``dtype``, ``_FillValue``, ``scale_factor``, ``add_offset``,
+    ``units``, ``calendar``).  Default chunks: the Dask chunks when they are regular, else
+    zarrcy's automatic chunks; no sharding.  A shard size must be a multiple of the chunk size.
+
+    ``mode`` (xarray's meanings; default ``"a"`` with ``append_dim``, ``"r+"`` with
+    ``region``, else ``"w-"``):
+
+    * ``"w-"`` create, fail if the group exists; ``"w"`` create, replacing what is there;
+    * ``"a"`` create or update: new variables are added, existing ones are overwritten
+      (their shape must match, except along ``append_dim``), the group attributes replaced;
+      ``"a-"`` like ``"a"`` but with ``append_dim`` existing variables without that
+      dimension are left alone;
+    * ``"r+"`` only existing variables, no metadata change (region writes).
+
+    ``append_dim``: variables having that dimension grow along it and the new slab is
+    written at the end; every other dimension must match the stored one (``ValueError``
+    naming the variable otherwise).  New values are encoded exactly as the stored ones:
+    the stored ``dtype``, ``_FillValue``, ``scale_factor``/``add_offset`` and, for times,
+    the stored ``units`` and ``calendar`` are reused, whatever ``ds``'s encoding says.
+
+    ``region``: ``{dim: slice}`` (step 1) or ``"auto"`` (or ``{dim: "auto"}``: the
+    positions of ``ds``'s coordinate values in the stored coordinate) writes ``ds`` into
+    that part of existing arrays.  As in xarray, index coordinates are not written, and a
+    variable sharing no dimension with the region is refused.  Regions need not follow
+    chunk or shard boundaries: partly covered chunks and shards are read, merged and
+    rewritten by zarrcy, so misaligned region writes are correct.
+
+    Dask-backed variables are written block by block (``dask.array.store``) without
+    loading the whole variable; their blocks are first moved onto the destination's shard
+    (else chunk) boundaries so no two tasks write one stored object.  ``compute=False``
+    is not supported: the write happens during the call.
+
+    ``consolidated``: write the group's consolidated metadata (default: yes unless
+    ``mode="r+"``); metadata consolidated earlier is always refreshed after a change.
     """
-    if mode not in ("w", "w-"):
-        raise ValueError(f"mode: expected 'w' or 'w-', received {mode!r}")
-    # what xarray's zarr writer does: non-index coordinates named in a "coordinates"
-    # attribute, then CF encoding of every variable
+    mode = _choose_mode(mode, append_dim, region)
+    for k in ds.variables:
+        if not isinstance(k, str) or not k:
+            raise ValueError(f"variable names must be non-empty strings, received {k!r}")
+    encoding = {str(k): dict(v) for k, v in (encoding or {}).items()}
+    for vname, enc in encoding.items():
+        if vname not in ds.variables:
+            raise ValueError(f"encoding: {vname!r} is not a variable of the dataset")
+        bad = set(enc) - _LAYOUT_KEYS - _CF_KEYS
+        if bad:
+            raise ValueError(f"encoding[{vname!r}]: unknown keys {sorted(bad)} (known: "
+                             f"{sorted(_LAYOUT_KEYS | _CF_KEYS)})")
+    if append_dim is not None and append_dim not in ds.dims:
+        raise ValueError(f"append_dim={append_dim!r} is not a dimension of the dataset {list(ds.dims)}")
+
+    # -- the destination group and what it already holds
+    if mode in ("w", "w-"):
+        root = zarrcy.open_group(store, path=group, mode=mode, storage_options=storage_options)
+        arrays: dict[str, Any] = {}
+    else:
+        root = zarrcy.open_group(store, path=group, mode="r+" if mode == "r+" else "a",
+                                 storage_options=storage_options)
+        arrays = dict(root.arrays())
+    was_consolidated = mode not in ("w", "w-") and _has_consolidated(root)
+    fmt = _zarr_format(root)
+    existing_store = ZarrcyDataStore(root)
+
+    if region is not None:
+        region = _validate_region(ds, region, append_dim)
+        if any(v == "auto" for v in region.values()):
+            region = _auto_region(existing_store, arrays, ds, region)
+        ds = ds.drop_vars(list(ds.indexes))  # index coordinates are not rewritten (xarray's rule)
+    region = dict(region or {})
+
+    if mode == "r+":
+        new_names = [str(k) for k in ds.variables if k not in arrays]
+        if new_names:
+            raise ValueError(f"mode='r+': variables {new_names!r} do not exist in the store; use mode='a' "
+                             "to add variables")
+    if append_dim is not None and append_dim not in arrays and append_dim not in _existing_dims(arrays):
+        raise ValueError(f"append_dim={append_dim!r} is not a dimension of the stored dataset "
+                         f"{_existing_dims(arrays)}")
+    if mode != "w":
+        given = sorted(set(encoding) & set(arrays))
+        if given:
+            raise ValueError(f"encoding: variables {given!r} already exist in the store; their stored "
+                             "encoding is used")
+
+    # -- CF encoding: new variables from their own encoding, existing ones from the store's
     variables, attrs = xr.conventions.encode_dataset_coordinates(ds)
-    variables, attrs = xr.conventions.cf_encoder(dict(variables), dict(attrs))
-    root = zarrcy.open_group(store, path=group, mode=mode, attributes=dict(attrs), storage_options=storage_options)
+    variables = {str(k): v for k, v in variables.items()}
+    existing_names = [k for k in variables if k in arrays] if mode != "w" else []
+    stored_vars: dict[str, xr.Variable] = {}
+    if existing_names:
+        decoded, _, _ = xr.conventions.decode_cf_variables(
+            {k: existing_store._variable(k, arrays[k]) for k in existing_names}, {})
+        stored_vars = dict(decoded)
+    encoded: dict[str, xr.Variable] = {}
+    layout: dict[str, dict[str, Any]] = {}
     for name, var in variables.items():
-        values = np.asarray(var.values)
-        if values.dtype.kind in "OUSMm":
-            raise TypeError(f"{name}: dtype {values.dtype} is not supported by to_zarrcy yet")
-        vattrs = dict(var.attrs)
-        if "_FillValue" in vattrs:
-            vattrs["_FillValue"] = _encode_fill_attr(vattrs["_FillValue"], values.dtype)
-        dims = tuple(str(d) for d in var.dims)
-        ck = _per_dim(chunks, dims, values.shape, str(name))
-        sh = _per_dim(shards, dims, values.shape, str(name))
-        if sh is not None and ck is None:
-            ck = sh
-        kwargs: dict[str, Any] = dict(
-            name=str(name), shape=values.shape, dtype=values.dtype, dimension_names=dims,
-            attributes=vattrs, compressors=compressors,
-            fill_value=np.nan if values.dtype.kind in "fc" else 0,
-        )
-        if ck is not None:
-            kwargs["chunks"] = ck
-        if sh is not None:
-            kwargs["shards"] = tuple(-(-s // c) * c for s, c in zip(sh, ck))  # type: ignore[arg-type]
-        arr = root.create_array(**kwargs)
-        if values.size:
-            arr[...] = values
-    if consolidated:
-        consolidate = getattr(zarrcy, "consolidate_metadata", None)
-        if consolidate is not None:
-            consolidate(root.store, path=root.path)
+        var = var.copy(deep=False)
+        enc = encoding.get(name, {})
+        layout[name] = {k: v for k, v in enc.items() if k in _LAYOUT_KEYS}
+        if name in stored_vars:
+            var.encoding = dict(stored_vars[name].encoding)
+        else:
+            cf = {k: v for k, v in var.encoding.items() if k in _CF_KEYS}
+            cf.update({k: v for k, v in enc.items() if k in _CF_KEYS})
+            var.encoding = cf
+        e = _encode_variable(var, name)
+        _check_storable(name, e)
+        encoded[name] = e
+
+    # -- check existing variables against what is stored
+    targets: dict[str, tuple[Any, tuple[slice, ...], tuple[int, ...] | None]] = {}
+    for name in existing_names:
+        arr = arrays[name]
+        e = encoded[name]
+        sdims, _ = _dims_and_attrs(arr, name)
+        if e.dims != sdims:
+            if set(e.dims) != set(sdims):
+                raise ValueError(f"variable {name!r}: stored with dimensions {sdims}, received {e.dims}; "
+                                 "to_zarrcy cannot change a variable's dimensions")
+            e = encoded[name] = e.transpose(*sdims)
+        if e.dtype.kind in "SU" and e.dtype != arr.dtype:
+            raise ValueError(f"variable {name!r}: stored with dtype {arr.dtype}, received {e.dtype}")
+        want: dict[str, int] = {}
+        sel: list[slice] = []
+        new_shape: list[int] | None = None
+        for ax, (d, n) in enumerate(zip(sdims, arr.shape)):
+            if d == append_dim:
+                new_shape = list(arr.shape)
+                new_shape[ax] = n + e.shape[ax]
+                sel.append(slice(n, n + e.shape[ax]))
+                continue
+            if d in region:
+                start, stop, _ = region[d].indices(n)
+                if region[d].stop is not None and region[d].stop > n or (region[d].start or 0) > n:
+                    raise ValueError(f"variable {name!r}: region[{d!r}]={region[d]} goes past the stored size {n}")
+                want[d] = max(stop - start, 0)
+                sel.append(slice(start, stop))
+            else:
+                want[d] = n
+                sel.append(slice(0, n))
+        got = {d: s for d, s in zip(e.dims, e.shape) if d != append_dim}
+        if got != want:
+            raise ValueError(
+                f"variable {name!r}: stored with sizes {want} (region applied), received {got}; only "
+                f"append_dim={append_dim!r} may change size (use region= to write part of a variable)"
+            )
+        targets[name] = (arr, tuple(sel), tuple(new_shape) if new_shape is not None else None)
+
+    # -- metadata: group attributes, then new arrays, then growth along append_dim
+    if mode != "r+":
+        root.attrs.put({k: _attr_value(v) for k, v in attrs.items()})
+    to_write: list[tuple[Any, Any, tuple[slice, ...]]] = []
+    for name, e in encoded.items():
+        if name in targets:
+            arr, sel, new_shape = targets[name]
+            if mode == "a-" and append_dim is not None and append_dim not in e.dims:
+                continue
+            if new_shape is not None:
+                arr.resize(new_shape)
+            to_write.append((arr, e.data, sel))
+            continue
+        arr = _create_variable(root, fmt, name, e, layout[name], chunks, shards, compressors)
+        to_write.append((arr, e.data, tuple(slice(0, n) for n in e.shape)))
+
+    # -- data
+    for arr, data, sel in to_write:
+        _write_data(arr, data, sel)
+
+    # r+ changes no metadata; otherwise refresh metadata consolidated earlier in any case
+    if mode != "r+" and (consolidated or consolidated is None or was_consolidated):
+        zarrcy.consolidate_metadata(root.store, path=root.path)
     return root
+
+
+def _create_variable(root: Any, fmt: int, name: str, e: xr.Variable, layout: Mapping[str, Any],
+                     chunks: Any, shards: Any, compressors: Any) -> Any:
+    dims = tuple(str(d) for d in e.dims)
+    shape = tuple(int(n) for n in e.shape)
+    dtype = np.dtype(e.dtype)
+    vattrs = {k: _attr_value(v) for k, v in e.attrs.items()}
+    ck = tuple(layout["chunks"]) if layout.get("chunks") is not None else _per_dim(chunks, dims, shape, name)
+    sh = tuple(layout["shards"]) if layout.get("shards") is not None else _per_dim(shards, dims, shape, name)
+    if ck is None and _is_dask(e.data) and shape and all(shape):
+        dchunks = e.data.chunks
+        if all(len(set(c[:-1])) <= 1 and c[-1] <= c[0] for c in dchunks):  # regular: usable as Zarr chunks
+            ck = tuple(int(c[0]) for c in dchunks)
+    if sh is not None and ck is None:
+        ck = sh
+    kwargs: dict[str, Any] = dict(shape=shape, dtype=dtype, attributes=vattrs,
+                                  compressors=layout.get("compressors", compressors))
+    for k in ("filters", "serializer"):
+        if k in layout:
+            kwargs[k] = layout[k]
+    if fmt == 2:
+        # v2 (xarray's v2 convention): the Zarr fill_value is the CF _FillValue
+        fill = vattrs.pop("_FillValue", None)
+        kwargs["attributes"] = {**vattrs, DIMENSION_KEY: list(dims)}
+        kwargs["fill_value"] = fill
+        kwargs.pop("serializer", None)
+    else:
+        if "_FillValue" in vattrs:
+            vattrs["_FillValue"] = _encode_fill_attr(e.attrs["_FillValue"], dtype)
+        kwargs["dimension_names"] = dims
+        fill = layout.get("fill_value", e.encoding.get("fill_value"))
+        kwargs["fill_value"] = fill if fill is not None else (np.nan if dtype.kind in "fc" else 0)
+    if ck is not None:
+        kwargs["chunks"] = ck
+    if sh is not None:
+        kwargs["shards"] = tuple(-(-s // c) * c for s, c in zip(sh, ck))  # type: ignore[arg-type]
+    return root.create_array(name, **kwargs)
