@@ -1142,6 +1142,25 @@ cdef inline int _rne_fused(const double* x, dst_t* y, Py_ssize_t m, double lo, d
         return 1
 
 
+cdef inline int _rne_plain(const double* x, dst_t* y, Py_ssize_t m, double lo, double hi, int nk, int clamp,
+                           uint64_t nanv) noexcept nogil:
+    """The dispatched one-pass C loop cast_rne(x) for one block of doubles; 0 = block done."""
+    if dst_t is int8_t:
+        return zc_rne_i8(x, y, m, lo, hi, nk, clamp, 0, nanv, 0.0, 1.0)
+    elif dst_t is int16_t:
+        return zc_rne_i16(x, y, m, lo, hi, nk, clamp, 0, nanv, 0.0, 1.0)
+    elif dst_t is int32_t:
+        return zc_rne_i32(x, y, m, lo, hi, nk, clamp, 0, nanv, 0.0, 1.0)
+    elif dst_t is uint8_t:
+        return zc_rne_u8(x, y, m, lo, hi, nk, clamp, 0, nanv, 0.0, 1.0)
+    elif dst_t is uint16_t:
+        return zc_rne_u16(x, y, m, lo, hi, nk, clamp, 0, nanv, 0.0, 1.0)
+    elif dst_t is uint32_t:
+        return zc_rne_u32(x, y, m, lo, hi, nk, clamp, 0, nanv, 0.0, 1.0)
+    else:
+        return 1
+
+
 cdef Py_ssize_t _so_cast(const flt_t* x, dst_t* y, Py_ssize_t n, double od, double sd,
                          cfg_t* c, int* stage) noexcept nogil:
     """encode: t = (x - offset) * scale in src_t arithmetic, then cast t -> dst_t, per block.
@@ -1152,6 +1171,7 @@ cdef Py_ssize_t _so_cast(const flt_t* x, dst_t* y, Py_ssize_t n, double od, doub
     (so results and the reported index / stage are the same as without the fast loop).
     """
     cdef flt_t tmp[BLOCK]
+    cdef double tmpd[BLOCK]
     cdef Py_ssize_t start = 0, m, i, r
     cdef uint64_t accb
     cdef uint8_t acc
@@ -1160,11 +1180,10 @@ cdef Py_ssize_t _so_cast(const flt_t* x, dst_t* y, Py_ssize_t n, double od, doub
     cdef int fast = 0
     cdef double flo = <double>c.f.lo, fhi = <double>c.f.hi
     _setup_keys(x, y, c)
-    if flt_t is double:
-        if (dst_t is int8_t or dst_t is int16_t or dst_t is int32_t or dst_t is uint8_t
-                or dst_t is uint16_t or dst_t is uint32_t):
-            fast = (c.f.natural and c.rmode == R_NEAREST_EVEN and c.oor != OOR_WRAP
-                    and not c.keys_general and (c.nkeys == 0 or c.nan_key))
+    if (dst_t is int8_t or dst_t is int16_t or dst_t is int32_t or dst_t is uint8_t
+            or dst_t is uint16_t or dst_t is uint32_t):
+        fast = (c.f.natural and c.rmode == R_NEAREST_EVEN and c.oor != OOR_WRAP
+                and not c.keys_general and (c.nkeys == 0 or c.nan_key))
     while start < n:
         m = n - start
         if m > BLOCK:
@@ -1174,6 +1193,18 @@ cdef Py_ssize_t _so_cast(const flt_t* x, dst_t* y, Py_ssize_t n, double od, doub
                                    c.nan_val, o, s) == 0:
                 start += m
                 continue
+        else:
+            # float32: t = (x - o) * s in float32 arithmetic (scale_offset spec: the input
+            # type's arithmetic), widened exactly to double, then the same one-pass RNE cast
+            # loop as float64 sources.  A block the loop flags (an overflow to Inf is flagged
+            # as a non-finite value) is redone below by the two-step path.
+            if fast:
+                for i in range(m):
+                    tmpd[i] = <double>((x[start + i] - o) * s)
+                if _rne_plain(<const double*>tmpd, y + start, m, flo, fhi, c.nan_key, c.oor == OOR_CLAMP,
+                              c.nan_val) == 0:
+                    start += m
+                    continue
         acc = 0
         if flt_t is double:
             accb = 0

@@ -95,3 +95,31 @@ def test_fuse_pairs_hook():
     spec = ArraySpec((4,), np.dtype("float64"), np.float64(0))
     pairs = fuse_pairs([so, cv, so], [spec, spec, spec])
     assert len(pairs) == 2 and isinstance(pairs[0][0], ScaleOffsetCastCodec) and pairs[1][0] is so
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(min_size=4, max_size=4 * 300), st.sampled_from(_c.MODES), st.sampled_from([None, "clamp", "wrap"]),
+       st.sampled_from(["uint8", "int8", "int16", "uint16", "int32", "uint32", "int64"]),
+       st.sampled_from([(0, 1), (-10, 0.1), (-2.5, 50), (1e30, 1e-30), (3.5, -7), (0, 3e38)]),
+       st.sampled_from([(("NaN", 0),), None]))
+def test_fused_random_bits_float32(raw, mode, oor, target, os_, sm):
+    """float32 sources take the one-pass path too (float32 arithmetic, exact widening, the
+    RNE loop): bit-identical to the codecs in turn, including overflow to Inf and NaN."""
+    x = np.frombuffer(raw[: len(raw) // 4 * 4], dtype=np.float32).copy()
+    _compare(x, ScaleOffsetCodec(*os_), CastValueCodec(target, mode, oor, sm, None))
+
+
+@pytest.mark.parametrize("target", ["uint8", "int8", "int16", "uint16", "int32", "uint32"])
+@pytest.mark.parametrize("oor", [None, "clamp"])
+def test_fused_float32_fast_path_blocks(target, oor):
+    """Long clean runs (whole 1024-element blocks on the fast loop) with rare bad values
+    that force single blocks onto the two-step path; every half-way value rounds to even."""
+    rng = np.random.default_rng(7)
+    info = np.iinfo(target)
+    x = rng.uniform(float(info.min) / 60, float(info.max) / 60, 50_000).astype(np.float32)
+    x[::97] = np.round(x[::97]) + np.float32(0.5)
+    if oor == "clamp":
+        x[12345] = np.float32(1e30)
+        x[40000] = np.float32(-np.inf)
+    x[30000] = np.nan
+    _compare(x, ScaleOffsetCodec(-1.5, 50), CastValueCodec(target, "nearest-even", oor, (("NaN", 0),), None))
