@@ -303,3 +303,14 @@ def test_encoding_argument(tmp_path):
         to_zarrcy(ds.isel(time=slice(0, 1)), path, append_dim="time", encoding={"temp": {"dtype": "f4"}})
     with pytest.raises(ValueError, match="unknown keys"):
         to_zarrcy(ds, str(tmp_path / "e2.zarr"), encoding={"temp": {"bogus": 1}})
+
+
+def test_append_to_v2_store_written_by_xarray(tmp_path):
+    ds = _ds()
+    path = str(tmp_path / "v2.zarr")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds.isel(time=slice(0, 4)).drop_vars("count").to_zarr(path, zarr_format=2, consolidated=False)
+    to_zarrcy(ds.isel(time=slice(4, 6)), path, append_dim="time")  # "count" is new: a v2 array
+    _both_engines(path, ds)
+    assert ".zarray" in {p.name for p in (tmp_path / "v2.zarr" / "count").iterdir()}
