@@ -14,6 +14,7 @@ import logging
 import os
 import threading
 import urllib.request
+from typing import Any
 
 import pytest
 
@@ -27,6 +28,97 @@ _ENV = {
 }
 
 
+class RequestLog:
+    """WSGI middleware in front of moto: every request as (method, path, Range, If-Match,
+    status), plus response bytes -- counts what clients really send."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+        self.lock = threading.Lock()
+        self.entries: list[tuple[str, str, str | None, str | None, int]] = []
+        self.bytes = 0
+        #: optional hook(method, path, environ) called before each request (e.g. to
+        #: rewrite or delete an object between two requests of one read)
+        self.before: Any = None
+        #: "strip": drop ETag headers from responses; "weak": send them as W/"..."
+        self.etag_mode: str | None = None
+
+    def reset(self) -> None:
+        with self.lock:
+            self.entries = []
+            self.bytes = 0
+
+    def requests(self, method: str | None = None, under: str = "") -> list[tuple]:
+        with self.lock:
+            return [e for e in self.entries if (method is None or e[0] == method) and under in e[1]]
+
+    def __call__(self, environ, start_response):
+        hook = self.before
+        if hook is not None:
+            hook(environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), environ)
+        status: list[int] = [0]
+        mode = self.etag_mode
+
+        def sr(st, headers, exc_info=None):
+            status[0] = int(st.split()[0])
+            if mode == "strip":
+                headers = [(k, v) for k, v in headers if k.lower() != "etag"]
+            elif mode == "weak":
+                headers = [(k, "W/" + v if k.lower() == "etag" else v) for k, v in headers]
+            return start_response(st, headers, exc_info) if exc_info else start_response(st, headers)
+
+        body = self.app(environ, sr)
+        # logged before the body is sent: a client that has its answer sees its request
+        # in the log
+        with self.lock:
+            self.entries.append((environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""), environ.get("HTTP_RANGE"),
+                                 environ.get("HTTP_IF_MATCH"), status[0]))
+        for chunk in body:
+            with self.lock:
+                self.bytes += len(chunk)
+            yield chunk
+
+
+class _CountingMoto:
+    def __init__(self) -> None:
+        from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+        from werkzeug.serving import make_server
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        self.log = RequestLog(DomainDispatcherApplication(create_backend_app))
+        self.server = make_server("127.0.0.1", 0, self.log, True, request_handler=MotoRequestHandler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.thread.join(5)
+
+
+_SERVERS: list[_CountingMoto] = []
+
+
+def _counting_moto() -> _CountingMoto:
+    pytest.importorskip("moto.server")
+    pytest.importorskip("obstore")
+    srv = _CountingMoto()
+    _SERVERS.append(srv)
+    return srv
+
+
+@pytest.fixture
+def s3_log(s3_server) -> RequestLog:
+    """The session S3 server's request log (reset for this test)."""
+    log = _SERVERS[-1].log
+    log.reset()
+    log.before = None
+    log.etag_mode = None
+    yield log
+    log.before = None
+    log.etag_mode = None
+
+
 @pytest.fixture(scope="session")
 def s3_server():
     """``(endpoint, storage_options)`` of a moto S3 server with bucket ``BUCKET``.
@@ -34,15 +126,8 @@ def s3_server():
     The AWS_* variables (dummy credentials, the local endpoint) are set for the session
     so that a bare ``s3://`` URL, as ``store_from_url``/pickling produce it, reaches
     the local server too."""
-    pytest.importorskip("moto.server")
-    pytest.importorskip("obstore")
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://127.0.0.1:{port}"
+    server = _counting_moto()
+    endpoint = server.endpoint
     old = {k: os.environ.get(k) for k in [*_ENV, "AWS_ENDPOINT_URL", "AWS_ENDPOINT"]}
     os.environ.update(_ENV)
     os.environ["AWS_ENDPOINT_URL"] = endpoint

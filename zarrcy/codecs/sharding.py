@@ -31,7 +31,13 @@ chunks and a new index in place on stores with partial writes; see
 Partial reads of an ``end`` index cannot know the shard's size, so an entry that points
 into the index is only caught by whole-shard reads (and by the append path, which
 learns the size); entries past the end are caught when their ranges come back short.
-No shard-index cache: another writer may replace a shard at any time.
+Shard-index cache (``zarrcy.config(shard_index_cache=bytes)``): another writer may
+replace a shard at any time, so a cached index is only used with a check that the shard
+is still the version it came from -- a stat token (``Store.version``: LocalStore,
+MemoryStore) or, on object stores, the ETag of the index GET sent as ``If-Match`` with
+the data request itself (``Store.get_ranges_if_version``).  A failed check drops the
+cached index, re-reads it and retries (at most ``_STALE_RETRIES`` times, then
+StoreError): the bytes of one version are never decoded with another's index.
 """
 
 from __future__ import annotations
@@ -49,7 +55,7 @@ from zarrcy.byte_range import RangeRequest, SuffixRequest
 from zarrcy.codecs._base import ArrayBytesCodec, ArraySpec, ByteGetter, ByteSetter, Codec
 from zarrcy.config import executor as _executor
 from zarrcy.config import get as _config_get
-from zarrcy.errors import CorruptChunkError, MetadataError, expected
+from zarrcy.errors import CorruptChunkError, MetadataError, StoreError, expected
 
 __all__ = ["ShardingCodec", "IndexLocation"]
 
@@ -67,6 +73,12 @@ _PARALLEL_MIN_BYTES = 1 << 17  # two 64 KiB inner chunks already pay for a secon
 _INDEX_CACHE: dict[Any, tuple[Any, np.ndarray]] = {}
 _INDEX_CACHE_BYTES = [0]
 _INDEX_CACHE_LOCK = threading.Lock()
+# re-reads of a shard's index after a conditional data read found the shard changed
+_STALE_RETRIES = 3
+
+
+class _Stale(Exception):
+    """Internal: the shard is no longer the version its index was read from."""
 
 
 def _index_cache_put(key: Any, token: Any, flat: np.ndarray) -> None:
@@ -690,48 +702,123 @@ class ShardingCodec(ArrayBytesCodec):
         return b"".join([index, *pieces] if start else [*pieces, index])
 
     # -- partial reads -----------------------------------------------------------------------
-    def _fetch_index(self, getter: ByteGetter, layout: _Layout) -> np.ndarray | None:
-        """The shard's validated index (``None`` if the shard does not exist).
+    def _cache_key(self, getter: Any, layout: _Layout) -> Any:
+        return (getter.cache_id, layout.index_size, self.index_location, layout.n)
 
-        Cached per stored object when the store gives a version token (``version()``:
-        LocalStore's (inode, size, mtime), MemoryStore's value identity): a hit costs one
-        stat instead of a range read, checksum and validation; any rewrite of the shard
-        (atomic replace, append) changes the token.  ``zarrcy.config(shard_index_cache=0)``
-        turns it off."""
+    def _drop_index(self, getter: Any, layout: _Layout) -> None:
+        if getattr(getter, "cache_id", None) is None:
+            return
+        ck = self._cache_key(getter, layout)
+        with _INDEX_CACHE_LOCK:
+            old = _INDEX_CACHE.pop(ck, None)
+            if old is not None:
+                _INDEX_CACHE_BYTES[0] -= old[1].nbytes
+
+    def _fetch_index(self, getter: ByteGetter, layout: _Layout, fresh: bool = False) -> tuple[np.ndarray | None, Any]:
+        """``(validated index or None if the shard does not exist, version)``.
+
+        ``version`` is None, or the version (ETag) of the object the index came from:
+        then every data read must be conditional on it (:meth:`_read_ranges`).
+
+        * stores with a cheap ``version()`` (LocalStore's (inode, size, mtime),
+          MemoryStore's value identity): a cache hit costs one stat instead of a range
+          read, checksum and validation; any rewrite changes the token.
+        * stores with conditional reads (object stores, ``conditional_reads``): the
+          index is cached under the ETag its GET returned, and a hit is checked by the
+          data request itself (``If-Match``), so a point read costs ONE request.
+          ``fresh``: skip the cache (the cached index was found stale).
+
+        ``zarrcy.config(shard_index_cache=0)`` turns the cache off."""
+        use_cache = bool(_config_get("shard_index_cache")) and getattr(getter, "cache_id", None) is not None
+        if getattr(getter, "conditional_reads", False):
+            ck = self._cache_key(getter, layout) if use_cache else None
+            if ck is not None and not fresh:
+                hit = _INDEX_CACHE.get(ck)
+                if hit is not None:
+                    return hit[1], hit[0]
+            raw, etag = getter.get_versioned(self._index_request(layout))  # type: ignore[attr-defined]
+            flat = self._parse_index(raw, layout)
+            if flat is None or etag is None:
+                # missing, or a server without (strong) ETags: no cache, unconditional
+                # data reads -- two requests per read, as without the cache
+                if ck is not None:
+                    self._drop_index(getter, layout)
+                return flat, None
+            if ck is not None:
+                _index_cache_put(ck, etag, flat)
+            return flat, etag
         version = getattr(getter, "version", None)
         ck = None
-        if version is not None and _config_get("shard_index_cache"):
+        if version is not None and use_cache:
             token = version()
             if token is None:
-                return self._read_index(getter, layout)
-            ck = (getter.cache_id, layout.index_size, self.index_location, layout.n)  # type: ignore[attr-defined]
+                return self._read_index(getter, layout), None
+            ck = self._cache_key(getter, layout)
             hit = _INDEX_CACHE.get(ck)
             if hit is not None and (hit[0] is token or (type(token) is tuple and hit[0] == token)):
-                return hit[1]
+                return hit[1], None
         flat = self._read_index(getter, layout)
         if ck is not None and flat is not None:
             _index_cache_put(ck, token, flat)
-        return flat
+        return flat, None
+
+    def _index_request(self, layout: _Layout) -> Any:
+        isz = layout.index_size
+        return RangeRequest(0, isz) if self.index_location == "start" else SuffixRequest(isz)
 
     def _read_index(self, getter: ByteGetter, layout: _Layout) -> np.ndarray | None:
+        return self._parse_index(getter.get(self._index_request(layout)), layout)
+
+    def _parse_index(self, raw: Any, layout: _Layout) -> np.ndarray | None:
         isz = layout.index_size
-        start = self.index_location == "start"
-        raw = getter.get(RangeRequest(0, isz) if start else SuffixRequest(isz))
         if raw is None:
             return None
         raw = _flat_bytes(raw)
         if len(raw) < isz:
             raise CorruptChunkError(f"shard is {len(raw)} bytes, shorter than its index ({isz} bytes)")
         flat = layout.decode_index(raw)
-        layout.validate(flat, None, start)
+        layout.validate(flat, None, self.index_location == "start")
         flat.flags.writeable = False  # shared through the cache
         return flat
+
+    @staticmethod
+    def _read_ranges(getter: ByteGetter, ranges: list[RangeRequest], version: Any) -> list[Any]:
+        """``getter.get_ranges``, conditional on ``version`` when it is not None: bytes of
+        one object version are never combined with the index of another (raises
+        :class:`_Stale` when the shard is no longer that version)."""
+        if version is None:
+            return getter.get_ranges(ranges)
+        got = getter.get_ranges_if_version(ranges, version)  # type: ignore[attr-defined]
+        if got is None:
+            raise _Stale
+        return got
+
+    def _with_index(self, getter: ByteGetter, layout: _Layout, body: Callable[[Any, Any], Any]) -> Any:
+        """``body(index, version)``; when a conditional data read finds the shard
+        changed (:class:`_Stale`), drop the cached index, re-read it and run ``body``
+        again -- at most ``_STALE_RETRIES`` times, then StoreError."""
+        fresh = False
+        for _ in range(_STALE_RETRIES + 1):
+            flat, version = self._fetch_index(getter, layout, fresh)
+            try:
+                return body(flat, version)
+            except _Stale:
+                self._drop_index(getter, layout)
+                fresh = True
+        where = getattr(getter, "cache_id", None)
+        where = f"{where[0]}/{where[1]}: " if isinstance(where, tuple) else ""
+        raise StoreError(
+            f"{where}the shard changed between its index read and its data read "
+            f"{_STALE_RETRIES + 1} times in a row; giving up (no consistent version to read)"
+        )
 
     def read_point(self, getter: ByteGetter, local: Sequence[int], spec: ArraySpec) -> Any:
         """One element at in-shard coordinates ``local`` (in bounds): the index (cached),
         one range read of its inner chunk, a decode into a per-thread scratch chunk."""
         layout = self._layout(spec)
-        flat = self._fetch_index(getter, layout)
+        return self._with_index(getter, layout, lambda flat, version: self._point(getter, layout, local, flat, version))
+
+    def _point(self, getter: ByteGetter, layout: _Layout, local: Sequence[int], flat: Any, version: Any) -> Any:
         if flat is None:
             return layout.fill
         lin = 0
@@ -745,7 +832,7 @@ class ShardingCodec(ArrayBytesCodec):
         if off == SENTINEL:
             return layout.fill
         _check_inner_sizes(layout, np.array([lin]), np.array([nb], np.uint64))
-        (raw,) = getter.get_ranges([RangeRequest(off, nb)])
+        (raw,) = self._read_ranges(getter, [RangeRequest(off, nb)], version)
         if raw is None:
             raise CorruptChunkError("shard disappeared while its inner chunks were read")
         if len(raw) < nb:
@@ -758,7 +845,8 @@ class ShardingCodec(ArrayBytesCodec):
         return scratch[tuple(rel)].copy()
 
     def _fetch_ranges(
-        self, getter: ByteGetter, layout: _Layout, which: np.ndarray, offs: np.ndarray, nbs: np.ndarray
+        self, getter: ByteGetter, layout: _Layout, which: np.ndarray, offs: np.ndarray, nbs: np.ndarray,
+        version: Any = None,
     ) -> tuple[list[memoryview], np.ndarray, np.ndarray]:
         """Read the bytes of inner chunks ``which`` with one coalesced ``get_ranges`` call.
 
@@ -781,7 +869,7 @@ class ShardingCodec(ArrayBytesCodec):
             )
         starts = gs[:ng].tolist()
         stops = ge[:ng].tolist()
-        got = getter.get_ranges([RangeRequest(a, b - a) for a, b in zip(starts, stops)]) if ng else []
+        got = self._read_ranges(getter, [RangeRequest(a, b - a) for a, b in zip(starts, stops)], version) if ng else []
         bufs: list[memoryview] = []
         for g, (raw, a, b) in enumerate(zip(got, starts, stops)):
             if raw is None:
@@ -806,12 +894,16 @@ class ShardingCodec(ArrayBytesCodec):
         out = np.empty(plan.out_shape, dtype=spec.dtype)
         if out.size == 0:
             return out
-        flat = self._fetch_index(getter, layout)
+        return self._with_index(getter, layout, lambda flat, version: self._partial(getter, layout, plan, flat, version, out))
+
+    def _partial(
+        self, getter: ByteGetter, layout: _Layout, plan: _Plan, flat: Any, version: Any, out: np.ndarray
+    ) -> np.ndarray:
         if flat is None:
             out[...] = layout.fill
             return out
         if plan.m == 1:  # the common small read: one inner chunk, one range request
-            return self._decode_one(getter, layout, plan, flat, out)
+            return self._decode_one(getter, layout, plan, flat, out, version)
         lin = plan.linear
         offs = flat[2 * lin]
         nbs = flat[2 * lin + 1]
@@ -820,7 +912,7 @@ class ShardingCodec(ArrayBytesCodec):
         if present.size:
             p_offs = offs[present]
             p_nbs = nbs[present]
-            bufs, g_of, gs = self._fetch_ranges(getter, layout, lin[present], p_offs, p_nbs)
+            bufs, g_of, gs = self._fetch_ranges(getter, layout, lin[present], p_offs, p_nbs, version)
             rel = (p_offs - gs[g_of]).tolist()
             for k, g, r, nb in zip(present.tolist(), g_of.tolist(), rel, p_nbs.tolist()):
                 src[k] = bufs[g][r:r + nb]
@@ -845,7 +937,8 @@ class ShardingCodec(ArrayBytesCodec):
         return out
 
     def _decode_one(
-        self, getter: ByteGetter, layout: _Layout, plan: _Plan, flat: np.ndarray, out: np.ndarray
+        self, getter: ByteGetter, layout: _Layout, plan: _Plan, flat: np.ndarray, out: np.ndarray,
+        version: Any = None,
     ) -> np.ndarray:
         i = int(plan.linear[0])
         off = int(flat[2 * i])
@@ -855,7 +948,7 @@ class ShardingCodec(ArrayBytesCodec):
             out[...] = layout.fill
             return out
         _check_inner_sizes(layout, plan.linear[:1], np.array([nb], np.uint64))
-        (raw,) = getter.get_ranges([RangeRequest(off, nb)])
+        (raw,) = self._read_ranges(getter, [RangeRequest(off, nb)], version)
         if raw is None:
             raise CorruptChunkError("shard disappeared while its inner chunks were read")
         raw = _flat_bytes(raw)
@@ -926,15 +1019,26 @@ class ShardingCodec(ArrayBytesCodec):
         value = np.broadcast_to(np.asarray(value, dtype=spec.dtype), plan.out_shape)
         if plan.m == 0:
             return
+        try:
+            self._with_index(
+                setter, layout,
+                lambda flat, version: self._encode_partial(setter, layout, plan, value, spec, write_strategy, flat, version),
+            )
+        finally:
+            self._drop_index(setter, layout)  # the shard was (or may have been) rewritten
+
+    def _encode_partial(
+        self, setter: ByteSetter, layout: _Layout, plan: _Plan, value: np.ndarray, spec: ArraySpec,
+        write_strategy: WriteStrategy | None, flat: Any, version: Any,
+    ) -> None:
         n = layout.n
-        flat = self._fetch_index(setter, layout)
         existed = flat is not None
         if flat is None:
             flat = np.full(2 * n, SENTINEL, np.uint64)
         strategy = write_strategy or _config_get("shard_write_strategy")
         if strategy not in ("rewrite", "append"):
             raise ValueError(expected("shard_write_strategy", "'rewrite' or 'append'", strategy))
-        if strategy == "append" and existed and self._append(setter, layout, plan, value, spec, flat):
+        if strategy == "append" and existed and self._append(setter, layout, plan, value, spec, flat, version):
             return
         old_off = flat[0::2]
         old_nb = flat[1::2]
@@ -949,7 +1053,7 @@ class ShardingCodec(ArrayBytesCodec):
         g_of = np.empty(0, np.int64)
         gs = np.empty(0, np.uint64)
         if need.size:
-            bufs, g_of, gs = self._fetch_ranges(setter, layout, need, old_off[need], old_nb[need])
+            bufs, g_of, gs = self._fetch_ranges(setter, layout, need, old_off[need], old_nb[need], version)
         # where each needed old chunk's bytes are: (group, offset within the group)
         slot = np.full(n, -1, np.int64)
         slot[need] = np.arange(need.size)
@@ -1010,7 +1114,8 @@ class ShardingCodec(ArrayBytesCodec):
         setter.set(out)
 
     def _append(
-        self, setter: Any, layout: _Layout, plan: _Plan, value: np.ndarray, spec: ArraySpec, flat: np.ndarray
+        self, setter: Any, layout: _Layout, plan: _Plan, value: np.ndarray, spec: ArraySpec, flat: np.ndarray,
+        version: Any = None,
     ) -> bool:
         """Append-only update of an existing shard; False if the rewrite path must run.
 
@@ -1054,7 +1159,7 @@ class ShardingCodec(ArrayBytesCodec):
         g_of = np.empty(0, np.int64)
         gs = np.empty(0, np.uint64)
         if need.size:
-            bufs, g_of, gs = self._fetch_ranges(setter, layout, need, old_off[need], old_nb[need])
+            bufs, g_of, gs = self._fetch_ranges(setter, layout, need, old_off[need], old_nb[need], version)
         slot = {int(i): k for k, i in enumerate(need.tolist())}
 
         def old_bytes(i: int) -> Any:

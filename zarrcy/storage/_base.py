@@ -25,6 +25,10 @@ class Store(ABC):
     supports_partial_reads: bool = True
     supports_partial_writes: bool = False
     supports_listing: bool = True
+    #: ``get_ranges_if_version`` is enforced by the server (HTTP ``If-Match`` on the
+    #: version ``get_versioned`` reported), so a reader may cache what it derived from
+    #: one read and check it with the *next* data request instead of a separate one
+    supports_conditional_reads: bool = False
 
     def __init__(self, *, read_only: bool = False) -> None:
         self.read_only = read_only
@@ -53,6 +57,25 @@ class Store(ABC):
         missing).  Lets readers cache what they derived from a value (e.g. a shard
         index) and revalidate it without reading the value again."""
         return None
+
+    def get_versioned(self, key: str, byte_range: ByteRequest = None) -> tuple[bytes | None, object | None]:
+        """``(value or range, version token)``: the token names the version the bytes
+        came from (None: unknown).  Default: ``version(key)`` taken *before* the read,
+        so a concurrent change can only make the token look older than the bytes
+        (a cache keyed by it then misses; it never serves stale bytes)."""
+        token = self.version(key)
+        return self.get(key, byte_range), token
+
+    def get_ranges_if_version(
+        self, key: str, byte_ranges: Sequence[ByteRequest], version: object
+    ) -> list[bytes | None] | None:
+        """Ranges of ``key`` read from version ``version`` only; ``None`` when ``key``
+        is no longer at that version (changed or deleted) -- the caller then re-reads
+        whatever it derived from the old version.  Default (stores without
+        ``supports_conditional_reads``): compare ``version(key)``, then read."""
+        if self.version(key) != version:
+            return None
+        return self.get_partial_values([(key, r) for r in byte_ranges])
 
     def exists(self, key: str) -> bool:
         return self.get(key, None) is not None

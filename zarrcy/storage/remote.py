@@ -62,6 +62,18 @@ def _obstore():
     return obstore
 
 
+class _Changed(Exception):
+    """Internal: a conditional read found another version of the object (or none)."""
+
+
+def _strong_etag(meta: Any) -> str | None:
+    """The ETag of a response/HEAD if it can be used with If-Match (strong), else None."""
+    tag = meta.get("e_tag") if meta else None
+    if not isinstance(tag, str) or not tag or tag.startswith("W/"):
+        return None
+    return tag
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
@@ -75,6 +87,7 @@ class ObjectStore(Store):
     supports_partial_reads = True
     supports_partial_writes = False
     supports_listing = True
+    supports_conditional_reads = True
 
     def __init__(self, url: str, *, storage_options: dict[str, Any] | None = None, read_only: bool = False) -> None:
         if type(url) is not str or "://" not in url:
@@ -160,49 +173,110 @@ class ObjectStore(Store):
     def _is_missing(self, exc: BaseException) -> bool:
         return isinstance(exc, (FileNotFoundError, self._ob.exceptions.NotFoundError))
 
-    def _size(self, key: str) -> int | None:
+    def _head(self, key: str) -> dict | None:
+        """The object's metadata (size, e_tag, ...); None if it does not exist."""
         try:
-            return int(self._ob.head(self._store, key)["size"])
+            return self._ob.head(self._store, key)
         except Exception as e:
             if self._is_missing(e):
                 return None
             raise self._error(key, e) from e
 
+    def _size(self, key: str) -> int | None:
+        meta = self._head(key)
+        return None if meta is None else int(meta["size"])
+
     # -- reads ---------------------------------------------------------------------------
+    def _fetch(self, key: str, byte_range: ByteRequest, if_match: str | None = None) -> tuple[bytes | None, str | None]:
+        """One GET: ``(bytes or None if missing, strong ETag of the version read or None)``.
+
+        With ``if_match`` the bytes must come from that version: a 412, a missing
+        object, or a response whose own ETag differs (a server that ignores
+        ``If-Match``) raise :class:`_Changed` instead of returning bytes."""
+        options: dict[str, Any] = {}
+        if if_match is not None:
+            options["if_match"] = if_match
+        empty = False
+        if byte_range is not None:
+            if isinstance(byte_range, SuffixRequest):
+                empty = byte_range.length == 0
+                options["range"] = {"suffix": int(byte_range.length)}
+            else:
+                off, length = int(byte_range.offset), byte_range.length
+                empty = length == 0
+                options["range"] = {"offset": off} if length is None else (off, off + int(length))
+        if empty:  # no bytes to transfer: the object's existence (and version) is the answer
+            return self._head_check(key, if_match, b"")
+        try:
+            result = self._ob.get(self._store, key, options=options or None)
+            data = bytes(result.bytes())
+        except Exception as e:
+            if isinstance(e, self._ob.exceptions.PreconditionError):
+                raise _Changed(key) from None
+            if self._is_missing(e):
+                if if_match is not None:
+                    raise _Changed(key) from None
+                return None, None
+            if byte_range is not None:
+                # 416: the range starts at or past the end; clipped to empty (byte_range.resolve)
+                meta = self._head(key)
+                if meta is None:
+                    if if_match is not None:
+                        raise _Changed(key) from None
+                    return None, None
+                etag = _strong_etag(meta)
+                if if_match is not None and etag != if_match:
+                    raise _Changed(key) from None
+                start, stop = resolve_range(byte_range, int(meta["size"]))
+                if start >= stop:
+                    return b"", etag
+            raise self._error(key, e) from e
+        meta = getattr(result, "meta", None) or {}
+        etag = _strong_etag(meta)
+        if if_match is not None and etag != if_match:
+            raise _Changed(key)  # the server ignored If-Match and sent another version
+        if byte_range is None:
+            expected_size = meta.get("size")
+            if expected_size is not None and len(data) != expected_size:  # a body cut short
+                raise StoreError(f"{self._url}/{key}: truncated object: {len(data)} of {expected_size} bytes")
+        return data, etag
+
+    def _head_check(self, key: str, if_match: str | None, value: bytes) -> tuple[bytes | None, str | None]:
+        meta = self._head(key)
+        if meta is None:
+            if if_match is not None:
+                raise _Changed(key)
+            return None, None
+        etag = _strong_etag(meta)
+        if if_match is not None and etag != if_match:
+            raise _Changed(key)
+        return value, etag
+
     def get(self, key: str, byte_range: ByteRequest = None) -> bytes | None:
         check_key(key)
         check_byte_request(byte_range)
-        options: dict[str, Any] | None = None
-        if byte_range is not None:
-            if isinstance(byte_range, SuffixRequest):
-                if byte_range.length == 0:
-                    return None if self._size(key) is None else b""
-                options = {"range": {"suffix": int(byte_range.length)}}
-            else:
-                off, length = int(byte_range.offset), byte_range.length
-                if length == 0:
-                    return None if self._size(key) is None else b""
-                options = {"range": {"offset": off} if length is None else (off, off + int(length))}
+        return self._fetch(key, byte_range)[0]
+
+    def get_versioned(self, key: str, byte_range: ByteRequest = None) -> tuple[bytes | None, str | None]:
+        """``(bytes, ETag)`` from one GET; the ETag is None when the server sent none or
+        only a weak one (``W/...``: If-Match never matches those, so they are useless)."""
+        check_key(key)
+        check_byte_request(byte_range)
+        return self._fetch(key, byte_range)
+
+    def get_ranges_if_version(
+        self, key: str, byte_ranges: Sequence[ByteRequest], version: object
+    ) -> list[bytes | None] | None:
+        """Ranges of ``key`` as of ETag ``version``: one ``If-Match`` GET per coalesced
+        range, run concurrently; ``None`` if any of them finds another version (412,
+        a different ETag in the response) or no object at all."""
+        check_key(key)
+        if not isinstance(version, str) or not version:
+            raise StoreError(expected(f"{self._url}/{key}: version", "an ETag string", version))
         try:
-            result = self._ob.get(self._store, key, options=options)
-            data = bytes(result.bytes())
-        except Exception as e:
-            if self._is_missing(e):
-                return None
-            if options is not None:
-                # 416: the range starts at or past the end; clipped to empty (byte_range.resolve)
-                size = self._size(key)
-                if size is None:
-                    return None
-                start, stop = resolve_range(byte_range, size)
-                if start >= stop:
-                    return b""
-            raise self._error(key, e) from e
-        if byte_range is None:
-            expected_size = result.meta.get("size") if hasattr(result, "meta") else None
-            if expected_size is not None and len(data) != expected_size:  # a body cut short
-                raise StoreError(f"{self._url}/{key}: truncated object: {len(data)} of {expected_size} bytes")
-        return data
+            return self._get_many([(key, r) for r in byte_ranges], version)
+        except _Changed:
+            return None
 
     def get_partial_values(self, key_ranges: Sequence[tuple[str, ByteRequest]]) -> list[bytes | None]:
         """Bounded ranges of one key are sorted and merged when the gap between them is at
@@ -211,13 +285,19 @@ class ObjectStore(Store):
         (obstore releases the GIL).  Ranges are fetched with single-range GETs rather than
         ``obstore.get_ranges``, which panics when a range runs past the end of the object
         (possible with a corrupt shard index) instead of clipping it."""
+        return self._get_many(key_ranges, None)
+
+    def _get_many(self, key_ranges: Sequence[tuple[str, ByteRequest]], if_match: str | None) -> list[bytes | None]:
         bounded: dict[str, list[tuple[int, int, int]]] = {}
         fetches: list[tuple[str, ByteRequest, list[tuple[int, int, int]]]] = []
+        empty: list[tuple[str, int]] = []
         for i, (k, r) in enumerate(key_ranges):
             check_key(k)
             check_byte_request(r)
             if isinstance(r, RangeRequest) and r.length:
                 bounded.setdefault(k, []).append((int(r.offset), int(r.offset) + int(r.length), i))
+            elif if_match is not None and isinstance(r, RangeRequest) and r.length == 0:
+                empty.append((k, i))  # answered by the other ranges' version check below
             else:
                 fetches.append((k, r, [(0, 0, i)]))
         for k, items in bounded.items():
@@ -232,11 +312,13 @@ class ObjectStore(Store):
                     fetches.append((k, RangeRequest(group[0][0], stop - group[0][0]), group))
                     group, stop = [it], it[1]
             fetches.append((k, RangeRequest(group[0][0], stop - group[0][0]), group))
+        if empty and not fetches:  # only empty ranges: one conditional HEAD checks the version
+            fetches.append((empty[0][0], RangeRequest(0, 0), [(0, 0, empty[0][1])]))
         out: list[bytes | None] = [None] * len(key_ranges)
 
         def one(fetch: tuple[str, ByteRequest, list[tuple[int, int, int]]]) -> None:
             key, req, parts = fetch
-            data = self.get(key, req)
+            data = self._fetch(key, req, if_match)[0]
             if not isinstance(req, RangeRequest) or not req.length:
                 out[parts[0][2]] = data
                 return
@@ -249,8 +331,15 @@ class ObjectStore(Store):
                 one(f)
         else:
             with ThreadPoolExecutor(min(self.max_concurrency, len(fetches))) as pool:
-                for fut in [pool.submit(one, f) for f in fetches]:
-                    fut.result()
+                futures = [pool.submit(one, f) for f in fetches]
+                try:
+                    for fut in futures:
+                        fut.result()
+                finally:
+                    for fut in futures:
+                        fut.cancel()
+        for _k, i in empty:
+            out[i] = b""
         return out
 
     def exists(self, key: str) -> bool:
