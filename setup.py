@@ -11,6 +11,17 @@ import os
 import numpy as np
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+
+class parallel_build_ext(build_ext):
+    """Compile the kernel modules in parallel (one per core unless ``--parallel`` / ``-j``
+    says otherwise): ``_cast`` alone takes minutes, the others then build beside it."""
+
+    def finalize_options(self):
+        super().finalize_options()
+        if not self.parallel:
+            self.parallel = int(os.environ.get("ZARRCY_BUILD_JOBS", "0") or 0) or (os.cpu_count() or 1)
 
 DEBUG = os.environ.get("ZARRCY_CYTHON_DEBUG", "") not in ("", "0")
 
@@ -41,12 +52,13 @@ extensions = [
 ]
 
 setup(
+    cmdclass={"build_ext": parallel_build_ext},
     ext_modules=cythonize(
         extensions,
         compiler_directives=directives,
         annotate=os.environ.get("ZARRCY_CYTHON_ANNOTATE", "") == "1",
         # directives are not in the .pyx files, so a debug build must regenerate the C
         force=DEBUG,
-        nthreads=int(os.environ.get("ZARRCY_BUILD_JOBS", "0") or 0),
+        nthreads=int(os.environ.get("ZARRCY_BUILD_JOBS", "0") or 0) or (os.cpu_count() or 1),
     ),
 )
