@@ -66,3 +66,60 @@ def test_plugin_falls_back_for_strings(tmp_path):
             a = zarr.create_array(str(tmp_path / "s.zarr"), shape=(3,), dtype=str, chunks=(2,))
             a[...] = np.array(["a", "bb", "ccc"])
             assert list(a[...]) == ["a", "bb", "ccc"]
+
+
+SELECTIONS = [
+    (Ellipsis,),
+    (3, slice(None)),  # drop_axes
+    (slice(None), 5),
+    (slice(1, 14, 3), slice(2, 9)),
+    (7, 9),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[str(i) for i in range(len(CASES))])
+def test_read_write_paths_match_default(tmp_path, case):
+    """Fast read/write paths: dropped axes, strided and point selections, missing
+    chunks (fill value), scalar and partial writes, all-fill chunks erased."""
+    data = (np.arange(16 * 16) % 251).reshape(16, 16).astype(case["dtype"])
+    results = {}
+    for label, pipeline in (("ours", PLUGIN), ("theirs", "zarr.core.codec_pipeline.BatchedCodecPipeline")):
+        path = tmp_path / f"{label}.zarr"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with zarr.config.set({"codec_pipeline.path": pipeline}):
+                a = zarr.create_array(str(path), shape=data.shape, fill_value=0, **case)
+                got = [a[...].copy()]  # nothing written yet: fill value everywhere
+                a[:8, :] = data[:8]
+                got += [np.asarray(a[sel]).copy() for sel in SELECTIONS]
+                a[9, 10] = 3
+                a[0:4, 0:8] = 0  # all-fill chunks: erased
+                a[5:12, 3:13] = data[5:12, 3:13] + 1
+                got += [np.asarray(a[sel]).copy() for sel in SELECTIONS]
+                got.append(a.vindex[[0, 5, 15], [1, 9, 2]])
+                keys = sorted(str(p.relative_to(path)) for p in path.rglob("*") if p.is_file())
+        results[label] = (got, keys)
+    for x, y in zip(results["ours"][0], results["theirs"][0]):
+        np.testing.assert_array_equal(x, y)
+    assert results["ours"][1] == results["theirs"][1]
+
+
+def test_fast_paths_used(tmp_path, monkeypatch):
+    from zarrcy.codecs.pipeline import CodecPipeline
+
+    calls = {"decode_into": 0, "encode": 0}
+    for name in calls:
+        orig = getattr(CodecPipeline, name)
+
+        def wrapped(self, *a, _orig=orig, _name=name, **k):
+            calls[_name] += 1
+            return _orig(self, *a, **k)
+
+        monkeypatch.setattr(CodecPipeline, name, wrapped)
+    data = np.arange(256, dtype="float32").reshape(16, 16)
+    with zarr.config.set({"codec_pipeline.path": PLUGIN}):
+        a = zarr.create_array(str(tmp_path / "f.zarr"), shape=data.shape, dtype=data.dtype, chunks=(4, 4),
+                              compressors=[GzipCodec(level=1)], fill_value=0)
+        a[...] = data
+        np.testing.assert_array_equal(a[...], data)
+    assert calls == {"decode_into": 16, "encode": 16}
