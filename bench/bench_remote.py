@@ -1,90 +1,147 @@
-"""Remote workload over a local S3 server (moto on 127.0.0.1): a sharded float32 array
-read whole, by 1000 random points and by 200 unaligned 40^3 boxes, by zarrcy
-(``ObjectStore``, obstore), zarr-python 3 (``zarr.storage.ObjectStore`` over obstore's
-``S3Store``) and tensorstore's ``s3`` kvstore driver, all pointed at the same server.
+"""Remote workload over a local S3 server (moto, 127.0.0.1): the sharded array of
+bench/bench_sharding.py -- uint16 (512, 512, 512), shards 256^3, inner chunks 32^3,
+bytes + gzip(1), index bytes + crc32c at the end -- read whole, by 1000 random points
+and by 200 random unaligned 40^3 boxes, by zarrcy (``ObjectStore`` over obstore),
+zarr-python 3 (``zarr.storage.ObjectStore`` over obstore's ``S3Store``) and
+tensorstore's ``s3`` kvstore driver, all against the same server and the same object.
 
-Besides time, the server counts the requests and response bytes each reader needed
-for one run of each operation (a WSGI middleware around moto), which is what costs
-money and latency against a real object store.  Sizes are small (128^3 float32 =
-8 MiB, 64^3 shards of 16^3 chunks, uncompressed) so the run takes seconds on a shared
-2-core machine; loopback has no latency, so times mostly measure client CPU overhead
-per request -- the request counts are the transferable result.
+Counting: moto runs in a *child process* (its own GIL: the server's Python work does
+not slow the readers down, nor the other way round) behind a WSGI middleware that
+counts every request and every response byte it sends; the bench reads and resets the
+counters through a control path the middleware answers itself (not counted).  So the
+three readers are counted the same way, at the server.  Each operation runs once per
+reader with the counters reset before it (the full read runs ``repeat`` times for the
+median time; its counts are from the first run).  zarrcy's shard-index cache is
+cleared before every operation: counts are for a cold reader (1000 points over 8
+shards: 1000 + 8 requests).  zarr-python and tensorstore run with their defaults (no
+cache pool for tensorstore).  Loopback has no network latency, so times mostly measure
+per-request overhead (client and moto, ~10 ms per request here); the request counts
+are the result that transfers to a real object store.
+
+``--quick``: (128,)^3, shards 64^3, inner 16^3, 100 points, 20 unaligned 20^3 boxes.
 """
 
 from __future__ import annotations
 
-import logging
+import json
 import os
+import subprocess
+import sys
 import threading
+import time
 import urllib.request
 
 import numpy as np
 
-from bench.common import Table, timeit
+from bench.common import Table
 
 BUCKET = "bench"
+_CONTROL = "/__bench_counter__"
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+# -- the server (child process) ---------------------------------------------------------------
 class _Counter:
+    """Counts requests and response bytes; ``GET _CONTROL`` returns them as JSON,
+    ``DELETE _CONTROL`` resets them (neither is counted)."""
+
     def __init__(self, app) -> None:
         self.app = app
         self.lock = threading.Lock()
         self.requests = 0
         self.bytes = 0
-
-    def reset(self) -> None:
-        with self.lock:
-            self.requests = 0
-            self.bytes = 0
+        self.by_method: dict[str, int] = {}
 
     def __call__(self, environ, start_response):
-        with self.lock:
+        if environ.get("PATH_INFO") == _CONTROL:
+            with self.lock:
+                body = json.dumps({"requests": self.requests, "bytes": self.bytes, "by_method": self.by_method}).encode()
+                if environ["REQUEST_METHOD"] == "DELETE":
+                    self.requests = self.bytes = 0
+                    self.by_method = {}
+            start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+            return [body]
+        with self.lock:  # counted on arrival: a client that has its answer is counted
             self.requests += 1
-        for chunk in self.app(environ, start_response):
+            m = environ["REQUEST_METHOD"]
+            self.by_method[m] = self.by_method.get(m, 0) + 1
+        return self._body(self.app(environ, start_response))
+
+    def _body(self, body):
+        for chunk in body:
             with self.lock:
                 self.bytes += len(chunk)
             yield chunk
 
 
+def serve() -> None:
+    """Child process entry: moto's S3 app behind the counter; prints the port, serves
+    until stdin closes (the parent exits or stops it)."""
+    import logging
+
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+    from werkzeug.serving import make_server
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = make_server("127.0.0.1", 0, _Counter(DomainDispatcherApplication(create_backend_app)), True,
+                         request_handler=MotoRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    print(server.server_address[1], flush=True)
+    sys.stdin.read()  # EOF: the parent is done
+    server.shutdown()
+
+
 class CountingS3Server:
-    """moto's S3 app behind a request/byte counter, on 127.0.0.1 (random port)."""
+    """A moto S3 server in a child process, with request/byte counters."""
 
     def __init__(self) -> None:
-        from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
-        from werkzeug.serving import make_server
+        code = f"import sys; sys.path.insert(0, {_ROOT!r}); from bench.bench_remote import serve; serve()"
+        self.proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        line = self.proc.stdout.readline()  # type: ignore[union-attr]
+        if not line.strip():
+            raise RuntimeError("the moto server did not start")
+        self.endpoint = f"http://127.0.0.1:{int(line)}"
 
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)
-        self.counter = _Counter(DomainDispatcherApplication(create_backend_app))
-        self.server = make_server("127.0.0.1", 0, self.counter, True, request_handler=MotoRequestHandler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-        self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
+    def _control(self, method: str) -> dict:
+        req = urllib.request.Request(self.endpoint + _CONTROL, method=method)
+        with urllib.request.urlopen(req) as r:
+            return json.loads(r.read())
+
+    def reset(self) -> None:
+        self._control("DELETE")
+
+    def counts(self) -> dict:
+        return self._control("GET")
 
     def stop(self) -> None:
-        self.server.shutdown()
-        self.thread.join(5)
+        try:
+            self.proc.stdin.close()  # type: ignore[union-attr]
+            self.proc.wait(10)
+        except Exception:  # pragma: no cover - last resort
+            self.proc.kill()
 
 
+# -- the table -----------------------------------------------------------------------------
 class CountTable(Table):
     """A Table whose rows may be counts (requests, MB) rather than seconds."""
 
-    units: dict[str, str]
+    def __init__(self, title: str, peers: list[str]) -> None:
+        super().__init__(title, peers)
+        self.units: dict[str, str] = {}
 
     def add(self, op: str, results: dict[str, float | None], unit: str = "s") -> None:
-        if not hasattr(self, "units"):
-            self.units = {}
         self.units[op] = unit
         self.rows.append((op, results))
         fmt = (lambda v: f"{v:.4f}s") if unit == "s" else (lambda v: f"{v:g}{unit}")
         cells = "  ".join(f"{p}={fmt(results[p])}" if results.get(p) is not None else f"{p}=n/a" for p in self.peers)
-        print(f"  {op:<34} {cells}", flush=True)
+        print(f"  {op:<40} {cells}", flush=True)
 
     def markdown(self) -> str:
         head = "| op | " + " | ".join(self.peers) + " | zarrcy ratio to best peer |"
         sep = "|---" * (len(self.peers) + 2) + "|"
         lines = [f"### {self.title}", "", head, sep]
         for op, r in self.rows:
-            unit = getattr(self, "units", {}).get(op, "s")
+            unit = self.units.get(op, "s")
             peers = [r[p] for p in self.peers if p != "zarrcy" and r.get(p) is not None]
             ratio = f"{r['zarrcy'] / min(peers):.2f}×" if r.get("zarrcy") and peers and min(peers) > 0 else "—"
             fmt = (lambda v: f"{v:.4f} s") if unit == "s" else (lambda v: f"{v:g}{unit}")
@@ -93,15 +150,19 @@ class CountTable(Table):
         return "\n".join(lines)
 
 
+# -- the workload ------------------------------------------------------------------------------
 def run(quick: bool = False) -> CountTable:
     import zarrcy
+    from zarrcy.codecs import GzipCodec
+    from zarrcy.codecs.sharding import clear_index_cache
 
-    n = 64 if quick else 128
-    shard, chunk = (32, 8) if quick else (64, 16)
-    npoints = 50 if quick else 1000
-    nboxes = 10 if quick else 200
+    from bench.bench_sharding import _data
+
+    n, shard, inner = (128, 64, 16) if quick else (512, 256, 32)
+    npoints = 100 if quick else 1000
+    nboxes = 20 if quick else 200
     box = 20 if quick else 40
-    repeat = 1 if quick else 3
+    repeat = 1 if quick else 2
 
     env = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_REGION": "us-east-1",
            "AWS_DEFAULT_REGION": "us-east-1",
@@ -114,10 +175,15 @@ def run(quick: bool = False) -> CountTable:
         urllib.request.urlopen(urllib.request.Request(f"{srv.endpoint}/{BUCKET}", method="PUT")).close()
         opts = {"endpoint": srv.endpoint, "region": "us-east-1", "access_key_id": "bench", "secret_access_key": "bench"}
         url = f"s3://{BUCKET}/data.zarr"
-        data = np.random.default_rng(0).random((n, n, n), dtype=np.float32)
-        w = zarrcy.create_array(url, name="a", shape=data.shape, dtype="float32", chunks=(chunk,) * 3,
-                                shards=(shard,) * 3, compressors=None, fill_value=0, storage_options=opts)
+        data = _data(n)
+        mib = data.nbytes / 2**20
+        t0 = time.perf_counter()
+        w = zarrcy.create_array(url, name="a", shape=data.shape, dtype=data.dtype, chunks=(inner,) * 3,
+                                shards=(shard,) * 3, compressors=[GzipCodec(level=1)], fill_value=0,
+                                storage_options=opts)
         w[...] = data
+        stored = sum(w.store.getsize(k) or 0 for k in w.store.list_prefix("a/c/"))
+        print(f"  written by zarrcy in {time.perf_counter() - t0:.1f}s", flush=True)
         rng = np.random.default_rng(1)
         points = [tuple(int(x) for x in p) for p in rng.integers(0, n, (npoints, 3))]
         boxes = [tuple(slice(int(o), int(o) + box) for o in origin) for origin in rng.integers(0, n - box, (nboxes, 3))]
@@ -156,30 +222,43 @@ def run(quick: bool = False) -> CountTable:
             return r[sel]  # type: ignore[index]
 
         ops = {
-            f"full read {n}^3": lambda name: read(name, (slice(None),) * 3),
+            f"full read {mib:.0f} MiB": lambda name: read(name, (slice(None),) * 3),
             f"{npoints} point reads": lambda name: [read(name, p) for p in points],
             f"{nboxes} unaligned {box}^3 reads": lambda name: [read(name, b) for b in boxes],
         }
         peers = list(readers)
-        table = CountTable(f"Remote (local moto S3): {n}^3 float32, shards {shard}^3, chunks {chunk}^3, uncompressed", peers)
-        # correctness first (and warm-up): every reader returns the same data
+        table = CountTable(
+            f"Remote (local moto S3, server in a child process): uint16 {data.shape}, shards {shard}^3, "
+            f"inner {inner}^3, gzip 1 ({mib:.0f} MiB, {stored / 2**20:.0f} MiB stored), "
+            f"{zarrcy.config()['threads']} threads", peers)
+        # correctness first: every reader returns the same data
         for name in peers:
             np.testing.assert_array_equal(read(name, boxes[0]), data[boxes[0]])
-            assert float(read(name, points[0])) == float(data[points[0]])
+            assert int(read(name, points[0])) == int(data[points[0]])
         for op, fn in ops.items():
             times: dict[str, float | None] = {}
             reqs: dict[str, float | None] = {}
             mb: dict[str, float | None] = {}
-            many = not op.startswith("full")  # already an average over many reads: one timed run
+            runs = repeat if op.startswith("full") else 1  # the others average over many reads already
             for name in peers:
-                times[name] = timeit(lambda: fn(name), repeat=1 if many else repeat, warmup=0)
-                srv.counter.reset()
-                fn(name)
-                reqs[name] = float(srv.counter.requests)
-                mb[name] = round(srv.counter.bytes / 1e6, 2)
+                samples = []
+                for k in range(runs):
+                    clear_index_cache()
+                    srv.reset()
+                    t1 = time.perf_counter()
+                    fn(name)
+                    samples.append(time.perf_counter() - t1)
+                    if k == 0:
+                        c = srv.counts()
+                        reqs[name] = float(c["requests"])
+                        mb[name] = round(c["bytes"] / 1e6, 2)
+                times[name] = float(np.median(samples))
             table.add(op, times)
             table.add(f"{op}: requests", reqs, unit="")
             table.add(f"{op}: MB fetched", mb, unit=" MB")
+        # the result of each reader, once more, after everything (a cheap full check)
+        for name in peers:
+            np.testing.assert_array_equal(read(name, (slice(0, shard), 0, slice(None))), data[:shard, 0, :])
         return table
     finally:
         srv.stop()
@@ -191,6 +270,4 @@ def run(quick: bool = False) -> CountTable:
 
 
 if __name__ == "__main__":
-    import sys
-
     print(run(quick="--quick" in sys.argv).markdown())

@@ -57,7 +57,7 @@ from zarrcy.config import executor as _executor
 from zarrcy.config import get as _config_get
 from zarrcy.errors import CorruptChunkError, MetadataError, StoreError, expected
 
-__all__ = ["ShardingCodec", "IndexLocation"]
+__all__ = ["ShardingCodec", "IndexLocation", "clear_index_cache"]
 
 IndexLocation = Literal["start", "end"]
 WriteStrategy = Literal["rewrite", "append"]
@@ -93,6 +93,13 @@ def _index_cache_put(key: Any, token: Any, flat: np.ndarray) -> None:
             _INDEX_CACHE_BYTES[0] -= _INDEX_CACHE.pop(next(iter(_INDEX_CACHE)))[1].nbytes
         _INDEX_CACHE[key] = (token, flat)
         _INDEX_CACHE_BYTES[0] += flat.nbytes
+
+
+def clear_index_cache() -> None:
+    """Forget every cached shard index (benchmarks measuring cold reads; tests)."""
+    with _INDEX_CACHE_LOCK:
+        _INDEX_CACHE.clear()
+        _INDEX_CACHE_BYTES[0] = 0
 
 
 _SCRATCH = threading.local()

@@ -21,6 +21,21 @@ does) reuses the ``storage_options`` an earlier store of the same URL was given 
 this process; in another process it falls back to the client's environment
 (``AWS_*``, ``GOOGLE_*``, ``AZURE_*`` variables, instance credentials).
 
+Versions and conditional reads (``supports_conditional_reads``): ``get_versioned``
+returns the object's ETag with the bytes of the same GET, and
+``get_ranges_if_version(key, ranges, etag)`` reads ranges of that version only.  The
+sharding codec caches a shard's index under the ETag of the GET that read it and sends
+the data request with ``If-Match``: a point read costs ONE request instead of two, and
+a changed object answers 412 (``obstore.exceptions.PreconditionError``) instead of
+bytes that the old index would misread.  Several ranges of one shard: one ``If-Match``
+GET per coalesced range, issued concurrently.  Chosen over ``obstore.get_ranges`` plus
+a check because ``get_ranges`` returns no ETag (the check would be another request, a
+HEAD, and still racy: the object may change between the GETs and the HEAD), whereas
+every conditional GET is checked by the server atomically with the bytes it returns.
+The response's own ETag is compared too, so a server that ignores ``If-Match`` (plain
+web servers) is caught as well.  A missing or weak (``W/``) ETag means no caching and
+unconditional reads (two requests per point read, as before).
+
 Object stores replace an object whole on every PUT, so ``set`` is atomic for readers;
 there are no partial writes.  Errors: a missing object reads as ``None``; every other
 failure (refused access, unreachable endpoint, retries exhausted, truncated body)
