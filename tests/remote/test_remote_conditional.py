@@ -264,3 +264,86 @@ def test_http_server_ignoring_if_match(http_server):
     assert [(m, r.startswith("bytes=-")) for m, _p, r in handler.log] == [("GET", False), ("GET", True), ("GET", False)]
     assert b[1, 2, 3] == 7
     np.testing.assert_array_equal(b[...], _expect(data, new))
+
+
+def test_box_and_full_reads_one_request_per_shard(s3_url, s3_server, s3_log):
+    """No per-inner-chunk requests: a box read costs (index +) one coalesced GET per
+    shard it touches; a full read one whole GET per shard, no index reads."""
+    opts = s3_server[1]
+    data = _data(15)
+    _make(s3_url, opts, data)
+    b = zarrcy.open_array(f"{s3_url}/s", mode="r", storage_options=opts)
+    raw = _raw_store(opts, s3_url)
+    stored = sum(raw.getsize(k) for k in raw.list_prefix("s/c/"))
+    box = (slice(20, 45), slice(3, 37), slice(30, 60))  # all 8 shards
+    s3_log.reset()
+    np.testing.assert_array_equal(b[box], data[box])
+    gets = _shard_gets(s3_log, s3_url)
+    assert len(s3_log.requests()) == len(gets) == 16  # cold: index + one data GET per shard
+    assert sum(1 for g in gets if g[2].startswith("bytes=-")) == 8
+    s3_log.reset()
+    np.testing.assert_array_equal(b[box], data[box])
+    assert len(_shard_gets(s3_log, s3_url)) == len(s3_log.requests()) == 8  # warm: data only
+    assert s3_log.bytes <= stored
+    s3_log.reset()
+    np.testing.assert_array_equal(b[...], data)
+    gets = _shard_gets(s3_log, s3_url)
+    assert len(gets) == len(s3_log.requests()) == 8 and all(g[3] is None for g in gets)
+    assert s3_log.bytes == stored  # each shard fetched once, whole
+
+
+def test_store_defaults_without_conditional_reads():
+    """The ABC defaults (stores with a cheap version token): token taken before the
+    read; a changed value reads as None."""
+    from zarrcy.storage import MemoryStore
+
+    s = MemoryStore()
+    assert not s.supports_conditional_reads
+    s.set("k", b"abcdef")
+    value, token = s.get_versioned("k", RangeRequest(1, 2))
+    assert value == b"bc" and token is not None
+    assert s.get_ranges_if_version("k", [RangeRequest(0, 2), SuffixRequest(1)], token) == [b"ab", b"f"]
+    s.set("k", b"uvwxyz")
+    assert s.get_ranges_if_version("k", [RangeRequest(0, 2)], token) is None
+    assert s.get_versioned("missing") == (None, None)
+
+
+def test_rewrite_between_index_and_data_of_one_read(s3_url, s3_server, s3_log):
+    """Cold read: the shard changes after its index GET and before its data GET."""
+    opts = s3_server[1]
+    data = _data(16)
+    _make(s3_url, opts, data)
+    new, shards = _other_version(s3_url, opts, 17)
+    writer = _raw_store(opts, s3_url)
+    path = "/" + s3_url.partition("://")[2] + "/s/c/0/0/0"
+    done = []
+
+    def rewrite_once(method: str, p: str, environ) -> None:
+        if method == "GET" and p == path and not done and not environ.get("HTTP_RANGE", "").startswith("bytes=-"):
+            done.append(1)
+            writer.set("s/c/0/0/0", shards["c/0/0/0"])
+
+    b = zarrcy.open_array(f"{s3_url}/s", mode="r", storage_options=opts)
+    s3_log.before = rewrite_once
+    assert b[20, 2, 3] == new[20, 2, 3]
+    assert done  # the rewrite did happen between the two GETs
+    statuses = [g[4] for g in _shard_gets(s3_log, s3_url)]
+    assert statuses[-4:] == [206, 412, 206, 206]  # index, stale data, index, data
+    np.testing.assert_array_equal(b[0:32, 0:32, 0:32], new[0:32, 0:32, 0:32])
+
+
+def test_cache_off_still_conditional(s3_url, s3_server, s3_log):
+    opts = s3_server[1]
+    data = _data(18)
+    _make(s3_url, opts, data)
+    b = zarrcy.open_array(f"{s3_url}/s", mode="r", storage_options=opts)
+    before = zarrcy.config()["shard_index_cache"]
+    zarrcy.config(shard_index_cache=0)
+    try:
+        s3_log.reset()
+        assert b[1, 2, 3] == data[1, 2, 3] and b[1, 2, 4] == data[1, 2, 4]
+    finally:
+        zarrcy.config(shard_index_cache=before)
+    gets = _shard_gets(s3_log, s3_url)
+    assert len(gets) == 4  # no cache: index + data each time, data still If-Match
+    assert [g[3] is not None for g in gets] == [False, True, False, True]
