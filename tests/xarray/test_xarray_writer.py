@@ -284,11 +284,63 @@ def test_aligned_chunks():
     assert _aligned_chunks(((1,) * 8,), (1,), (4,)) == ((3, 4, 1),)
 
 
-# -- what is not supported -------------------------------------------------------------------
-def test_string_variable_refused_by_name(tmp_path):
-    ds = xr.Dataset({"name": (("x",), np.array(["a", "bb"], dtype=object)), "v": (("x",), [1, 2])})
-    with pytest.raises(TypeError, match="'name'"):
-        to_zarrcy(ds, str(tmp_path / "s.zarr"))
+# -- strings ------------------------------------------------------------------------------
+def _text_ds() -> xr.Dataset:
+    words = ["a", "bb", "", "dddd"]
+    return xr.Dataset(
+        {
+            "o": ("x", np.array(words, dtype=object)),
+            "u": ("x", np.array(words)),
+            "t": ("x", np.array(words, dtype=np.dtypes.StringDType())),
+            "s": ("x", np.array([w.encode() for w in words])),
+            "v": ("x", np.arange(4.0)),
+        },
+        coords={"x": np.array(["p", "q", "r", "s"], dtype=object)},
+    )
+
+
+def _as_read(ds: xr.Dataset) -> xr.Dataset:
+    """What both engines give back: text as StringDType, bytes as object arrays of bytes."""
+    out = ds.copy()
+    for k, v in ds.variables.items():
+        if v.dtype.kind in "OUT" and not (v.dtype.kind == "O" and isinstance(v.values.flat[0], bytes)):
+            out[k] = v.astype(np.dtypes.StringDType())
+        elif v.dtype.kind == "S":
+            out[k] = v.astype(object)
+    return out
+
+
+def test_string_variables_vlen(tmp_path):
+    ds = _text_ds()
+    path = str(tmp_path / "s.zarr")
+    to_zarrcy(ds, path, chunks={"x": 3})
+    assert str(zarrcy.open_array(path, path="u", mode="r").metadata.data_type.name) == "string"
+    _both_engines(path, _as_read(ds))
+    more = ds.assign_coords(x=np.array(["w", "ww", "www", "wwww"], dtype=object))
+    to_zarrcy(more, path, append_dim="x")
+    _both_engines(path, _as_read(xr.concat([ds, more], dim="x")))
+    part = xr.Dataset({"o": ("x", np.array(["X", "YY"], dtype=object))})
+    to_zarrcy(part, path, region={"x": slice(2, 4)})  # across the chunk edge at 3
+    back = xr.open_dataset(path, engine=ENGINE)
+    assert list(back["o"].values) == ["a", "bb", "X", "YY", "a", "bb", "", "dddd"]
+
+
+def test_string_append_to_xarray_written_store(tmp_path):
+    ds = _text_ds()[["o", "t", "v"]]
+    path = str(tmp_path / "xs.zarr")
+    _xarray_to_zarr(ds, path)
+    more = ds.assign_coords(x=np.array(["w", "ww", "www", "wwww"], dtype=object))
+    to_zarrcy(more, path, append_dim="x")
+    _both_engines(path, _as_read(xr.concat([ds, more], dim="x")))
+
+
+def test_unstorable_variable_refused_by_name(tmp_path):
+    ds = xr.Dataset({"raw": (("x",), np.zeros(2, dtype="V4")), "v": (("x",), [1, 2])})
+    with pytest.raises(TypeError, match="'raw'"):
+        to_zarrcy(ds, str(tmp_path / "r.zarr"))
+    to_zarrcy(_text_ds()[["v"]], str(tmp_path / "n.zarr"))
+    with pytest.raises(ValueError, match="'v'"):  # text into a float array
+        to_zarrcy(_text_ds()[["o"]].rename(o="v"), str(tmp_path / "n.zarr"), append_dim="x")
 
 
 def test_encoding_argument(tmp_path):

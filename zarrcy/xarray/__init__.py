@@ -53,8 +53,10 @@ def _encode_fill_attr(value: Any, dtype: np.dtype) -> Any:
         return int(value)
     if dtype.kind == "b":
         return bool(value)
-    if dtype.kind == "S":
+    if dtype.kind == "S" or isinstance(value, bytes):
         return base64.standard_b64encode(bytes(value)).decode()
+    if dtype.kind in "UT":
+        return str(value)
     return value
 
 
@@ -83,10 +85,13 @@ class ZarrcyBackendArray(BackendArray):
 
     def _getitem(self, key: tuple) -> np.ndarray:
         if not key:  # 0-d
-            return np.asarray(self.array[()])
-        if all(isinstance(k, (slice, int, np.integer)) for k in key):
-            return np.asarray(self.array[key])
-        return np.asarray(self.array.oindex[key])
+            out = self.array[()]
+        elif all(isinstance(k, (slice, int, np.integer)) for k in key):
+            out = self.array[key]
+        else:
+            out = self.array.oindex[key]
+        # a single string element comes back as a Python str: keep the StringDType
+        return np.asarray(out, dtype=self.dtype) if self.dtype.kind in "TO" else np.asarray(out)
 
 
 def _zarr_format(node: Any) -> int:
@@ -126,6 +131,8 @@ class ZarrcyDataStore(AbstractDataStore):
             "preferred_chunks": dict(zip(dims, shards or chunks)),
             "shards": shards,
         }
+        if np.dtype(arr.dtype).kind == "T":  # as xarray's zarr engine: keep StringDType on rewrite
+            encoding["dtype"] = np.dtype(arr.dtype)
         fill = arr.fill_value
         if getattr(arr.metadata, "fill_value_is_null", False):
             fill = None  # v2 "fill_value": null (zarrcy reads such chunks with a default fill)
@@ -313,15 +320,36 @@ def _encode_variable(var: xr.Variable, name: str) -> xr.Variable:
     return encode_zarr_variable(var, name=name, zarr_format=3)
 
 
-def _check_storable(name: str, var: xr.Variable) -> None:
-    dt = var.dtype
-    if dt.kind in "OUSTMmV":
-        # TODO: strings via zarrcy's ``string`` data type (vlen-utf8) once it exists
+def _storage_dtype(name: str, var: xr.Variable) -> np.dtype:
+    """The dtype of the zarrcy array for an encoded variable.  Text (``str`` objects,
+    ``U<n>``, ``StringDType``) -> the variable-length ``string`` type (vlen-utf8), as
+    xarray's zarr writer stores ``str`` variables; ``S<n>`` -> the variable-length
+    ``bytes`` type (xarray writes fixed-length ``null_terminated_bytes`` there, which
+    zarrcy does not have); anything else must be a fixed-size numeric/bool dtype."""
+    dt = np.dtype(var.dtype)
+    if dt.kind in "UT" or (dt.kind == "O" and xr.coding.strings.check_vlen_dtype(dt) is str):
+        return np.dtype(np.dtypes.StringDType())
+    if dt.kind == "S" or (dt.kind == "O" and xr.coding.strings.check_vlen_dtype(dt) is bytes):
+        return np.dtype(object)
+    if dt.kind in "OMmV":
         raise TypeError(
-            f"variable {name!r}: its encoded dtype {dt} has no zarrcy data type yet "
-            "(strings, bytes and objects are not supported by to_zarrcy); drop it or "
-            "convert it to a numeric dtype"
+            f"variable {name!r}: its encoded dtype {dt} has no zarrcy data type (objects other than "
+            "str/bytes, raw void and unencoded datetimes are not supported by to_zarrcy); drop it or "
+            "convert it"
         )
+    return dt
+
+
+def _as_stored(data: Any, dtype: np.dtype) -> Any:
+    """Fixed-width bytes (``S<n>``) as the ``bytes`` objects a variable-length array takes."""
+    if _text_kind(dtype) == "bytes" and np.dtype(data.dtype).kind == "S":
+        return data.astype(object)
+    return data
+
+
+def _text_kind(dt: np.dtype) -> str | None:
+    """'string' / 'bytes' for the variable-length array dtypes, else None."""
+    return "string" if dt.kind == "T" else "bytes" if dt.kind == "O" else None
 
 
 def _has_consolidated(root: Any) -> bool:
@@ -551,6 +579,7 @@ def to_zarrcy(
             {k: existing_store._variable(k, arrays[k]) for k in existing_names}, {})
         stored_vars = dict(decoded)
     encoded: dict[str, xr.Variable] = {}
+    storage: dict[str, np.dtype] = {}
     layout: dict[str, dict[str, Any]] = {}
     for name, var in variables.items():
         var = var.copy(deep=False)
@@ -562,8 +591,13 @@ def to_zarrcy(
             cf = {k: v for k, v in var.encoding.items() if k in _CF_KEYS}
             cf.update({k: v for k, v in enc.items() if k in _CF_KEYS})
             var.encoding = cf
-        e = _encode_variable(var, name)
-        _check_storable(name, e)
+        try:
+            e = _encode_variable(var, name)
+        except (ValueError, TypeError, OverflowError) as exc:  # e.g. text into a stored float array
+            cf_enc = {k: v for k, v in var.encoding.items() if k in _CF_KEYS}
+            stored = f" (stored encoding {cf_enc})" if name in stored_vars else ""
+            raise type(exc)(f"variable {name!r}: cannot be encoded{stored}: {exc}") from exc
+        storage[name] = _storage_dtype(name, e)
         encoded[name] = e
 
     # -- check existing variables against what is stored
@@ -577,7 +611,7 @@ def to_zarrcy(
                 raise ValueError(f"variable {name!r}: stored with dimensions {sdims}, received {e.dims}; "
                                  "to_zarrcy cannot change a variable's dimensions")
             e = encoded[name] = e.transpose(*sdims)
-        if e.dtype.kind in "SU" and e.dtype != arr.dtype:
+        if _text_kind(np.dtype(arr.dtype)) != _text_kind(storage[name]):
             raise ValueError(f"variable {name!r}: stored with dtype {arr.dtype}, received {e.dtype}")
         want: dict[str, int] = {}
         sel: list[slice] = []
@@ -616,10 +650,10 @@ def to_zarrcy(
                 continue
             if new_shape is not None:
                 arr.resize(new_shape)
-            to_write.append((arr, e.data, sel))
+            to_write.append((arr, _as_stored(e.data, storage[name]), sel))
             continue
-        arr = _create_variable(root, fmt, name, e, layout[name], chunks, shards, compressors)
-        to_write.append((arr, e.data, tuple(slice(0, n) for n in e.shape)))
+        arr = _create_variable(root, fmt, name, e, storage[name], layout[name], chunks, shards, compressors)
+        to_write.append((arr, _as_stored(e.data, storage[name]), tuple(slice(0, n) for n in e.shape)))
 
     # -- data
     for arr, data, sel in to_write:
@@ -631,11 +665,10 @@ def to_zarrcy(
     return root
 
 
-def _create_variable(root: Any, fmt: int, name: str, e: xr.Variable, layout: Mapping[str, Any],
-                     chunks: Any, shards: Any, compressors: Any) -> Any:
+def _create_variable(root: Any, fmt: int, name: str, e: xr.Variable, dtype: np.dtype,
+                     layout: Mapping[str, Any], chunks: Any, shards: Any, compressors: Any) -> Any:
     dims = tuple(str(d) for d in e.dims)
     shape = tuple(int(n) for n in e.shape)
-    dtype = np.dtype(e.dtype)
     vattrs = {k: _attr_value(v) for k, v in e.attrs.items()}
     ck = tuple(layout["chunks"]) if layout.get("chunks") is not None else _per_dim(chunks, dims, shape, name)
     sh = tuple(layout["shards"]) if layout.get("shards") is not None else _per_dim(shards, dims, shape, name)
@@ -645,7 +678,8 @@ def _create_variable(root: Any, fmt: int, name: str, e: xr.Variable, layout: Map
             ck = tuple(int(c[0]) for c in dchunks)
     if sh is not None and ck is None:
         ck = sh
-    kwargs: dict[str, Any] = dict(shape=shape, dtype=dtype, attributes=vattrs,
+    kwargs: dict[str, Any] = dict(shape=shape, dtype="bytes" if _text_kind(dtype) == "bytes" else dtype,
+                                  attributes=vattrs,
                                   compressors=layout.get("compressors", compressors))
     for k in ("filters", "serializer"):
         if k in layout:
@@ -661,7 +695,10 @@ def _create_variable(root: Any, fmt: int, name: str, e: xr.Variable, layout: Map
             vattrs["_FillValue"] = _encode_fill_attr(e.attrs["_FillValue"], dtype)
         kwargs["dimension_names"] = dims
         fill = layout.get("fill_value", e.encoding.get("fill_value"))
-        kwargs["fill_value"] = fill if fill is not None else (np.nan if dtype.kind in "fc" else 0)
+        if fill is None:
+            text = _text_kind(dtype)
+            fill = np.nan if dtype.kind in "fc" else "" if text == "string" else b"" if text == "bytes" else 0
+        kwargs["fill_value"] = fill
     if ck is not None:
         kwargs["chunks"] = ck
     if sh is not None:
