@@ -230,8 +230,8 @@ async def _in_groups(fn: Any, n: int, total_bytes: int) -> list[Any]:
 
 def _numpy_view(out: Any) -> np.ndarray | None:
     try:
-        arr = out.as_numpy_array()
-    except Exception:  # noqa: BLE001  (a non-numpy buffer: generic path)
+        arr = out.as_ndarray_like()  # never a copy (as_numpy_array may copy device memory)
+    except Exception:  # noqa: BLE001  (an unusual buffer: generic path)
         return None
     return arr if isinstance(arr, np.ndarray) and arr.flags.writeable else None
 

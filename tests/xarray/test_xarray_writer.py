@@ -366,3 +366,9 @@ def test_append_to_v2_store_written_by_xarray(tmp_path):
     to_zarrcy(ds.isel(time=slice(4, 6)), path, append_dim="time")  # "count" is new: a v2 array
     _both_engines(path, ds)
     assert ".zarray" in {p.name for p in (tmp_path / "v2.zarr" / "count").iterdir()}
+
+
+def test_compute_false_not_supported(tmp_path):
+    with pytest.raises(NotImplementedError, match="compute=False"):
+        to_zarrcy(_ds(), str(tmp_path / "c.zarr"), compute=False)
+    assert not (tmp_path / "c.zarr").exists()

@@ -16,6 +16,15 @@ Data is lazy: a :class:`ZarrcyBackendArray` answers xarray's outer (orthogonal) 
 with zarrcy's ``oindex``.  ``encoding["preferred_chunks"]`` is the shard shape (the
 chunk shape when unsharded), so ``chunks={}`` gives Dask one task per stored object.
 
+Strings: ``string`` arrays (vlen-utf8) are read as ``StringDType`` variables and
+``bytes`` arrays as object arrays of ``bytes``, as xarray's zarr engine reads them.
+
+Writing: :func:`to_zarrcy` is ``Dataset.to_zarr`` for zarrcy -- same CF encoding (xarray's
+zarr coders), same modes (``w``, ``w-``, ``a``, ``a-``, ``r+``), ``append_dim`` (new values
+encoded with the stored encoding), ``region`` (dict or ``"auto"``), Dask data written
+block by block on shard boundaries.  Its output reads back identically through xarray's
+zarr engine, and it appends to / writes regions of stores xarray wrote (v3 and v2).
+
 Uses zarrcy's public API only (layer 6).
 """
 
@@ -474,6 +483,7 @@ def to_zarrcy(
     compressors: Any = "auto",
     storage_options: dict | None = None,
     consolidated: bool | None = None,
+    compute: bool = True,
 ) -> Any:
     """Write ``ds`` into a Zarr group the way ``Dataset.to_zarr`` does; xarray's zarr engine
     (and ``engine="zarrcy"``) reads it back.  Returns the zarrcy Group.
@@ -516,11 +526,14 @@ def to_zarrcy(
     Dask-backed variables are written block by block (``dask.array.store``) without
     loading the whole variable; their blocks are first moved onto the destination's shard
     (else chunk) boundaries so no two tasks write one stored object.  ``compute=False``
-    is not supported: the write happens during the call.
+    is not supported (``NotImplementedError``): the write happens during the call.
 
     ``consolidated``: write the group's consolidated metadata (default: yes unless
     ``mode="r+"``); metadata consolidated earlier is always refreshed after a change.
     """
+    if not compute:
+        raise NotImplementedError("to_zarrcy(compute=False): delayed writes are not supported; the data is "
+                                  "written during the call (Dask data block by block)")
     mode = _choose_mode(mode, append_dim, region)
     for k in ds.variables:
         if not isinstance(k, str) or not k:
