@@ -11,7 +11,7 @@ URLs: ``s3://bucket/prefix``, ``gs://bucket/prefix``, ``az://container/prefix`` 
 client's configuration keys (``endpoint``, ``region``, ``access_key_id``,
 ``secret_access_key``, ``skip_signature``, ...), plus ``client_options`` and
 ``retry_config`` dicts passed to obstore as is, and zarrcy's own ``max_concurrency``
-(parallel requests of one ``get_partial_values`` call; default 16) and
+(range GETs in flight at once, shared by all callers in the process; default 16) and
 ``coalesce`` (merge ranges of one object closer than this many bytes; default 1 MiB).  HTTP(S) stores
 are read-only and cannot list (plain web servers have no listing), so groups there
 need consolidated metadata.
@@ -44,6 +44,8 @@ raises ``StoreError`` naming the URL of the object.
 
 from __future__ import annotations
 
+import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any, Iterable, Iterator, Sequence
@@ -75,6 +77,34 @@ def _obstore():
             "remote stores need the obstore package: pip install 'zarrcy[remote]'"
         ) from None
     return obstore
+
+
+_IO_POOLS: dict[tuple[int, int], ThreadPoolExecutor] = {}  # (pid, threads): a forked child makes its own
+_IO_POOLS_LOCK = threading.Lock()
+
+
+def _io_pool(n: int) -> ThreadPoolExecutor:
+    """A process-wide pool of ``n`` threads for the GETs of ``get_partial_values``:
+    no thread start per call, and ``max_concurrency`` bounds the requests in flight
+    across all callers (shard tasks run in parallel).  Its tasks never wait on the
+    pool, so callers blocking on it cannot deadlock."""
+    k = (os.getpid(), n)
+    pool = _IO_POOLS.get(k)
+    if pool is None:
+        with _IO_POOLS_LOCK:
+            pool = _IO_POOLS.get(k)
+            if pool is None:
+                pool = _IO_POOLS[k] = ThreadPoolExecutor(n, thread_name_prefix="zarrcy-io")
+    return pool
+
+
+def _forget_pools_after_fork() -> None:  # the parent's pool threads do not exist in a child
+    global _IO_POOLS_LOCK
+    _IO_POOLS_LOCK = threading.Lock()
+    _IO_POOLS.clear()
+
+
+os.register_at_fork(after_in_child=_forget_pools_after_fork)
 
 
 class _Changed(Exception):
@@ -345,14 +375,16 @@ class ObjectStore(Store):
             for f in fetches:
                 one(f)
         else:
-            with ThreadPoolExecutor(min(self.max_concurrency, len(fetches))) as pool:
-                futures = [pool.submit(one, f) for f in fetches]
-                try:
-                    for fut in futures:
-                        fut.result()
-                finally:
-                    for fut in futures:
-                        fut.cancel()
+            # the caller runs the first fetch itself; the rest go to the shared I/O pool
+            pool = _io_pool(self.max_concurrency)
+            futures = [pool.submit(one, f) for f in fetches[1:]]
+            try:
+                one(fetches[0])
+                for fut in futures:
+                    fut.result()
+            finally:
+                for fut in futures:
+                    fut.cancel()
         for _k, i in empty:
             out[i] = b""
         return out
