@@ -33,6 +33,7 @@ from zarr.registry import register_pipeline
 
 try:  # zarr-python internals the read/write fast paths reuse (3.4); without them: the default paths
     from zarr.abc.codec import GetResult
+    from zarr.abc.store import OffsetByteRequest, RangeByteRequest, SuffixByteRequest, _store_supports_sync_io
     from zarr.core.chunk_utils import _merge_chunk_array, chunk_is_empty, scatter_chunk
     from zarr.core.codec_pipeline import _resolve_max_workers
     from zarr.core.common import concurrent_map
@@ -42,6 +43,7 @@ try:  # zarr-python internals the read/write fast paths reuse (3.4); without the
 except ImportError:  # pragma: no cover
     _FAST = False
 
+from zarrcy.byte_range import SuffixRequest
 from zarrcy.codecs._base import ArraySpec
 from zarrcy.codecs.pipeline import CodecPipeline
 from zarrcy.errors import ZarrcyError
@@ -143,8 +145,9 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
     # -- whole read/write calls (zarr-python's Array, and the sharding codec's inner chunks)
     async def read(self, batch_info: Iterable[Any], out: Any, drop_axes: tuple[int, ...] = ()) -> Any:
         items = list(batch_info)
-        pipes = None if not _FAST or not items or self.supports_partial_decode else self._pipelines(
-            [it[1] for it in items])
+        if _FAST and items and self.supports_partial_decode:
+            return await self._read_partial(items, out, drop_axes)
+        pipes = None if not _FAST or not items else self._pipelines([it[1] for it in items])
         if pipes is None:
             return await super().read(items, out, drop_axes)
         bufs = await concurrent_map([(it[0], it[1].prototype) for it in items], _get,
@@ -166,6 +169,30 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
             return scatter_chunk(arr[chunk_sel], out, chunk_spec=spec, out_selection=out_sel, drop_axes=drop_axes)
 
         return tuple(await _in_groups(one, len(items), _nbytes(pipes)))
+
+    async def _read_partial(self, items: list[Any], out: Any, drop_axes: tuple[int, ...]) -> Any:
+        """Sharded arrays: zarrcy's sharding codec reads each shard's index and only the
+        inner chunks selected (coalesced range reads through the store's synchronous IO),
+        decoding them in parallel -- instead of zarr-python's per-inner-chunk coroutines."""
+        pipes = self._pipelines([it[1] for it in items])
+        boxes = [_bounding_box(it[2], it[1].shape) for it in items]
+        if (pipes is None or not all(p.supports_partial_decode for p in pipes) or any(b is None for b in boxes)
+                or not all(_store_supports_sync_io(getattr(it[0], "store", None)) for it in items)):
+            return await super().read(items, out, drop_axes)
+
+        def one(i: int) -> Any:
+            getter, spec, _, out_sel, _ = items[i]
+            bbox, rel = boxes[i]  # type: ignore[misc]
+            sync = _SyncGetter(getter, spec.prototype)
+            arr = pipes[i].decode_partial(sync, bbox)  # type: ignore[index]
+            if arr is None or sync.missing:
+                return scatter_chunk(None, out, chunk_spec=spec, out_selection=out_sel, drop_axes=drop_axes)
+            if rel is not None:
+                arr = arr[rel]
+            return scatter_chunk(spec.prototype.nd_buffer.from_numpy_array(np.asarray(arr)), out, chunk_spec=spec,
+                                 out_selection=out_sel, drop_axes=drop_axes)
+
+        return tuple(await _in_groups(one, len(items), _nbytes(pipes) if len(items) > 1 else 0))
 
     async def write(self, batch_info: Iterable[Any], value: Any, drop_axes: tuple[int, ...] = ()) -> None:
         items = list(batch_info)
@@ -192,6 +219,73 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
         await concurrent_map([(it[0], b) for it, b in zip(items, encoded)], _put,
                              zarr_config.get("async.concurrency"))
         return None
+
+
+class _SyncGetter:
+    """zarrcy's ``ByteGetter`` over a zarr-python ``StorePath`` with synchronous IO."""
+
+    __slots__ = ("path", "prototype", "missing")
+
+    def __init__(self, path: Any, prototype: Any) -> None:
+        self.path = path
+        self.prototype = prototype
+        self.missing = False
+
+    def get(self, byte_range: Any = None) -> Any:
+        req = None
+        if byte_range is not None:
+            if isinstance(byte_range, SuffixRequest):
+                req = SuffixByteRequest(int(byte_range.length))
+            elif byte_range.length is None:
+                req = OffsetByteRequest(int(byte_range.offset))
+            else:
+                req = RangeByteRequest(int(byte_range.offset), int(byte_range.offset) + int(byte_range.length))
+        buf = self.path.get_sync(prototype=self.prototype, byte_range=req)
+        if buf is None:
+            self.missing = True
+            return None
+        return buf.as_numpy_array()
+
+    def get_ranges(self, byte_ranges: Any) -> list[Any]:
+        return [self.get(r) for r in byte_ranges]
+
+
+def _bounding_box(sel: Any, shape: tuple[int, ...]) -> tuple[tuple[slice, ...], Any] | None:
+    """``sel`` (zarr-python's selection within one shard: ints, slices, integer arrays)
+    as (bounding box of step-1 slices, selection relative to it or None when it is the
+    whole box), so ``decoded_box[rel]`` equals ``shard[sel]`` with numpy's semantics;
+    None for anything else (boolean masks, negative steps): the default path then."""
+    if not isinstance(sel, tuple) or len(sel) != len(shape):
+        return None
+    box: list[slice] = []
+    rel: list[Any] = []
+    trivial = True
+    for s, n in zip(sel, shape):
+        if isinstance(s, (int, np.integer)) and not isinstance(s, bool):
+            i = int(s) + n if s < 0 else int(s)
+            if not 0 <= i < n:
+                return None
+            box.append(slice(i, i + 1))
+            rel.append(0)
+            trivial = False
+        elif isinstance(s, slice):
+            start, stop, step = s.indices(n)
+            if step < 1:
+                return None
+            stop = max(start, stop)
+            box.append(slice(start, stop))
+            rel.append(slice(None) if step == 1 else slice(None, None, step))
+            trivial = trivial and step == 1
+        elif isinstance(s, np.ndarray) and s.dtype.kind in "iu" and s.size:
+            lo, hi = int(s.min()), int(s.max())
+            if lo < 0 or hi >= n:
+                return None
+            box.append(slice(lo, hi + 1))
+            rel.append(s - lo)
+            trivial = False
+        else:
+            return None
+    return tuple(box), (None if trivial else tuple(rel))
 
 
 def _nbytes(pipes: list[CodecPipeline]) -> int:

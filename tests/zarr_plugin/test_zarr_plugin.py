@@ -97,6 +97,10 @@ def test_read_write_paths_match_default(tmp_path, case):
                 a[5:12, 3:13] = data[5:12, 3:13] + 1
                 got += [np.asarray(a[sel]).copy() for sel in SELECTIONS]
                 got.append(a.vindex[[0, 5, 15], [1, 9, 2]])
+                got.append(a.oindex[[14, 2, 2, 9], [0, 15, 3]])
+                got.append(a.oindex[3, [15, 0]])
+                got.append(a[-1, ::5])
+                got.append(a.oindex[np.arange(16) % 3 == 0, 4:6])  # boolean mask: default path
                 keys = sorted(str(p.relative_to(path)) for p in path.rglob("*") if p.is_file())
         results[label] = (got, keys)
     for x, y in zip(results["ours"][0], results["theirs"][0]):
@@ -123,3 +127,25 @@ def test_fast_paths_used(tmp_path, monkeypatch):
         a[...] = data
         np.testing.assert_array_equal(a[...], data)
     assert calls == {"decode_into": 16, "encode": 16}
+
+
+def test_sharded_reads_use_zarrcy_partial_decode(tmp_path, monkeypatch):
+    from zarrcy.codecs.pipeline import CodecPipeline
+
+    calls = []
+    orig = CodecPipeline.decode_partial
+    monkeypatch.setattr(CodecPipeline, "decode_partial",
+                        lambda self, g, sel: calls.append(sel) or orig(self, g, sel))
+    data = (np.arange(32 * 32) % 1000).reshape(32, 32).astype("uint16")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with zarr.config.set({"codec_pipeline.path": PLUGIN}):
+            a = zarr.create_array(str(tmp_path / "s.zarr"), shape=data.shape, dtype=data.dtype, chunks=(4, 4),
+                                  shards=(16, 16), compressors=[GzipCodec(level=1)], fill_value=0)
+            a[:16, :] = data[:16]  # shards (1, 0), (1, 1) stay missing
+            np.testing.assert_array_equal(a[...], np.where(np.arange(32)[:, None] < 16, data, 0))
+            np.testing.assert_array_equal(a[5, 3:29:3], data[5, 3:29:3])
+            np.testing.assert_array_equal(a.oindex[[1, 7, 30], [31, 0]], np.array([[data[1, 31], data[1, 0]],
+                                                                                [data[7, 31], data[7, 0]], [0, 0]]))
+            assert a[20, 20] == 0
+    assert len(calls) >= 4
