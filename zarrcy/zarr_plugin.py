@@ -5,10 +5,12 @@ import zarr, zarrcy.zarr_plugin   # importing registers the class (so does the e
 zarr.config.set({"codec_pipeline.path": "zarrcy.zarr_plugin.ZarrcyCodecPipeline"})
 ```
 
-zarr-python keeps its stores, indexing and sharding partial reads; whole chunks (and
-the inner chunks of a shard, since the sharding codec builds its inner pipeline from
-the configured class) are decoded and encoded by zarrcy's pipeline on worker threads
-with the GIL released in the kernels.  A chain zarrcy cannot run (an unknown codec,
+zarr-python keeps its stores, indexing and sharded writes; whole chunks (and the inner
+chunks of a shard written, since the sharding codec builds its inner pipeline from the
+configured class) are decoded and encoded by zarrcy's pipeline on worker threads with
+the GIL released in the kernels.  Sharded reads from stores with synchronous IO (local,
+memory) go through zarrcy's own sharding codec: one index read, coalesced range reads
+of only the inner chunks selected, parallel decode.  A chain zarrcy cannot run (an unknown codec,
 an unsupported data type) falls back to zarr-python's own ``BatchedCodecPipeline``
 for that array, so enabling the plugin never makes an array unreadable.
 
@@ -192,7 +194,9 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
             return scatter_chunk(spec.prototype.nd_buffer.from_numpy_array(np.asarray(arr)), out, chunk_spec=spec,
                                  out_selection=out_sel, drop_axes=drop_axes)
 
-        return tuple(await _in_groups(one, len(items), _nbytes(pipes) if len(items) > 1 else 0))
+        work = sum(math.prod(b.stop - b.start for b in box[0]) * p.spec.dtype.itemsize  # type: ignore[index]
+                   for box, p in zip(boxes, pipes))
+        return tuple(await _in_groups(one, len(items), work if len(items) > 1 else 0))
 
     async def write(self, batch_info: Iterable[Any], value: Any, drop_axes: tuple[int, ...] = ()) -> None:
         items = list(batch_info)
