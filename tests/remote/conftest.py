@@ -1,6 +1,11 @@
 """Local servers for the remote-store tests: moto's S3 server and a plain HTTP server,
 both bound to 127.0.0.1 (no other network), started once per session and stopped after.
 
+moto runs behind :class:`RequestLog` (a WSGI middleware): ``s3_log`` gives each test the
+requests the server really received (method, path, Range, If-Match, status), can run a
+hook before each request (rewrite or delete an object between two GETs of one read) and
+can strip or weaken the ETags of responses.
+
 The ``factory``/``store`` fixtures mirror tests/storage/conftest.py so the shared store
 suite runs unchanged against ``ObjectStore`` over S3 (each new store is a fresh prefix).
 """
