@@ -372,3 +372,14 @@ def test_compute_false_not_supported(tmp_path):
     with pytest.raises(NotImplementedError, match="compute=False"):
         to_zarrcy(_ds(), str(tmp_path / "c.zarr"), compute=False)
     assert not (tmp_path / "c.zarr").exists()
+
+
+def test_append_refreshes_metadata_consolidated_by_xarray(tmp_path):
+    ds = _ds()
+    path = str(tmp_path / "cx.zarr")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds.isel(time=slice(0, 4)).to_zarr(path, zarr_format=3, consolidated=True)
+    to_zarrcy(ds.isel(time=slice(4, 6)), path, append_dim="time", consolidated=False)
+    xr.testing.assert_identical(_zarr_engine(path, consolidated=True), ds)
+    xr.testing.assert_identical(xr.open_dataset(path, engine=ENGINE, use_consolidated=True).load(), ds)
