@@ -59,7 +59,11 @@ def _zarrcy_pipeline(codecs_json: str, spec: Any) -> CodecPipeline | None:
     try:
         dtype_json = spec.dtype.to_json(zarr_format=3)
         data_type = parse_data_type(dtype_json)
-        np_dtype = np.dtype(spec.dtype.to_native_dtype()).newbyteorder("=")
+        np_dtype = np.dtype(spec.dtype.to_native_dtype())
+        if np_dtype.kind == "O":  # zarr-python's variable-length bytes: its own codec (its object chunks
+            return None           # may hold 0-d arrays, not bytes)
+        if np_dtype.byteorder not in "=|":  # (StringDType has no byte order to change)
+            np_dtype = np_dtype.newbyteorder("=")
         fill = np.asarray(spec.fill_value, dtype=np_dtype)[()]
         zspec = ArraySpec(tuple(spec.shape), np_dtype, fill, data_type)
         return CodecPipeline.from_codecs(json.loads(codecs_json), zspec)

@@ -68,6 +68,31 @@ def test_plugin_falls_back_for_strings(tmp_path):
             assert list(a[...]) == ["a", "bb", "ccc"]
 
 
+@pytest.mark.parametrize("dtype", [str, "bytes"])
+def test_variable_length_values_match_default(tmp_path, dtype, monkeypatch):
+    """``string`` chunks go through zarrcy's vlen-utf8; ``bytes`` ones stay with
+    zarr-python's own codec (its object chunks may hold 0-d arrays)."""
+    from zarrcy.codecs.pipeline import CodecPipeline
+
+    calls = []
+    orig = CodecPipeline.encode
+    monkeypatch.setattr(CodecPipeline, "encode", lambda self, c: calls.append(1) or orig(self, c))
+    words = ["a", "bb", "ccc", "", "é", "f", "gg"]
+    vals = np.array(words) if dtype is str else np.array([w.encode() for w in words], dtype=object)
+    got = {}
+    for label, pipeline in (("ours", PLUGIN), ("theirs", "zarr.core.codec_pipeline.BatchedCodecPipeline")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with zarr.config.set({"codec_pipeline.path": pipeline}):
+                a = zarr.create_array(str(tmp_path / f"{label}.zarr"), shape=(7,), dtype=dtype, chunks=(3,))
+                a[...] = vals
+                a[2:5] = vals[4:1:-1]
+                a[6:7] = vals[0:1]
+                got[label] = (list(a[...]), list(a.oindex[[0, 6]]))
+    assert got["ours"] == got["theirs"]
+    assert bool(calls) == (dtype is str)
+
+
 SELECTIONS = [
     (Ellipsis,),
     (3, slice(None)),  # drop_axes
