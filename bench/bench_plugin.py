@@ -79,7 +79,7 @@ def run(quick: bool = False, threads: int | None = None) -> Table:
 
     def in_pipeline(path: str, fn: Callable[[], Any]) -> Any:
         with zarr.config.set({"codec_pipeline.path": path, "codec_pipeline.strict": True,
-                              "threading.max_workers": threads}):
+                              "threading.max_workers": threads, "codec_pipeline.max_workers": threads}):
             return fn()
 
     with warnings.catch_warnings():
