@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import threading
 from collections.abc import MutableMapping
 from typing import Any, Iterator, Sequence
@@ -192,6 +193,24 @@ class _object_lock:
             entry[1] -= 1
             if entry[1] == 0:
                 del _OBJECT_LOCKS[self.k]
+
+
+_IO_TASKS: dict[tuple[int, int], Any] = {}  # (pid, width): a forked child makes its own
+_IO_TASKS_LOCK = threading.Lock()
+
+
+def _io_tasks(n: int) -> Any:
+    """The pool of ``n`` threads for chunk tasks over latency-bound stores (see ``_run``)."""
+    k = (os.getpid(), n)
+    pool = _IO_TASKS.get(k)
+    if pool is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with _IO_TASKS_LOCK:
+            pool = _IO_TASKS.get(k)
+            if pool is None:
+                pool = _IO_TASKS[k] = ThreadPoolExecutor(n, thread_name_prefix="zarrcy-tasks")
+    return pool
 
 
 def _prefix(path: str) -> str:
@@ -466,8 +485,14 @@ class Array(Node):
                 for item in it:
                     fn(item)
             return
-        ex = _executor()
-        window = max(2, 2 * _config_get("threads"))
+        threads = _config_get("threads")
+        io = getattr(self.store, "io_concurrency", 0)
+        if io > threads:
+            # a latency-bound store: keep ``io`` chunk/shard reads in flight (their decoding
+            # releases the GIL; nested parallel loops use the CPU pool, caller-runs)
+            ex, window = _io_tasks(io), 2 * io
+        else:
+            ex, window = _executor(), max(2, 2 * threads)
         pending: list = []
         import itertools as _it
 

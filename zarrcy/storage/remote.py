@@ -160,6 +160,7 @@ class ObjectStore(Store):
         self.coalesce = int(opts.pop("coalesce", 1 << 20))
         if self.max_concurrency < 1:
             raise StoreError(expected("storage_options.max_concurrency", "an int >= 1", self.max_concurrency))
+        self.io_concurrency = self.max_concurrency
         opts.setdefault("retry_config", _DEFAULT_RETRY)
         client_options = dict(opts.pop("client_options", None) or {})
         endpoint = str(opts.get("endpoint", opts.get("aws_endpoint", "")))
