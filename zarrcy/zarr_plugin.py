@@ -202,10 +202,38 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
                    for box, p in zip(boxes, pipes))
         return tuple(await _in_groups(one, len(items), work if len(items) > 1 else 0))
 
+    async def _write_partial(self, items: list[Any], value: Any, drop_axes: tuple[int, ...]) -> None:
+        """Sharded arrays: zarrcy's sharding codec merges each shard's selection (untouched
+        inner chunks copied byte for byte, touched ones encoded in parallel) and stores the
+        shard with one synchronous set -- instead of zarr-python's per-inner-chunk path."""
+        pipes = self._pipelines([it[1] for it in items])
+        boxes = [_slice_box(it[2], it[1].shape) for it in items]
+        if (pipes is None or not all(p.supports_partial_encode for p in pipes) or any(b is None for b in boxes)
+                or any(getattr(it[1].config, "write_empty_chunks", False) for it in items)
+                or not all(_store_supports_sync_io(getattr(it[0], "store", None)) for it in items)):
+            return await super().write(items, value, drop_axes)
+        scalar = len(value.shape) == 0
+        src = value.as_numpy_array()
+
+        def one(i: int) -> None:
+            setter, spec, _, out_sel, _ = items[i]
+            box = boxes[i]
+            shape = tuple(b.stop - b.start for b in box)  # type: ignore[union-attr]
+            piece = src if scalar else np.asarray(src[out_sel])
+            if not scalar and piece.size == math.prod(shape):
+                piece = piece.reshape(shape)  # dims dropped by integer selections come back
+            pipes[i].encode_partial(_SyncGetter(setter, spec.prototype), box, piece)  # type: ignore[index, arg-type]
+
+        work = sum(math.prod(b.stop - b.start for b in box) * p.spec.dtype.itemsize  # type: ignore[union-attr]
+                   for box, p in zip(boxes, pipes))
+        await _in_groups(one, len(items), work if len(items) > 1 else 0)
+        return None
+
     async def write(self, batch_info: Iterable[Any], value: Any, drop_axes: tuple[int, ...] = ()) -> None:
         items = list(batch_info)
-        pipes = None if not _FAST or not items or self.supports_partial_encode else self._pipelines(
-            [it[1] for it in items])
+        if _FAST and items and self.supports_partial_encode:
+            return await self._write_partial(items, value, drop_axes)
+        pipes = None if not _FAST or not items else self._pipelines([it[1] for it in items])
         if pipes is None:
             return await super().write(items, value, drop_axes)
         old = await concurrent_map([(None if it[4] else it[0], it[1].prototype) for it in items], _get,
@@ -256,6 +284,28 @@ class _SyncGetter:
 
     def get_ranges(self, byte_ranges: Any) -> list[Any]:
         return [self.get(r) for r in byte_ranges]
+
+    def set(self, value: Any) -> None:
+        self.path.set_sync(self.prototype.buffer.from_bytes(value))
+
+    def delete(self) -> None:
+        self.path.delete_sync()
+
+
+def _slice_box(sel: Any, shape: tuple[int, ...]) -> tuple[slice, ...] | None:
+    """A write selection of ints and step-1 slices as a box of slices; else None."""
+    if not isinstance(sel, tuple) or len(sel) != len(shape):
+        return None
+    box = []
+    for s, n in zip(sel, shape):
+        if isinstance(s, (int, np.integer)) and not isinstance(s, bool) and 0 <= int(s) < n:
+            box.append(slice(int(s), int(s) + 1))
+        elif isinstance(s, slice) and s.indices(n)[2] == 1:
+            start, stop, _ = s.indices(n)
+            box.append(slice(start, max(start, stop)))
+        else:
+            return None
+    return tuple(box)
 
 
 def _bounding_box(sel: Any, shape: tuple[int, ...]) -> tuple[tuple[slice, ...], Any] | None:
