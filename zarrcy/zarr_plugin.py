@@ -5,12 +5,15 @@ import zarr, zarrcy.zarr_plugin   # importing registers the class (so does the e
 zarr.config.set({"codec_pipeline.path": "zarrcy.zarr_plugin.ZarrcyCodecPipeline"})
 ```
 
-zarr-python keeps its stores, indexing and sharded writes; whole chunks (and the inner
-chunks of a shard written, since the sharding codec builds its inner pipeline from the
-configured class) are decoded and encoded by zarrcy's pipeline on worker threads with
-the GIL released in the kernels.  Sharded reads from stores with synchronous IO (local,
-memory) go through zarrcy's own sharding codec: one index read, coalesced range reads
-of only the inner chunks selected, parallel decode.  A chain zarrcy cannot run (an unknown codec,
+zarr-python keeps its stores and indexing; whole chunks are decoded and encoded by
+zarrcy's pipeline on worker threads with the GIL released in the kernels.  Sharded
+arrays on stores with synchronous IO (local, memory) are read and written by zarrcy's
+own sharding codec: one index read, coalesced range reads of only the inner chunks
+selected, parallel decode; a write re-encodes only the touched inner chunks and stores
+the shard once.  Elsewhere (async-only stores, boolean-mask reads, orthogonal writes,
+``write_empty_chunks=True``) zarr-python's sharding codec runs, with its inner chunks
+again decoded/encoded by this class (it builds its inner pipeline from the configured
+class).  A chain zarrcy cannot run (an unknown codec,
 an unsupported data type) falls back to zarr-python's own ``BatchedCodecPipeline``
 for that array, so enabling the plugin never makes an array unreadable.
 
