@@ -120,6 +120,15 @@ def _build_metadata(
     chunks = tuple(int(c) for c in chunks)
     if fill_value is None:
         fill_json = dt.fill_value_to_json(dt.default_fill_value())
+    elif dt.category == "fixed_string" or dt.category == "fixed_bytes":
+        # U<n>/S<n>: a value longer than the element is refused (numpy would truncate it)
+        fv = fill_value
+        if dt.category == "fixed_bytes" and isinstance(fv, str):
+            try:
+                fv = fv.encode("ascii")  # numpy's str -> S conversion
+            except UnicodeEncodeError:
+                raise MetadataError(f"fill_value: expected ASCII text or bytes for {dt.dtype}, received {fill_value!r}") from None
+        fill_json = dt.fill_value_to_json(fv)
     else:
         try:
             fv = np.asarray(fill_value, dtype=dt.dtype)[()] if not isinstance(fill_value, str) else fill_value

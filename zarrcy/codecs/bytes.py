@@ -8,6 +8,13 @@ byte order.  Configuration:
   multi-byte ml_dtypes types such as ``bfloat16``).  Single-byte types and raw
   ``r*`` types (numpy ``V``) ignore it; it is dropped from their metadata.
 
+Fixed-length strings (zarr-python's ``fixed_length_utf32``, numpy ``U<n>``) are UTF-32
+code units in the configured ``endian`` (it is required for them); decoded and encoded
+code units must be Unicode scalar values (no surrogates, at most ``0x10FFFF``) --
+anything else in a stored chunk is a :class:`CorruptChunkError`, and an array holding
+lone surrogates is refused on write (:class:`CastError`).  ``null_terminated_bytes``
+(numpy ``S<n>``) has no byte order: its bytes are copied as they are.
+
 Decoding in native order is zero-copy (``np.frombuffer`` + ``reshape``); the
 other order is one byte-swapping copy straight into the destination (numpy's
 casting copy, which runs without the GIL).
@@ -22,7 +29,7 @@ import numpy as np
 
 from zarrcy.codecs._base import ArrayBytesCodec, ArraySpec
 from zarrcy.codecs._common import NATIVE_ENDIAN, MISSING, config_dict, get_choice, nbytes_of
-from zarrcy.errors import CorruptChunkError, MetadataError, expected
+from zarrcy.errors import CastError, CorruptChunkError, MetadataError, expected
 
 __all__ = ["BytesCodec", "Endian", "endian_applies"]
 
@@ -49,6 +56,29 @@ def _bits_dtype(dtype: np.dtype) -> np.dtype:
     if dtype.kind in "biufcmMU" or dtype.type is np.void:
         return dtype
     return np.dtype(f"u{dtype.itemsize}")
+
+
+def _first_bad_code_point(arr: np.ndarray) -> tuple[int, int] | None:
+    """(element index in C order, code unit) of the first code unit of a native-order
+    ``U`` array that is not a Unicode scalar value (a surrogate or above 0x10FFFF)."""
+    if arr.size == 0:
+        return None
+    units = np.ascontiguousarray(arr).reshape(-1).view(np.uint32)
+    # unsigned wrap-around: (u - 0xD800) < 0x800 exactly for the surrogates D800..DFFF
+    bad = (units > 0x10FFFF) | ((units - np.uint32(0xD800)) < np.uint32(0x800))
+    if not bad.any():
+        return None
+    i = int(np.argmax(bad))
+    return i // (arr.dtype.itemsize // 4), int(units[i])
+
+
+def _check_decoded_utf32(arr: np.ndarray) -> None:
+    hit = _first_bad_code_point(arr)
+    if hit is not None:
+        raise CorruptChunkError(
+            expected(f"bytes codec: element {hit[0]}", "UTF-32 code units that are Unicode scalar values "
+                     "(no surrogates, at most 0x10FFFF)", f"0x{hit[1]:X}")
+        )
 
 
 @dataclass(frozen=True)
@@ -108,6 +138,13 @@ class BytesCodec(ArrayBytesCodec):
 
     def encode(self, chunk: np.ndarray, spec: ArraySpec) -> memoryview:
         dt = spec.dtype
+        if dt.kind == "U":
+            hit = _first_bad_code_point(chunk)
+            if hit is not None:
+                raise CastError(
+                    expected(f"element {hit[0]} of the chunk", "a string of Unicode scalar values for "
+                             "fixed_length_utf32 (no lone surrogates)", f"U+{hit[1]:04X}"), hit[0], hit[1]
+                )
         if self._swaps(dt):
             out = np.empty(chunk.shape, dtype=self._stored_dtype(dt))
             np.copyto(out, chunk.view(_bits_dtype(dt)), casting="unsafe")
@@ -121,9 +158,12 @@ class BytesCodec(ArrayBytesCodec):
         dt = spec.dtype
         src = np.frombuffer(data, dtype=self._stored_dtype(dt))
         if not self._swaps(dt):
-            return src.view(dt).reshape(spec.shape)
-        out = np.empty(spec.shape, dtype=dt)
-        np.copyto(out.view(_bits_dtype(dt)), src.reshape(spec.shape), casting="unsafe")
+            out = src.view(dt).reshape(spec.shape)
+        else:
+            out = np.empty(spec.shape, dtype=dt)
+            np.copyto(out.view(_bits_dtype(dt)), src.reshape(spec.shape), casting="unsafe")
+        if dt.kind == "U":
+            _check_decoded_utf32(out)
         return out
 
     def decode_into(self, data: Any, out: np.ndarray, spec: ArraySpec) -> bool:
@@ -131,6 +171,8 @@ class BytesCodec(ArrayBytesCodec):
         dt = spec.dtype
         src = np.frombuffer(data, dtype=self._stored_dtype(dt)).reshape(spec.shape)
         np.copyto(out.view(_bits_dtype(dt)), src, casting="unsafe")
+        if dt.kind == "U":
+            _check_decoded_utf32(out)
         return True
 
     def fix_endian_inplace(self, out: np.ndarray, spec: ArraySpec) -> None:
@@ -138,6 +180,8 @@ class BytesCodec(ArrayBytesCodec):
         if self._swaps(spec.dtype):
             v = out.view(_bits_dtype(spec.dtype))
             v.byteswap(inplace=True)
+        if spec.dtype.kind == "U":
+            _check_decoded_utf32(out)
 
 
 def endian_applies_fields(dtype: np.dtype) -> bool:

@@ -15,6 +15,24 @@ string) and ``bytes`` (numpy object arrays of ``bytes``, fill value base64; zarr
 3.4 writes it as ``variable_length_bytes``, read here as an alias).  They are not in
 :data:`DATA_TYPES` (which lists the fixed-size types) but in :data:`VLEN_TYPES`.
 
+Fixed-length strings, as zarr-python 3.4 writes numpy ``U<n>`` / ``S<n>`` arrays (and
+hence xarray's zarr engine with ``zarr_format=3``); there is no spec file for them, the
+format is zarr-python's (zarr-extensions registry names):
+
+* ``{"name": "fixed_length_utf32", "configuration": {"length_bytes": L}}``: numpy
+  ``U<L/4>`` (L a positive multiple of 4).  Each element is ``L/4`` UTF-32 code units in
+  the ``bytes`` codec's ``endian`` (which is therefore required), NUL-padded at the
+  end; trailing NULs are not part of the value (numpy's rule).  Code units must be
+  Unicode scalar values (no surrogates, at most ``0x10FFFF``).  Fill value: a JSON
+  string of at most ``L/4`` code points.
+* ``{"name": "null_terminated_bytes", "configuration": {"length_bytes": L}}``: numpy
+  ``S<L>``; each element is ``L`` bytes, NUL-padded (trailing NULs are dropped on read,
+  numpy's rule; NULs inside a value are kept); no byte order.  Fill value: a base64
+  string of at most ``L`` bytes.
+
+``from_numpy`` maps ``U<n>``/``S<n>`` (n >= 1) to these, as zarr-python does; ``str``
+(``U0``) stays the variable-length ``string`` and ``S0`` the variable-length ``bytes``.
+
 A :class:`DataType` is a frozen dataclass; ``dtype`` is always native byte order
 (endianness belongs to the ``bytes`` codec).  Fill-value encoding lives in
 :mod:`zarrcy.metadata.fill_value`; the methods here delegate to it.
@@ -32,9 +50,14 @@ from zarrcy.errors import MetadataError, UnknownExtensionError, expected
 from zarrcy.metadata import fill_value as _fv
 from zarrcy.metadata._parse import check_extension_name, parse_extension
 
-__all__ = ["DataType", "FloatFormat", "parse_data_type", "from_numpy", "DATA_TYPES", "VLEN_TYPES"]
+__all__ = [
+    "DataType", "FloatFormat", "parse_data_type", "from_numpy", "fixed_string",
+    "DATA_TYPES", "VLEN_TYPES", "FIXED_STRING_TYPES",
+]
 
-Category = Literal["bool", "int", "uint", "float", "complex", "raw", "string", "bytes"]
+Category = Literal[
+    "bool", "int", "uint", "float", "complex", "raw", "string", "bytes", "fixed_string", "fixed_bytes"
+]
 
 
 class FloatFormat(NamedTuple):
@@ -201,6 +224,47 @@ def _raw_bytes(config: dict[str, Any] | None, path: str) -> DataType:
     return d
 
 
+#: zarr-python 3.4's fixed-length string types (numpy U<n> / S<n>) -> (category, code unit size)
+FIXED_STRING_TYPES: dict[str, tuple[Category, int]] = {
+    "fixed_length_utf32": ("fixed_string", 4),
+    "null_terminated_bytes": ("fixed_bytes", 1),
+}
+_FIXED_CACHE: dict[tuple[str, int], DataType] = {}
+_MAX_ITEMSIZE = (1 << 31) - 4
+
+
+def fixed_string(name: str, length_bytes: int) -> DataType:
+    """``fixed_length_utf32`` (numpy ``U<length_bytes/4>``) or ``null_terminated_bytes``
+    (numpy ``S<length_bytes>``); ``length_bytes`` already validated."""
+    d = _FIXED_CACHE.get((name, length_bytes))
+    if d is None:
+        cat, unit = FIXED_STRING_TYPES[name]
+        dt = np.dtype(f"U{length_bytes // 4}") if unit == 4 else np.dtype(f"S{length_bytes}")
+        d = DataType(name, dt, cat, configuration=(("length_bytes", length_bytes),))
+        _FIXED_CACHE[(name, length_bytes)] = d
+    return d
+
+
+def _parse_fixed_string(name: str, config: dict[str, Any] | None, path: str) -> DataType:
+    unit = FIXED_STRING_TYPES[name][1]
+    if not isinstance(config, dict) or set(config) != {"length_bytes"}:
+        if isinstance(config, dict) and "length_bytes" in config:
+            key = next(k for k in config if k != "length_bytes")
+            p = f"{path}.configuration.{key}"
+            raise MetadataError(expected(p, f"no member {key!r} (only length_bytes)", config[key]), p)
+        p = f"{path}.configuration.length_bytes"
+        raise MetadataError(expected(p, "an integer >= 1 (a required member)", "missing"), p)
+    n = config["length_bytes"]
+    p = f"{path}.configuration.length_bytes"
+    if type(n) is not int or n < 1:
+        raise MetadataError(expected(p, "an integer >= 1", n), p)
+    if n % unit:
+        raise MetadataError(expected(p, f"a positive multiple of {unit} (UTF-32 code units)", n), p)
+    if n > _MAX_ITEMSIZE:  # numpy's limit for one flexible-dtype element
+        raise MetadataError(expected(p, f"at most {_MAX_ITEMSIZE} bytes per element", n), p)
+    return fixed_string(name, n)
+
+
 def _parse_raw_name(name: str) -> DataType | None:
     """``r<bits>`` with bits a positive multiple of 8 written without leading zeros."""
     digits = name[1:]
@@ -234,6 +298,8 @@ def parse_data_type(json_value: Any, path: str = "data_type") -> DataType:
             )
     if name == "raw_bytes":
         return _raw_bytes(config, path)
+    if name in FIXED_STRING_TYPES:
+        return _parse_fixed_string(name, config, path)
     d = DATA_TYPES.get(name) or VLEN_TYPES.get(_VLEN_ALIASES.get(name, name)) or _parse_raw_name(name)
     if d is None:
         if name[:1] == "r" and name[1:].isdigit():
@@ -252,9 +318,11 @@ def from_numpy(dtype_like: Any) -> DataType:
     """A numpy dtype (or anything ``np.dtype`` accepts, or a Zarr name) -> :class:`DataType`.
 
     Byte order is dropped (``">i2"`` -> ``int16``); ``"V3"`` and ``"r24"`` -> ``r24``.
-    Strings: ``str``, ``"T"``, ``StringDType()``, any ``U<n>`` and ``object`` -> ``string``
-    (as zarr-python maps ``str``; object arrays of ``bytes`` need ``dtype="bytes"``);
-    ``bytes`` / ``S<n>`` -> ``bytes``.  A ``StringDType`` with ``na_object`` is refused
+    Strings, as zarr-python 3.4 maps them: ``U<n>`` -> ``fixed_length_utf32``
+    (``length_bytes`` 4n) and ``S<n>`` -> ``null_terminated_bytes`` (n >= 1; byte order
+    dropped); ``str`` (numpy ``U0``), ``"T"``, ``StringDType()`` and ``object`` ->
+    ``string`` (object arrays of ``bytes`` need ``dtype="bytes"``); ``"bytes"`` and the
+    ``bytes`` class (numpy ``S0``) -> ``bytes``.  A ``StringDType`` with ``na_object`` is refused
     (the ``string`` type has no missing value).
     """
     if isinstance(dtype_like, DataType):
@@ -270,6 +338,10 @@ def from_numpy(dtype_like: Any) -> DataType:
     d = _BY_KIND.get((dt.kind, dt.itemsize)) if dt.kind in "biufc" else _BY_SCALAR_TYPE.get(dt.type)
     if d is not None:
         return d
+    if dt.kind == "U" and dt.itemsize > 0:
+        return fixed_string("fixed_length_utf32", dt.itemsize)
+    if dt.kind == "S" and dt.itemsize > 0:
+        return fixed_string("null_terminated_bytes", dt.itemsize)
     if dt.kind in "TUO":
         if hasattr(dt, "na_object"):
             raise MetadataError(expected("dtype", "a StringDType without na_object (the string type has no missing value)", str(dt)), "dtype")

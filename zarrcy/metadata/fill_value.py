@@ -24,6 +24,10 @@ Forms accepted, by type:
 * ``string`` (variable-length UTF-8): a JSON string (numbers are read as their text,
   as zarr-python does for fill values written by zarr-python 2).
 * ``bytes`` (variable-length): a base64 string, as zarr-python 3.4 writes it.
+* ``fixed_length_utf32`` (numpy ``U<n>``): a JSON string of at most ``n`` code points,
+  none a surrogate (zarr-python 3.4's form); read as ``np.str_``.
+* ``null_terminated_bytes`` (numpy ``S<n>``): a base64 string of at most ``n`` bytes
+  (zarr-python 3.4's form; it may end in NULs, which numpy drops); read as ``np.bytes_``.
 
 Writing (:func:`fill_value_to_json`) is the canonical inverse: the default NaN writes
 ``"NaN"``, any other NaN ``"0x..."``, infinities ``"Infinity"``/``"-Infinity"``, finite
@@ -226,6 +230,8 @@ def parse_fill_value(data_type: DataType, json_value: Any, path: str = "fill_val
         return _parse_float(data_type, json_value, path)
     if cat == "string" or cat == "bytes":
         return _parse_vlen(cat, json_value, path)
+    if cat == "fixed_string" or cat == "fixed_bytes":
+        return _parse_fixed(data_type, json_value, path)
     if cat == "int" or cat == "uint":
         lo, hi = data_type.int_range  # type: ignore[misc]
         if t is not int:
@@ -279,6 +285,38 @@ def _parse_vlen(cat: str, value: Any, path: str) -> Any:
     raise _err(path, "a base64 string (variable-length bytes)", value)
 
 
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # the only str that utf-8 cannot encode: lone surrogates
+        return True
+    return False
+
+
+def _parse_fixed(data_type: DataType, value: Any, path: str) -> Any:
+    """``fixed_length_utf32`` / ``null_terminated_bytes`` fill value -> np.str_ / np.bytes_."""
+    n = data_type.dtype.itemsize
+    if data_type.category == "fixed_string":
+        n //= 4
+        if not isinstance(value, str):
+            raise _err(path, f"a string of at most {n} code points", value)
+        if len(value) > n or _has_surrogate(value):
+            raise _err(path, f"a string of at most {n} code points (no surrogates)", value)
+        return np.str_(value)
+    if isinstance(value, (bytes, bytearray)):  # Python-side values (np.bytes_ too)
+        raw = bytes(value)
+    elif type(value) is str:
+        try:
+            raw = base64.b64decode(value, validate=True)
+        except ValueError:
+            raise _err(path, f"a base64 string of at most {n} bytes", value) from None
+    else:
+        raise _err(path, f"a base64 string of at most {n} bytes", value)
+    if len(raw) > n:
+        raise _err(path, f"a base64 string of at most {n} bytes", value)
+    return np.bytes_(raw)
+
+
 def fill_value_to_json(data_type: DataType, value: Any) -> Any:
     """The canonical JSON form of ``value`` (a scalar of ``data_type`` or any JSON form)."""
     if data_type.category == "string":
@@ -286,6 +324,10 @@ def fill_value_to_json(data_type: DataType, value: Any) -> Any:
     if data_type.category == "bytes":
         raw = value if type(value) is bytes else _parse_vlen("bytes", value, "fill_value")
         return base64.b64encode(raw).decode("ascii")
+    if data_type.category == "fixed_string":
+        return str(_parse_fixed(data_type, value, "fill_value"))
+    if data_type.category == "fixed_bytes":
+        return base64.b64encode(_parse_fixed(data_type, value, "fill_value")).decode("ascii")
     if not (isinstance(value, np.generic) and value.dtype == data_type.dtype):
         value = parse_fill_value(data_type, value, "fill_value")
     cat = data_type.category
@@ -314,6 +356,10 @@ def default_fill_value(data_type: DataType) -> Any:
         return ""
     if data_type.category == "bytes":
         return b""
+    if data_type.category == "fixed_string":
+        return np.str_("")
+    if data_type.category == "fixed_bytes":
+        return np.bytes_(b"")
     if data_type.category == "raw":
         return np.void(bytes(data_type.itemsize))
     return np.zeros((), dtype=data_type.dtype)[()]
