@@ -16,8 +16,10 @@ Data is lazy: a :class:`ZarrcyBackendArray` answers xarray's outer (orthogonal) 
 with zarrcy's ``oindex``.  ``encoding["preferred_chunks"]`` is the shard shape (the
 chunk shape when unsharded), so ``chunks={}`` gives Dask one task per stored object.
 
-Strings: ``string`` arrays (vlen-utf8) are read as ``StringDType`` variables and
-``bytes`` arrays as object arrays of ``bytes``, as xarray's zarr engine reads them.
+Strings: ``string`` arrays (vlen-utf8) are read as ``StringDType`` variables,
+``bytes`` arrays as object arrays of ``bytes``, and the fixed-length types xarray's zarr
+writer uses for ``U<n>`` / ``S<n>`` variables (``fixed_length_utf32`` /
+``null_terminated_bytes``) as ``U<n>`` / ``S<n>``, as xarray's zarr engine reads them.
 
 Writing: :func:`to_zarrcy` is ``Dataset.to_zarr`` for zarrcy -- same CF encoding (xarray's
 zarr coders), same modes (``w``, ``w-``, ``a``, ``a-``, ``r+``), ``append_dim`` (new values
@@ -99,8 +101,9 @@ class ZarrcyBackendArray(BackendArray):
             out = self.array[key]
         else:
             out = self.array.oindex[key]
-        # a single string element comes back as a Python str: keep the StringDType
-        return np.asarray(out, dtype=self.dtype) if self.dtype.kind in "TO" else np.asarray(out)
+        # a single string element comes back as a Python/numpy scalar: keep the dtype
+        # (StringDType, object, and the element width of U<n>/S<n>)
+        return np.asarray(out, dtype=self.dtype) if self.dtype.kind in "TOUS" else np.asarray(out)
 
 
 def _zarr_format(node: Any) -> int:
@@ -330,15 +333,21 @@ def _encode_variable(var: xr.Variable, name: str) -> xr.Variable:
 
 
 def _storage_dtype(name: str, var: xr.Variable) -> np.dtype:
-    """The dtype of the zarrcy array for an encoded variable.  Text (``str`` objects,
-    ``U<n>``, ``StringDType``) -> the variable-length ``string`` type (vlen-utf8), as
-    xarray's zarr writer stores ``str`` variables; ``S<n>`` -> the variable-length
-    ``bytes`` type (xarray writes fixed-length ``null_terminated_bytes`` there, which
-    zarrcy does not have); anything else must be a fixed-size numeric/bool dtype."""
+    """The dtype of the zarrcy array for an encoded variable, as xarray's zarr writer
+    (zarr_format=3) chooses it: ``U<n>`` -> ``fixed_length_utf32`` and ``S<n>`` ->
+    ``null_terminated_bytes`` (numpy ``U<n>``/``S<n>``, native order; a zero width is
+    widened to one element, as neither type has length 0); ``str`` objects and
+    ``StringDType`` -> the variable-length ``string`` type (vlen-utf8); ``bytes`` objects
+    -> the variable-length ``bytes`` type; anything else must be a fixed-size
+    numeric/bool dtype."""
     dt = np.dtype(var.dtype)
-    if dt.kind in "UT" or (dt.kind == "O" and xr.coding.strings.check_vlen_dtype(dt) is str):
+    if dt.kind == "U":
+        return np.dtype(f"U{max(dt.itemsize // 4, 1)}")
+    if dt.kind == "S":
+        return np.dtype(f"S{max(dt.itemsize, 1)}")
+    if dt.kind == "T" or (dt.kind == "O" and xr.coding.strings.check_vlen_dtype(dt) is str):
         return np.dtype(np.dtypes.StringDType())
-    if dt.kind == "S" or (dt.kind == "O" and xr.coding.strings.check_vlen_dtype(dt) is bytes):
+    if dt.kind == "O" and xr.coding.strings.check_vlen_dtype(dt) is bytes:
         return np.dtype(object)
     if dt.kind in "OMmV":
         raise TypeError(
@@ -359,6 +368,12 @@ def _as_stored(data: Any, dtype: np.dtype) -> Any:
 def _text_kind(dt: np.dtype) -> str | None:
     """'string' / 'bytes' for the variable-length array dtypes, else None."""
     return "string" if dt.kind == "T" else "bytes" if dt.kind == "O" else None
+
+
+def _text_family(dt: np.dtype) -> str | None:
+    """'str' for text dtypes (U<n>, StringDType), 'bytes' for bytes (S<n>, object), else
+    None: values of one family may be written into a stored array of the same family."""
+    return "str" if dt.kind in "UT" else "bytes" if dt.kind in "SO" else None
 
 
 def _has_consolidated(root: Any) -> bool:
@@ -624,7 +639,7 @@ def to_zarrcy(
                 raise ValueError(f"variable {name!r}: stored with dimensions {sdims}, received {e.dims}; "
                                  "to_zarrcy cannot change a variable's dimensions")
             e = encoded[name] = e.transpose(*sdims)
-        if _text_kind(np.dtype(arr.dtype)) != _text_kind(storage[name]):
+        if _text_family(np.dtype(arr.dtype)) != _text_family(storage[name]):
             raise ValueError(f"variable {name!r}: stored with dtype {arr.dtype}, received {e.dtype}")
         want: dict[str, int] = {}
         sel: list[slice] = []
@@ -663,7 +678,7 @@ def to_zarrcy(
                 continue
             if new_shape is not None:
                 arr.resize(new_shape)
-            to_write.append((arr, _as_stored(e.data, storage[name]), sel))
+            to_write.append((arr, _as_stored(e.data, np.dtype(arr.dtype)), sel))
             continue
         arr = _create_variable(root, fmt, name, e, storage[name], layout[name], chunks, shards, compressors)
         to_write.append((arr, _as_stored(e.data, storage[name]), tuple(slice(0, n) for n in e.shape)))
@@ -709,8 +724,7 @@ def _create_variable(root: Any, fmt: int, name: str, e: xr.Variable, dtype: np.d
         kwargs["dimension_names"] = dims
         fill = layout.get("fill_value", e.encoding.get("fill_value"))
         if fill is None:
-            text = _text_kind(dtype)
-            fill = np.nan if dtype.kind in "fc" else "" if text == "string" else b"" if text == "bytes" else 0
+            fill = np.nan if dtype.kind in "fc" else "" if dtype.kind in "UT" else b"" if dtype.kind in "SO" else 0
         kwargs["fill_value"] = fill
     if ck is not None:
         kwargs["chunks"] = ck
