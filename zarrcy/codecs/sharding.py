@@ -849,7 +849,8 @@ class ShardingCodec(ArrayBytesCodec):
             )
         scratch = _scratch(layout.inner_spec)
         layout.inner.decode_into(raw, scratch)
-        return scratch[tuple(rel)].copy()
+        value = scratch[tuple(rel)]
+        return value.copy() if isinstance(value, np.generic) else value  # str/bytes elements: immutable
 
     def _fetch_ranges(
         self, getter: ByteGetter, layout: _Layout, which: np.ndarray, offs: np.ndarray, nbs: np.ndarray,

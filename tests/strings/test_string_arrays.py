@@ -1,0 +1,241 @@
+"""String / bytes arrays through the public API: creation, selections, writes, fill,
+missing and edge chunks, sharding, corrupt chunks naming their key, bad values."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from conftest import STRING, ref_encode, texts
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import zarrcy
+from zarrcy.errors import CorruptChunkError, MetadataError
+
+WORDS = np.array(["", "a", "βγδ", "日本語", "x" * 5000, "tab\tnul\x00", "🙂", "end"], dtype=object)
+
+
+def _data(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return WORDS[rng.integers(0, len(WORDS), shape)].astype(STRING)
+
+
+def _meta(store: zarrcy.MemoryStore, name: str) -> dict:
+    return json.loads(bytes(store.get(f"{name}/zarr.json")))
+
+
+@pytest.mark.parametrize("dtype", [str, "T", STRING, object, "string"])
+def test_create_writes_string_metadata(dtype: object) -> None:
+    st_ = zarrcy.MemoryStore()
+    a = zarrcy.create_array(st_, name="s", shape=(5,), chunks=(2,), dtype=dtype)
+    m = _meta(st_, "s")
+    assert m["data_type"] == "string"
+    assert m["fill_value"] == ""
+    assert m["codecs"][0] == {"name": "vlen-utf8"}
+    assert a.dtype == STRING
+    r = a[:]
+    assert r.dtype == STRING and r.tolist() == [""] * 5
+
+
+@pytest.mark.parametrize("dtype", [bytes, "bytes", "variable_length_bytes"])
+def test_create_writes_bytes_metadata(dtype: object) -> None:
+    st_ = zarrcy.MemoryStore()
+    a = zarrcy.create_array(st_, name="b", shape=(3,), chunks=(2,), dtype=dtype, fill_value=b"\x00z")
+    m = _meta(st_, "b")
+    assert m["data_type"] == "bytes"
+    assert m["fill_value"] == "AHo="  # base64, as zarr-python writes it
+    assert m["codecs"][0] == {"name": "vlen-bytes"}
+    assert a.dtype == object
+    assert a[:].tolist() == [b"\x00z"] * 3
+    assert a[1] == b"\x00z"
+
+
+def test_create_with_compressors_and_fill() -> None:
+    st_ = zarrcy.MemoryStore()
+    a = zarrcy.create_array(st_, name="s", shape=(4,), chunks=(3,), dtype=str, fill_value="–",
+                            compressors=[{"name": "gzip", "configuration": {"level": 1}}])
+    m = _meta(st_, "s")
+    assert m["codecs"] == [{"name": "vlen-utf8"}, {"name": "gzip", "configuration": {"level": 1}}]
+    assert m["fill_value"] == "–" and a.fill_value == "–"
+    a[1] = "x"
+    assert a[:].tolist() == ["–", "x", "–", "–"]
+
+
+def test_na_object_string_dtype_is_refused() -> None:
+    with pytest.raises(MetadataError, match="na_object"):
+        zarrcy.create_array(zarrcy.MemoryStore(), shape=(2,), dtype=np.dtypes.StringDType(na_object=None))
+
+
+def test_data_argument() -> None:
+    st_ = zarrcy.MemoryStore()
+    for data in (np.array(["ab", "c", "déf"], dtype=STRING), np.array(["ab", "c", "déf"], dtype=object)):
+        a = zarrcy.create_array(st_, name="s", data=data, chunks=(2,), overwrite=True)
+        assert _meta(st_, "s")["data_type"] == "string"
+        assert a[:].tolist() == ["ab", "c", "déf"]
+    # fixed-width numpy strings are accepted as values of a string array
+    a[:] = np.array(["u", "vw", "xyz"])
+    assert a[:].tolist() == ["u", "vw", "xyz"]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_selections_and_partial_writes(threads: int) -> None:
+    zarrcy.config(threads=threads)
+    try:
+        st_ = zarrcy.MemoryStore()
+        shape = (11, 7)  # edge chunks in both dimensions
+        a = zarrcy.create_array(st_, name="s", shape=shape, chunks=(4, 3), dtype=str, fill_value="fill")
+        ref = np.full(shape, "fill", dtype=STRING)
+        # missing chunks read as fill
+        assert a[:].tolist() == ref.tolist()
+        assert a[10, 6] == "fill"
+        # partial writes: read-modify-write of existing and missing chunks
+        d = _data((5, 4), 1)
+        a[2:7, 1:5] = d
+        ref[2:7, 1:5] = d
+        assert a[:].tolist() == ref.tolist()
+        a[::3, 6] = ["p", "q", "r", "s"]
+        ref[::3, 6] = ["p", "q", "r", "s"]
+        a[10] = "last row"
+        ref[10] = "last row"
+        # full overwrite of interior chunk, strided source
+        full = _data((8, 6), 2)
+        a[0:4, 0:3] = full[::2, ::2]
+        ref[0:4, 0:3] = full[::2, ::2]
+        assert a[:].tolist() == ref.tolist()
+        # reads: basic, steps, negative, points, oindex, vindex, blocks
+        assert a[1:9:2, :].tolist() == ref[1:9:2].tolist()
+        assert a[-1, -1] == ref[-1, -1]
+        assert a[3, 2] == ref[3, 2] and isinstance(a[3, 2], str)
+        assert a.oindex[[0, 5, 10], [1, 6]].tolist() == ref[np.ix_([0, 5, 10], [1, 6])].tolist()
+        assert a.vindex[[0, 5, 10], [1, 6, 0]].tolist() == ref[[0, 5, 10], [1, 6, 0]].tolist()
+        mask = np.zeros(11, bool)
+        mask[[1, 4, 9]] = True
+        assert a.oindex[mask, :].tolist() == ref[mask].tolist()
+        assert a.blocks[2, 2].tolist() == ref[8:11, 6:7].tolist()
+        # writes through oindex / vindex
+        a.oindex[[1, 3], [0, 2]] = np.array([["A", "B"], ["C", "D"]])
+        ref[np.ix_([1, 3], [0, 2])] = [["A", "B"], ["C", "D"]]
+        a.vindex[[0, 9], [6, 1]] = ["V", "W"]
+        ref[[0, 9], [6, 1]] = ["V", "W"]
+        assert a[:].tolist() == ref.tolist()
+        assert a[...].dtype == STRING
+    finally:
+        zarrcy.config(threads=2)
+
+
+def test_all_fill_chunks_are_not_stored() -> None:
+    st_ = zarrcy.MemoryStore()
+    a = zarrcy.create_array(st_, name="s", shape=(6,), chunks=(2,), dtype=str)
+    a[:] = ["a", "", "", "", "", "b"]
+    assert a.nchunks_initialized == 2
+    a[:] = ""
+    assert a.nchunks_initialized == 0
+    b = zarrcy.create_array(st_, name="b", shape=(4,), chunks=(2,), dtype="bytes")
+    b[:] = [b"", b"", b"x", b""]
+    assert b.nchunks_initialized == 1
+
+
+def test_bytes_arrays() -> None:
+    st_ = zarrcy.MemoryStore()
+    a = zarrcy.create_array(st_, name="b", shape=(5,), chunks=(2,), dtype="bytes")
+    a[:] = [b"a\x00", b"", b"\xff" * 3000, b"\x00", b"z"]  # trailing NULs survive
+    assert a[:].tolist() == [b"a\x00", b"", b"\xff" * 3000, b"\x00", b"z"]
+    a[1:3] = np.array([b"p", b"q"], dtype=object)
+    a[4] = b"last"
+    assert a[:].tolist() == [b"a\x00", b"p", b"q", b"\x00", b"last"]
+    assert a.vindex[[4, 0]].tolist() == [b"last", b"a\x00"]
+
+
+def test_zero_dim_and_empty_arrays() -> None:
+    st_ = zarrcy.MemoryStore()
+    a = zarrcy.create_array(st_, name="z", shape=(), dtype=str)
+    assert a[()] == ""
+    a[()] = "solo"
+    assert a[()] == "solo" and a[...] == "solo"
+    e = zarrcy.create_array(st_, name="e", shape=(0, 3), chunks=(2, 2), dtype=str)
+    assert e[:].shape == (0, 3) and e[:].dtype == STRING
+
+
+@pytest.mark.parametrize("bad", [5, 1.5, [1, 2, 3], b"x", np.array([b"a", b"b", b"c"]), np.array(["a", 2, "c"], dtype=object), None])
+def test_non_strings_are_refused(bad: object) -> None:
+    st_ = zarrcy.MemoryStore()
+    a = zarrcy.create_array(st_, name="s", shape=(3,), chunks=(2,), dtype=str)
+    a[:] = ["keep", "me", "!"]
+    with pytest.raises(TypeError):
+        a[:] = bad
+    with pytest.raises(TypeError):
+        a.vindex[[0, 1, 2]] = bad
+    assert a[:].tolist() == ["keep", "me", "!"]  # nothing written
+
+
+@pytest.mark.parametrize("bad", ["text", 3, ["a", "b"], np.array([1, 2])])
+def test_non_bytes_are_refused(bad: object) -> None:
+    a = zarrcy.create_array(zarrcy.MemoryStore(), shape=(2,), chunks=(2,), dtype="bytes")
+    with pytest.raises(TypeError):
+        a[:] = bad
+
+
+def test_sharded_strings() -> None:
+    st_ = zarrcy.MemoryStore()
+    a = zarrcy.create_array(st_, name="s", shape=(10, 5), chunks=(2, 2), shards=(4, 4), dtype=str,
+                            compressors=[{"name": "zstd", "configuration": {"level": 1, "checksum": False}}])
+    inner = _meta(st_, "s")["codecs"][0]["configuration"]["codecs"]
+    assert inner[0] == {"name": "vlen-utf8"}
+    ref = np.full((10, 5), "", dtype=STRING)
+    d = _data((10, 5), 3)
+    a[:] = d
+    ref[:] = d
+    a[3:6, 1] = ["x", "y", "z"]  # partial shard write
+    ref[3:6, 1] = ["x", "y", "z"]
+    assert a[:].tolist() == ref.tolist()
+    assert a[5, 1] == "z"
+    assert a.oindex[[0, 9], [4]].tolist() == ref[np.ix_([0, 9], [4])].tolist()
+    assert a.vindex[[9, 0], [0, 4]].tolist() == ref[[9, 0], [0, 4]].tolist()
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [b"", b"\x01", struct_bad := ref_encode(["a"]), ref_encode(["a", "b"]) + b"!", ref_encode([b"\xff", b"a"])],
+)
+def test_corrupt_chunk_names_key(payload: bytes) -> None:
+    st_ = zarrcy.MemoryStore()
+    a = zarrcy.create_array(st_, name="s", shape=(4,), chunks=(2,), dtype=str, compressors=None)
+    a[:] = ["a", "b", "c", "d"]
+    st_.set("s/c/1", payload)
+    for read in (lambda: a[:], lambda: a[3], lambda: a[2:4], lambda: a.vindex[[3]], lambda: a.oindex[[2]]):
+        with pytest.raises(CorruptChunkError, match="s/c/1") as e:
+            read()
+        assert e.value.key == "s/c/1"
+    with pytest.raises(CorruptChunkError, match="s/c/1"):
+        a[3] = "x"  # read-modify-write of a corrupt chunk
+
+
+def test_long_strings_are_not_refused_by_the_stored_size_guard() -> None:
+    st_ = zarrcy.MemoryStore()
+    a = zarrcy.create_array(st_, name="s", shape=(2,), chunks=(2,), dtype=str, compressors=None)
+    big = "é" * (1 << 20)  # 2 MiB of UTF-8 in a 2-element chunk
+    a[:] = [big, "small"]
+    assert a[0] == big and a[:].tolist() == [big, "small"]
+
+
+def test_open_existing_and_reopen() -> None:
+    st_ = zarrcy.MemoryStore()
+    a = zarrcy.create_array(st_, name="s", shape=(3,), chunks=(2,), dtype=str)
+    a[:] = ["x", "y", "z"]
+    b = zarrcy.open_array(st_, path="s")
+    assert b.dtype == STRING and b[:].tolist() == ["x", "y", "z"]
+    assert "string" in b.info
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(texts, min_size=1, max_size=30), st.integers(1, 7), st.data())
+def test_hypothesis_write_read(items: list[str], chunk: int, data: st.DataObject) -> None:
+    n = len(items)
+    a = zarrcy.create_array(zarrcy.MemoryStore(), shape=(n,), chunks=(chunk,), dtype=str)
+    a[:] = items
+    assert a[:].tolist() == items
+    lo = data.draw(st.integers(0, n - 1))
+    hi = data.draw(st.integers(lo, n))
+    assert a[lo:hi].tolist() == items[lo:hi]
