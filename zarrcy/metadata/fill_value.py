@@ -302,7 +302,7 @@ def _parse_fixed(data_type: DataType, value: Any, path: str) -> Any:
             raise _err(path, f"a string of at most {n} code points", value)
         if len(value) > n or _has_surrogate(value):
             raise _err(path, f"a string of at most {n} code points (no surrogates)", value)
-        return np.str_(value)
+        return np.str_(value.rstrip("\x00"))  # numpy's U<n> value (trailing NULs are padding)
     if isinstance(value, (bytes, bytearray)):  # Python-side values (np.bytes_ too)
         raw = bytes(value)
     elif type(value) is str:
@@ -314,7 +314,7 @@ def _parse_fixed(data_type: DataType, value: Any, path: str) -> Any:
         raise _err(path, f"a base64 string of at most {n} bytes", value)
     if len(raw) > n:
         raise _err(path, f"a base64 string of at most {n} bytes", value)
-    return np.bytes_(raw)
+    return np.bytes_(raw.rstrip(b"\x00"))  # numpy's S<n> value (trailing NULs are padding)
 
 
 def fill_value_to_json(data_type: DataType, value: Any) -> Any:
