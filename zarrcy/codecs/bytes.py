@@ -53,7 +53,7 @@ def _bits_dtype(dtype: np.dtype) -> np.dtype:
     ml_dtypes types are copied as unsigned integers of the same width so that
     numpy's casting machinery (which can swap bytes, GIL-free) applies to them too.
     """
-    if dtype.kind in "biufcmMU" or dtype.type is np.void:
+    if dtype.kind in "biufcmMUS" or dtype.type is np.void:
         return dtype
     return np.dtype(f"u{dtype.itemsize}")
 
