@@ -7,7 +7,7 @@ import threading
 
 import numpy as np
 import pytest
-from conftest import blobs, ref_decode, ref_encode, texts
+from conftest import STRING, blobs, ref_decode, ref_encode, texts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,11 +28,11 @@ def _decode(buf: bytes, utf8: bool) -> list | int | str:
         return bad
     if (int(stops[-1]) if count else 4) != len(buf):
         return "trailing"
-    out = np.empty(count, object)
-    bad = (_vlen.build_str if utf8 else _vlen.build_bytes)(buf, starts, stops, out)
+    out = np.empty(count, STRING if utf8 else object)
+    bad = (_vlen.pack_str if utf8 else _vlen.build_bytes)(buf, starts, stops, out)
     if bad >= 0:
         return f"utf8:{bad}"
-    return list(out)
+    return out.tolist()
 
 
 @given(st.lists(texts, max_size=30))
@@ -112,7 +112,19 @@ def test_edge_cases() -> None:
     e = np.empty(0, np.int64)
     assert _vlen.scan_items(b"", e, e) == -1
     assert _vlen.scan_items(b"", np.empty(1, np.int64), np.empty(1, np.int64)) == 0
-    assert _vlen.build_str(b"", e, e, np.empty(0, object)) == -1
+    assert _vlen.pack_str(b"", e, e, np.empty(0, STRING)) == -1
+    assert _vlen.build_bytes(b"", e, e, np.empty(0, object)) == -1
+    one = np.empty(1, np.int64)
+    with pytest.raises(TypeError):
+        _vlen.pack_str(b"\x01\x00\x00\x00\x00\x00\x00\x00", one, one, np.empty(1, object))
+    with pytest.raises(TypeError):  # not C-contiguous
+        _vlen.pack_str(b"", e, e, np.empty((2, 2), STRING).T)
+    with pytest.raises(ValueError):
+        _vlen.pack_str(b"\x01\x00\x00\x00\x00\x00\x00\x00", one, one, np.empty(2, STRING))
+    ro = np.empty(1, STRING)
+    ro.flags.writeable = False
+    with pytest.raises(TypeError):
+        _vlen.pack_str(b"\x01\x00\x00\x00\x00\x00\x00\x00", one, one, ro)
     with pytest.raises(ValueError):
         _vlen.scan_items(b"\x00" * 8, np.empty(1, np.int64), np.empty(2, np.int64))
 
@@ -161,3 +173,89 @@ def test_scan_is_thread_safe() -> None:
     for t in ts:
         t.join()
     assert results == [True] * 20
+
+
+# -- UTF-8 validation and the StringDType paths ------------------------------------------
+def _python_valid(b: bytes) -> bool:
+    try:
+        b.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+@settings(max_examples=500)
+@given(st.binary(max_size=12) | st.lists(st.sampled_from([0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2,
+                                                          0xDF, 0xE0, 0xED, 0xEF, 0xF0, 0xF4, 0xF5, 0xFF]), max_size=8).map(bytes))
+def test_utf8_validation_matches_python(b: bytes) -> None:
+    assert _vlen.utf8_valid(b) == _python_valid(b)
+
+
+@given(texts)
+def test_utf8_validation_accepts_all_text(t: str) -> None:
+    assert _vlen.utf8_valid(t.encode("utf-8"))
+
+
+def test_utf8_boundaries() -> None:
+    for cp in (0, 0x7F, 0x80, 0x7FF, 0x800, 0xD7FF, 0xE000, 0xFFFF, 0x10000, 0x10FFFF):
+        assert _vlen.utf8_valid(chr(cp).encode())
+    for bad in (b"\xc0\x80", b"\xc1\xbf", b"\xe0\x9f\xbf", b"\xed\xa0\x80", b"\xed\xbf\xbf", b"\xf0\x8f\xbf\xbf",
+                b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80", b"\x80", b"\xe2\x82", b"\xf0\x9f\x99"):
+        assert not _vlen.utf8_valid(bad)
+
+
+@given(st.lists(texts, max_size=30), st.booleans())
+def test_encode_strings_matches_reference(items: list[str], fortran: bool) -> None:
+    arr = np.array(items, dtype=STRING)
+    out, bad = _vlen.encode_strings(arr)
+    assert bad == -1 and bytes(out) == ref_encode(items)
+    if len(items) >= 2 and len(items) % 2 == 0:
+        two = arr.reshape(2, -1)
+        out, bad = _vlen.encode_strings(two)
+        assert bytes(out) == ref_encode(two.reshape(-1).tolist())
+
+
+def test_encode_strings_errors() -> None:
+    na = np.dtypes.StringDType(na_object=None)
+    assert _vlen.encode_strings(np.array(["a", None, "c"], dtype=na)) == (None, 1)
+    with pytest.raises(TypeError):
+        _vlen.encode_strings(np.array(["a"], dtype=object))
+    with pytest.raises(TypeError):
+        _vlen.encode_strings(np.array(["a", "b", "c", "d"], dtype=STRING)[::2])
+    out, bad = _vlen.encode_strings(np.empty(0, STRING))
+    assert (bytes(out), bad) == (b"\x00\x00\x00\x00", -1)
+
+
+def test_pack_str_overwrites_existing_strings() -> None:
+    """Packing into an array that already holds (heap-allocated) strings replaces them."""
+    out = np.array(["long " * 50, "short", "", "x" * 10000], dtype=STRING).reshape(2, 2)
+    for items in (["a", "b" * 300, "c", ""], ["é" * 1000, "", "z", "w" * 20]):
+        buf = ref_encode(items)
+        starts, stops = np.empty(4, np.int64), np.empty(4, np.int64)
+        assert _vlen.scan_items(buf, starts, stops) == -1
+        assert _vlen.pack_str(buf, starts, stops, out) == -1
+        assert out.reshape(-1).tolist() == items
+
+
+def test_pack_is_thread_safe_on_shared_and_separate_outputs() -> None:
+    items = [f"v{i}" + "ü" * (i % 40) for i in range(20000)]
+    buf = ref_encode(items)
+    starts, stops = np.empty(len(items), np.int64), np.empty(len(items), np.int64)
+    assert _vlen.scan_items(buf, starts, stops) == -1
+    shared = np.empty(len(items), STRING)
+    ok: list[bool] = []
+
+    def work() -> None:
+        own = np.empty(len(items), STRING)
+        for _ in range(3):
+            assert _vlen.pack_str(buf, starts, stops, own) == -1
+            assert _vlen.pack_str(buf, starts, stops, shared) == -1
+            ok.append(own.tolist() == items)
+
+    ts = [threading.Thread(target=work) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert ok == [True] * 12
+    assert shared.tolist() == items

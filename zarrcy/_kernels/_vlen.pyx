@@ -6,10 +6,14 @@ Layout (all integers u32 little-endian)::
     count | len_0 | bytes_0 | len_1 | bytes_1 | ... | len_{count-1} | bytes_{count-1}
 
 This module knows nothing of zarrcy.  :func:`scan_items` walks the headers without
-the GIL and records where each item's bytes are; only after it succeeded do
-:func:`build_str` / :func:`build_bytes` (which need the GIL to create Python objects)
-touch the items.  Functions return ``-1`` on success or the index of the first bad
-item; the Python layer raises with the chunk key.
+the GIL and records where each item's bytes are; only after it succeeded are the items
+touched: :func:`pack_str` validates UTF-8 and stores strings straight into a numpy
+``StringDType`` array through numpy's NpyString C API (no Python objects, no GIL);
+:func:`build_bytes` creates ``bytes`` objects (needs the GIL).  Encoding reads
+``StringDType`` arrays the same way (:func:`encode_strings`) and object arrays of
+``str``/``bytes`` through the CPython API (:func:`encode_items`).  Functions return
+``-1`` on success or the index of the first bad item; the Python layer raises with the
+chunk key.
 """
 
 from cpython.bytes cimport PyBytes_FromStringAndSize
@@ -20,15 +24,133 @@ from libc.string cimport memcpy
 import numpy as np
 
 cdef extern from "Python.h":
-    # raw forms (no Cython exception check): NULL means failure, handled here
-    PyObject* PyUnicode_DecodeUTF8(const char* s, Py_ssize_t size, const char* errors)
     const char* PyUnicode_AsUTF8AndSize(object u, Py_ssize_t* size) except NULL
-    void PyErr_Clear()
-    void Py_DECREF(PyObject* o)
     bint PyUnicode_CheckExact(object o)
     bint PyBytes_CheckExact(object o)
     char* PyBytes_AS_STRING(object o)
     Py_ssize_t PyBytes_GET_SIZE(object o)
+
+# numpy's StringDType C API (NpyString_*, numpy >= 2.0; zarrcy requires numpy >= 2).
+# Only this block includes numpy's headers, so the API table is private to this module.
+cdef extern from *:
+    """
+    #ifndef NPY_TARGET_VERSION
+    #define NPY_TARGET_VERSION NPY_2_0_API_VERSION
+    #endif
+    #include <numpy/arrayobject.h>
+
+    static int zv_import_numpy(void) { return _import_array(); }
+
+    /* 1 when s[0:n] is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates,
+       nothing above U+10FFFF) -- the same strictness as Python's "strict" decoder */
+    static int zv_utf8_valid(const unsigned char *s, Py_ssize_t n) {
+        Py_ssize_t i = 0;
+        while (i < n) {
+            unsigned char c = s[i];
+            if (c < 0x80) { i++; continue; }
+            if (c >= 0xC2 && c <= 0xDF) {
+                if (n - i < 2 || (s[i + 1] & 0xC0) != 0x80) return 0;
+                i += 2;
+            } else if (c >= 0xE0 && c <= 0xEF) {
+                unsigned char c1;
+                if (n - i < 3) return 0;
+                c1 = s[i + 1];
+                if ((c1 & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80) return 0;
+                if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0)) return 0;
+                i += 3;
+            } else if (c >= 0xF0 && c <= 0xF4) {
+                unsigned char c1;
+                if (n - i < 4) return 0;
+                c1 = s[i + 1];
+                if ((c1 & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 || (s[i + 3] & 0xC0) != 0x80) return 0;
+                if ((c == 0xF0 && c1 < 0x90) || (c == 0xF4 && c1 >= 0x90)) return 0;
+                i += 4;
+            } else {
+                return 0;
+            }
+        }
+        return 1;
+    }
+
+    static int zv_is_string_array(PyObject *o) {
+        return PyArray_Check(o) && PyArray_DESCR((PyArrayObject *)o)->type_num == NPY_VSTRING
+               && PyArray_IS_C_CONTIGUOUS((PyArrayObject *)o);
+    }
+    static char *zv_data(PyObject *o) { return PyArray_BYTES((PyArrayObject *)o); }
+    static Py_ssize_t zv_size(PyObject *o) { return (Py_ssize_t)PyArray_SIZE((PyArrayObject *)o); }
+    static Py_ssize_t zv_itemsize(PyObject *o) { return (Py_ssize_t)PyArray_ITEMSIZE((PyArrayObject *)o); }
+
+    /* validate + pack items i of buf into the StringDType array at dst (stride bytes
+       apart); -1: done, -2: allocation failure, i >= 0: item i is not valid UTF-8.
+       Takes and releases the descriptor's allocator lock; needs no GIL. */
+    static Py_ssize_t zv_pack(PyObject *arr, char *dst, Py_ssize_t stride, const char *base,
+                              const int64_t *starts, const int64_t *stops, Py_ssize_t n) {
+        npy_string_allocator *al = NpyString_acquire_allocator(
+            (PyArray_StringDTypeObject *)PyArray_DESCR((PyArrayObject *)arr));
+        Py_ssize_t i, r = -1;
+        for (i = 0; i < n; i++) {
+            const char *p = base + starts[i];
+            Py_ssize_t len = (Py_ssize_t)(stops[i] - starts[i]);
+            if (!zv_utf8_valid((const unsigned char *)p, len)) { r = i; break; }
+            if (NpyString_pack(al, (npy_packed_static_string *)(dst + i * stride), p, (size_t)len) < 0) { r = -2; break; }
+        }
+        NpyString_release_allocator(al);
+        return r;
+    }
+
+    /* sizes[i] = UTF-8 length of element i; -1, or the index of a missing (NA) element
+       or one longer than 2**32 - 1 bytes */
+    static Py_ssize_t zv_sizes(PyObject *arr, const char *src, Py_ssize_t stride, int64_t *sizes, Py_ssize_t n) {
+        npy_string_allocator *al = NpyString_acquire_allocator(
+            (PyArray_StringDTypeObject *)PyArray_DESCR((PyArrayObject *)arr));
+        Py_ssize_t i, r = -1;
+        npy_static_string s = {0, NULL};
+        for (i = 0; i < n; i++) {
+            if (NpyString_load(al, (const npy_packed_static_string *)(src + i * stride), &s) != 0
+                || s.size > 0xFFFFFFFFu) { r = i; break; }
+            sizes[i] = (int64_t)s.size;
+        }
+        NpyString_release_allocator(al);
+        return r;
+    }
+
+    /* write the length-prefixed items after the 4-byte count; -1, or the index of an
+       element whose length changed since zv_sizes (concurrent mutation: nothing is
+       written past the buffer) */
+    static Py_ssize_t zv_write(PyObject *arr, const char *src, Py_ssize_t stride, const int64_t *sizes,
+                               Py_ssize_t n, unsigned char *out) {
+        npy_string_allocator *al = NpyString_acquire_allocator(
+            (PyArray_StringDTypeObject *)PyArray_DESCR((PyArrayObject *)arr));
+        Py_ssize_t i, pos = 4, r = -1;
+        npy_static_string s = {0, NULL};
+        for (i = 0; i < n; i++) {
+            uint32_t len;
+            if (NpyString_load(al, (const npy_packed_static_string *)(src + i * stride), &s) != 0
+                || (int64_t)s.size != sizes[i]) { r = i; break; }
+            len = (uint32_t)s.size;
+            out[pos] = (unsigned char)len; out[pos + 1] = (unsigned char)(len >> 8);
+            out[pos + 2] = (unsigned char)(len >> 16); out[pos + 3] = (unsigned char)(len >> 24);
+            pos += 4;
+            if (len) memcpy(out + pos, s.buf, len);
+            pos += len;
+        }
+        NpyString_release_allocator(al);
+        return r;
+    }
+    """
+    int zv_import_numpy() except -1
+    bint zv_utf8_valid(const unsigned char* s, Py_ssize_t n) noexcept nogil
+    bint zv_is_string_array(object o)
+    char* zv_data(object o)
+    Py_ssize_t zv_size(object o)
+    Py_ssize_t zv_itemsize(object o)
+    Py_ssize_t zv_pack(PyObject* arr, char* dst, Py_ssize_t stride, const char* base,
+                       const int64_t* starts, const int64_t* stops, Py_ssize_t n) noexcept nogil
+    Py_ssize_t zv_sizes(PyObject* arr, const char* src, Py_ssize_t stride, int64_t* sizes, Py_ssize_t n) noexcept nogil
+    Py_ssize_t zv_write(PyObject* arr, const char* src, Py_ssize_t stride, const int64_t* sizes,
+                        Py_ssize_t n, unsigned char* out) noexcept nogil
+
+zv_import_numpy()
 
 #: largest item length / item count the u32 fields can hold
 MAX_U32 = 0xFFFFFFFF
@@ -84,27 +206,6 @@ def scan_items(const uint8_t[::1] buf, int64_t[::1] starts, int64_t[::1] stops) 
     with nogil:
         r = _scan(&buf[0], buf.shape[0], n, &starts[0], &stops[0])
     return r
-
-
-def build_str(const uint8_t[::1] buf, const int64_t[::1] starts, const int64_t[::1] stops, object[::1] out) -> int:
-    """``out[i] = buf[starts[i]:stops[i]].decode("utf-8")``; ``-1``, or the index of the
-    first item that is not valid UTF-8 (``out`` is then partly filled).  Offsets must come
-    from a successful :func:`scan_items` over the same ``buf``."""
-    cdef Py_ssize_t n = starts.shape[0], i
-    if stops.shape[0] != n or out.shape[0] != n:
-        raise ValueError("build_str: starts, stops and out differ in length")
-    if n == 0:
-        return -1
-    cdef const char* base = <const char*>&buf[0]
-    cdef PyObject* s
-    for i in range(n):
-        s = PyUnicode_DecodeUTF8(base + starts[i], stops[i] - starts[i], "strict")
-        if s is NULL:
-            PyErr_Clear()
-            return i
-        out[i] = <object>s
-        Py_DECREF(s)  # the memoryview assignment took its own reference
-    return -1
 
 
 def build_bytes(const uint8_t[::1] buf, const int64_t[::1] starts, const int64_t[::1] stops, object[::1] out) -> int:
@@ -179,3 +280,75 @@ def first_wrong_type(object[::1] items, bint utf8) -> int:
             if not isinstance(items[i], bytes):
                 return i
     return -1
+
+
+def utf8_valid(const uint8_t[::1] buf) -> bool:
+    """True when ``buf`` is well-formed UTF-8 (what Python's strict decoder accepts)."""
+    if buf.shape[0] == 0:
+        return True
+    cdef bint ok
+    with nogil:
+        ok = zv_utf8_valid(&buf[0], buf.shape[0])
+    return ok
+
+
+def pack_str(const uint8_t[::1] buf, const int64_t[::1] starts, const int64_t[::1] stops, out) -> int:
+    """Validate item ``i`` as UTF-8 and store it into element ``i`` of ``out`` (a
+    C-contiguous, writable numpy ``StringDType`` array of ``len(starts)`` elements, any
+    shape), without creating Python objects and without the GIL.  Returns ``-1``, or
+    the index of the first item that is not valid UTF-8 (``out`` is then partly filled).
+    Offsets must come from a successful :func:`scan_items` over the same ``buf``."""
+    cdef Py_ssize_t n = starts.shape[0]
+    if stops.shape[0] != n:
+        raise ValueError("pack_str: starts and stops differ in length")
+    if not zv_is_string_array(out) or not out.flags.writeable:
+        raise TypeError("pack_str: out must be a writable C-contiguous StringDType array")
+    if zv_size(out) != n:
+        raise ValueError(f"pack_str: out has {zv_size(out)} elements, expected {n}")
+    if n == 0:
+        return -1
+    cdef const char* base = <const char*>&buf[0]
+    cdef char* dst = zv_data(out)
+    cdef Py_ssize_t stride = zv_itemsize(out), r
+    cdef PyObject* arr = <PyObject*>out
+    with nogil:
+        r = zv_pack(arr, dst, stride, base, &starts[0], &stops[0], n)
+    if r == -2:
+        raise MemoryError("pack_str: StringDType allocation failed")
+    return r
+
+
+def encode_strings(arr):
+    """The encoded list of the elements of ``arr`` (a C-contiguous numpy ``StringDType``
+    array, any shape, C order), read through numpy's string API without the GIL.
+    Returns ``(bytearray, -1)``, or ``(None, i)`` where element ``i`` is missing (NA)
+    or longer than ``MAX_U32`` bytes (``(None, n)`` for more than ``MAX_U32`` elements)."""
+    if not zv_is_string_array(arr):
+        raise TypeError("encode_strings: expected a C-contiguous StringDType array")
+    cdef Py_ssize_t n = zv_size(arr), r, i
+    if n > <Py_ssize_t>0xFFFFFFFF:
+        return None, n
+    sizes_arr = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] sizes = sizes_arr
+    cdef const char* src = zv_data(arr)
+    cdef Py_ssize_t stride = zv_itemsize(arr)
+    cdef PyObject* a = <PyObject*>arr
+    cdef int64_t total = 4
+    r = -1
+    if n:
+        with nogil:
+            r = zv_sizes(a, src, stride, &sizes[0], n)
+            if r < 0:
+                for i in range(n):
+                    total += 4 + sizes[i]
+    if r >= 0:
+        return None, r
+    out = bytearray(total)
+    cdef unsigned char[::1] dst = out
+    _store_le32(&dst[0], <uint32_t>n)
+    if n:
+        with nogil:
+            r = zv_write(a, src, stride, &sizes[0], n, &dst[0])
+        if r >= 0:
+            raise RuntimeError(f"encode_strings: element {r} changed while the array was being encoded")
+    return out, -1
