@@ -233,7 +233,11 @@ def create_array(
         if data is not None:
             data = np.asarray(data)
             shape = data.shape if shape is None else shape
-            dtype = data.dtype if dtype is None else dtype
+            if dtype is None:
+                dtype = data.dtype
+                # an object array of bytes is variable-length bytes (object alone means "string")
+                if dtype.kind == "O" and data.size and isinstance(data.flat[0], bytes):
+                    dtype = "bytes"
         if shape is None or dtype is None:
             raise TypeError("create_array: shape and dtype are required (or data=, or metadata=)")
         if isinstance(shape, (int, np.integer)):

@@ -74,6 +74,10 @@ def test_data_argument() -> None:
         a = zarrcy.create_array(st_, name="s", data=data, chunks=(2,), overwrite=True)
         assert _meta(st_, "s")["data_type"] == "string"
         assert a[:].tolist() == ["ab", "c", "déf"]
+    blob = np.empty(2, object)
+    blob[:] = [b"\x00a", b""]
+    b = zarrcy.create_array(st_, name="b", data=blob, chunks=(2,))
+    assert _meta(st_, "b")["data_type"] == "bytes" and b[:].tolist() == [b"\x00a", b""]
     # fixed-width numpy strings are accepted as values of a string array
     a[:] = np.array(["u", "vw", "xyz"])
     assert a[:].tolist() == ["u", "vw", "xyz"]
