@@ -33,6 +33,13 @@ format is zarr-python's (zarr-extensions registry names):
 ``from_numpy`` maps ``U<n>``/``S<n>`` (n >= 1) to these, as zarr-python does; ``str``
 (``U0``) stays the variable-length ``string`` and ``S0`` the variable-length ``bytes``.
 
+Times, as zarr-python 3.4 writes numpy ``M8``/``m8`` arrays (no spec file either):
+``{"name": "numpy.datetime64" | "numpy.timedelta64", "configuration": {"unit": U,
+"scale_factor": k}}`` with ``U`` one of numpy's units (``Y M W D h m s ms us μs ns ps fs
+as``, or ``generic`` with ``k = 1``) and ``1 <= k < 2**31``: numpy ``M8[kU]``/``m8[kU]``,
+elements int64 in the ``bytes`` codec's byte order; fill value the JSON integer of the
+int64 (``NaT`` is ``-2**63``, the default fill value, as zarr-python has it).
+
 A :class:`DataType` is a frozen dataclass; ``dtype`` is always native byte order
 (endianness belongs to the ``bytes`` codec).  Fill-value encoding lives in
 :mod:`zarrcy.metadata.fill_value`; the methods here delegate to it.
@@ -52,11 +59,12 @@ from zarrcy.metadata._parse import check_extension_name, parse_extension
 
 __all__ = [
     "DataType", "FloatFormat", "parse_data_type", "from_numpy", "fixed_string",
-    "DATA_TYPES", "VLEN_TYPES", "FIXED_STRING_TYPES",
+    "time_type", "DATA_TYPES", "VLEN_TYPES", "FIXED_STRING_TYPES", "TIME_TYPES",
 ]
 
 Category = Literal[
-    "bool", "int", "uint", "float", "complex", "raw", "string", "bytes", "fixed_string", "fixed_bytes"
+    "bool", "int", "uint", "float", "complex", "raw", "string", "bytes", "fixed_string", "fixed_bytes",
+    "datetime", "timedelta",
 ]
 
 
@@ -265,6 +273,46 @@ def _parse_fixed_string(name: str, config: dict[str, Any] | None, path: str) -> 
     return fixed_string(name, n)
 
 
+#: zarr-python 3.4's time types (numpy M8 / m8) -> (category, numpy type code)
+TIME_TYPES: dict[str, tuple[Category, str]] = {
+    "numpy.datetime64": ("datetime", "M8"),
+    "numpy.timedelta64": ("timedelta", "m8"),
+}
+_TIME_UNITS = ("Y", "M", "W", "D", "h", "m", "s", "ms", "us", "μs", "ns", "ps", "fs", "as", "generic")
+_TIME_CACHE: dict[tuple[str, str, int], DataType] = {}
+_INT64_RANGE = (-(1 << 63), (1 << 63) - 1)
+
+
+def time_type(name: str, unit: str, scale_factor: int) -> DataType:
+    """``numpy.datetime64`` / ``numpy.timedelta64`` with a validated unit and scale factor."""
+    d = _TIME_CACHE.get((name, unit, scale_factor))
+    if d is None:
+        cat, code = TIME_TYPES[name]
+        dt = np.dtype(code) if unit == "generic" else np.dtype(f"{code}[{scale_factor}{unit}]")
+        d = DataType(name, dt, cat, int_range=_INT64_RANGE, bits_dtype=_uint(8),
+                     configuration=(("scale_factor", scale_factor), ("unit", unit)))
+        _TIME_CACHE[(name, unit, scale_factor)] = d
+    return d
+
+
+def _parse_time(name: str, config: dict[str, Any] | None, path: str) -> DataType:
+    cfg = config if isinstance(config, dict) else {}
+    for key in cfg:
+        if key not in ("unit", "scale_factor"):
+            p = f"{path}.configuration.{key}"
+            raise MetadataError(expected(p, f"no member {key!r} (only unit, scale_factor)", cfg[key]), p)
+    p = f"{path}.configuration.unit"
+    unit = cfg.get("unit", "missing")
+    if type(unit) is not str or unit not in _TIME_UNITS:
+        raise MetadataError(expected(p, f"one of {_TIME_UNITS}", unit), p)
+    p = f"{path}.configuration.scale_factor"
+    k = cfg.get("scale_factor", "missing")
+    if type(k) is not int or not 1 <= k < (1 << 31) or (unit == "generic" and k != 1):
+        what = "1 (the generic unit has no scale)" if unit == "generic" else "an integer in [1, 2**31)"
+        raise MetadataError(expected(p, what, k), p)
+    return time_type(name, unit, k)
+
+
 def _parse_raw_name(name: str) -> DataType | None:
     """``r<bits>`` with bits a positive multiple of 8 written without leading zeros."""
     digits = name[1:]
@@ -300,6 +348,8 @@ def parse_data_type(json_value: Any, path: str = "data_type") -> DataType:
         return _raw_bytes(config, path)
     if name in FIXED_STRING_TYPES:
         return _parse_fixed_string(name, config, path)
+    if name in TIME_TYPES:
+        return _parse_time(name, config, path)
     d = DATA_TYPES.get(name) or VLEN_TYPES.get(_VLEN_ALIASES.get(name, name)) or _parse_raw_name(name)
     if d is None:
         if name[:1] == "r" and name[1:].isdigit():
@@ -338,6 +388,9 @@ def from_numpy(dtype_like: Any) -> DataType:
     d = _BY_KIND.get((dt.kind, dt.itemsize)) if dt.kind in "biufc" else _BY_SCALAR_TYPE.get(dt.type)
     if d is not None:
         return d
+    if dt.kind in "Mm":
+        unit, k = np.datetime_data(dt)
+        return time_type("numpy.datetime64" if dt.kind == "M" else "numpy.timedelta64", unit, k)
     if dt.kind == "U" and dt.itemsize > 0:
         return fixed_string("fixed_length_utf32", dt.itemsize)
     if dt.kind == "S" and dt.itemsize > 0:

@@ -28,6 +28,8 @@ Forms accepted, by type:
   none a surrogate (zarr-python 3.4's form); read as ``np.str_``.
 * ``null_terminated_bytes`` (numpy ``S<n>``): a base64 string of at most ``n`` bytes
   (zarr-python 3.4's form; it may end in NULs, which numpy drops); read as ``np.bytes_``.
+* ``numpy.datetime64`` / ``numpy.timedelta64``: the JSON integer of the int64 value
+  (``NaT`` = ``-2**63``, also the default), as zarr-python 3.4 writes it.
 
 Writing (:func:`fill_value_to_json`) is the canonical inverse: the default NaN writes
 ``"NaN"``, any other NaN ``"0x..."``, infinities ``"Infinity"``/``"-Infinity"``, finite
@@ -232,6 +234,8 @@ def parse_fill_value(data_type: DataType, json_value: Any, path: str = "fill_val
         return _parse_vlen(cat, json_value, path)
     if cat == "fixed_string" or cat == "fixed_bytes":
         return _parse_fixed(data_type, json_value, path)
+    if cat == "datetime" or cat == "timedelta":
+        return _parse_time(data_type, json_value, path)
     if cat == "int" or cat == "uint":
         lo, hi = data_type.int_range  # type: ignore[misc]
         if t is not int:
@@ -317,6 +321,20 @@ def _parse_fixed(data_type: DataType, value: Any, path: str) -> Any:
     return np.bytes_(raw.rstrip(b"\x00"))  # numpy's S<n> value (trailing NULs are padding)
 
 
+def _parse_time(data_type: DataType, value: Any, path: str) -> Any:
+    """An int64 (JSON integer; Python-side also a datetime64/timedelta64 scalar)."""
+    if isinstance(value, (np.datetime64, np.timedelta64)):
+        if (value.dtype.kind == "M") != (data_type.category == "datetime"):
+            raise _err(path, f"an integer (int64 value of {data_type.dtype})", value)
+        return np.asarray(value).astype(data_type.dtype)[()]
+    if isinstance(value, np.integer):
+        value = int(value)
+    lo, hi = data_type.int_range  # type: ignore[misc]
+    if type(value) is not int or not lo <= value <= hi:
+        raise _err(path, f"an integer in [{lo}, {hi}] (int64 value of {data_type.dtype}; NaT is {lo})", value)
+    return np.array(value, dtype=np.int64).view(data_type.dtype)[()]
+
+
 def fill_value_to_json(data_type: DataType, value: Any) -> Any:
     """The canonical JSON form of ``value`` (a scalar of ``data_type`` or any JSON form)."""
     if data_type.category == "string":
@@ -328,6 +346,8 @@ def fill_value_to_json(data_type: DataType, value: Any) -> Any:
         return str(_parse_fixed(data_type, value, "fill_value"))
     if data_type.category == "fixed_bytes":
         return base64.b64encode(_parse_fixed(data_type, value, "fill_value")).decode("ascii")
+    if data_type.category == "datetime" or data_type.category == "timedelta":
+        return int(np.asarray(_parse_time(data_type, value, "fill_value")).view(np.int64))
     if not (isinstance(value, np.generic) and value.dtype == data_type.dtype):
         value = parse_fill_value(data_type, value, "fill_value")
     cat = data_type.category
@@ -360,6 +380,8 @@ def default_fill_value(data_type: DataType) -> Any:
         return np.str_("")
     if data_type.category == "fixed_bytes":
         return np.bytes_(b"")
+    if data_type.category == "datetime" or data_type.category == "timedelta":
+        return np.array(-(1 << 63), dtype=np.int64).view(data_type.dtype)[()]  # NaT, as zarr-python
     if data_type.category == "raw":
         return np.void(bytes(data_type.itemsize))
     return np.zeros((), dtype=data_type.dtype)[()]
