@@ -641,8 +641,9 @@ class Array(Node):
         self._write(normalize_blocks(selection, self.shape, self._chunk_shape), value)
 
     def _asarray(self, value: Any) -> np.ndarray:
-        # a list of bytes must not pass through numpy's S<n> (it drops trailing NULs)
-        if self._vlen and self._dtype.kind == "O" and not isinstance(value, np.ndarray):
+        # lists / scalars for string and bytes arrays must not pass through numpy's U<n> /
+        # S<n> (they drop trailing NULs): object arrays keep the values, then get checked
+        if self._vlen and not isinstance(value, np.ndarray):
             return np.asarray(value, dtype=object)
         return np.asarray(value)
 

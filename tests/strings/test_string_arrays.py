@@ -243,3 +243,27 @@ def test_hypothesis_write_read(items: list[str], chunk: int, data: st.DataObject
     lo = data.draw(st.integers(0, n - 1))
     hi = data.draw(st.integers(lo, n))
     assert a[lo:hi].tolist() == items[lo:hi]
+
+
+def test_corrupt_inner_chunk_of_a_shard() -> None:
+    st_ = zarrcy.MemoryStore()
+    a = zarrcy.create_array(st_, name="s", shape=(4,), chunks=(2,), shards=(4,), dtype=str, compressors=None)
+    a[:] = ["ab", "cd", "ef", "gh"]
+    raw = bytearray(bytes(st_.get("s/c/0")))
+    # the first inner chunk starts at offset 0 (index at the end): claim 3 items instead of 2
+    assert raw[:4] == b"\x02\x00\x00\x00"
+    raw[0] = 3
+    st_.set("s/c/0", bytes(raw))
+    for read in (lambda: a[:], lambda: a[0], lambda: a.vindex[[1]]):
+        with pytest.raises(CorruptChunkError, match="s/c/0"):
+            read()
+    assert a[2:].tolist() == ["ef", "gh"]  # the other inner chunk is intact
+
+
+def test_trailing_nuls_survive_lists_and_scalars() -> None:
+    a = zarrcy.create_array(zarrcy.MemoryStore(), shape=(3,), chunks=(2,), dtype=str)
+    a[:] = ["a\x00", "\x00", "b"]
+    a[2] = "c\x00\x00"
+    assert a[:].tolist() == ["a\x00", "\x00", "c\x00\x00"]
+    a.vindex[[1]] = ["\x00\x00"]
+    assert a[1] == "\x00\x00"
