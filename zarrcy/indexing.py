@@ -365,10 +365,15 @@ def ortho_set(a: np.ndarray, sel: tuple[Any, ...], value: Any) -> None:
             continue
         full.append(n)
         dropped.append(n)
+    if not isinstance(value, np.ndarray) and a.dtype.kind in "OT":
+        # a str/bytes element: numpy's U<n>/S<n> would drop its trailing NULs
+        value = np.asarray(value, dtype=a.dtype)
     value = np.broadcast_to(np.asarray(value), tuple(dropped)).reshape(full)
     n_arr = sum(1 for s in norm if isinstance(s, np.ndarray))
     if n_arr <= 1:
-        a[tuple(norm)] = value
+        # "..." keeps this a view assignment: a[()] = x on an object array would store
+        # the 0-d array x itself as the element
+        a[tuple(norm) + (Ellipsis,)] = value
         return
     parts = [s if isinstance(s, np.ndarray) else np.arange(*s.indices(a.shape[k])) for k, s in enumerate(norm)]
     a[np.ix_(*parts)] = value

@@ -49,7 +49,7 @@ def test_create_writes_bytes_metadata(dtype: object) -> None:
     assert m["codecs"][0] == {"name": "vlen-bytes"}
     assert a.dtype == object
     assert a[:].tolist() == [b"\x00z"] * 3
-    assert a[1] == b"\x00z"
+    assert type(a[1]) is bytes and a[1] == b"\x00z"
 
 
 def test_create_with_compressors_and_fill() -> None:
@@ -267,3 +267,17 @@ def test_trailing_nuls_survive_lists_and_scalars() -> None:
     assert a[:].tolist() == ["a\x00", "\x00", "c\x00\x00"]
     a.vindex[[1]] = ["\x00\x00"]
     assert a[1] == "\x00\x00"
+
+
+def test_trailing_nuls_survive_element_reads() -> None:
+    st_ = zarrcy.MemoryStore()
+    a = zarrcy.create_array(st_, name="s", shape=(2, 3), chunks=(2, 2), dtype=str)
+    a[:] = [["a\x00", "\x00", "b"], ["", "c\x00\x00", "\x00d\x00"]]
+    assert a[0, 0] == "a\x00" and a[1, 1] == "c\x00\x00"
+    assert a[1][2] == "\x00d\x00" and a[0][1] == "\x00"
+    assert a[1, 1:].tolist() == ["c\x00\x00", "\x00d\x00"]
+    assert a.oindex[1, [1, 2]].tolist() == ["c\x00\x00", "\x00d\x00"]
+    b = zarrcy.create_array(st_, name="b", shape=(3,), chunks=(2,), dtype="bytes")
+    b[:] = [b"x\x00", b"\x00", b""]
+    assert [b[0], b[1], b[2]] == [b"x\x00", b"\x00", b""]
+    assert all(type(b[i]) is bytes for i in range(3)) and type(a[0, 0]) is str and type(a[1][2]) is str
