@@ -27,6 +27,7 @@ from typing import Any, ClassVar, Literal, Self
 
 import numpy as np
 
+from zarrcy._kernels import _utf32
 from zarrcy.codecs._base import ArrayBytesCodec, ArraySpec
 from zarrcy.codecs._common import NATIVE_ENDIAN, MISSING, config_dict, get_choice, nbytes_of
 from zarrcy.errors import CastError, CorruptChunkError, MetadataError, expected
@@ -64,11 +65,9 @@ def _first_bad_code_point(arr: np.ndarray) -> tuple[int, int] | None:
     if arr.size == 0:
         return None
     units = np.ascontiguousarray(arr).reshape(-1).view(np.uint32)
-    # unsigned wrap-around: (u - 0xD800) < 0x800 exactly for the surrogates D800..DFFF
-    bad = (units > 0x10FFFF) | ((units - np.uint32(0xD800)) < np.uint32(0x800))
-    if not bad.any():
+    i = _utf32.first_invalid_code_unit(units)  # GIL-free scan, no temporaries
+    if i < 0:
         return None
-    i = int(np.argmax(bad))
     return i // (arr.dtype.itemsize // 4), int(units[i])
 
 

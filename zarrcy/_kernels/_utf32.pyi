@@ -1,0 +1,3 @@
+from collections.abc import Buffer
+
+def first_invalid_code_unit(units: Buffer) -> int: ...
