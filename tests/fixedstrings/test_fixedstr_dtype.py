@@ -147,3 +147,30 @@ def test_bytes_codec_endian_required_for_utf32(tmp_path) -> None:
     zarrcy.create_array(str(tmp_path), name="b", shape=(2,), dtype="S2",
                         serializer={"name": "bytes", "configuration": {"endian": "big"}})
     assert _zarr_json(tmp_path, "b")["codecs"][0] == {"name": "bytes"}
+
+
+@pytest.mark.parametrize(
+    "data_type,fill,where",
+    [
+        (_dt(U, 6), "", "data_type.configuration.length_bytes"),
+        (_dt(U, -4), "", "data_type.configuration.length_bytes"),
+        (_dt(S, "3"), "", "data_type.configuration.length_bytes"),
+        (_dt(U, 8), "abc", "fill_value"),
+        (_dt(U, 8), 0, "fill_value"),
+        (_dt(S, 2), "YWJj", "fill_value"),  # 3 bytes into S2
+        (_dt(S, 2), "ab", "fill_value"),  # not base64 of a valid length
+        (_dt(S, 2), [97], "fill_value"),
+    ],
+)
+def test_open_bad_zarr_json_names_the_member(tmp_path, data_type: dict, fill: object, where: str) -> None:
+    zarrcy.create_array(str(tmp_path), name="a", shape=(2,), dtype="S2" if data_type["name"] == S else "U2")
+    meta_path = tmp_path / "a" / "zarr.json"
+    doc = json.loads(meta_path.read_text())
+    doc["data_type"], doc["fill_value"] = data_type, fill
+    if data_type["name"] == U:
+        doc["codecs"][0] = {"name": "bytes", "configuration": {"endian": "little"}}
+    meta_path.write_text(json.dumps(doc))
+    with pytest.raises(MetadataError) as e:
+        zarrcy.open_array(str(tmp_path / "a"))
+    assert e.value.path is not None and e.value.path.endswith(where)  # e.g. "zarr.json.fill_value"
+    assert where in str(e.value)
