@@ -129,6 +129,12 @@ def _build_metadata(
             except UnicodeEncodeError:
                 raise MetadataError(f"fill_value: expected ASCII text or bytes for {dt.dtype}, received {fill_value!r}") from None
         fill_json = dt.fill_value_to_json(fv)
+    elif dt.category == "datetime" or dt.category == "timedelta":
+        try:  # numbers, "2020-01-01", "NaT", datetime64/timedelta64 scalars: numpy's conversion
+            fv = np.asarray(fill_value, dtype=dt.dtype)[()]
+        except (OverflowError, ValueError, TypeError) as e:
+            raise MetadataError(f"fill_value: expected a value of type {dt.dtype}, received {fill_value!r} ({e})") from None
+        fill_json = dt.fill_value_to_json(fv)
     else:
         try:
             fv = np.asarray(fill_value, dtype=dt.dtype)[()] if not isinstance(fill_value, str) else fill_value

@@ -108,3 +108,16 @@ def test_xarray_engines_agree_on_native_datetimes(tmp_path) -> None:
     ref = xr.open_dataset(tmp_path / "g.zarr", engine="zarr", consolidated=False).load()
     got = xr.open_dataset(tmp_path / "g.zarr", engine=engine).load()
     xr.testing.assert_identical(got, ref)
+
+
+@pytest.mark.parametrize("fill,want", [("2020-01-01", np.datetime64("2020-01-01", "ns")), ("NaT", np.datetime64("NaT", "ns")),
+                                       (0, np.datetime64(0, "ns")), (np.datetime64("1999-12-31", "D"), np.datetime64("1999-12-31", "ns"))])
+def test_create_array_fill_spellings(tmp_path, fill: object, want: np.datetime64) -> None:
+    a = zarrcy.create_array(str(tmp_path), name="a", shape=(2,), dtype="M8[ns]", fill_value=fill)
+    assert a.fill_value.view(np.int64) == want.view(np.int64)
+    assert a[0].view(np.int64) == want.view(np.int64)
+
+
+def test_create_array_bad_time_fill(tmp_path) -> None:
+    with pytest.raises(MetadataError, match="fill_value"):
+        zarrcy.create_array(str(tmp_path), name="a", shape=(2,), dtype="M8[ns]", fill_value="yesterday")
