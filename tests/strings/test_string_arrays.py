@@ -281,3 +281,21 @@ def test_trailing_nuls_survive_element_reads() -> None:
     b[:] = [b"x\x00", b"\x00", b""]
     assert [b[0], b[1], b[2]] == [b"x\x00", b"\x00", b""]
     assert all(type(b[i]) is bytes for i in range(3)) and type(a[0, 0]) is str and type(a[1][2]) is str
+
+
+@pytest.mark.parametrize("shards", [None, (4, 4)])
+def test_fill_values_with_trailing_nuls(shards) -> None:
+    st_ = zarrcy.MemoryStore()
+    b = zarrcy.create_array(st_, name="b", shape=(6, 5), chunks=(2, 2), shards=shards, dtype="bytes", fill_value=b"F\x00")
+    s = zarrcy.create_array(st_, name="s", shape=(6, 5), chunks=(2, 2), shards=shards, dtype=str, fill_value="f\x00")
+    for a, fill, x in ((b, b"F\x00", b"x\x00"), (s, "f\x00", "x\x00")):
+        a[1, 1] = x  # the rest of the shard / chunk stays fill
+        want = [[fill] * 5 for _ in range(6)]
+        want[1][1] = x
+        assert a[:].tolist() == want
+        assert a[0, 0] == fill and a[5, 4] == fill and a[1, 1] == x
+        assert a.vindex[[0, 5, 1], [0, 4, 1]].tolist() == [fill, fill, x]
+        assert a.oindex[[0, 1], [1, 4]].tolist() == [[fill, fill], [x, fill]]
+        a[4:, 3:] = x
+        want[4][3] = want[4][4] = want[5][3] = want[5][4] = x
+        assert a[:].tolist() == want

@@ -228,7 +228,7 @@ class _Layout:
 
     __slots__ = (
         "spec", "chunk_shape", "cps", "n", "inner", "inner_spec", "index_pipeline",
-        "index_size", "fill_row", "coords", "itemsize", "has_object", "fill", "fast_index", "has_crc",
+        "index_size", "fill_row", "coords", "itemsize", "has_object", "fill", "fill_scalar", "fast_index", "has_crc",
     )
 
     def __init__(self, codec: "ShardingCodec", spec: ArraySpec, path: str) -> None:
@@ -280,7 +280,11 @@ class _Layout:
         self.has_crc = "crc32c" in names
         self.itemsize = spec.dtype.itemsize
         self.has_object = spec.dtype.hasobject
-        self.fill = spec.fill_value
+        self.fill = self.fill_scalar = spec.fill_value
+        if self.has_object:
+            # str/bytes fill (string/bytes data types): a 0-d array, so that numpy never
+            # passes it through U<n>/S<n> (np.full, broadcasting), which drop trailing NULs
+            self.fill = np.asarray(spec.fill_value, dtype=spec.dtype)
         row = np.full(cs[-1] if cs else 1, spec.fill_value, dtype=spec.dtype)
         self.fill_row = None if self.has_object else row.view(np.uint8).reshape(-1)
         self.coords = [tuple(int(x) for x in c) for c in np.ndindex(*self.cps)] if n <= (1 << 16) else None
@@ -827,7 +831,7 @@ class ShardingCodec(ArrayBytesCodec):
 
     def _point(self, getter: ByteGetter, layout: _Layout, local: Sequence[int], flat: Any, version: Any) -> Any:
         if flat is None:
-            return layout.fill
+            return layout.fill_scalar
         lin = 0
         rel = []
         for x, c, g in zip(local, layout.chunk_shape, layout.cps):
@@ -837,7 +841,7 @@ class ShardingCodec(ArrayBytesCodec):
         off = int(flat[2 * lin])
         nb = int(flat[2 * lin + 1])
         if off == SENTINEL:
-            return layout.fill
+            return layout.fill_scalar
         _check_inner_sizes(layout, np.array([lin]), np.array([nb], np.uint64))
         (raw,) = self._read_ranges(getter, [RangeRequest(off, nb)], version)
         if raw is None:
