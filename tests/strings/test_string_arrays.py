@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import STRING, ref_encode, texts
+from vlen_helpers import STRING, ref_encode, texts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

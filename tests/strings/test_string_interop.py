@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 import zarr
-from conftest import STRING
+from vlen_helpers import STRING
 from zarr.core.dtype import VariableLengthBytes
 
 import zarrcy

@@ -7,7 +7,7 @@ import threading
 
 import numpy as np
 import pytest
-from conftest import STRING, blobs, ref_decode, ref_encode, texts
+from vlen_helpers import STRING, blobs, ref_decode, ref_encode, texts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -382,6 +382,8 @@ def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions) -> Array
             inner = list(codecs)
         else:
             serializer = {"name": "bytes", "configuration": {"endian": "little"}}
+            if getattr(dt3, "variable_length", False):  # string / bytes (zarr-extensions)
+                serializer = {"name": "vlen-utf8" if dt3.category == "string" else "vlen-bytes"}
             inner = [serializer, *(comp if comp is not None else _default_compressors(src))]
         if quant:
             inner = [*quant, *inner]

@@ -1,6 +1,6 @@
-"""Shared helpers of the string tests: a slow, obviously-correct reference of the
-vlen chunk format (u32le count, then per item u32le length + bytes) and hypothesis
-strategies for items."""
+"""Plain helpers of the string tests (imported by name, like tests/codecs/codec_helpers.py):
+a slow, obviously-correct reference of the vlen chunk format (u32le count, then per item
+u32le length + bytes) and hypothesis strategies for items."""
 
 from __future__ import annotations
 
