@@ -645,6 +645,9 @@ class Array(Node):
         # S<n> (they drop trailing NULs): object arrays keep the values, then get checked
         if self._vlen and not isinstance(value, np.ndarray):
             return np.asarray(value, dtype=object)
+        if self._dtype.fields is not None and not isinstance(value, np.ndarray):
+            # records given as tuples (or a scalar tuple) build the structured dtype, as numpy does
+            return np.asarray(value, dtype=self._dtype)
         return np.asarray(value)
 
     def _vlen_value(self, v: np.ndarray) -> np.ndarray:

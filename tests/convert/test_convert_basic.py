@@ -258,17 +258,48 @@ def test_bad_options(v2_tree, tmp_path, capsys):
 
 def test_unsupported_dtype(tmp_path, capsys):
     src = str(tmp_path / "s.zarr")
-    zarrcy.create_array(src, name="names", shape=(3,), dtype="<U4", chunks=(2,), zarr_format=2)[...] = ["a", "bb", "c"]
+    rec = [("a", "<i4"), ("b", "<f8")]
+    zarrcy.create_array(src, name="recs", shape=(3,), dtype=rec, chunks=(2,), zarr_format=2)[...] = [(1, 2.0), (3, 4.0), (5, 6.5)]
     zarrcy.create_array(src, name="vals", shape=(3,), dtype="<i4", chunks=(2,), zarr_format=2)[...] = [1, 2, 3]
     assert convert_main([src, str(tmp_path / "d.zarr"), "--progress", "off"]) == 2
     assert "no Zarr v3 equivalent" in capsys.readouterr().err
     assert convert_main([src, str(tmp_path / "d.zarr"), "--progress", "off", "--on-unsupported", "skip"]) == 0
     out = capsys.readouterr().out
-    assert "skipped /names" in out
+    assert "skipped /recs" in out
     assert zarrcy.open_array(str(tmp_path / "d.zarr"), path="vals")[...].tolist() == [1, 2, 3]
     # to v2 everything is representable
     assert convert_main([src, str(tmp_path / "e.zarr"), "--progress", "off", "--format", "2", "--rewrite"]) == 0
-    assert zarrcy.open_array(str(tmp_path / "e.zarr"), path="names")[...].tolist() == ["a", "bb", "c"]
+    assert zarrcy.open_array(str(tmp_path / "e.zarr"), path="recs")[...].tolist() == [(1, 2.0), (3, 4.0), (5, 6.5)]
+
+
+def test_v2_strings_bytes_times_raw_convert_to_v3(tmp_path):
+    """v2 U<n> / S<n> / M8 / V<n> become zarr-python 3.4's fixed_length_utf32 /
+    null_terminated_bytes / numpy.datetime64 / r<bits> (values, NULs and NaT kept),
+    and zarr-python reads the result equal."""
+    import zarr
+
+    src, dst = str(tmp_path / "s.zarr"), str(tmp_path / "d.zarr")
+    values = {
+        "names": (">U4", np.array(["a", "bb", "c\u00e9\U0001F600", ""], dtype="U4")),
+        "raw": ("|S3", np.array([b"a", b"b\x00c", b"xyz", b""], dtype="S3")),
+        "t": (">M8[s]", np.array(["2020-01-01", "NaT", "1970-01-02", "1900-03-04"], dtype="M8[s]")),
+        "dt": ("<m8[ms]", np.array([1, -2, 3, 4], dtype="m8[ms]")),
+        "v": ("|V2", np.array([b"ab", b"cd", b"ef", b"gh"], dtype="V2")),
+    }
+    for name, (dt, v) in values.items():
+        zarrcy.create_array(src, name=name, shape=(4,), dtype=dt, chunks=(3,), zarr_format=2)[...] = v
+    assert convert_main([src, dst, "--progress", "off", "--shards", "4", "--chunks", "2"]) == 0
+    names = {"names": "fixed_length_utf32", "raw": "null_terminated_bytes", "t": "numpy.datetime64",
+             "dt": "numpy.timedelta64"}
+    for name, (dt, v) in values.items():
+        a = zarrcy.open_array(dst, path=name, mode="r")
+        assert getattr(a.metadata, "zarr_format", 3) == 3
+        j = a.metadata.data_type.to_json()
+        assert (j["name"] if isinstance(j, dict) else j) == names.get(name, "r16")
+        got = a[...]
+        assert got.tobytes() == v.astype(got.dtype).tobytes()
+        if name != "v":  # zarr-python 3.4 reads the same values
+            np.testing.assert_array_equal(zarr.open_array(dst, path=name, mode="r")[...], v)
 
 
 def test_corrupt_source_chunk(v2_tree, tmp_path, capsys):

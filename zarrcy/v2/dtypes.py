@@ -70,9 +70,13 @@ class V2DataType:
 
     @property
     def v3(self) -> Any:
-        """The v3 DataType with the same values, or None (S, U, V, M, m, structured)."""
+        """The v3 DataType with the same values, or None (structured, object).
+
+        ``U<n>`` -> ``fixed_length_utf32``, ``S<n>`` -> ``null_terminated_bytes``,
+        ``V<n>`` -> ``r<8n>``, ``M8``/``m8`` -> ``numpy.datetime64``/``numpy.timedelta64``
+        (zarr-python 3.4's names for the same numpy types)."""
         dt = self.stored_dtype
-        if dt.fields is None and dt.subdtype is None and dt.kind in "biufc":
+        if dt.fields is None and dt.subdtype is None and dt.kind in "biufcUSVMm":
             from zarrcy.metadata.data_type import from_numpy
 
             try:
