@@ -299,3 +299,20 @@ def test_fill_values_with_trailing_nuls(shards) -> None:
         a[4:, 3:] = x
         want[4][3] = want[4][4] = want[5][3] = want[5][4] = x
         assert a[:].tolist() == want
+
+
+@pytest.mark.parametrize("shards", [None, (4,)])
+def test_long_distinct_fill_values_do_not_share_cached_pipelines(shards) -> None:
+    """Long StringDType values live in an arena: their buffer bytes (offset, size) are
+    equal for different strings of one length, so caches must key fills by value."""
+    st_ = zarrcy.MemoryStore()
+    arrays = {}
+    for ch in "ABC":
+        arrays[ch] = zarrcy.create_array(st_, name=ch, shape=(8,), chunks=(2,), shards=shards, dtype=str, fill_value=ch * 40)
+        arrays[ch][0] = "x"
+    for ch, a in arrays.items():
+        assert a[3] == ch * 40 and a[:].tolist()[1:] == [ch * 40] * 7
+    for ch in "DE":
+        b = zarrcy.create_array(st_, name=ch, shape=(2,), chunks=(2,), shards=shards and (2,), dtype="bytes",
+                                fill_value=ch.encode() * 40)
+        assert b[1] == ch.encode() * 40

@@ -114,7 +114,10 @@ class CodecPipeline:
             # keyed by the codecs' JSON, not object equality: -0.0 == 0.0 and NaN
             # payloads would make distinct configurations compare equal
             try:
-                fill = np.asarray(spec.fill_value, dtype=spec.dtype).tobytes()
+                # str/bytes elements (string/bytes data types): their buffer bytes are arena
+                # offsets or pointers, not the value -- key those fills by value
+                fill = (repr(spec.fill_value) if spec.dtype.hasobject
+                        else np.asarray(spec.fill_value, dtype=spec.dtype).tobytes())
                 cj = json.dumps([c.to_dict() for c in codecs], sort_keys=True)
                 dj = json.dumps(spec.data_type.to_json()) if spec.data_type is not None else spec.dtype.str
                 key = (cj, spec.shape, spec.dtype.str, fill, dj)

@@ -249,7 +249,10 @@ def parse_codecs(json_list: Any, spec: ArraySpec, path: str = "codecs") -> list[
     key = None
     if type(json_list) is list:
         try:
-            fill = np.asarray(spec.fill_value, dtype=spec.dtype).tobytes()
+            # str/bytes elements (string/bytes data types): their buffer bytes are arena
+            # offsets or pointers, not the value -- key those fills by value
+            fill = (repr(spec.fill_value) if spec.dtype.hasobject
+                    else np.asarray(spec.fill_value, dtype=spec.dtype).tobytes())
             dt = spec.data_type.to_json() if spec.data_type is not None else None
             key = (repr(json_list), spec.shape, spec.dtype.str, fill, repr(dt))
         except (TypeError, ValueError, AttributeError):
