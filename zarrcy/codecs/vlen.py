@@ -30,10 +30,15 @@ Decoded values: ``string`` chunks are numpy ``StringDType()`` arrays (what zarr-
 3.4 returns), ``bytes`` chunks object arrays of ``bytes``.  The kernels live in
 :mod:`zarrcy._kernels._vlen`: the header walk, UTF-8 validation and the packing of
 strings into ``StringDType`` arrays (numpy's NpyString C API) all run without the GIL
-and create no Python objects, so string chunks decode in parallel threads and about
-10x faster than through Python ``str`` objects (zarr-python's path); ``bytes`` items
-become ``bytes`` objects in one C loop.  Encoding reads ``StringDType`` arrays the same
-way; object arrays go through the CPython API.
+and create no Python objects -- about 10x faster than going through Python ``str``
+objects (zarr-python's path).  Packing holds the target array's string allocator lock,
+so chunks decoded into one output array pack one at a time (scanning and validating
+still overlap).  ``bytes`` items become ``bytes`` objects in one C loop.  Encoding reads
+``StringDType`` arrays the same way; object arrays go through the CPython API.
+
+A stored chunk's size does not follow from its shape here, so the array layer caps a
+stored ``string``/``bytes`` chunk at ``zarrcy.config(max_chunk_bytes=...)`` instead of
+the fixed-size bound.
 """
 
 from __future__ import annotations
