@@ -131,14 +131,14 @@ def test_identical_chunk_bytes(tmp_path) -> None:
 
 
 def test_zarr_python_v2_object_strings(tmp_path) -> None:
-    """zarr-python's v2 ``dtype "|O"`` + ``filters: [{"id": "vlen-utf8"}]``: zarrcy.v2 does
-    not read object arrays yet; it refuses them with a clear MetadataError (not a crash)."""
+    """zarr-python's v2 ``dtype "|O"`` + ``filters: [{"id": "vlen-utf8"}]`` reads as a
+    string array (more cases in tests/v2/test_v2_vlen.py)."""
     z = zarr.create_array(str(tmp_path / "v2"), shape=(4,), chunks=(2,), dtype=str, zarr_format=2)
     z[:] = ["a", "β", "", "d"]
     zarray = json.loads((tmp_path / "v2" / ".zarray").read_text())
     assert zarray["dtype"] == "|O" and zarray["filters"] == [{"id": "vlen-utf8"}]
-    with pytest.raises(zarrcy.errors.MetadataError, match="dtype"):
-        zarrcy.open_array(str(tmp_path / "v2"))
+    got = zarrcy.open_array(str(tmp_path / "v2"))[...]
+    assert got.dtype.kind == "T" and got.tolist() == ["a", "β", "", "d"]
 
 
 @pytest.mark.parametrize("shards", [None, (6, 4)])

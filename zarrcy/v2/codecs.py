@@ -242,6 +242,25 @@ def v2_codecs(data_type: Any, order: str, filters: list[dict] | None, compressor
     from zarrcy.codecs.transpose import TransposeCodec
 
     sd = data_type.stored_dtype
+    vlen = getattr(data_type, "vlen", None)
+    if vlen is not None:
+        # zarr-python's "|O" + [vlen-utf8 | vlen-bytes]: the filter writes exactly the
+        # zarr-extensions vlen-utf8 / vlen-bytes chunk layout, so the chain is zarrcy's
+        # vlen serializer (elements in ``order``) + the compressor
+        if len(filters or ()) != 1:
+            p = f"{path}.filters" if path else "filters"
+            raise MetadataError(expected(p, f"only the {vlen} object codec for an '|O' array", filters), p)
+        from zarrcy.codecs.transpose import TransposeCodec
+        from zarrcy.codecs.vlen import VLenBytesCodec, VLenUTF8Codec
+
+        chain = []
+        if order == "F" and ndim > 1:
+            chain.append(TransposeCodec(order=tuple(range(ndim - 1, -1, -1))))
+        chain.append(VLenUTF8Codec() if vlen == "vlen-utf8" else VLenBytesCodec())
+        if compressor is not None:
+            native = native_compressor(compressor, 1)
+            chain.append(native if native is not None else NumcodecsBytesCodec.from_config(compressor, f"{path}compressor" if not path else f"{path}.compressor"))
+        return tuple(chain)
     simple = sd.fields is None and sd.subdtype is None and sd.kind in "biufc"
     if filters or not simple:
         return (V2ChunkCodec.build(data_type.to_json(), order, filters, compressor),)

@@ -45,10 +45,18 @@ class V2DataType:
 
     stored_dtype: np.dtype
     json: Any = field(compare=False)
+    #: ``"vlen-utf8"`` / ``"vlen-bytes"`` for zarr-python's variable-length ``"|O"`` arrays
+    vlen: str | None = None
 
     @property
     def dtype(self) -> np.dtype:
+        if self.vlen is not None:
+            return np.dtype(np.dtypes.StringDType()) if self.vlen == "vlen-utf8" else np.dtype(object)
         return _native(self.stored_dtype)
+
+    @property
+    def variable_length(self) -> bool:
+        return self.vlen is not None
 
     @property
     def itemsize(self) -> int:
@@ -76,6 +84,10 @@ class V2DataType:
         ``V<n>`` -> ``r<8n>``, ``M8``/``m8`` -> ``numpy.datetime64``/``numpy.timedelta64``
         (zarr-python 3.4's names for the same numpy types)."""
         dt = self.stored_dtype
+        if self.vlen is not None:
+            from zarrcy.metadata.data_type import VLEN_TYPES
+
+            return VLEN_TYPES["string" if self.vlen == "vlen-utf8" else "bytes"]
         if dt.fields is None and dt.subdtype is None and dt.kind in "biufcUSVMm":
             from zarrcy.metadata.data_type import from_numpy
 
@@ -89,10 +101,10 @@ class V2DataType:
         return self.json
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, V2DataType) and self.stored_dtype == other.stored_dtype
+        return isinstance(other, V2DataType) and self.stored_dtype == other.stored_dtype and self.vlen == other.vlen
 
     def __hash__(self) -> int:
-        return hash(self.stored_dtype)
+        return hash((self.stored_dtype, self.vlen))
 
     def __repr__(self) -> str:
         return f"V2DataType({self.json!r})"
@@ -141,8 +153,18 @@ def _descr_from_json(value: Any, path: str) -> list[tuple[Any, ...]]:
     return out
 
 
-def parse_v2_dtype(value: Any, path: str = "dtype") -> V2DataType:
-    """The ``dtype`` member of ``.zarray`` (or v1 ``meta``) -> :class:`V2DataType`."""
+_VLEN_FILTERS = ("vlen-utf8", "vlen-bytes")
+
+
+def parse_v2_dtype(value: Any, path: str = "dtype", filters: list[dict[str, Any]] | None = None) -> V2DataType:
+    """The ``dtype`` member of ``.zarray`` (or v1 ``meta``) -> :class:`V2DataType`.
+
+    ``"|O"`` is accepted only as zarr-python's variable-length strings / bytes: the
+    first of ``filters`` is ``vlen-utf8`` / ``vlen-bytes`` (the object codec that
+    turns the elements into bytes); other object arrays (pickle, JSON, msgpack
+    elements) are refused."""
+    if value == "|O" and filters and isinstance(filters[0], dict) and filters[0].get("id") in _VLEN_FILTERS:
+        return V2DataType(np.dtype(object), value, filters[0]["id"])
     try:
         if isinstance(value, str):
             if not value or value[0] not in "<>|":
@@ -159,7 +181,8 @@ def parse_v2_dtype(value: Any, path: str = "dtype") -> V2DataType:
     if dt.subdtype is not None:  # e.g. "<8f": numpy expands it into extra dimensions
         raise MetadataError(expected(path, "a scalar data type (not a subarray type)", value), path)
     if dt.hasobject or dt.itemsize == 0 or dt.kind == "O":
-        raise MetadataError(expected(path, "a fixed-size data type (object / variable-length types are not supported)", value), path)
+        raise MetadataError(expected(path, "a fixed-size data type, or '|O' with a vlen-utf8 / vlen-bytes filter "
+                                           "(other object / variable-length types are not supported)", value), path)
     return V2DataType(dt, value)
 
 
@@ -181,6 +204,15 @@ def parse_v2_fill_value(data_type: V2DataType, value: Any, path: str = "fill_val
     """JSON ``fill_value`` -> a numpy scalar of ``data_type.dtype`` (None stays None)."""
     if value is None:
         return None
+    if data_type.vlen is not None:
+        if not isinstance(value, str):
+            raise MetadataError(expected(path, "a string (vlen-utf8) or base64 text (vlen-bytes)", value), path)
+        if data_type.vlen == "vlen-utf8":
+            return value
+        try:
+            return base64.b64decode(value, validate=True)
+        except (ValueError, base64.binascii.Error) as e:  # type: ignore[attr-defined]
+            raise MetadataError(expected(path, "base64 text of the fill value's bytes", f"{value!r} ({e})"), path) from None
     dt = data_type.dtype
     k = dt.kind
     try:
@@ -243,6 +275,10 @@ def v2_fill_value_to_json(data_type: V2DataType, value: Any) -> Any:
     """A fill value (numpy scalar, Python value or None) -> its v2 JSON form."""
     if value is None:
         return None
+    if data_type.vlen == "vlen-utf8":
+        return str(value)
+    if data_type.vlen == "vlen-bytes":
+        return base64.standard_b64encode(bytes(value)).decode("ascii")
     dt = data_type.dtype
     k = dt.kind
     if dt.fields is not None or k in "SV":
@@ -266,6 +302,9 @@ def v2_fill_value_to_json(data_type: V2DataType, value: Any) -> Any:
 
 def effective_fill_value(data_type: V2DataType, value: Any) -> Any:
     """The value missing chunks read as: ``value``, or zeros when it is None (documented)."""
+    if data_type.vlen is not None:
+        empty = "" if data_type.vlen == "vlen-utf8" else b""
+        return empty if value is None else value
     if value is None:
         return np.zeros((), dtype=data_type.dtype)[()]
     return value

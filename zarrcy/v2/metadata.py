@@ -139,7 +139,8 @@ class V2ArrayMetadata(ArrayShapeViews):
             raise MetadataError(expected(p, f"{len(shape)} dimensions (the rank of shape)", list(chunks)), p)
         if math.prod(chunks) > INT64_MAX or math.prod(shape) > INT64_MAX:
             raise MetadataError(expected(path, "sizes that fit in int64", doc["shape"]), path)
-        dtype = parse_v2_dtype(doc["dtype"], _join(path, "dtype"))
+        filters = _check_codec_list(doc["filters"], _join(path, "filters"))
+        dtype = parse_v2_dtype(doc["dtype"], _join(path, "dtype"), filters)
         order = doc["order"]
         if order not in ("C", "F"):
             raise MetadataError(expected(_join(path, "order"), "'C' or 'F'", order), _join(path, "order"))
@@ -149,7 +150,6 @@ class V2ArrayMetadata(ArrayShapeViews):
         if sep not in (".", "/"):
             p = _join(path, "dimension_separator")
             raise MetadataError(expected(p, "'.' or '/'", sep), p)
-        filters = _check_codec_list(doc["filters"], _join(path, "filters"))
         compressor = doc["compressor"]
         if compressor is not None:
             numcodecs_codec(compressor, _join(path, "compressor"))
@@ -188,8 +188,14 @@ class V2ArrayMetadata(ArrayShapeViews):
                 del d["checksum"]  # as zarr-python writes it (older readers, e.g. tensorstore, reject the key)
             return d
 
-        dt = np.dtype(dtype)
-        tmp = V2DataType(dt, v2_dtype_to_json(dt))
+        vlen = _vlen_filter_for(dtype)
+        if vlen is not None:  # variable-length strings / bytes as zarr-python writes them
+            tmp = V2DataType(np.dtype(object), "|O", vlen)
+            rest = [f for f in (filters or []) if cfg(f).get("id") != vlen]
+            filters = [{"id": vlen}, *rest]
+        else:
+            dt = np.dtype(dtype)
+            tmp = V2DataType(dt, v2_dtype_to_json(dt))
         fv_json = None if fill_value is None else v2_fill_value_to_json(tmp, fill_value)
         doc = {
             "zarr_format": 2,
@@ -469,6 +475,24 @@ def _check_new(store: Any, path: str, overwrite: bool) -> None:
         store.erase_prefix(path + "/" if path else "")
 
 
+def _vlen_filter_for(dtype: Any) -> str | None:
+    """``"vlen-utf8"`` / ``"vlen-bytes"`` when ``dtype`` asks for variable-length strings
+    (``str``, ``"T"``, StringDType, width-0 ``U``) or bytes (``bytes``, width-0 ``S``)."""
+    if dtype is str:
+        return "vlen-utf8"
+    if dtype is bytes:
+        return "vlen-bytes"
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        return None
+    if dt.kind == "T" or (dt.kind == "U" and dt.itemsize == 0):
+        return "vlen-utf8"
+    if dt.kind == "S" and dt.itemsize == 0:
+        return "vlen-bytes"
+    return None
+
+
 def create_array_v2(store: Any, path: str, *, shape: Any, dtype: Any, chunks: Any = None, fill_value: Any = 0,
                     order: str = "C", filters: Any = None, compressor: Any = "auto", dimension_separator: str = ".",
                     attributes: dict[str, Any] | None = None, overwrite: bool = False, data: Any = None) -> Any:
@@ -481,7 +505,7 @@ def create_array_v2(store: Any, path: str, *, shape: Any, dtype: Any, chunks: An
         shape = (shape,)
     shape = tuple(int(s) for s in shape)
     if chunks in (None, "auto"):
-        chunks = guess_chunks(shape, np.dtype(dtype).itemsize)
+        chunks = guess_chunks(shape, 16 if _vlen_filter_for(dtype) else np.dtype(dtype).itemsize)
     elif isinstance(chunks, int):
         chunks = (chunks,) * len(shape)
     chunks = tuple(max(1, int(c)) for c in chunks)
