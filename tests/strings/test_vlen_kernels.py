@@ -259,3 +259,12 @@ def test_pack_is_thread_safe_on_shared_and_separate_outputs() -> None:
         t.join()
     assert ok == [True] * 12
     assert shared.tolist() == items
+
+
+def test_pack_str_leaves_out_untouched_on_invalid_utf8() -> None:
+    buf = ref_encode([b"fine", b"also fine", b"\xff"])
+    starts, stops = np.empty(3, np.int64), np.empty(3, np.int64)
+    assert _vlen.scan_items(buf, starts, stops) == -1
+    out = np.array(["keep", "these", "three"], dtype=STRING)
+    assert _vlen.pack_str(buf, starts, stops, out) == 2
+    assert out.tolist() == ["keep", "these", "three"]

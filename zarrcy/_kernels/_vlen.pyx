@@ -85,14 +85,17 @@ cdef extern from *:
        Takes and releases the descriptor's allocator lock; needs no GIL. */
     static Py_ssize_t zv_pack(PyObject *arr, char *dst, Py_ssize_t stride, const char *base,
                               const int64_t *starts, const int64_t *stops, Py_ssize_t n) {
-        npy_string_allocator *al = NpyString_acquire_allocator(
-            (PyArray_StringDTypeObject *)PyArray_DESCR((PyArrayObject *)arr));
+        npy_string_allocator *al;
         Py_ssize_t i, r = -1;
+        /* validate everything first, outside the allocator lock (threads packing into
+           one array take turns on it); nothing is written when an item is invalid */
         for (i = 0; i < n; i++) {
-            const char *p = base + starts[i];
-            Py_ssize_t len = (Py_ssize_t)(stops[i] - starts[i]);
-            if (!zv_utf8_valid((const unsigned char *)p, len)) { r = i; break; }
-            if (NpyString_pack(al, (npy_packed_static_string *)(dst + i * stride), p, (size_t)len) < 0) { r = -2; break; }
+            if (!zv_utf8_valid((const unsigned char *)(base + starts[i]), (Py_ssize_t)(stops[i] - starts[i]))) return i;
+        }
+        al = NpyString_acquire_allocator((PyArray_StringDTypeObject *)PyArray_DESCR((PyArrayObject *)arr));
+        for (i = 0; i < n; i++) {
+            if (NpyString_pack(al, (npy_packed_static_string *)(dst + i * stride), base + starts[i],
+                               (size_t)(stops[i] - starts[i])) < 0) { r = -2; break; }
         }
         NpyString_release_allocator(al);
         return r;
@@ -296,7 +299,7 @@ def pack_str(const uint8_t[::1] buf, const int64_t[::1] starts, const int64_t[::
     """Validate item ``i`` as UTF-8 and store it into element ``i`` of ``out`` (a
     C-contiguous, writable numpy ``StringDType`` array of ``len(starts)`` elements, any
     shape), without creating Python objects and without the GIL.  Returns ``-1``, or
-    the index of the first item that is not valid UTF-8 (``out`` is then partly filled).
+    the index of the first item that is not valid UTF-8 (``out`` is then untouched).
     Offsets must come from a successful :func:`scan_items` over the same ``buf``."""
     cdef Py_ssize_t n = starts.shape[0]
     if stops.shape[0] != n:

@@ -32,8 +32,8 @@ Decoded values: ``string`` chunks are numpy ``StringDType()`` arrays (what zarr-
 strings into ``StringDType`` arrays (numpy's NpyString C API) all run without the GIL
 and create no Python objects -- about 10x faster than going through Python ``str``
 objects (zarr-python's path).  Packing holds the target array's string allocator lock,
-so chunks decoded into one output array pack one at a time (scanning and validating
-still overlap).  ``bytes`` items become ``bytes`` objects in one C loop.  Encoding reads
+so chunks decoded into one output array pack one at a time (header scans and UTF-8
+validation, done before the lock is taken, still run in parallel).  ``bytes`` items become ``bytes`` objects in one C loop.  Encoding reads
 ``StringDType`` arrays the same way; object arrays go through the CPython API.
 
 A stored chunk's size does not follow from its shape here, so the array layer caps a
