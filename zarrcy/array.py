@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import threading
 from collections.abc import MutableMapping
 from typing import Any, Iterator, Sequence
@@ -19,6 +18,7 @@ import numpy as np
 
 from zarrcy.config import executor as _executor
 from zarrcy.config import get as _config_get
+from zarrcy.config import named_pool as _named_pool
 from zarrcy._kernels import _grid
 from zarrcy.byte_range import ByteRequest, RangeRequest
 from zarrcy.codecs.pipeline import CodecPipeline
@@ -193,24 +193,6 @@ class _object_lock:
             entry[1] -= 1
             if entry[1] == 0:
                 del _OBJECT_LOCKS[self.k]
-
-
-_IO_TASKS: dict[tuple[int, int], Any] = {}  # (pid, width): a forked child makes its own
-_IO_TASKS_LOCK = threading.Lock()
-
-
-def _io_tasks(n: int) -> Any:
-    """The pool of ``n`` threads for chunk tasks over latency-bound stores (see ``_run``)."""
-    k = (os.getpid(), n)
-    pool = _IO_TASKS.get(k)
-    if pool is None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with _IO_TASKS_LOCK:
-            pool = _IO_TASKS.get(k)
-            if pool is None:
-                pool = _IO_TASKS[k] = ThreadPoolExecutor(n, thread_name_prefix="zarrcy-tasks")
-    return pool
 
 
 def _prefix(path: str) -> str:
@@ -490,7 +472,7 @@ class Array(Node):
         if io > threads:
             # a latency-bound store: keep ``io`` chunk/shard reads in flight (their decoding
             # releases the GIL; nested parallel loops use the CPU pool, caller-runs)
-            ex, window = _io_tasks(io), 2 * io
+            ex, window = _named_pool("tasks", io), 2 * io
         else:
             ex, window = _executor(), max(2, 2 * threads)
         pending: list = []

@@ -11,7 +11,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-__all__ = ["config", "get", "executor"]
+__all__ = ["config", "get", "executor", "named_pool"]
 
 _lock = threading.Lock()
 _values: dict[str, Any] = {
@@ -68,3 +68,32 @@ def executor() -> ThreadPoolExecutor:
                 if old is not None:
                     old.shutdown(wait=False)
     return _executor
+
+
+_POOLS: dict[tuple[str, int], ThreadPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def named_pool(name: str, n: int) -> ThreadPoolExecutor:
+    """A process-wide pool of ``n`` threads for one purpose (``name``), made once and
+    shared by all callers: no thread start per call, and ``n`` bounds the tasks in flight
+    across them.  A forked child makes its own (the parent's threads do not exist there).
+    Tasks on it must never wait on the same pool (callers blocking on it cannot deadlock)."""
+    k = (name, n)
+    pool = _POOLS.get(k)
+    if pool is None:
+        with _POOLS_LOCK:
+            pool = _POOLS.get(k)
+            if pool is None:
+                pool = _POOLS[k] = ThreadPoolExecutor(n, thread_name_prefix=f"zarrcy-{name}")
+    return pool
+
+
+def _forget_pools_after_fork() -> None:
+    global _POOLS_LOCK
+    _POOLS_LOCK = threading.Lock()
+    _POOLS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pools_after_fork)

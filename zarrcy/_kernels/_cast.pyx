@@ -612,21 +612,25 @@ cdef extern from *:
     int zc_rne_u32(const double* x, uint32_t* y, Py_ssize_t m, double lo, double hi, int nk, int clamp, int fused, uint64_t nanv, double o, double s) noexcept nogil
 
 
-cdef inline int _rne_c(const double* x, ivec_t* y, Py_ssize_t m, double lo, double hi, int nk, int clamp,
-                       int fused, uint64_t nanv, double o, double s) noexcept nogil:
-    """The dispatched C loop for one block (ivec_t picks the target type at compile time)."""
-    if ivec_t is int8_t:
+cdef inline int _rne_any(const double* x, dst_t* y, Py_ssize_t m, double lo, double hi, int nk, int clamp,
+                         int fused, uint64_t nanv, double o, double s) noexcept nogil:
+    """The dispatched one-pass C loop for one block of doubles: cast_rne((x - o) * s) when
+    ``fused``, else cast_rne(x); 0 = block done, 1 = not handled (other target types) or
+    flagged."""
+    if dst_t is int8_t:
         return zc_rne_i8(x, y, m, lo, hi, nk, clamp, fused, nanv, o, s)
-    elif ivec_t is int16_t:
+    elif dst_t is int16_t:
         return zc_rne_i16(x, y, m, lo, hi, nk, clamp, fused, nanv, o, s)
-    elif ivec_t is int32_t:
+    elif dst_t is int32_t:
         return zc_rne_i32(x, y, m, lo, hi, nk, clamp, fused, nanv, o, s)
-    elif ivec_t is uint8_t:
+    elif dst_t is uint8_t:
         return zc_rne_u8(x, y, m, lo, hi, nk, clamp, fused, nanv, o, s)
-    elif ivec_t is uint16_t:
+    elif dst_t is uint16_t:
         return zc_rne_u16(x, y, m, lo, hi, nk, clamp, fused, nanv, o, s)
-    else:
+    elif dst_t is uint32_t:
         return zc_rne_u32(x, y, m, lo, hi, nk, clamp, fused, nanv, o, s)
+    else:
+        return 1
 
 
 # compile-time variants of the vectorised float -> int loop (one specialisation per
@@ -722,7 +726,7 @@ cdef uint8_t _fp1_vec_loop(const flt_t* x, ivec_t* y, uint8_t* fl, Py_ssize_t m,
         clamp = 1
     if flt_t is double and rtag is _RNE:
         # the same loop in C, dispatched to an AVX2 build where the CPU has it
-        if _rne_c(x, y, m, lo, hi, nk, clamp, 0, nanv, 0.0, 1.0) == 0:
+        if _rne_any(x, y, m, lo, hi, nk, clamp, 0, nanv, 0.0, 1.0) == 0:
             return 0
     else:
         if _fp1_vec_main(x, y, m, lo, hi, rt, ot, nt, nanv) == 0:
@@ -1123,44 +1127,6 @@ cdef inline bint _finite(double v) noexcept nogil:
     return fabs(v) <= ZC_DBL_MAX
 
 
-cdef inline int _rne_fused(const double* x, dst_t* y, Py_ssize_t m, double lo, double hi, int nk, int clamp,
-                           uint64_t nanv, double o, double s) noexcept nogil:
-    """The dispatched one-pass C loop cast_rne((x - o) * s) for one block; 0 = block done."""
-    if dst_t is int8_t:
-        return zc_rne_i8(x, y, m, lo, hi, nk, clamp, 1, nanv, o, s)
-    elif dst_t is int16_t:
-        return zc_rne_i16(x, y, m, lo, hi, nk, clamp, 1, nanv, o, s)
-    elif dst_t is int32_t:
-        return zc_rne_i32(x, y, m, lo, hi, nk, clamp, 1, nanv, o, s)
-    elif dst_t is uint8_t:
-        return zc_rne_u8(x, y, m, lo, hi, nk, clamp, 1, nanv, o, s)
-    elif dst_t is uint16_t:
-        return zc_rne_u16(x, y, m, lo, hi, nk, clamp, 1, nanv, o, s)
-    elif dst_t is uint32_t:
-        return zc_rne_u32(x, y, m, lo, hi, nk, clamp, 1, nanv, o, s)
-    else:
-        return 1
-
-
-cdef inline int _rne_plain(const double* x, dst_t* y, Py_ssize_t m, double lo, double hi, int nk, int clamp,
-                           uint64_t nanv) noexcept nogil:
-    """The dispatched one-pass C loop cast_rne(x) for one block of doubles; 0 = block done."""
-    if dst_t is int8_t:
-        return zc_rne_i8(x, y, m, lo, hi, nk, clamp, 0, nanv, 0.0, 1.0)
-    elif dst_t is int16_t:
-        return zc_rne_i16(x, y, m, lo, hi, nk, clamp, 0, nanv, 0.0, 1.0)
-    elif dst_t is int32_t:
-        return zc_rne_i32(x, y, m, lo, hi, nk, clamp, 0, nanv, 0.0, 1.0)
-    elif dst_t is uint8_t:
-        return zc_rne_u8(x, y, m, lo, hi, nk, clamp, 0, nanv, 0.0, 1.0)
-    elif dst_t is uint16_t:
-        return zc_rne_u16(x, y, m, lo, hi, nk, clamp, 0, nanv, 0.0, 1.0)
-    elif dst_t is uint32_t:
-        return zc_rne_u32(x, y, m, lo, hi, nk, clamp, 0, nanv, 0.0, 1.0)
-    else:
-        return 1
-
-
 cdef Py_ssize_t _so_cast(const flt_t* x, dst_t* y, Py_ssize_t n, double od, double sd,
                          cfg_t* c, int* stage) noexcept nogil:
     """encode: t = (x - offset) * scale in src_t arithmetic, then cast t -> dst_t, per block.
@@ -1189,8 +1155,8 @@ cdef Py_ssize_t _so_cast(const flt_t* x, dst_t* y, Py_ssize_t n, double od, doub
         if m > BLOCK:
             m = BLOCK
         if flt_t is double:
-            if fast and _rne_fused(x + start, y + start, m, flo, fhi, c.nan_key, c.oor == OOR_CLAMP,
-                                   c.nan_val, o, s) == 0:
+            if fast and _rne_any(x + start, y + start, m, flo, fhi, c.nan_key, c.oor == OOR_CLAMP, 1,
+                                 c.nan_val, o, s) == 0:
                 start += m
                 continue
         else:
@@ -1201,8 +1167,8 @@ cdef Py_ssize_t _so_cast(const flt_t* x, dst_t* y, Py_ssize_t n, double od, doub
             if fast:
                 for i in range(m):
                     tmpd[i] = <double>((x[start + i] - o) * s)
-                if _rne_plain(<const double*>tmpd, y + start, m, flo, fhi, c.nan_key, c.oor == OOR_CLAMP,
-                              c.nan_val) == 0:
+                if _rne_any(<const double*>tmpd, y + start, m, flo, fhi, c.nan_key, c.oor == OOR_CLAMP, 0,
+                            c.nan_val, 0.0, 1.0) == 0:
                     start += m
                     continue
         acc = 0

@@ -44,12 +44,11 @@ raises ``StoreError`` naming the URL of the object.
 
 from __future__ import annotations
 
-import os
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any, Iterable, Iterator, Sequence
 
+from zarrcy.config import named_pool
 from zarrcy.byte_range import ByteRequest, RangeRequest, SuffixRequest
 from zarrcy.errors import ReadOnlyError, StoreError, expected
 from zarrcy.storage._base import Store
@@ -79,32 +78,11 @@ def _obstore():
     return obstore
 
 
-_IO_POOLS: dict[tuple[int, int], ThreadPoolExecutor] = {}  # (pid, threads): a forked child makes its own
-_IO_POOLS_LOCK = threading.Lock()
-
-
 def _io_pool(n: int) -> ThreadPoolExecutor:
-    """A process-wide pool of ``n`` threads for the GETs of ``get_partial_values``:
-    no thread start per call, and ``max_concurrency`` bounds the requests in flight
-    across all callers (shard tasks run in parallel).  Its tasks never wait on the
-    pool, so callers blocking on it cannot deadlock."""
-    k = (os.getpid(), n)
-    pool = _IO_POOLS.get(k)
-    if pool is None:
-        with _IO_POOLS_LOCK:
-            pool = _IO_POOLS.get(k)
-            if pool is None:
-                pool = _IO_POOLS[k] = ThreadPoolExecutor(n, thread_name_prefix="zarrcy-io")
-    return pool
-
-
-def _forget_pools_after_fork() -> None:  # the parent's pool threads do not exist in a child
-    global _IO_POOLS_LOCK
-    _IO_POOLS_LOCK = threading.Lock()
-    _IO_POOLS.clear()
-
-
-os.register_at_fork(after_in_child=_forget_pools_after_fork)
+    """The process-wide pool of ``n`` threads for the GETs of ``get_partial_values``:
+    ``max_concurrency`` bounds the requests in flight across all callers (shard tasks
+    run in parallel); its tasks never wait on the pool."""
+    return named_pool("io", n)
 
 
 class _Changed(Exception):
