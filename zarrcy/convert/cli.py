@@ -28,6 +28,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--codecs", default=None, help="inner codec chain as v3 JSON")
     g.add_argument("--compressor", default=None, help="none | gzip:L | zstd:L | blosc:CNAME:CLEVEL:SHUFFLE [+crc32c]")
     p.add_argument("--quantize", default=None, help="scale=..,offset=..,dtype=uint8,rounding=..,out_of_range=..,nan=0")
+    p.add_argument("--quantize-check", choices=("first", "inline"), default="first",
+                   help="first (default): check every value before writing anything (reads the source twice); "
+                        "inline: check while converting, remove the destination on the first failure")
     p.add_argument("--format", dest="zarr_format", type=int, choices=(2, 3), default=3, help="destination Zarr format")
     p.add_argument("--workers", type=int, default=None, help="regions converted concurrently (threads; default: CPU count)")
     p.add_argument("--resume", action="store_true", help="finish an interrupted conversion (skips verified regions)")
@@ -61,7 +64,7 @@ def convert_main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     opts = ConvertOptions(
         path=args.path, dst_path=args.dst_path, chunks=args.chunks, shards=args.shards, codecs=args.codecs,
-        compressor=args.compressor, quantize=args.quantize, zarr_format=args.zarr_format, workers=args.workers,
+        compressor=args.compressor, quantize=args.quantize, quantize_check=args.quantize_check, zarr_format=args.zarr_format, workers=args.workers,
         resume=args.resume, verify=args.verify, dry_run=args.dry_run, overwrite=args.overwrite,
         include=args.include, exclude=args.exclude, on_error=args.on_error, on_unsupported=args.on_unsupported,
         rewrite=args.rewrite, dask=args.dask, progress="off" if args.json and args.progress == "auto" else args.progress,

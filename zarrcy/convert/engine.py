@@ -44,7 +44,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from zarrcy.array import META_KEY, Array, write_metadata
-from zarrcy.errors import CorruptChunkError, MetadataError, ZarrcyError, expected
+from zarrcy.errors import CastError, CorruptChunkError, MetadataError, ZarrcyError, expected
 from zarrcy.group import Group, open_node
 from zarrcy.convert.options import (
     compressor_to_numcodecs,
@@ -71,6 +71,9 @@ class ConvertError(ZarrcyError, RuntimeError):
         self.exit_code = exit_code
         self.report = report
 
+    def __reduce__(self):  # keeps the exit code through pickling (dask workers)
+        return (type(self), (str(self), self.exit_code, self.report))
+
 
 @dataclass
 class ConvertOptions:
@@ -96,6 +99,10 @@ class ConvertOptions:
     progress: str = "auto"             # "auto" | "bar" | "lines" | "off"
     progress_interval: float = 5.0
     region_bytes: int = 64 << 20
+    # --quantize: "first" checks every value before writing anything (one extra read of
+    # the source); "inline" checks each region as it is converted and, on the first value
+    # that cannot be encoded, removes the destination and reports (no extra read)
+    quantize_check: str = "first"
 
 
 @dataclass
@@ -506,6 +513,7 @@ class RegionTask:
     resume: bool
     quantize: list[dict[str, Any]] | None
     journal: bool = True
+    src_path: str = ""
 
 
 @dataclass
@@ -618,7 +626,12 @@ def run_region(task: RegionTask) -> RegionResult:
                     raise ConvertError(f"verify: /{dst.path} object {dst._key(coords)} differs from the source", 4)
     else:
         data = _read_source(task, sel, res.corrupt)
-        dst[sel] = data
+        try:
+            dst[sel] = data
+        except CastError:
+            if not task.quantize:
+                raise
+            raise _refusal(task.src_path or src.path, data, sel, task.quantize) from None
         for coords in _object_coords(sel, dst._chunk_shape):
             dk = dst._key(coords)
             stored = dst.store.get(dk)
@@ -746,6 +759,8 @@ def convert(src: Any, dst: Any, **kwargs: Any) -> ConvertReport:
 
 def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport:
     t0 = time.perf_counter()
+    if o.quantize_check not in ("first", "inline"):
+        raise ConvertError(expected("--quantize-check", "'first' or 'inline'", o.quantize_check), 2)
     report = ConvertReport(dry_run=o.dry_run)
     src_path = (o.path or "").strip("/")
     dst_root = (o.dst_path or "").strip("/")
@@ -842,7 +857,7 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
         if cleanup is not None:
             cleanup()
     # quantize: refuse to start if any value would fail (cast-check over the source)
-    if not resuming:
+    if not resuming and o.quantize_check == "first":
         _check_quantize(plans, src_store, o)
     progress = Progress(sum(p.nbytes for p in plans), mode=o.progress, interval=o.progress_interval)
     lock = threading.Lock()
@@ -886,7 +901,7 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
                 progress.update(p.nbytes)
                 continue
             tasks = (RegionTask(sa, da, p.mode, p.shape, p.region_shape, rid, f"{jdir}__done/{rid}", o.verify,
-                                o.on_error, resuming, p.quantize, journal) for rid in range(p.n_regions))
+                                o.on_error, resuming, p.quantize, journal, p.src_path) for rid in range(p.n_regions))
             if o.dask:
                 _run_dask(list(tasks), o.dask, on_result)
             else:
@@ -896,8 +911,13 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
     except KeyboardInterrupt:
         progress.close()
         raise ConvertError("interrupted: everything journaled so far is kept; rerun with --resume to finish", 130, report) from None
-    except ConvertError:
+    except ConvertError as e:
         progress.close()
+        if e.exit_code == 5:
+            # an inline quantize check failed: remove what this run wrote (journal
+            # included), so a refused conversion leaves no destination behind
+            dst_store.erase_prefix(_prefix(dst_root))
+            e.args = (str(e) + "\n(checked while converting: the partly written destination was removed)",)
         raise
     except (OSError, ZarrcyError) as e:
         progress.close()
@@ -967,17 +987,30 @@ def _ensure_v3_parents(store: Any, path: str) -> None:
             store.set(_prefix(p) + META_KEY, GroupMetadata().to_bytes())
 
 
+def _refusal(src_path: str, values: np.ndarray, sel: tuple[slice, ...], quantize: list[dict[str, Any]],
+             before_start: bool = False) -> "ConvertError":
+    """The exit-5 ConvertError for a region whose values the quantize chain cannot encode,
+    with the cast-check report (first failing index in array coordinates)."""
+    from zarrcy.casting import check_cast
+
+    rep = check_cast(values, quantize)
+    if isinstance(rep.first_failing_index, tuple):
+        rep.first_failing_index = tuple(int(i) + s.start for i, s in zip(rep.first_failing_index, sel))
+    elif rep.first_failing_index is not None and len(sel) == 1:
+        rep.first_failing_index = int(rep.first_failing_index) + sel[0].start
+    return ConvertError(
+        f"--quantize: refusing{' to start' if before_start else ''}: values of /{src_path} cannot be encoded "
+        f"(region {sel}):\n" + rep.table(), 5, rep)
+
+
 def _check_quantize(plans: list[ArrayPlan], src_store: Any, o: ConvertOptions) -> None:
     """Refuse to start when a value of a quantized array cannot be encoded: every source
     region goes through the destination's ``scale_offset``/``cast_value`` chain first (the
     fused kernel, which stops at the first failure; only then is the full cast-check report
     computed).  Regions are checked on ``workers`` threads."""
     from zarrcy.api import open_array
-    from zarrcy.casting import check_cast
     from zarrcy.codecs._base import ArraySpec
     from zarrcy.codecs.pipeline import CodecPipeline
-    from zarrcy.errors import CastError
-
     for p in plans:
         if not p.quantize:
             continue
@@ -999,16 +1032,7 @@ def _check_quantize(plans: list[ArrayPlan], src_store: Any, o: ConvertOptions) -
                 return RegionResult(rid)
             except CastError:
                 pass
-            rep = check_cast(values, p.quantize)
-            if rep.ok:  # pragma: no cover - the kernel and the report agree
-                return RegionResult(rid)
-            if isinstance(rep.first_failing_index, tuple):
-                rep.first_failing_index = tuple(int(i) + s.start for i, s in zip(rep.first_failing_index, sel))
-            elif rep.first_failing_index is not None and len(sel) == 1:
-                rep.first_failing_index = int(rep.first_failing_index) + sel[0].start
-            raise ConvertError(
-                f"--quantize: refusing to start: values of /{p.src_path} cannot be encoded (region {sel}):\n"
-                + rep.table(), 5, rep)
+            raise _refusal(p.src_path, values, sel, p.quantize, before_start=True)
 
         _run_parallel(check, range(p.n_regions), o.workers, lambda r: None)
 
