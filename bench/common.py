@@ -87,7 +87,7 @@ class Table:
         sep = "|---" * (len(self.peers) + 2) + "|"
         lines = [f"### {self.title}", "", head, sep]
         for op, r in self.rows:
-            peers = [r[p] for p in self.peers if p != "zarrcy" and r.get(p) is not None and not p.startswith("limit")]
+            peers = [r[p] for p in self.peers if p != "zarrcy" and r.get(p) is not None and not p.startswith(("limit", "floor"))]
             ratio = f"{r['zarrcy'] / min(peers):.2f}×" if r.get("zarrcy") and peers else "—"
             cells = " | ".join(f"{r[p]:.4f} s" if r.get(p) is not None else "—" for p in self.peers)
             lines.append(f"| {op} | {cells} | {ratio} |")
