@@ -15,6 +15,7 @@ import numpy as np
 from zarrcy.errors import CorruptChunkError, MetadataError, expected
 
 __all__ = [
+    "NoConfiguration",
     "MISSING",
     "config_dict",
     "get_int",
@@ -117,3 +118,19 @@ def max_compressed_size(n: int) -> int:
 def check_encoded_size(data: Any, limit: int | None, what: str) -> None:
     if limit is not None and nbytes_of(data) > limit:
         raise CorruptChunkError(expected(what, f"at most {limit} encoded bytes", nbytes_of(data)))
+
+
+class NoConfiguration:
+    """Mixin for codecs without configuration members (``crc32c``, ``vlen-utf8``, ...):
+    an absent or empty ``configuration`` is accepted (anything in it is refused), and the
+    JSON form is the bare name."""
+
+    name: str
+
+    @classmethod
+    def from_dict(cls, configuration: dict[str, Any] | None, path: str) -> Any:
+        config_dict(configuration, path, ())
+        return cls()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name}

@@ -9,29 +9,21 @@ payload.  The checksum runs in the ``crc32c`` package, which releases the GIL.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar
 
 import crc32c as _crc32c
 import numpy as np
 
 from zarrcy.codecs._base import ArraySpec, BytesBytesCodec
-from zarrcy.codecs._common import as_uint8, config_dict
+from zarrcy.codecs._common import NoConfiguration, as_uint8
 from zarrcy.errors import CorruptChunkError, expected
 
 __all__ = ["Crc32cCodec"]
 
 
 @dataclass(frozen=True)
-class Crc32cCodec(BytesBytesCodec):
+class Crc32cCodec(NoConfiguration, BytesBytesCodec):
     name: ClassVar[str] = "crc32c"
-
-    @classmethod
-    def from_dict(cls, configuration: dict[str, Any] | None, path: str) -> Self:
-        config_dict(configuration, path, ())
-        return cls()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name}
 
     def compute_encoded_size(self, input_size: int, spec: ArraySpec) -> int | None:
         return input_size + 4

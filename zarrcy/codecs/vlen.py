@@ -45,13 +45,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar
 
 import numpy as np
 
 from zarrcy._kernels import _vlen
 from zarrcy.codecs._base import ArrayBytesCodec, ArraySpec
-from zarrcy.codecs._common import as_uint8, config_dict
+from zarrcy.codecs._common import NoConfiguration, as_uint8
 from zarrcy.errors import CorruptChunkError, MetadataError, expected
 
 __all__ = ["VLenUTF8Codec", "VLenBytesCodec", "STRING_DTYPE"]
@@ -59,20 +59,12 @@ __all__ = ["VLenUTF8Codec", "VLenBytesCodec", "STRING_DTYPE"]
 STRING_DTYPE = np.dtype(np.dtypes.StringDType())
 
 
-class _VLenCodec(ArrayBytesCodec):
+class _VLenCodec(NoConfiguration, ArrayBytesCodec):
     """Shared parts of the two codecs (subclasses set ``name``, ``_utf8``, ``_data_type``)."""
 
     _utf8: ClassVar[bool]
     _data_type: ClassVar[str]
     _kind: ClassVar[str]  # numpy dtype kind of the decoded array
-
-    @classmethod
-    def from_dict(cls, configuration: dict[str, Any] | None, path: str) -> Self:
-        config_dict(configuration, path, ())
-        return cls()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name}
 
     def validate(self, spec: ArraySpec, path: str) -> None:
         dt = spec.data_type
