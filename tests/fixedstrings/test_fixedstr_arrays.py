@@ -43,11 +43,8 @@ FILLS = {"U": ["", "?", "🙂x"], "S": [b"", b"?", b"\xffz"]}
 
 
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
-@pytest.mark.parametrize("endian", ["little", "big"])
-@pytest.mark.parametrize("kind", ["U", "S"])
+@pytest.mark.parametrize("kind, endian", [("U", "little"), ("U", "big"), ("S", "little")])  # S<n>: no byte order
 def test_selections_match_numpy(tmp_path, ref, kind: str, endian: str, layout: str) -> None:
-    if kind == "S" and endian == "big":
-        pytest.skip("S<n> has no byte order")
     fill = FILLS[kind][1]
     a = _create(tmp_path, kind, layout, endian, fill)
     data = _values(kind, 1, ref)
