@@ -16,16 +16,7 @@ from zarrcy.codecs.cast_value import ST_FAIL_NONFINITE, CastValueCodec, cast_arr
 from zarrcy.codecs.scale_offset import ScaleOffsetCastCodec, ScaleOffsetCodec
 from zarrcy.errors import CastError, OutOfRangeError
 
-import importlib.util as _ilu
-import pathlib as _pl
-import sys as _sys
-
-_c = _sys.modules.get("_zarrcy_cast_reference")
-if _c is None:
-    _spec = _ilu.spec_from_file_location("_zarrcy_cast_reference", _pl.Path(__file__).with_name("conftest.py"))
-    _c = _ilu.module_from_spec(_spec)
-    _sys.modules["_zarrcy_cast_reference"] = _c
-    _spec.loader.exec_module(_c)
+import cast_reference as _c
 
 BLOCK = 1024   # the kernel's block length (_cast.pyx BLOCK)
 TARGETS = ["int8", "uint8", "int16", "uint16", "int32", "uint32"]

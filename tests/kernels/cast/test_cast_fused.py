@@ -12,18 +12,7 @@ from zarrcy.codecs.cast_value import CastValueCodec
 from zarrcy.codecs.scale_offset import ScaleOffsetCastCodec, ScaleOffsetCodec, fuse_pairs
 from zarrcy.errors import CastError
 
-import importlib.util as _ilu
-import pathlib as _pl
-import sys as _sys
-
-# the reference module (this directory's conftest.py) under a unique name: ``import conftest``
-# would pick whichever conftest another test directory registered first
-_c = _sys.modules.get("_zarrcy_cast_reference")
-if _c is None:
-    _spec = _ilu.spec_from_file_location("_zarrcy_cast_reference", _pl.Path(__file__).with_name("conftest.py"))
-    _c = _ilu.module_from_spec(_spec)
-    _sys.modules["_zarrcy_cast_reference"] = _c
-    _spec.loader.exec_module(_c)
+import cast_reference as _c
 
 TARGETS = ["uint8", "int8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float16", "int4"]
 

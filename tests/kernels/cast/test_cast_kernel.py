@@ -12,18 +12,7 @@ from hypothesis import strategies as st
 from zarrcy.codecs.cast_value import ST_FAIL_NONFINITE, cast_array, classify_array
 from zarrcy.errors import CastError, OutOfRangeError
 
-import importlib.util as _ilu
-import pathlib as _pl
-import sys as _sys
-
-# the reference module (this directory's conftest.py) under a unique name: ``import conftest``
-# would pick whichever conftest another test directory registered first
-_c = _sys.modules.get("_zarrcy_cast_reference")
-if _c is None:
-    _spec = _ilu.spec_from_file_location("_zarrcy_cast_reference", _pl.Path(__file__).with_name("conftest.py"))
-    _c = _ilu.module_from_spec(_spec)
-    _sys.modules["_zarrcy_cast_reference"] = _c
-    _spec.loader.exec_module(_c)
+import cast_reference as _c
 
 STATUS = {0: "exact", 1: "rounded", 2: "clamped", 3: "wrapped", 5: "fail_nonfinite", 6: "fail_range"}
 

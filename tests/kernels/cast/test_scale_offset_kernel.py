@@ -13,18 +13,7 @@ from hypothesis import strategies as st
 from zarrcy.casting import scale_offset_decode, scale_offset_encode
 from zarrcy.errors import CastError, MetadataError, OutOfRangeError
 
-import importlib.util as _ilu
-import pathlib as _pl
-import sys as _sys
-
-# the reference module (this directory's conftest.py) under a unique name: ``import conftest``
-# would pick whichever conftest another test directory registered first
-_c = _sys.modules.get("_zarrcy_cast_reference")
-if _c is None:
-    _spec = _ilu.spec_from_file_location("_zarrcy_cast_reference", _pl.Path(__file__).with_name("conftest.py"))
-    _c = _ilu.module_from_spec(_spec)
-    _sys.modules["_zarrcy_cast_reference"] = _c
-    _spec.loader.exec_module(_c)
+import cast_reference as _c
 
 SO_TYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "int4", "uint4",
             "float16", "float32", "float64", "bfloat16", "float8_e4m3", "float8_e5m2"]
