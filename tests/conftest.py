@@ -8,4 +8,39 @@ from a fresh checkout; ``PYTHONSAFEPATH`` (Python >= 3.11) stops that for every 
 
 import os
 
+import pytest
+
 os.environ.setdefault("PYTHONSAFEPATH", "1")
+
+
+# -- the store suite's fixtures that do not depend on the store kind (tests/storage and
+# tests/remote each define ``factory``: the stores under test) ----------------------------
+@pytest.fixture
+def store(factory):
+    return factory.new()
+
+
+@pytest.fixture
+def outside(tmp_path):
+    """A directory beside the stores that no test may modify through a store."""
+    d = tmp_path / "outside"
+    d.mkdir()
+    (d / "secret").write_bytes(b"secret")
+    return d
+
+
+def _snapshot(path) -> dict[str, bytes]:
+    """Every file under ``path`` (relative name -> content), following no symlinks."""
+    out = {}
+    for dirpath, _dirs, files in os.walk(path):
+        for f in files:
+            p = os.path.join(dirpath, f)
+            if not os.path.islink(p):
+                with open(p, "rb") as fh:
+                    out[os.path.relpath(p, path)] = fh.read()
+    return out
+
+
+@pytest.fixture
+def take_snapshot():
+    return _snapshot

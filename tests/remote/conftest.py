@@ -194,35 +194,6 @@ def factory(request, tmp_path, s3_server):
     f.close()
 
 
-@pytest.fixture
-def store(factory):
-    return factory.new()
-
-
-@pytest.fixture
-def outside(tmp_path):
-    d = tmp_path / "outside"
-    d.mkdir()
-    (d / "secret").write_bytes(b"secret")
-    return d
-
-
-def _snapshot(path) -> dict[str, bytes]:
-    out = {}
-    for dirpath, _dirs, files in os.walk(path):
-        for f in files:
-            p = os.path.join(dirpath, f)
-            if not os.path.islink(p):
-                with open(p, "rb") as fh:
-                    out[os.path.relpath(p, path)] = fh.read()
-    return out
-
-
-@pytest.fixture
-def take_snapshot():
-    return _snapshot
-
-
 # -- plain HTTP ---------------------------------------------------------------------------------
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     """Serves a directory with single-range ``Range: bytes=a-b`` / ``bytes=-n`` support

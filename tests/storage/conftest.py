@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 
 import pytest
 
@@ -63,37 +62,8 @@ def factory(request, tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def store(factory):
-    return factory.new()
-
-
-@pytest.fixture
-def outside(tmp_path):
-    """A directory beside the stores that no test may modify through a store."""
-    d = tmp_path / "outside"
-    d.mkdir()
-    (d / "secret").write_bytes(b"secret")
-    return d
-
-
-def snapshot(path) -> dict[str, bytes]:
-    """Every file under ``path`` (relative name -> content), following no symlinks."""
-    out = {}
-    for dirpath, _dirs, files in os.walk(path):
-        for f in files:
-            p = os.path.join(dirpath, f)
-            if not os.path.islink(p):
-                with open(p, "rb") as fh:
-                    out[os.path.relpath(p, path)] = fh.read()
-    return out
-
-
-@pytest.fixture
 def make_factory():
     """The ``StoreFactory`` class (test files cannot import conftest under importlib mode)."""
     return StoreFactory
 
 
-@pytest.fixture
-def take_snapshot():
-    return snapshot
