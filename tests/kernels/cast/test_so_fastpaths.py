@@ -12,8 +12,10 @@ from zarrcy._kernels._scale_offset import encode_into
 from zarrcy.casting import scale_offset_encode
 from zarrcy.codecs._base import ArraySpec
 from zarrcy.codecs.cast_value import CastValueCodec
-from zarrcy.codecs.scale_offset import ScaleOffsetCastCodec, ScaleOffsetCodec
+from zarrcy.codecs.scale_offset import ScaleOffsetCodec
 from zarrcy.errors import CastError, OutOfRangeError
+
+from fused_check import check_decode
 
 STREAM_MIN = 1 << 22      # _scale_offset.pyx SO_STREAM_MIN
 SO_BLOCK = 2048
@@ -79,24 +81,6 @@ def isa(request):
     _cast.dispatch_isa("auto")
 
 
-def _run(fn, *a):
-    try:
-        return fn(*a), None
-    except CastError as e:
-        return None, (type(e), e.index)
-
-
-def _check_decode(enc, so, cv, dtype):
-    spec = ArraySpec(enc.shape, np.dtype(dtype), np.dtype(dtype).type(0))
-    fused = so.fuse_with(cv)
-    assert isinstance(fused, ScaleOffsetCastCodec)
-    seq, seq_err = _run(lambda a: so.decode(cv.decode(a, spec), spec), enc)
-    fus, fus_err = _run(fused.decode, enc, spec)
-    assert seq_err == fus_err
-    if seq is not None:
-        assert seq.dtype == fus.dtype and seq.tobytes() == fus.tobytes()
-
-
 SRC = {"uint8": ("float64", "float32"), "int8": ("float64", "float32"), "uint16": ("float64", "float32"),
        "int16": ("float64", "float32"), "uint32": ("float64",), "int32": ("float64",)}
 
@@ -117,11 +101,11 @@ def test_fused_decode_block_edges(isa, src, key):
         rng = np.random.default_rng(7)
         for n in (1, 9, BLOCK - 1, BLOCK, BLOCK + 1, 3 * BLOCK + 7):
             enc = rng.integers(info.min, info.max, n, dtype=src, endpoint=True)
-            _check_decode(enc, so, cv, dtype)
+            check_decode(enc, so, cv, dtype)
             for p in sorted({0, n - 1, min(BLOCK, n - 1), min(BLOCK - 1, n - 1), min(8, n - 1)}):
                 e2 = enc.copy()
                 e2[p] = kv
-                _check_decode(e2, so, cv, dtype)
+                check_decode(e2, so, cv, dtype)
 
 
 def test_fused_decode_overflow_and_key_values(isa):
@@ -133,21 +117,21 @@ def test_fused_decode_overflow_and_key_values(isa):
         for p in sorted({0, n - 1, min(BLOCK, n - 1)}):
             e2 = enc.copy()
             e2[p] = 30000
-            _check_decode(e2, so, cv, "float64")
+            check_decode(e2, so, cv, "float64")
             e2[p] = 5          # key value 2.0 / 1e-306 overflows too
-            _check_decode(e2, so, cv, "float64")
+            check_decode(e2, so, cv, "float64")
     # non-finite key values are not errors
     for val in ("NaN", "Infinity", "-Infinity"):
         cv = CastValueCodec("uint8", "nearest-even", "clamp", None, ((255, val),))
         enc = np.arange(3 * BLOCK, dtype=np.uint64).astype(np.uint8)
-        _check_decode(enc, ScaleOffsetCodec(1, 4), cv, "float64")
-        _check_decode(enc, ScaleOffsetCodec(1, 4), cv, "float32")
+        check_decode(enc, ScaleOffsetCodec(1, 4), cv, "float64")
+        check_decode(enc, ScaleOffsetCodec(1, 4), cv, "float32")
 
 
 def test_fused_decode_two_keys_uses_general_path(isa):
     cv = CastValueCodec("uint8", "nearest-even", "clamp", None, ((255, "NaN"), (0, -1.0)))
     enc = np.arange(2 * BLOCK + 1, dtype=np.uint64).astype(np.uint8)
-    _check_decode(enc, ScaleOffsetCodec(2, 0.5), cv, "float64")
+    check_decode(enc, ScaleOffsetCodec(2, 0.5), cv, "float64")
 
 
 # ---- decode straight into the caller's buffer (pipeline hook) and the array level
