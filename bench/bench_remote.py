@@ -121,37 +121,10 @@ class CountingS3Server:
             self.proc.kill()
 
 
-# -- the table -----------------------------------------------------------------------------
-class CountTable(Table):
-    """A Table whose rows may be counts (requests, MB) rather than seconds."""
-
-    def __init__(self, title: str, peers: list[str]) -> None:
-        super().__init__(title, peers)
-        self.units: dict[str, str] = {}
-
-    def add(self, op: str, results: dict[str, float | None], unit: str = "s") -> None:
-        self.units[op] = unit
-        self.rows.append((op, results))
-        fmt = (lambda v: f"{v:.4f}s") if unit == "s" else (lambda v: f"{v:g}{unit}")
-        cells = "  ".join(f"{p}={fmt(results[p])}" if results.get(p) is not None else f"{p}=n/a" for p in self.peers)
-        print(f"  {op:<40} {cells}", flush=True)
-
-    def markdown(self) -> str:
-        head = "| op | " + " | ".join(self.peers) + " | zarrcy ratio to best peer |"
-        sep = "|---" * (len(self.peers) + 2) + "|"
-        lines = [f"### {self.title}", "", head, sep]
-        for op, r in self.rows:
-            unit = self.units.get(op, "s")
-            peers = [r[p] for p in self.peers if p != "zarrcy" and r.get(p) is not None]
-            ratio = f"{r['zarrcy'] / min(peers):.2f}×" if r.get("zarrcy") and peers and min(peers) > 0 else "—"
-            fmt = (lambda v: f"{v:.4f} s") if unit == "s" else (lambda v: f"{v:g}{unit}")
-            cells = " | ".join(fmt(r[p]) if r.get(p) is not None else "—" for p in self.peers)
-            lines.append(f"| {op} | {cells} | {ratio} |")
-        return "\n".join(lines)
 
 
 # -- the workload ------------------------------------------------------------------------------
-def run(quick: bool = False) -> CountTable:
+def run(quick: bool = False) -> Table:
     import zarrcy
     from zarrcy.codecs import GzipCodec
     from zarrcy.codecs.sharding import clear_index_cache
@@ -227,7 +200,7 @@ def run(quick: bool = False) -> CountTable:
             f"{nboxes} unaligned {box}^3 reads": lambda name: [read(name, b) for b in boxes],
         }
         peers = list(readers)
-        table = CountTable(
+        table = Table(
             f"Remote (local moto S3, server in a child process): uint16 {data.shape}, shards {shard}^3, "
             f"inner {inner}^3, gzip 1 ({mib:.0f} MiB, {stored / 2**20:.0f} MiB stored), "
             f"{zarrcy.config()['threads']} threads", peers)

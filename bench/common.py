@@ -72,14 +72,24 @@ def smooth_field(shape: tuple[int, ...], seed: int = 0, decimals: int = 3) -> np
 
 
 class Table:
+    """Result rows per op and implementation: seconds by default, or any other unit
+    (``add(..., unit=" MB")`` for counts such as requests or bytes fetched)."""
+
     def __init__(self, title: str, peers: list[str]) -> None:
         self.title = title
         self.peers = peers
         self.rows: list[tuple[str, dict[str, float | None]]] = []
+        self.units: dict[str, str] = {}
 
-    def add(self, op: str, results: dict[str, float | None]) -> None:
+    @staticmethod
+    def _fmt(v: float, unit: str, sep: str) -> str:
+        return f"{v:.4f}{sep}s" if unit == "s" else f"{v:g}{unit}"
+
+    def add(self, op: str, results: dict[str, float | None], unit: str = "s") -> None:
+        self.units[op] = unit
         self.rows.append((op, results))
-        cells = "  ".join(f"{p}={results[p]:.4f}s" if results.get(p) is not None else f"{p}=n/a" for p in self.peers)
+        cells = "  ".join(f"{p}={self._fmt(results[p], unit, '')}" if results.get(p) is not None else f"{p}=n/a"
+                          for p in self.peers)
         print(f"  {op:<34} {cells}", flush=True)
 
     def markdown(self) -> str:
@@ -87,8 +97,9 @@ class Table:
         sep = "|---" * (len(self.peers) + 2) + "|"
         lines = [f"### {self.title}", "", head, sep]
         for op, r in self.rows:
+            unit = self.units.get(op, "s")
             peers = [r[p] for p in self.peers if p != "zarrcy" and r.get(p) is not None and not p.startswith(("limit", "floor"))]
-            ratio = f"{r['zarrcy'] / min(peers):.2f}×" if r.get("zarrcy") and peers else "—"
-            cells = " | ".join(f"{r[p]:.4f} s" if r.get(p) is not None else "—" for p in self.peers)
+            ratio = f"{r['zarrcy'] / min(peers):.2f}×" if r.get("zarrcy") and peers and min(peers) > 0 else "—"
+            cells = " | ".join(self._fmt(r[p], unit, " ") if r.get(p) is not None else "—" for p in self.peers)
             lines.append(f"| {op} | {cells} | {ratio} |")
         return "\n".join(lines)
