@@ -301,16 +301,7 @@ def _is_v2(meta: Any) -> bool:
 
 
 def _v3_data_type(meta: Any) -> Any:
-    if not _is_v2(meta):
-        return meta.data_type
-    dt3 = meta.data_type.v3
-    if dt3 is None and meta.data_type.stored_dtype.kind == "O" and meta.filters:
-        # zarr-python 2's variable-length strings/bytes: dtype "|O" + a vlen filter first
-        from zarrcy.metadata.data_type import VLEN_TYPES
-
-        first = meta.filters[0].get("id") if isinstance(meta.filters[0], dict) else None
-        dt3 = {"vlen-utf8": VLEN_TYPES["string"], "vlen-bytes": VLEN_TYPES["bytes"]}.get(first)
-    return dt3
+    return meta.data_type.v3 if _is_v2(meta) else meta.data_type
 
 
 def _codecs_native(meta: Any) -> bool:
