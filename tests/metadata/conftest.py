@@ -1,8 +1,7 @@
 """Shared helpers for the metadata tests.
 
-Until ``zarrcy.codecs.parse_codecs`` exists, ``codecs`` are parsed by a tiny fake that
-knows the core codec names and echoes their JSON; once the real registry is
-importable the tests use it.
+``codecs`` are always parsed by the real registry (no fallback: a broken codec layer
+must fail these tests, not be papered over).
 """
 
 from __future__ import annotations
@@ -12,48 +11,6 @@ from typing import Any
 
 import pytest
 
-from zarrcy.errors import MetadataError, UnknownCodecError
-
-KNOWN_CODECS = {"bytes", "transpose", "gzip", "crc32c", "blosc", "zstd", "sharding_indexed", "cast_value", "scale_offset"}
-
-
-def _real_parse_codecs() -> Any:
-    try:
-        from zarrcy.codecs import parse_codecs  # noqa: F401
-    except ImportError:
-        return None
-    return parse_codecs
-
-
-class FakeCodec:
-    def __init__(self, d: dict[str, Any]) -> None:
-        self.d = d
-
-    def to_dict(self) -> dict[str, Any]:
-        return copy.deepcopy(self.d)
-
-
-def fake_parse_codecs(value: list[Any], spec: Any, path: str = "codecs") -> list[FakeCodec]:
-    out = []
-    for i, c in enumerate(value):
-        d = {"name": c} if isinstance(c, str) else c
-        if not isinstance(d, dict) or not isinstance(d.get("name"), str):
-            raise MetadataError(f"{path}[{i}]: expected a codec, received {c!r}")
-        if d["name"] not in KNOWN_CODECS and d.get("must_understand", True):
-            raise UnknownCodecError(f"{path}[{i}]: unknown codec {d['name']!r}")
-        out.append(FakeCodec(d))
-    return out
-
-
-REAL_CODECS = _real_parse_codecs() is not None
-
-
-@pytest.fixture(autouse=True)
-def _codecs(monkeypatch: pytest.MonkeyPatch) -> None:
-    if not REAL_CODECS:
-        import zarrcy.metadata.array as array_mod
-
-        monkeypatch.setattr(array_mod, "_parse_codecs", fake_parse_codecs)
 
 
 def _array_doc(**overrides: Any) -> dict[str, Any]:

@@ -15,13 +15,6 @@ from zarrcy.codecs._base import ArraySpec
 from zarrcy.errors import MetadataError, UnknownCodecError, UnknownExtensionError
 from zarrcy.metadata import ArrayMetadata, GroupMetadata, parse_data_type
 
-try:
-    from zarrcy.codecs import parse_codecs as _real  # noqa: F401
-
-    REAL_CODECS = True
-except ImportError:
-    REAL_CODECS = False
-
 # v3-core.rst "Array metadata" -> "Example" (verbatim)
 CORE_EXAMPLE_1 = """{
 "zarr_format": 3,
@@ -231,14 +224,7 @@ CODEC_EXAMPLES = {
 @pytest.mark.parametrize("name", sorted(CODEC_EXAMPLES))
 def test_codec_spec_examples(name: str) -> None:
     doc = CODEC_EXAMPLES[name]
-    if REAL_CODECS:
-        from zarrcy.codecs import registry
-
-        for c in doc["codecs"]:
-            try:
-                registry.get_codec_class(c if isinstance(c, str) else c["name"], "codecs")
-            except UnknownCodecError:
-                pytest.skip(f"codec {c!r} not available in zarrcy.codecs yet")
+    # every codec of the spec examples is implemented: an unknown one is a failure, not a skip
     m = ArrayMetadata.from_json(json.dumps(doc))
     out = m.to_json()
     names = [c if isinstance(c, str) else c["name"] for c in doc["codecs"]]
@@ -509,15 +495,3 @@ def test_all_core_and_extension_types_parse(array_doc: Any) -> None:
         assert m.to_json()["fill_value"] == fv
     m = ArrayMetadata.from_json(array_doc(data_type="r16", fill_value=[1, 2]))
     assert m.dtype == np.dtype("V2") and m.to_json()["fill_value"] == [1, 2]
-
-
-def test_parse_speed(array_doc: Any) -> None:
-    # the metadata layer is hit on every open; keep parsing well under 100 us
-    import time
-
-    text = json.dumps(array_doc(attributes={"a": 1}, dimension_names=["y", "x"])).encode()
-    ArrayMetadata.from_json(text)
-    t = time.perf_counter()
-    for _ in range(200):
-        ArrayMetadata.from_json(text)
-    assert (time.perf_counter() - t) < 0.1
