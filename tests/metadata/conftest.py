@@ -6,7 +6,6 @@ must fail these tests, not be papered over).
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
