@@ -157,6 +157,14 @@ class LocalStore(Store):
         """The same directory with another ``read_only`` flag (never creates the root)."""
         return LocalStore(self.root, read_only=read_only, create=False, fsync=self.fsync)
 
+    def lock_key(self, key: str) -> object:
+        """The resolved path of ``key``'s file (``os.path.realpath``: every symlink in the
+        root, the directories and the file itself followed; a missing tail is kept as
+        written), so writers through a symlinked root or directory share one lock.
+        Not the inode: an atomic replace gives every version a new one, and a file that
+        does not exist yet has none.  Bind mounts and hard links are not unified."""
+        return ("file", os.path.realpath(self._path(key)))
+
     # -- paths and containment -----------------------------------------------------------
     def _path(self, key: str) -> str:
         check_key(key)
