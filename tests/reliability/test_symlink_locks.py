@@ -93,3 +93,17 @@ def test_default_lock_key_is_url_and_key():
     m = MemoryStore()
     assert m.lock_key("c/0") == (m.url, "c/0")
     assert m.lock_key("c/0") != m.lock_key("c/1")
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symlinks on this platform")
+def test_lock_key_follows_repointed_and_file_symlinks(tmp_path):
+    s = LocalStore(tmp_path / "s")
+    s.set("d1/k", b"1")
+    s.set("d2/k", b"2")
+    os.symlink(tmp_path / "s" / "d1", tmp_path / "s" / "link")
+    assert s.lock_key("link/k") == s.lock_key("d1/k")  # (caches the resolved directory)
+    os.unlink(tmp_path / "s" / "link")
+    os.symlink(tmp_path / "s" / "d2", tmp_path / "s" / "link")
+    assert s.lock_key("link/k") == s.lock_key("d2/k")  # another directory: not the cached one
+    os.symlink(tmp_path / "s" / "d1" / "k", tmp_path / "s" / "d2" / "alias")
+    assert s.lock_key("d2/alias") == s.lock_key("d1/k")  # a symlinked file
