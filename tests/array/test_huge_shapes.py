@@ -232,3 +232,14 @@ def test_huge_2d_array_edges():
     assert a[-1, :: 2**40].tolist() == [2]
     assert a[:: 2**30, -1].tolist() == [FILL, FILL]
     assert a.blocks[-1, -1].shape == ((n - 1) % 3 + 1, (n - 1) % 5 + 1)
+
+
+def test_count_chunks_counts_touched_chunks():
+    from zarrcy.indexing import count_chunks, normalize_basic
+
+    sel = normalize_basic(slice(None, None, 4 * 10**11), (10**12,))
+    assert count_chunks(sel, (1000,)) == 3
+    assert count_chunks(normalize_basic((slice(5, 95), 3), (100, 10)), (10, 4)) == 10
+    assert count_chunks(normalize_basic(slice(-1, None), (INT64_MAX,)), (3,)) == 1
+    assert count_chunks(normalize_basic(slice(None, None, 2**70), (INT64_MAX,)), (3,)) == 1
+    assert count_chunks(normalize_basic(slice(None, None, 7), (100,)), (10,)) == len({i // 10 for i in range(0, 100, 7)})
