@@ -16,6 +16,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from zarrcy.config import at_fork_reset as _at_fork_reset
 from zarrcy.config import executor as _executor
 from zarrcy.config import get as _config_get
 from zarrcy.config import named_pool as _named_pool
@@ -163,19 +164,31 @@ def _check_chunk_bytes(metadata: Any, where: str) -> None:
 
 
 # One lock per stored object (chunk or shard) being written in this process, keyed by
-# (store URL, key) so that two Array objects over the same store share it.  Writes are
-# read-modify-write (partial chunks, partial shards, the shard append strategy): without
-# this, two threads writing different parts of one shard lose updates (rewrite) or tear
-# the shard (append).  Other processes are not covered (see the README "Guarantees").
-_OBJECT_LOCKS: dict[tuple[str, str], list] = {}
+# ``store.lock_key(key)`` -- the object itself, not the path string: two Array objects
+# over the same store, or over two paths to one file (a symlinked root or directory),
+# share it.  Writes are read-modify-write (partial chunks, partial shards, the shard
+# append strategy): without this, two threads writing different parts of one shard lose
+# updates (rewrite) or tear the shard (append).  Other processes are not covered (see
+# the README "Guarantees").
+_OBJECT_LOCKS: dict[Any, list] = {}
 _OBJECT_LOCKS_GUARD = threading.Lock()
+
+
+@_at_fork_reset
+def _reset_after_fork() -> None:
+    """Forked child: locks held by the parent's other threads would stay held forever;
+    the writes they guarded do not exist here.  Scratch buffers go too (per thread)."""
+    global _OBJECT_LOCKS_GUARD, _SCRATCH
+    _OBJECT_LOCKS_GUARD = threading.Lock()
+    _OBJECT_LOCKS.clear()
+    _SCRATCH = threading.local()
 
 
 class _object_lock:
     __slots__ = ("k", "entry")
 
     def __init__(self, store: Store, key: str) -> None:
-        self.k = (str(store.url), key)
+        self.k = store.lock_key(key)
 
     def __enter__(self) -> None:
         with _OBJECT_LOCKS_GUARD:
@@ -191,7 +204,7 @@ class _object_lock:
         entry[0].release()
         with _OBJECT_LOCKS_GUARD:
             entry[1] -= 1
-            if entry[1] == 0:
+            if entry[1] == 0 and _OBJECT_LOCKS.get(self.k) is entry:  # (a fork may have reset it)
                 del _OBJECT_LOCKS[self.k]
 
 

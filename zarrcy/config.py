@@ -1,7 +1,19 @@
-"""Runtime configuration: thread count and tunables.
+"""Runtime configuration: thread count and tunables; the process-wide thread pools.
 
 ``zarrcy.config(threads=N)`` sets values; ``zarrcy.config()`` returns the current dict.
 The environment variable ``ZARRCY_THREADS`` sets the initial thread count.
+
+Fork safety (CONVENTIONS.md 13).  A forked child has only the thread that called
+``fork``: pools whose worker threads stayed behind would accept tasks nobody runs, and a
+lock some other thread held at the fork stays held forever.  :func:`at_fork_reset`
+registers a callback run in every forked child (``os.register_at_fork(after_in_child=)``,
+one hook for the whole package, callbacks in registration order); each module that keeps
+a pool, a lock or a cache touched by threads at module level (or in long-lived
+instances) registers one that forgets the pools, recreates the locks and clears the
+caches those locks guarded (their invariants may have been mid-update).  The pools here
+(:func:`executor`, :func:`named_pool`) use it themselves: a child makes fresh pools on
+first use.  ``spawn``/``forkserver`` children start from a fresh interpreter and need
+none of this.
 """
 
 from __future__ import annotations
@@ -9,9 +21,40 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Callable, TypeVar
 
-__all__ = ["config", "get", "executor", "named_pool"]
+__all__ = ["config", "get", "executor", "named_pool", "at_fork_reset"]
+
+_F = TypeVar("_F", bound=Callable[[], None])
+_AT_FORK: list[Callable[[], None]] = []
+
+
+def at_fork_reset(callback: _F) -> _F:
+    """Run ``callback()`` in every child this process forks from now on, before any
+    zarrcy code runs there (usable as a decorator; returns ``callback``).
+
+    The callback runs with only the forking thread alive: it must not wait for other
+    threads or acquire locks they may have held.  Typical body: ``global _LOCK;
+    _LOCK = threading.Lock(); _CACHE.clear()`` (assign new objects, never ``release()``
+    an inherited lock).  An exception does not stop the other callbacks; the first one
+    is re-raised at the end (Python reports it as unraisable)."""
+    _AT_FORK.append(callback)
+    return callback
+
+
+def _after_fork_in_child() -> None:
+    first: BaseException | None = None
+    for cb in list(_AT_FORK):
+        try:
+            cb()
+        except BaseException as e:  # keep resetting the others
+            first = first or e
+    if first is not None:
+        raise first
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; elsewhere there is no fork
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 _lock = threading.Lock()
 _values: dict[str, Any] = {
@@ -56,7 +99,7 @@ def get(name: str) -> Any:
 
 
 def executor() -> ThreadPoolExecutor:
-    """The shared thread pool, sized to ``config()['threads']``."""
+    """The shared thread pool, sized to ``config()['threads']`` (a forked child makes its own)."""
     global _executor, _executor_threads
     n = _values["threads"]
     if _executor is None or _executor_threads != n:
@@ -77,7 +120,8 @@ _POOLS_LOCK = threading.Lock()
 def named_pool(name: str, n: int) -> ThreadPoolExecutor:
     """A process-wide pool of ``n`` threads for one purpose (``name``), made once and
     shared by all callers: no thread start per call, and ``n`` bounds the tasks in flight
-    across them.  A forked child makes its own (the parent's threads do not exist there).
+    across them.  A forked child makes its own (the parent's threads do not exist there;
+    see :func:`at_fork_reset`).
     Tasks on it must never wait on the same pool (callers blocking on it cannot deadlock)."""
     k = (name, n)
     pool = _POOLS.get(k)
@@ -89,11 +133,14 @@ def named_pool(name: str, n: int) -> ThreadPoolExecutor:
     return pool
 
 
+@at_fork_reset
 def _forget_pools_after_fork() -> None:
-    global _POOLS_LOCK
+    """The parent's pools have no threads here (and their internal locks may be held):
+    drop them without ``shutdown`` (which could wait on such a lock); the child makes
+    its own on first use."""
+    global _lock, _executor, _executor_threads, _POOLS_LOCK
+    _lock = threading.Lock()
+    _executor = None
+    _executor_threads = 0
     _POOLS_LOCK = threading.Lock()
     _POOLS.clear()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pools_after_fork)

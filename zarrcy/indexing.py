@@ -98,10 +98,23 @@ def _dim_from_slice(s: slice, n: int, axis: int) -> DimSelection:
         step = operator.index(s.step)
         if step <= 0:
             raise IndexError(f"slice step for axis {axis}: expected a positive step, received {step}")
+    # Python ints of any size, clipped to [0, n] as numpy does (``slice.indices``); the
+    # step stays unbounded there, so normalise it before the int64 kernel sees it
     start, stop, step = s.indices(n)
-    if stop < start:
-        stop = start
+    if stop <= start:
+        return DimSelection("slice", n, start, start, 1)
+    if step >= stop - start:  # one element (numpy: a[5::2**70] == a[5:6])
+        return DimSelection("slice", n, start, start + 1, 1)
     return DimSelection("slice", n, start, stop, step)
+
+
+def _check_uint64(arr: np.ndarray, n: int, axis: int) -> None:
+    """uint64 indices beyond int64 would wrap to negatives in the int64 cast: refuse
+    them first, naming the real value (numpy: IndexError)."""
+    if arr.dtype.kind == "u" and arr.dtype.itemsize == 8 and arr.size:
+        hi = int(arr.max())
+        if hi >= n:
+            raise IndexError(f"index {hi} is out of bounds for axis {axis} with size {n}")
 
 
 def _dim_from_array(a: Any, n: int, axis: int) -> DimSelection:
@@ -117,6 +130,7 @@ def _dim_from_array(a: Any, n: int, axis: int) -> DimSelection:
         raise IndexError(f"index array for axis {axis}: expected 1-d, received {arr.ndim}-d")
     if arr.size and arr.dtype.kind not in "iu":
         raise IndexError(f"index array for axis {axis}: expected integers, received dtype {arr.dtype}")
+    _check_uint64(arr, n, axis)
     idx = arr.astype(np.int64, copy=True)
     if idx.size:
         lo, hi = int(idx.min()), int(idx.max())
@@ -225,6 +239,7 @@ def normalize_vectorized(selection: Any, shape: Sequence[int]) -> tuple[np.ndarr
         a = np.asarray(s)
         if a.dtype == bool or (a.size and a.dtype.kind not in "iu"):
             raise IndexError(f"vindex: index for axis {axis}: expected integers, received dtype {a.dtype}")
+        _check_uint64(a, n, axis)
         a = a.astype(np.int64)
         if a.size:
             lo, hi = int(a.min()), int(a.max())
@@ -322,9 +337,13 @@ def count_chunks(sel: BasicSelection, chunk_shape: Sequence[int]) -> int:
         if d.kind == "int":
             continue
         if d.kind == "slice":
-            if d.nitems == 0:
+            k = d.nitems
+            if k == 0:
                 return 0
-            n *= (d.stop - 1) // c - d.start // c + 1
+            last = d.start + (k - 1) * d.step
+            # every chunk of the span is touched when step <= chunk length; otherwise
+            # each selected element lies in a chunk of its own
+            n *= last // c - d.start // c + 1 if d.step <= c else k
         else:
             n *= len(np.unique(d.indices // c))
     return n

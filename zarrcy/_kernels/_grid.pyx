@@ -23,93 +23,159 @@ def debug_build():
     return bool(ZARRCY_DEBUG)
 
 
+# Overflow safety (issue 12 item 3).  Zarr quantities are int64 and an array may end
+# just below 2**63 (v3-core.rst "shape": any non-negative integer; zarrcy refuses only
+# element counts beyond int64).  Every expression below is bounded by a value already
+# known to fit: chunk origins never exceed the last selected index, and "one past the
+# end" (origin + chunk_len, ceil((a + b - 1) / b)) is never formed -- the kernels compare
+# distances instead (``last - c0 < chunk_len``).  The comments give each bound.
+
+cdef inline int64_t _cdiv(int64_t a, int64_t b) noexcept nogil:
+    # ceil(a / b) for a >= 0, b > 0, without forming a + b - 1 (which can overflow)
+    return a // b + (1 if a % b else 0)
+
+
+cdef Py_ssize_t _grid_shape(const int64_t[::1] array_shape, const int64_t[::1] chunk_shape,
+                            int64_t[::1] out) noexcept nogil:
+    """-1, or the first dimension whose extent is negative or chunk length < 1."""
+    cdef Py_ssize_t i
+    for i in range(array_shape.shape[0]):
+        if array_shape[i] < 0 or chunk_shape[i] < 1:
+            return i
+        out[i] = _cdiv(array_shape[i], chunk_shape[i])
+    return -1
+
+
 def grid_shape(const int64_t[::1] array_shape, const int64_t[::1] chunk_shape):
-    """ceil(array_shape / chunk_shape) per dimension (chunk_shape > 0 checked by caller)."""
-    cdef Py_ssize_t n = array_shape.shape[0], i
+    """ceil(array_shape / chunk_shape) per dimension, exact for every int64 extent.
+
+    Raises ValueError for a rank mismatch, a negative extent or a chunk length < 1.
+    """
+    cdef Py_ssize_t n = array_shape.shape[0], bad
     if chunk_shape.shape[0] != n:
-        raise ValueError("grid_shape: rank mismatch")
+        raise ValueError(f"grid_shape: expected chunk_shape of rank {n}, received rank {chunk_shape.shape[0]}")
     out = np.empty(n, dtype=np.int64)
     cdef int64_t[::1] o = out
     with nogil:
-        for i in range(n):
-            o[i] = (array_shape[i] + chunk_shape[i] - 1) // chunk_shape[i]
+        bad = _grid_shape(array_shape, chunk_shape, o)
+    if bad >= 0:
+        raise ValueError(
+            f"grid_shape: dimension {bad}: expected extent >= 0 and chunk length >= 1, "
+            f"received {array_shape[bad]} and {chunk_shape[bad]}"
+        )
     return out
 
 
-cdef inline int64_t _cdiv(int64_t a, int64_t b) noexcept nogil:
-    # ceil(a / b) for a >= 0, b > 0
-    return (a + b - 1) // b
+cdef Py_ssize_t _slice_projection(int64_t chunk_len, int64_t start, int64_t n_sel, int64_t step,
+                                  int64_t first_chunk, int64_t last_chunk, int64_t last,
+                                  int64_t* chunk, int64_t* cs, int64_t* ce, int64_t* os_, int64_t* oe,
+                                  Py_ssize_t cap) noexcept nogil:
+    """Fill the runs; return how many, or -1 if ``cap`` or the step budget would be
+    exceeded (impossible for valid input: a guard, so a bug fails instead of spinning)."""
+    cdef int64_t c = first_chunk, c0, hi, k0, k1, first_idx, last_idx
+    cdef Py_ssize_t m = 0
+    # each pass either emits a run or jumps to a chunk that holds a selected index (and
+    # emits there next): at most 2 passes per run
+    cdef Py_ssize_t budget = 2 * cap + 2
+    while c <= last_chunk:
+        budget -= 1
+        if budget < 0:
+            return -1
+        c0 = c * chunk_len  # <= last (c <= last // chunk_len): fits
+        # first selected index >= c0: k0 = ceil((c0 - start) / step), at least 0
+        k0 = 0 if c0 <= start else _cdiv(c0 - start, step)
+        if k0 >= n_sel:
+            break
+        first_idx = start + k0 * step  # a selected index (k0 < n_sel): <= last
+        # the chunk's last index within the selection range: min(last, c0 + chunk_len - 1),
+        # compared as a distance so c0 + chunk_len is never formed
+        hi = last if last - c0 < chunk_len else c0 + (chunk_len - 1)
+        if first_idx > hi:
+            # a step longer than a chunk: jump straight to the chunk holding first_idx
+            c = first_idx // chunk_len
+            continue
+        k1 = (hi - start) // step  # <= n_sel - 1 since hi <= last
+        last_idx = start + k1 * step  # <= hi
+        if m >= cap:
+            return -1
+        chunk[m] = c
+        cs[m] = first_idx - c0
+        ce[m] = last_idx - c0 + 1  # <= chunk_len
+        os_[m] = k0
+        oe[m] = k1 + 1  # <= n_sel
+        m += 1
+        c += 1  # <= last_chunk + 1 <= 2**63 - 1
+    return m
 
 
 def slice_projection(int64_t chunk_len, int64_t start, int64_t stop, int64_t step):
-    """Project ``range(start, stop, step)`` (already clipped, step > 0) onto chunks.
+    """Project ``range(start, stop, step)`` (``0 <= start``, ``step >= 1``, ``chunk_len >= 1``;
+    ``stop < start`` selects nothing) onto chunks.
 
     Returns int64 arrays ``(chunk, c_start, c_stop, o_start, o_stop)``: for each chunk
     touched, the in-chunk slice ``c_start:c_stop:step`` and the output slice
     ``o_start:o_stop`` (step 1).  ``c_stop`` is exclusive and tight (last index + 1).
+    Work and memory are proportional to the chunks touched (at most the number of
+    selected indices), never to the span between the first and the last; exact for
+    every int64 input (no intermediate overflows).
     """
+    if chunk_len < 1 or start < 0 or step < 1:
+        raise ValueError(
+            f"slice_projection: expected chunk_len >= 1, start >= 0, step >= 1, "
+            f"received {chunk_len}, {start}, {step}"
+        )
+    # stop - start fits: both in [0, 2**63 - 1]
     cdef int64_t n_sel = 0 if stop <= start else _cdiv(stop - start, step)
     if n_sel == 0:
         e = np.empty(0, dtype=np.int64)
         return e, e, e, e, e
+    # (n_sel - 1) * step <= stop - start - 1: fits
     cdef int64_t last = start + (n_sel - 1) * step
     cdef int64_t first_chunk = start // chunk_len, last_chunk = last // chunk_len
-    cdef Py_ssize_t nchunks_max = <Py_ssize_t>(last_chunk - first_chunk + 1)
-    chunk_a = np.empty(nchunks_max, dtype=np.int64)
-    cs_a = np.empty(nchunks_max, dtype=np.int64)
-    ce_a = np.empty(nchunks_max, dtype=np.int64)
-    os_a = np.empty(nchunks_max, dtype=np.int64)
-    oe_a = np.empty(nchunks_max, dtype=np.int64)
-    cdef int64_t[::1] chunk = chunk_a, cs = cs_a, ce = ce_a, os_ = os_a, oe = oe_a
-    cdef int64_t c, c0, c1, k0, k1, first_idx, last_idx
-    cdef Py_ssize_t m = 0
+    # a touched chunk holds at least one selected index: runs <= min(n_sel, span)
+    cdef int64_t span = last_chunk - first_chunk  # + 1 below, compared first
+    cdef Py_ssize_t cap = <Py_ssize_t>(n_sel if n_sel <= span else span + 1)
+    runs = np.empty((5, cap), dtype=np.int64)
+    cdef int64_t[:, ::1] r = runs
+    cdef Py_ssize_t m
     with nogil:
-        c = first_chunk
-        while c <= last_chunk:
-            c0 = c * chunk_len
-            c1 = c0 + chunk_len  # exclusive
-            # first selected index >= c0: k0 = ceil((c0 - start) / step), clipped at 0
-            if c0 <= start:
-                k0 = 0
-            else:
-                k0 = _cdiv(c0 - start, step)
-            first_idx = start + k0 * step
-            if first_idx >= c1 or k0 >= n_sel:
-                # step larger than chunk: skip ahead to the chunk holding first_idx
-                if k0 >= n_sel:
-                    break
-                c = first_idx // chunk_len
-                continue
-            # last selected index < c1
-            k1 = (c1 - 1 - start) // step
-            if k1 > n_sel - 1:
-                k1 = n_sel - 1
-            last_idx = start + k1 * step
-            chunk[m] = c
-            cs[m] = first_idx - c0
-            ce[m] = last_idx - c0 + 1
-            os_[m] = k0
-            oe[m] = k1 + 1
-            m += 1
-            c += 1
-    return chunk_a[:m], cs_a[:m], ce_a[:m], os_a[:m], oe_a[:m]
+        m = _slice_projection(chunk_len, start, n_sel, step, first_chunk, last_chunk, last,
+                              &r[0, 0], &r[1, 0], &r[2, 0], &r[3, 0], &r[4, 0], cap)
+    if m < 0:
+        raise RuntimeError(f"slice_projection: internal error for ({chunk_len}, {start}, {stop}, {step})")
+    return runs[0, :m], runs[1, :m], runs[2, :m], runs[3, :m], runs[4, :m]
+
+
+cdef Py_ssize_t _first_negative(const int64_t[::1] idx, bint* monotonic) noexcept nogil:
+    """-1 or the position of the first negative index; sets ``monotonic``."""
+    cdef Py_ssize_t n = idx.shape[0], i
+    monotonic[0] = True
+    for i in range(n):
+        if idx[i] < 0:
+            return i
+        if i and idx[i] < idx[i - 1]:
+            monotonic[0] = False
+    return -1
 
 
 def array_projection(const int64_t[::1] idx, int64_t chunk_len):
-    """Project integer indices (non-negative, in bounds) onto chunks.
+    """Project integer indices (non-negative; in bounds is the caller's business) onto chunks.
 
     Returns ``(chunk, bounds, in_chunk, out_pos)``: ``chunk[j]`` is the j-th chunk
     touched, and ``in_chunk[bounds[j]:bounds[j+1]]`` / ``out_pos[bounds[j]:bounds[j+1]]``
     are its in-chunk indices and the output positions they go to.  Indices need not be
     sorted (output order follows the input, as numpy's orthogonal indexing does).
+    Memory is O(len(idx)); ``v // chunk_len`` and ``v - c * chunk_len`` cannot overflow
+    for ``v >= 0`` (negative indices are refused with ValueError).
     """
-    cdef Py_ssize_t n = idx.shape[0], i
+    cdef Py_ssize_t n = idx.shape[0], i, bad
     cdef bint monotonic = True
+    if chunk_len < 1:
+        raise ValueError(f"array_projection: expected chunk_len >= 1, received {chunk_len}")
     with nogil:
-        for i in range(1, n):
-            if idx[i] < idx[i - 1]:
-                monotonic = False
-                break
+        bad = _first_negative(idx, &monotonic)
+    if bad >= 0:
+        raise ValueError(f"array_projection: index {bad}: expected >= 0, received {idx[bad]}")
     if monotonic:
         order_a = np.arange(n, dtype=np.int64)
     else:
@@ -130,7 +196,7 @@ def array_projection(const int64_t[::1] idx, int64_t chunk_len):
                 bounds[m] = i
                 m += 1
                 prev = c
-            in_chunk[i] = v - c * chunk_len
+            in_chunk[i] = v - c * chunk_len  # c * chunk_len <= v
         bounds[m] = n
     return chunk_a[:m], bounds_a[:m + 1], in_chunk_a, order_a
 

@@ -43,6 +43,12 @@ class Store(ABC):
     def url(self) -> str:
         """A URL that ``zarrcy.storage.store_from_url`` turns back into an equal store."""
 
+    def lock_key(self, key: str) -> object:
+        """A hashable name of the stored object behind ``key`` for in-process write locks:
+        equal for every path that reaches the same object (stores that can alias, such as
+        a symlinked directory, override it).  Default: ``(url, key)``."""
+        return (self.url, key)
+
     def _check_writable(self) -> None:
         if self.read_only:
             raise ReadOnlyError(f"{self.url}: store is read-only")

@@ -157,6 +157,33 @@ class LocalStore(Store):
         """The same directory with another ``read_only`` flag (never creates the root)."""
         return LocalStore(self.root, read_only=read_only, create=False, fsync=self.fsync)
 
+    def lock_key(self, key: str) -> object:
+        """The resolved path of ``key``'s file (symlinks in the root, the directories and
+        the file itself followed, as ``os.path.realpath``; a missing tail is kept as
+        written), so writers through a symlinked root or directory share one lock.
+        Not the file's inode: an atomic replace gives every version a new one, and a
+        file that does not exist yet has none.  Bind mounts and hard links are not
+        unified.  Cost: one ``stat`` + one ``lstat`` -- the resolved directory is
+        cached while the directory's (device, inode) stays the same."""
+        path = self._path(key)
+        dirpath, name = os.path.split(path)
+        try:
+            st = os.stat(dirpath)
+        except (OSError, ValueError):  # not created yet: resolve the part that exists
+            return ("file", os.path.realpath(path))
+        cache = self.__dict__.setdefault("_real_dirs", {})
+        hit = cache.get(dirpath)
+        if hit is None or hit[0] != st.st_ino or hit[1] != st.st_dev:
+            if len(cache) >= 4096:
+                cache.clear()
+            hit = cache[dirpath] = (st.st_ino, st.st_dev, os.path.realpath(dirpath))
+        try:
+            if stat.S_ISLNK(os.lstat(path).st_mode):  # the file itself is a symlink
+                return ("file", os.path.realpath(path))
+        except (OSError, ValueError):
+            pass
+        return ("file", os.path.join(hit[2], name))
+
     # -- paths and containment -----------------------------------------------------------
     def _path(self, key: str) -> str:
         check_key(key)
