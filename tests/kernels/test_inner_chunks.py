@@ -362,3 +362,162 @@ def test_threads_disjoint_ranges():
             t.join()
         assert results == [(-1, 0)] * 4
         np.testing.assert_array_equal(out, want)
+
+
+# -- gather_encode ---------------------------------------------------------------------
+
+def ref_chunks(arr: np.ndarray, chunk_shape, fill: bytes):
+    """(padded chunk, in-bounds part is all fill bytewise) per inner chunk, C order."""
+    grid = [-(-s // c) for s, c in zip(arr.shape, chunk_shape)]
+    fv = np.frombuffer(fill, arr.dtype)[0]
+    for coords in itertools.product(*map(range, grid)):
+        sl = tuple(slice(g * c, (g + 1) * c) for g, c in zip(coords, chunk_shape))
+        part = arr[sl]
+        padded = np.full(chunk_shape, fv, arr.dtype)
+        padded[tuple(slice(0, n) for n in part.shape)] = part
+        empty = np.ascontiguousarray(part).tobytes() == fill * part.size
+        yield coords, padded, empty
+
+
+def run_encode(arr, chunk_shape, stored, codec, level, fill, write_empty, bounds=None):
+    grid = [-(-s // c) for s, c in zip(arr.shape, chunk_shape)]
+    n = int(np.prod(grid))
+    cb = int(np.prod(chunk_shape)) * arr.dtype.itemsize
+    slot = K.slot_size(codec, level, cb)
+    offsets = np.arange(n + 1, dtype=np.int64) * slot
+    buf = np.empty(n * slot, np.uint8)
+    nbytes = np.full(n, -7, np.int64)
+    flags = np.full(n, 9, np.uint8)
+    bounds = bounds or [0, n]
+    results = []
+
+    def work(t0, t1):
+        scratch = np.empty(cb, np.uint8)
+        results.append(K.gather_encode(arr, np.asarray(chunk_shape, np.int64), arr.dtype.itemsize,
+                                       stored != NATIVE, codec, level, fill, write_empty, t0, t1,
+                                       buf, offsets, nbytes, flags, scratch))
+
+    threads = [threading.Thread(target=work, args=(b0, b1)) for b0, b1 in zip(bounds, bounds[1:])]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [(-1, 0)] * len(threads)
+    return buf, offsets, nbytes, flags
+
+
+@st.composite
+def encode_cases(draw):
+    ndim = draw(st.integers(0, 4))
+    chunk_shape = tuple(draw(st.lists(st.integers(1, 5), min_size=ndim, max_size=ndim)))
+    shape = tuple(draw(st.integers(0, 3 * c)) for c in chunk_shape)
+    dt = np.dtype(NATIVE + draw(st.sampled_from(DTYPES)))
+    return (chunk_shape, shape, dt, draw(st.sampled_from([NATIVE, OTHER])), draw(st.sampled_from([K.RAW, K.GZIP])),
+            draw(st.integers(0, 12)), draw(st.booleans()), draw(st.integers(0, 2**32 - 1)),
+            draw(st.integers(1, 3)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(encode_cases())
+@example(((4, 4), (8, 6), np.dtype(NATIVE + "u2"), OTHER, K.GZIP, 1, False, 3, 2))
+def test_gather_encode_matches_reference(case):
+    chunk_shape, shape, dt, stored, codec, level, write_empty, seed, nthreads = case
+    rng = np.random.default_rng(seed)
+    fill = fill_for(dt, rng)
+    # few distinct values, then whole inner chunks (or their in-bounds parts) set to fill
+    arr = rng.integers(0, 2, int(np.prod(shape)) * dt.itemsize, dtype=np.uint8).view(dt).reshape(shape)
+    fv = np.frombuffer(fill, dt)[0]
+    for coords, _, _ in ref_chunks(arr, chunk_shape, fill):
+        if rng.random() < 0.4:
+            arr[tuple(slice(g * c, (g + 1) * c) for g, c in zip(coords, chunk_shape))] = fv
+    arr.flags.writeable = False  # read-only source
+    refs = list(ref_chunks(arr, chunk_shape, fill))
+    bounds = sorted({0, len(refs), *rng.integers(0, len(refs) + 1, nthreads - 1).tolist()})
+    buf, offsets, nbytes, flags = run_encode(arr, chunk_shape, stored, codec, level, fill, write_empty, bounds)
+    for i, (coords, padded, empty) in enumerate(refs):
+        if empty and not write_empty:
+            assert (flags[i], nbytes[i]) == (1, -1), coords
+            continue
+        assert flags[i] == 0, coords
+        got = buf[offsets[i]: offsets[i] + nbytes[i]].tobytes()
+        if codec == K.GZIP:
+            got = gzip.decompress(got)
+        assert got == encode(padded, K.RAW, stored), coords
+
+
+def test_gather_encode_bytewise_empty():
+    """-0.0 and another NaN payload are data, not the fill value (bytewise comparison)."""
+    arr = np.zeros((4, 4), np.float64)
+    arr[0, 0] = -0.0
+    arr[2, 3] = np.float64(np.nan)
+    fill = np.float64(0.0).tobytes()
+    _, _, nbytes, flags = run_encode(arr, (2, 2), NATIVE, K.RAW, 0, fill, False)
+    assert flags.tolist() == [0, 1, 1, 0]
+    nan_fill = np.float64(np.nan).tobytes()
+    arr2 = np.full((2, 2), np.nan)
+    arr2.view(np.uint64)[1, 1] ^= 1  # another NaN payload
+    _, _, _, flags = run_encode(arr2, (1, 2), NATIVE, K.RAW, 0, nan_fill, False)
+    assert flags.tolist() == [1, 0]
+
+
+@pytest.mark.parametrize("codec", [K.RAW, K.GZIP])
+@pytest.mark.parametrize("stored", [NATIVE, OTHER])
+def test_encode_decode_round_trip(codec, stored):
+    """gather_encode's pieces read back by decode_scatter (whole shard, edge chunks)."""
+    rng = np.random.default_rng(3)
+    dt = np.dtype(NATIVE + "u4")
+    shape, chunk_shape = (9, 7, 8), (4, 4, 8)
+    arr = rng.integers(0, 9, shape, dtype=np.uint32).astype(dt)
+    arr[:4, :4] = 5
+    arr[8:, 4:] = 5
+    fill = np.uint32(5).astype(dt).tobytes()
+    buf, offsets, nbytes, flags = run_encode(arr, chunk_shape, stored, codec, 1, fill, False, [0, 2, 6])
+    grid = tuple(-(-s // c) for s, c in zip(shape, chunk_shape))
+    coords = list(itertools.product(*map(range, grid)))
+    where = {c: (int(offsets[i]), int(nbytes[i])) for i, c in enumerate(coords) if not flags[i]}
+    assert len(where) == len(coords) - 2  # (0, 0, 0) all fill; (2, 1, 0) holds only fill where in bounds
+    tables = csr_tables([np.arange(n) for n in shape], chunk_shape, grid)
+    out = np.zeros(shape, dt)
+    assert run_decode(buf, coords, where, tables, chunk_shape, dt, stored != NATIVE, codec, fill, out) == (-1, 0)
+    np.testing.assert_array_equal(out, arr)
+
+
+def _enc_args(**kw):
+    arr = np.zeros((4, 6), np.uint16)
+    slot = K.slot_size(K.GZIP, 1, 8)
+    a = dict(src=arr, chunk_shape=np.array([2, 2], np.int64), itemsize=2, swap=0, codec=K.GZIP, level=1,
+             fill=bytes(2), write_empty=True, t0=0, t1=6, out_buf=np.empty(6 * slot, np.uint8),
+             out_offsets=np.arange(7, dtype=np.int64) * slot, out_nbytes=np.zeros(6, np.int64),
+             empty_flags=np.zeros(6, np.uint8), scratch=np.empty(8, np.uint8))
+    a.update(kw)
+    return a
+
+
+def test_gather_encode_valid_baseline():
+    a = _enc_args()
+    assert K.gather_encode(**a) == (-1, 0)
+    assert (a["out_nbytes"] > 0).all()
+
+
+@pytest.mark.parametrize(("kw", "exc"), [
+    (dict(out_offsets=np.arange(6, dtype=np.int64)), ValueError),
+    (dict(out_offsets=np.arange(7, dtype=np.int64) * 8), ValueError),       # slot below the gzip bound
+    (dict(out_buf=np.empty(10, np.uint8)), ValueError),
+    (dict(out_nbytes=np.zeros(5, np.int64)), ValueError),
+    (dict(empty_flags=np.zeros(7, np.uint8)), ValueError),
+    (dict(t1=7), IndexError),
+    (dict(t0=-1), IndexError),
+    (dict(src=np.zeros((6, 4), np.uint16).T), ValueError),
+    (dict(src=np.zeros((4, 6), np.uint32)), ValueError),
+    (dict(src=np.zeros(24, np.uint16)), ValueError),
+    (dict(scratch=np.empty(7, np.uint8)), ValueError),
+    (dict(level=13), ValueError),
+    (dict(codec=5), ValueError),
+    (dict(fill=b"\0"), ValueError),
+    (dict(swap=16), ValueError),
+])
+def test_gather_encode_validation(kw, exc):
+    a = _enc_args(**kw)
+    with pytest.raises(exc):
+        K.gather_encode(**a)
+    assert not a["out_nbytes"].any() and not a["empty_flags"].any()
