@@ -364,6 +364,94 @@ def test_threads_disjoint_ranges():
         np.testing.assert_array_equal(out, want)
 
 
+# -- decode_points ---------------------------------------------------------------------
+
+def point_tables(points: np.ndarray, chunk_shape, grid, task_coords):
+    """CSR over tasks: the points (rows of array coordinates) each task's chunk holds."""
+    cs = np.asarray(chunk_shape, np.int64)
+    chunk_of = [tuple(r) for r in (points // cs).tolist()] if points.size else [()] * len(points)
+    start, local, outi = [0], [], []
+    for tc in task_coords:
+        for k, c in enumerate(chunk_of):
+            if c == tuple(tc):
+                local.append(int(np.ravel_multi_index(tuple(points[k] % cs), chunk_shape)) if len(cs) else 0)
+                outi.append(k)
+        start.append(len(local))
+    i64 = lambda v: np.asarray(v, dtype=np.int64)  # noqa: E731
+    return i64(start), i64(local), i64(outi)
+
+
+@settings(max_examples=100, deadline=None)
+@given(cases(), st.integers(0, 30), st.booleans())
+def test_decode_points_matches_numpy(case, npts, two_d):
+    chunk_shape, grid, shape, _, dt, stored, codec, seed, missing_p, split = case
+    rng = np.random.default_rng(seed)
+    fill = fill_for(dt, rng)
+    all_coords = list(itertools.product(*map(range, grid)))
+    chunks = {
+        c: rng.integers(0, 256, int(np.prod(chunk_shape)) * dt.itemsize, dtype=np.uint8).view(dt).reshape(chunk_shape)
+        for c in all_coords if rng.random() >= missing_p
+    }
+    src, where = shard_bytes(chunks, list(chunks), [2], codec, stored)
+    points = np.stack([rng.integers(0, n, npts) for n in shape], axis=1).astype(np.int64)
+    tasks = list(all_coords)
+    rng.shuffle(tasks)
+    pt_start, pt_local, pt_out = point_tables(points, chunk_shape, grid, tasks)
+    off = np.array([where.get(c, (0, -1))[0] for c in tasks], np.int64)
+    ln = np.array([where.get(c, (0, -1))[1] for c in tasks], np.int64)
+    out = np.zeros((npts, 1) if two_d else (npts,), dt)
+    scratch = np.empty(int(np.prod(chunk_shape)) * dt.itemsize, np.uint8)
+    bounds = sorted({0, len(tasks), *rng.integers(0, len(tasks) + 1, split).tolist()})
+    for t0, t1 in zip(bounds, bounds[1:]):
+        assert K.decode_points(src, off, ln, t0, t1, pt_start, pt_local, pt_out, np.asarray(chunk_shape, np.int64),
+                               dt.itemsize, stored != NATIVE, codec, fill, out, scratch) == (-1, 0)
+    want = expected_array(shape, chunk_shape, grid, dt, chunks, fill)[tuple(points.T)]
+    assert out.tobytes() == want.tobytes()
+
+
+def _pt_args(**kw):
+    dt = np.dtype(NATIVE + "u2")
+    enc = gzip.compress(np.arange(4, dtype=dt).tobytes())
+    a = dict(src=enc, task_off=np.array([0, 0], np.int64), task_len=np.array([len(enc), -1], np.int64), t0=0, t1=2,
+             pt_start=np.array([0, 2, 3], np.int64), pt_local=np.array([3, 0, 1], np.int64),
+             pt_out=np.array([0, 2, 1], np.int64), chunk_shape=np.array([2, 2], np.int64), itemsize=2, swap=0,
+             codec=K.GZIP, fill=b"\x09\x00", out=np.zeros(3, dt), scratch=np.empty(8, np.uint8))
+    a.update(kw)
+    return a
+
+
+def test_decode_points_baseline_and_codes():
+    a = _pt_args()
+    assert K.decode_points(**a) == (-1, 0)
+    assert a["out"].tolist() == [3, 9, 0]
+    a = _pt_args(src=b"garbage, not gzip data at all")
+    a["task_len"] = np.array([len(a["src"]), -1], np.int64)
+    assert K.decode_points(**a) == (0, K.GZIP_BAD_DATA)
+
+
+@pytest.mark.parametrize(("kw", "exc"), [
+    (dict(pt_start=np.array([0, 2], np.int64)), ValueError),
+    (dict(pt_start=np.array([0, 2, 4], np.int64)), IndexError),
+    (dict(pt_start=np.array([0, 3, 2], np.int64)), IndexError),
+    (dict(pt_local=np.array([4, 0, 1], np.int64)), IndexError),
+    (dict(pt_local=np.array([-1, 0, 1], np.int64)), IndexError),
+    (dict(pt_out=np.array([0, 3, 1], np.int64)), IndexError),
+    (dict(pt_out=np.array([0, 1], np.int64)), ValueError),
+    (dict(task_off=np.array([5, 0], np.int64)), ValueError),
+    (dict(task_len=np.array([-3, -1], np.int64)), ValueError),
+    (dict(t1=3), IndexError),
+    (dict(out=np.zeros(3, np.uint8)), ValueError),
+    (dict(out=np.zeros(6, np.uint16)[::2]), ValueError),
+    (dict(scratch=np.empty(4, np.uint8)), ValueError),
+    (dict(codec=3), ValueError),
+])
+def test_decode_points_validation(kw, exc):
+    a = _pt_args(**kw)
+    with pytest.raises(exc):
+        K.decode_points(**a)
+    assert not a["out"].any()
+
+
 # -- gather_encode ---------------------------------------------------------------------
 
 def ref_chunks(arr: np.ndarray, chunk_shape, fill: bytes):

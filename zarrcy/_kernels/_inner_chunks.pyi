@@ -34,6 +34,23 @@ def decode_scatter(
     out: npt.NDArray[np.generic],
     scratch: npt.NDArray[np.uint8] | bytearray | memoryview,
 ) -> tuple[int, int]: ...
+def decode_points(
+    src: Buffer,
+    task_off: npt.NDArray[np.int64],
+    task_len: npt.NDArray[np.int64],
+    t0: int,
+    t1: int,
+    pt_start: npt.NDArray[np.int64],
+    pt_local: npt.NDArray[np.int64],
+    pt_out: npt.NDArray[np.int64],
+    chunk_shape: npt.NDArray[np.int64],
+    itemsize: int,
+    swap: int,
+    codec: int,
+    fill: Buffer,
+    out: npt.NDArray[np.generic],
+    scratch: npt.NDArray[np.uint8] | bytearray | memoryview,
+) -> tuple[int, int]: ...
 def slot_size(codec: int, level: int, chunk_bytes: int) -> int: ...
 def gather_encode(
     src: npt.NDArray[np.generic],

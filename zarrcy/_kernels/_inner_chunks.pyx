@@ -390,8 +390,9 @@ cdef int _swap_width(object swap, Py_ssize_t itemsize) except -1:
 
 
 cdef int _geometry(Geom *g, const int64_t[::1] chunk_shape, object arr, Py_ssize_t itemsize,
-                   object swap, const uint8_t[::1] fill, str what) except -1:
-    """Fill ``g`` from the chunk shape and the C-contiguous array ``arr``."""
+                   object swap, const uint8_t[::1] fill, str what, bint same_rank=True) except -1:
+    """Fill ``g`` from the chunk shape and the C-contiguous array ``arr`` (of the chunk's
+    rank unless not ``same_rank``; then ``g.oshape``/``g.ostride`` are left unset)."""
     cdef Py_ssize_t ndim = chunk_shape.shape[0], d
     cdef int64_t limit = (<int64_t>1) << 62
     if ndim > MAX_NDIM:
@@ -400,7 +401,7 @@ cdef int _geometry(Geom *g, const int64_t[::1] chunk_shape, object arr, Py_ssize
         raise ValueError(f"itemsize: expected a positive size, received {itemsize}")
     if not isinstance(arr, np.ndarray):
         raise ValueError(f"{what}: expected a numpy array, received {type(arr).__name__}")
-    if arr.ndim != ndim:
+    if same_rank and arr.ndim != ndim:
         raise ValueError(f"{what}: expected {ndim} dimensions, received {arr.ndim}")
     if not arr.flags.c_contiguous:
         raise ValueError(f"{what}: expected a C-contiguous array")
@@ -423,7 +424,7 @@ cdef int _geometry(Geom *g, const int64_t[::1] chunk_shape, object arr, Py_ssize
                              f"received {chunk_shape[d]}")
         g.cshape[d] = chunk_shape[d]
         n *= chunk_shape[d]
-        g.oshape[d] = arr.shape[d]
+        g.oshape[d] = arr.shape[d] if same_rank else 0
     g.chunk_elems = n
     g.chunk_bytes = n * itemsize
     cdef int64_t cs = itemsize, os = itemsize
@@ -433,6 +434,16 @@ cdef int _geometry(Geom *g, const int64_t[::1] chunk_shape, object arr, Py_ssize
         g.ostride[d] = os
         os *= g.oshape[d]
     return 0
+
+
+cdef void *_gzip_decompressor(int codec) except? NULL:
+    if codec != RAW and codec != GZIP:
+        raise ValueError(f"codec: expected 0 (raw) or 1 (gzip), received {codec}")
+    if codec == RAW:
+        return NULL
+    if not dfl.loaded():
+        raise RuntimeError("libdeflate entry points are not loaded (_deflate.load)")
+    return dfl._decompressor()
 
 
 def decode_scatter(const uint8_t[::1] src, const int64_t[:, ::1] task_coords,
@@ -560,6 +571,125 @@ def decode_scatter(const uint8_t[::1] src, const int64_t[:, ::1] task_coords,
     cdef Py_ssize_t bad
     with nogil:
         bad = _decode_loop(&c, &g, t0, t1, &code)
+    return bad, code
+
+
+# ------------------------------------------------------------------------------------
+# decode + point scatter (non-orthogonal selections: vindex, points)
+# ------------------------------------------------------------------------------------
+
+cdef struct PointsCtx:
+    const uint8_t *src
+    const int64_t *toff
+    const int64_t *tlen
+    const int64_t *pstart
+    const int64_t *plocal
+    const int64_t *pout
+    uint8_t *out
+    uint8_t *scratch
+    void *dec
+    int codec
+
+
+cdef Py_ssize_t _points_loop(const PointsCtx *c, const Geom *g, Py_ssize_t t0, Py_ssize_t t1,
+                             int *code) noexcept nogil:
+    cdef Py_ssize_t t
+    cdef int64_t k0, n, ln
+    cdef const uint8_t *chunk
+    cdef int r
+    code[0] = OK
+    for t in range(t0, t1):
+        k0 = c.pstart[t]
+        n = c.pstart[t + 1] - k0
+        if n == 0:
+            continue
+        ln = c.tlen[t]
+        if ln < 0:
+            _fill_elems(c.out, c.pout + k0, n, g)
+            continue
+        if c.codec == RAW and not g.swapw:
+            if ln != g.chunk_bytes:
+                code[0] = RAW_SIZE
+                return t
+            chunk = c.src + c.toff[t]
+        else:
+            r = _decode(c.codec, c.dec, c.src + c.toff[t], ln, c.scratch, g.chunk_bytes)
+            if r != OK:
+                code[0] = r
+                return t
+            if g.swapw:
+                zc_bswap(c.scratch, g.chunk_bytes, g.swapw)
+            chunk = c.scratch
+        _copy_elems(c.out, chunk, c.pout + k0, c.plocal + k0, n, g.itemsize)
+    return -1
+
+
+def decode_points(const uint8_t[::1] src, const int64_t[::1] task_off, const int64_t[::1] task_len,
+                  Py_ssize_t t0, Py_ssize_t t1, const int64_t[::1] pt_start, const int64_t[::1] pt_local,
+                  const int64_t[::1] pt_out, const int64_t[::1] chunk_shape, Py_ssize_t itemsize, swap,
+                  int codec, const uint8_t[::1] fill, out, uint8_t[::1] scratch):
+    """Like :func:`decode_scatter`, for any set of cells (vindex, point lists).
+
+    Task ``t`` (bytes ``task_off[t]``/``task_len[t]``, -1 = missing: ``fill``) provides
+    the cells ``k`` in ``pt_start[t] : pt_start[t + 1]``: element ``pt_local[k]`` of the
+    decoded chunk (flat C-order index, ``< prod(chunk_shape)``) goes to element
+    ``pt_out[k]`` of ``out`` (flat C-order index, ``< out.size``; ``out`` may have any
+    rank).  ``pt_start`` has one entry per task plus one.  Returns ``(-1, 0)`` or
+    ``(t, code)`` as :func:`decode_scatter` does.
+    """
+    cdef Geom g
+    cdef PointsCtx c
+    _geometry(&g, chunk_shape, out, itemsize, swap, fill, "out", False)
+    cdef Py_ssize_t ntask = task_off.shape[0], t, k, npt = pt_local.shape[0], nsrc = src.shape[0]
+    cdef int64_t off, ln, lo, hi, v, size = out.size
+    if task_len.shape[0] != ntask or pt_start.shape[0] != ntask + 1:
+        raise ValueError(f"task_len/pt_start: expected {ntask} and {ntask + 1} entries, "
+                         f"received {task_len.shape[0]} and {pt_start.shape[0]}")
+    if pt_out.shape[0] != npt:
+        raise ValueError(f"pt_local/pt_out: expected equal lengths, received {npt} and {pt_out.shape[0]}")
+    if not 0 <= t0 <= t1 <= ntask:
+        raise IndexError(f"t0, t1: expected 0 <= t0 <= t1 <= {ntask}, received {t0}, {t1}")
+    c.dec = _gzip_decompressor(codec)
+    if not out.flags.writeable:
+        raise ValueError("out: expected a writable array")
+    if scratch.shape[0] < g.chunk_bytes:
+        raise ValueError(f"scratch: expected at least {g.chunk_bytes} bytes, received {scratch.shape[0]}")
+    if t0 == t1:
+        return -1, OK
+    for t in range(t0, t1):
+        lo = pt_start[t]
+        hi = pt_start[t + 1]
+        if lo < 0 or hi < lo or hi > npt:
+            raise IndexError(f"pt_start[{t}:{t + 2}]: expected 0 <= start <= stop <= {npt}, received {lo}, {hi}")
+        for k in range(lo, hi):
+            v = pt_local[k]
+            if v < 0 or v >= g.chunk_elems:
+                raise IndexError(f"pt_local[{k}]: expected 0 <= index < {g.chunk_elems}, received {v}")
+            v = pt_out[k]
+            if v < 0 or v >= size:
+                raise IndexError(f"pt_out[{k}]: expected 0 <= index < {size}, received {v}")
+        ln = task_len[t]
+        if ln == -1:
+            continue
+        off = task_off[t]
+        if ln < 0 or off < 0 or off > nsrc or ln > nsrc - off:
+            raise ValueError(f"task {t}: expected a byte range inside src ({nsrc} bytes), "
+                             f"received offset={off}, length={ln}")
+    cdef uint8_t[::1] ob = out.reshape(-1).view(np.uint8)
+    cdef uint8_t dummy = 0
+    c.src = &src[0] if nsrc else &dummy
+    c.toff = &task_off[0]
+    c.tlen = &task_len[0]
+    c.pstart = &pt_start[0]
+    c.plocal = &pt_local[0] if npt else NULL
+    c.pout = &pt_out[0] if npt else NULL
+    c.out = &ob[0] if ob.shape[0] else NULL
+    c.scratch = &scratch[0]
+    c.codec = codec
+    cdef int code = OK
+    cdef Py_ssize_t bad
+    with nogil:
+        bad = _points_loop(&c, &g, t0, t1, &code)
     return bad, code
 
 
