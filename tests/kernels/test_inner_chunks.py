@@ -181,6 +181,37 @@ def test_whole_shard(codec, stored, shape, chunk_shape):
     np.testing.assert_array_equal(out, want)
 
 
+def test_tables_from_grid_projection():
+    """Compressed tables (rows = chunks the selection touches, as _grid.array_projection
+    returns them): task coordinates are row positions, not chunk coordinates."""
+    from zarrcy._kernels import _grid
+
+    rng = np.random.default_rng(11)
+    dt = np.dtype(NATIVE + "u8")
+    chunk_shape, grid = (4, 3), (50, 40)
+    shape = (200, 120)
+    idx = [np.array([199, 3, 150, 151, 3], np.int64), np.array([0, 119, 60], np.int64)]
+    base, start, local, outi, rows = [], [], [], [], []
+    for d in range(2):
+        chunk, bounds, in_chunk, out_pos = _grid.array_projection(idx[d], chunk_shape[d])
+        base.append(len(start))
+        start.extend((bounds + len(local)).tolist())
+        local.extend(in_chunk.tolist())
+        outi.extend(out_pos.tolist())
+        rows.append(chunk.tolist())
+    tables = tuple(np.asarray(v, np.int64) for v in (base, start, local, outi))
+    # only the touched chunks exist (the others are never looked at)
+    chunks = {(a, b): rng.integers(0, 2**63, chunk_shape, dtype=np.uint64).astype(dt)
+              for a in rows[0] for b in rows[1]}
+    src, where_chunk = shard_bytes(chunks, list(chunks), [0], K.GZIP, NATIVE)
+    positions = list(itertools.product(range(len(rows[0])), range(len(rows[1]))))
+    where = {p: where_chunk[(rows[0][p[0]], rows[1][p[1]])] for p in positions}
+    out = np.empty((5, 3), dt)
+    assert run_decode(src, positions, where, tables, chunk_shape, dt, 0, K.GZIP, bytes(8), out) == (-1, 0)
+    want = expected_array(shape, chunk_shape, grid, dt, chunks, bytes(8))[np.ix_(*idx)]
+    np.testing.assert_array_equal(out, want)
+
+
 @pytest.mark.parametrize("itemsize", [3, 16])
 def test_odd_itemsizes(itemsize):
     """Elements of any size (structured, fixed strings); swap in words (complex)."""

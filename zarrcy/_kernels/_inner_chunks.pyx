@@ -459,10 +459,15 @@ def decode_scatter(const uint8_t[::1] src, const int64_t[:, ::1] task_coords,
     as ``src[task_off[t] : task_off[t] + task_len[t]]``; ``task_len[t] == -1`` means
     missing: its selected cells get ``fill`` (``itemsize`` bytes, native order).
 
-    The selection is orthogonal: along dimension ``d``, inner chunk ``c`` contributes the
-    pairs ``(dim_local[k], dim_out[k])`` (index within the chunk, index in ``out``) for
-    ``k`` in ``dim_start[dim_base[d] + c] : dim_start[dim_base[d] + c + 1]``; the task's
-    cells are the product over dimensions (duplicates and any order allowed).
+    The selection is orthogonal: along dimension ``d``, table row ``c = task_coords[t, d]``
+    contributes the pairs ``(dim_local[k], dim_out[k])`` (index within the chunk, index in
+    ``out``) for ``k`` in ``dim_start[dim_base[d] + c] : dim_start[dim_base[d] + c + 1]``;
+    the task's cells are the product over dimensions (duplicates and any order allowed).
+    ``c`` only indexes the table: it may be the inner-chunk coordinate, or the position
+    of the chunk among those the selection touches along ``d`` (the ``bounds`` /
+    ``in_chunk`` / ``out_pos`` of ``_grid.array_projection`` are such a table), so the
+    tables grow with the selection, not with the span of the shard.  The wrapper checks
+    that every row a task uses lies inside the tables, not which chunk it describes.
 
     ``codec``: 0 raw bytes, 1 gzip (libdeflate; ``_deflate.load`` must have succeeded).
     ``swap``: 0 none, 1 reverse each element's bytes, or 2/4/8 reverse words of that
