@@ -22,7 +22,13 @@ from libc.string cimport memcmp, memcpy, memset
 
 from zarrcy._kernels cimport _deflate as dfl
 
+cimport numpy as cnp
 import numpy as np
+
+cnp.import_array()
+
+cdef extern from "numpy/ndarraytypes.h":
+    int NPY_ITEM_HASOBJECT
 
 cdef extern from *:
     """
@@ -401,11 +407,12 @@ cdef int _geometry(Geom *g, const int64_t[::1] chunk_shape, object arr, Py_ssize
         raise ValueError(f"itemsize: expected a positive size, received {itemsize}")
     if not isinstance(arr, np.ndarray):
         raise ValueError(f"{what}: expected a numpy array, received {type(arr).__name__}")
-    if same_rank and arr.ndim != ndim:
+    cdef cnp.ndarray a = <cnp.ndarray>arr
+    if same_rank and cnp.PyArray_NDIM(a) != ndim:
         raise ValueError(f"{what}: expected {ndim} dimensions, received {arr.ndim}")
-    if not arr.flags.c_contiguous:
+    if not cnp.PyArray_IS_C_CONTIGUOUS(a):
         raise ValueError(f"{what}: expected a C-contiguous array")
-    if arr.dtype.hasobject or arr.dtype.itemsize != itemsize:
+    if (a.descr.flags & NPY_ITEM_HASOBJECT) or cnp.PyArray_ITEMSIZE(a) != itemsize:
         raise ValueError(f"{what}: expected a dtype of {itemsize} bytes without objects, received {arr.dtype}")
     if fill.shape[0] != itemsize:
         raise ValueError(f"fill: expected {itemsize} bytes, received {fill.shape[0]}")
@@ -424,7 +431,7 @@ cdef int _geometry(Geom *g, const int64_t[::1] chunk_shape, object arr, Py_ssize
                              f"received {chunk_shape[d]}")
         g.cshape[d] = chunk_shape[d]
         n *= chunk_shape[d]
-        g.oshape[d] = arr.shape[d] if same_rank else 0
+        g.oshape[d] = cnp.PyArray_DIMS(a)[d] if same_rank else 0
     g.chunk_elems = n
     g.chunk_bytes = n * itemsize
     cdef int64_t cs = itemsize, os = itemsize
@@ -494,7 +501,7 @@ def decode_scatter(const uint8_t[::1] src, const int64_t[:, ::1] task_coords,
         raise ValueError(f"codec: expected 0 (raw) or 1 (gzip), received {codec}")
     if codec == GZIP and not dfl.loaded():
         raise RuntimeError("libdeflate entry points are not loaded (_deflate.load)")
-    if not out.flags.writeable:
+    if not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>out):
         raise ValueError("out: expected a writable array")
     if scratch.shape[0] < g.chunk_bytes:
         raise ValueError(f"scratch: expected at least {g.chunk_bytes} bytes, received {scratch.shape[0]}")
@@ -556,7 +563,6 @@ def decode_scatter(const uint8_t[::1] src, const int64_t[:, ::1] task_coords,
                     if w != dim_out[k - 1] + 1:
                         flag &= ~RUN_OUT
             rv[j] = flag
-    cdef uint8_t[::1] ob = out.reshape(-1).view(np.uint8)
     cdef uint8_t dummy = 0
     c.src = &src[0] if nsrc else &dummy
     c.coords = &task_coords[0, 0] if ntask and ndim else NULL
@@ -567,7 +573,7 @@ def decode_scatter(const uint8_t[::1] src, const int64_t[:, ::1] task_coords,
     c.dlocal = &dim_local[0] if nk else NULL
     c.dout = &dim_out[0] if nk else NULL
     c.runs = &rv[0] if ns else NULL
-    c.out = &ob[0] if ob.shape[0] else NULL
+    c.out = <uint8_t *>cnp.PyArray_DATA(<cnp.ndarray>out)  # the argument keeps out alive
     c.scratch = &scratch[0]
     c.codec = codec
     c.block = _contiguous_block(&g)
@@ -646,7 +652,7 @@ def decode_points(const uint8_t[::1] src, const int64_t[::1] task_off, const int
     cdef PointsCtx c
     _geometry(&g, chunk_shape, out, itemsize, swap, fill, "out", False)
     cdef Py_ssize_t ntask = task_off.shape[0], t, k, npt = pt_local.shape[0], nsrc = src.shape[0]
-    cdef int64_t off, ln, lo, hi, v, size = out.size
+    cdef int64_t off, ln, lo, hi, v, size = cnp.PyArray_SIZE(<cnp.ndarray>out)
     if task_len.shape[0] != ntask or pt_start.shape[0] != ntask + 1:
         raise ValueError(f"task_len/pt_start: expected {ntask} and {ntask + 1} entries, "
                          f"received {task_len.shape[0]} and {pt_start.shape[0]}")
@@ -655,7 +661,7 @@ def decode_points(const uint8_t[::1] src, const int64_t[::1] task_off, const int
     if not 0 <= t0 <= t1 <= ntask:
         raise IndexError(f"t0, t1: expected 0 <= t0 <= t1 <= {ntask}, received {t0}, {t1}")
     c.dec = _gzip_decompressor(codec)
-    if not out.flags.writeable:
+    if not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>out):
         raise ValueError("out: expected a writable array")
     if scratch.shape[0] < g.chunk_bytes:
         raise ValueError(f"scratch: expected at least {g.chunk_bytes} bytes, received {scratch.shape[0]}")
@@ -680,7 +686,6 @@ def decode_points(const uint8_t[::1] src, const int64_t[::1] task_off, const int
         if ln < 0 or off < 0 or off > nsrc or ln > nsrc - off:
             raise ValueError(f"task {t}: expected a byte range inside src ({nsrc} bytes), "
                              f"received offset={off}, length={ln}")
-    cdef uint8_t[::1] ob = out.reshape(-1).view(np.uint8)
     cdef uint8_t dummy = 0
     c.src = &src[0] if nsrc else &dummy
     c.toff = &task_off[0]
@@ -688,7 +693,7 @@ def decode_points(const uint8_t[::1] src, const int64_t[::1] task_off, const int
     c.pstart = &pt_start[0]
     c.plocal = &pt_local[0] if npt else NULL
     c.pout = &pt_out[0] if npt else NULL
-    c.out = &ob[0] if ob.shape[0] else NULL
+    c.out = <uint8_t *>cnp.PyArray_DATA(<cnp.ndarray>out)  # the argument keeps out alive
     c.scratch = &scratch[0]
     c.codec = codec
     cdef int code = OK
@@ -880,8 +885,7 @@ def gather_encode(src, const int64_t[::1] chunk_shape, Py_ssize_t itemsize, swap
     rowlen = g.cshape[ndim - 1] if ndim else 1
     fill_row = np.tile(np.asarray(fill), rowlen)
     cdef const uint8_t[::1] fr = fill_row
-    cdef const uint8_t[::1] sb = src.reshape(-1).view(np.uint8)
-    c.src = &sb[0]  # non-empty: t0 < t1 needs a chunk, and chunk extents are >= 1
+    c.src = <const uint8_t *>cnp.PyArray_DATA(<cnp.ndarray>src)  # the argument keeps src alive
     c.fill_row = &fr[0]
     c.out = &out_buf[0]
     c.ooff = &out_offsets[0]
