@@ -25,6 +25,8 @@
 
 from __future__ import annotations
 
+import bz2
+import lzma
 import os
 import struct
 import threading
@@ -55,6 +57,7 @@ def find_open_zip(path) -> "ZipStore | None":
 
 ZipMode = Literal["r", "w", "a", "x"]
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, ..., name length, extra length
+_PIECE = 1 << 20  # compressed bytes read at a time when inflating a member
 _O_READ = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
@@ -68,10 +71,7 @@ def _bad_name(name: str) -> bool:
     return any(p in ("", ".", "..") for p in body.split("/"))
 
 
-try:
-    from lzma import LZMAError as _lzma_error
-except ImportError:  # pragma: no cover - Python built without lzma
-    _lzma_error = zlib.error
+_lzma_error = lzma.LZMAError
 
 
 class _ZipState:
@@ -264,31 +264,86 @@ class ZipStore(Store):
             if whole and zlib.crc32(data) != info.CRC:
                 raise CorruptChunkError(f"{st.path}: member {info.filename!r}: CRC-32 mismatch", info.filename)
             return data
-        if info.compress_type == zipfile.ZIP_DEFLATED:
-            raw = os.pread(st.fd, info.compress_size, self._data_offset(info))
-            # inflate only what is asked for (a zip bomb never expands past ``stop``); a
-            # whole read inflates at most one byte past the declared size to catch a lie
-            want = info.file_size + 1 if whole else stop
-            try:
-                d = zlib.decompressobj(-15)
-                full = d.decompress(raw, want) if want > 0 else b""
-            except zlib.error as e:
-                raise CorruptChunkError(f"{st.path}: member {info.filename!r}: {e}", info.filename) from e
-            if not whole:
-                if len(full) < stop:
-                    raise CorruptChunkError(f"{st.path}: member {info.filename!r}: truncated data", info.filename)
-                return full[start:stop]
-            if len(full) != info.file_size or not d.eof or zlib.crc32(full) != info.CRC:
-                raise CorruptChunkError(f"{st.path}: member {info.filename!r}: CRC-32/size mismatch", info.filename)
-        else:
-            with st.lock:
-                self._check_open()
-                try:
-                    full = st.zf.read(info)
-                except (zipfile.BadZipFile, NotImplementedError, RuntimeError, EOFError, OSError, ValueError,
-                        zlib.error, _lzma_error) as e:  # any failure of a hostile member is corruption
-                    raise CorruptChunkError(f"{st.path}: member {info.filename!r}: {e}", info.filename) from e
+        # compressed: inflate only what is asked for (a zip bomb never expands past
+        # ``stop``); a whole read inflates at most one byte past the declared size to
+        # catch a lie.  The compressed bytes are read in pieces, so a hostile (sparse,
+        # huge) compressed size costs no memory either.
+        want = info.file_size + 1 if whole else stop
+        full, eof = self._inflate(info, want)
+        if not whole:
+            if len(full) < stop:
+                raise CorruptChunkError(f"{st.path}: member {info.filename!r}: truncated data", info.filename)
+            return full[start:stop]
+        # raw LZMA1 members may omit the end marker: their end is the compressed size
+        if (len(full) != info.file_size or not (eof or info.compress_type == zipfile.ZIP_LZMA)
+                or zlib.crc32(full) != info.CRC):
+            raise CorruptChunkError(f"{st.path}: member {info.filename!r}: CRC-32/size mismatch", info.filename)
         return full if whole else full[start:stop]
+
+    def _decompressor(self, info: zipfile.ZipInfo, want: int) -> tuple[object, int]:
+        """A streaming decompressor for the member (one with ``decompress(data,
+        max_length)``, ``eof``) and the number of header bytes to skip before its data."""
+        st = self._st
+        ct = info.compress_type
+        if ct == zipfile.ZIP_DEFLATED:
+            return zlib.decompressobj(-15), 0
+        if ct == zipfile.ZIP_BZIP2:
+            return bz2.BZ2Decompressor(), 0
+        if ct == zipfile.ZIP_LZMA:
+            # APPNOTE 5.8.8: version (2 bytes), properties size (2), LZMA1 properties
+            head = os.pread(st.fd, 4, self._data_offset(info))
+            psize = int.from_bytes(head[2:4], "little") if len(head) == 4 else 0
+            props = os.pread(st.fd, psize, self._data_offset(info) + 4) if psize >= 5 else b""
+            if len(props) < 5 or psize > info.compress_size:
+                raise CorruptChunkError(f"{st.path}: member {info.filename!r}: bad LZMA header", info.filename)
+            d = props[0]
+            if d >= 9 * 5 * 5:
+                raise CorruptChunkError(f"{st.path}: member {info.filename!r}: bad LZMA properties", info.filename)
+            # the dictionary never needs to exceed the output we accept (a match cannot
+            # reach before the start): a hostile dict_size allocates nothing
+            dict_size = min(int.from_bytes(props[1:5], "little"), max(want, 4096))
+            f = {"id": lzma.FILTER_LZMA1, "dict_size": max(dict_size, 4096), "lc": d % 9, "lp": (d // 9) % 5, "pb": d // 45}
+            try:
+                return lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=[f]), 4 + psize
+            except (lzma.LZMAError, ValueError) as e:
+                raise CorruptChunkError(f"{st.path}: member {info.filename!r}: {e}", info.filename) from e
+        raise CorruptChunkError(
+            f"{st.path}: member {info.filename!r}: compression method {ct} is not supported", info.filename
+        )
+
+    def _inflate(self, info: zipfile.ZipInfo, want: int) -> tuple[bytes, bool]:
+        """At most ``want`` bytes of the member's value (fewer if it ends first), and
+        whether its stream ended.  Compressed bytes are read ``_PIECE`` at a time."""
+        st = self._st
+        if want <= 0:
+            return b"", False
+        d, pos = self._decompressor(info, want)
+        base = self._data_offset(info)
+        csize = info.compress_size
+        parts: list[bytes] = []
+        got = 0
+        tail = b""
+        is_zlib = info.compress_type == zipfile.ZIP_DEFLATED
+        try:
+            while got < want and not d.eof:  # type: ignore[attr-defined]
+                buf = tail
+                if (not buf) if is_zlib else d.needs_input:  # type: ignore[attr-defined]
+                    if pos >= csize:
+                        break  # input exhausted: the caller sees a short or unfinished stream
+                    buf = os.pread(st.fd, min(_PIECE, csize - pos), base + pos)
+                    if not buf:
+                        break
+                    pos += len(buf)
+                out = d.decompress(buf, want - got)  # type: ignore[attr-defined]
+                tail = d.unconsumed_tail if is_zlib else b""  # type: ignore[attr-defined]
+                if not out and not buf:
+                    break  # pragma: no cover - no progress possible
+                parts.append(out)
+                got += len(out)
+        except (zlib.error, OSError, EOFError, ValueError, _lzma_error, MemoryError) as e:
+            # any failure of a hostile member is corruption
+            raise CorruptChunkError(f"{st.path}: member {info.filename!r}: {type(e).__name__}: {e}", info.filename) from e
+        return (parts[0] if len(parts) == 1 else b"".join(parts)), bool(d.eof)  # type: ignore[attr-defined]
 
     def get(self, key: str, byte_range: ByteRequest = None) -> bytes | None:
         info = self._info(key)

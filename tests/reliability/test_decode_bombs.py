@@ -1,0 +1,190 @@
+"""Regression (issue 12, item 4): decompression bombs through every decode path stop at
+the chunk's expected decoded size.
+
+Before the fix, a few-hundred-byte bz2 chunk of a 1 KiB v2 array inflated to gigabytes
+before the size was compared (numcodecs decodes without a limit); so did v2 zlib/lzma,
+v2 filter chains, zstd frames without a content size, v3 ``string``/``bytes`` chunks
+with zstd (no decoded size to compare with), zip members compressed with bzip2 (a raw
+MemoryError) and ``zarrcy check --data`` (read every chunk file whole).
+
+Each case runs in a subprocess that builds a 512 MiB bomb (a few KB to 550 KB stored),
+opens the array, records ``ru_maxrss``, reads the chunk (refused with
+CorruptChunkError) and checks that the peak RSS grew by at most
+``2 x the chunk's decoded size + 64 MiB``.  Fixed-size chunks are 64 KiB (v2: large
+enough that the stored-size guard, ~35 x the chunk, lets a 530 KB deflate bomb through
+to the decoder) or 1 KiB (zip, check); for
+variable-length chunks (no decoded size) the bound is ``max_chunk_bytes``, set to
+32 MiB here.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+SCRIPT = textwrap.dedent('''
+    import base64, bz2, json, lzma, os, resource, sys, zipfile, zlib
+    root, case = sys.argv[1], sys.argv[2]
+    MIB = 1 << 20
+    N = 512  # MiB of zeros in every bomb
+    BZ2_512 = base64.b64decode(sys.argv[3])  # one bzip2 stream of 512 MiB of zeros
+
+    def deflate_raw(n_mib=N):
+        """A raw deflate stream of n_mib MiB of zeros, built from one repeated full-flush segment."""
+        c = zlib.compressobj(9, zlib.DEFLATED, -15)
+        z = bytes(MIB)
+        first = c.compress(z) + c.flush(zlib.Z_FULL_FLUSH)
+        seg = c.compress(z) + c.flush(zlib.Z_FULL_FLUSH)
+        return first + seg * (n_mib - 1) + b"\\x03\\x00"  # final empty fixed-Huffman block
+
+    def crc_adler(n_mib=N):
+        z = bytes(MIB); crc = 0; ad = 1
+        for _ in range(n_mib):
+            crc = zlib.crc32(z, crc); ad = zlib.adler32(z, ad)
+        return crc, ad
+
+    def zlib_bomb():
+        return b"\\x78\\xda" + deflate_raw() + crc_adler()[1].to_bytes(4, "big")
+
+    def gzip_bomb(isize=None):
+        crc = crc_adler()[0]
+        size = (N * MIB) & 0xFFFFFFFF if isize is None else isize
+        return b"\\x1f\\x8b\\x08\\x00\\x00\\x00\\x00\\x00\\x00\\xff" + deflate_raw() + crc.to_bytes(4, "little") + size.to_bytes(4, "little")
+
+    def bz2_bomb():  # 32 concatenated streams of 16 MiB (bz2.decompress reads them all)
+        return bz2.compress(bytes(16 * MIB)) * (N // 16)
+
+    def xz_bomb():
+        return lzma.compress(bytes(16 * MIB), preset=0) * (N // 16)
+
+    def zstd_bomb():  # one frame, no Frame_Content_Size, 128 KiB RLE blocks
+        blocks = [((128 << 10) << 3 | 2 | (i == N * 8 - 1)).to_bytes(3, "little") + b"\\x00" for i in range(N * 8)]
+        return bytes.fromhex("28b52ffd") + bytes([0x00, 0x38]) + b"".join(blocks)
+
+    def v2_array(compressor, filters=None, dtype="|u1", shape=(1 << 16,), fill=0):
+        os.makedirs(root, exist_ok=True)
+        meta = {"zarr_format": 2, "shape": list(shape), "chunks": list(shape), "dtype": dtype,
+                "compressor": compressor, "filters": filters, "fill_value": fill, "order": "C"}
+        with open(root + "/.zarray", "w") as f:
+            json.dump(meta, f)
+
+    def write_chunk(key, data):
+        os.makedirs(os.path.dirname(os.path.join(root, key)) or root, exist_ok=True)
+        with open(os.path.join(root, key), "wb") as f:
+            f.write(data)
+
+    decoded = 1024 if case in ("zip-bzip2", "zip-deflate", "check-data") else 1 << 16
+    if case == "v2-bz2":
+        v2_array({"id": "bz2", "level": 9}); write_chunk("0", bz2_bomb())
+    elif case == "v2-zlib":
+        v2_array({"id": "zlib", "level": 1}); write_chunk("0", zlib_bomb())
+    elif case == "v2-lzma":
+        v2_array({"id": "lzma", "format": 1, "check": -1, "preset": None, "filters": None}); write_chunk("0", xz_bomb())
+    elif case == "v2-gzip":
+        v2_array({"id": "gzip", "level": 1}); write_chunk("0", gzip_bomb())
+    elif case == "v2-filters-bz2":
+        v2_array({"id": "bz2", "level": 9}, [{"id": "delta", "dtype": "|u1"}]); write_chunk("0", bz2_bomb())
+    elif case == "v2-filters-zstd":
+        v2_array({"id": "zstd", "level": 1}, [{"id": "delta", "dtype": "|u1"}]); write_chunk("0", zstd_bomb())
+    elif case == "v2-filter-is-zlib":
+        v2_array(None, [{"id": "zlib", "level": 1}]); write_chunk("0", zlib_bomb())
+    elif case == "v2-vlen-bz2":
+        v2_array({"id": "bz2", "level": 9}, [{"id": "vlen-utf8"}], dtype="|O", shape=(4,), fill="")
+        write_chunk("0", bz2_bomb()); decoded = 32 * MIB
+    elif case in ("v3-string-gzip", "v3-string-gzip-isize", "v3-string-zstd", "v3-bytes-zstd"):
+        import zarrcy
+        comp = zarrcy.codecs.Gzip(1) if "gzip" in case else zarrcy.codecs.ZstdCodec(level=1)
+        zarrcy.create_array(root, shape=(4,), chunks=(4,), dtype=str if "string" in case else bytes,
+                            compressors=[comp], fill_value="" if "string" in case else b"")
+        bomb = zstd_bomb() if "zstd" in case else gzip_bomb(isize=16 if case.endswith("isize") else None)
+        write_chunk("c/0", bomb); decoded = 32 * MIB
+    elif case in ("zip-bzip2", "zip-deflate"):
+        meta = {"zarr_format": 3, "node_type": "array", "shape": [1024], "data_type": "uint8",
+                "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1024]}},
+                "chunk_key_encoding": {"name": "default"}, "fill_value": 0, "codecs": [{"name": "bytes"}]}
+        method = zipfile.ZIP_BZIP2 if case == "zip-bzip2" else zipfile.ZIP_DEFLATED
+        payload = BZ2_512 if case == "zip-bzip2" else deflate_raw()
+        root = root + ".zip"
+        with zipfile.ZipFile(root, "w") as z:
+            z.writestr("zarr.json", json.dumps(meta))
+            z.writestr("c/0", b"x" * 1024, compress_type=method)
+        # swap the member's data for the bomb (sizes/CRC in the central directory: 1 KiB)
+        raw = open(root, "rb").read()
+        with zipfile.ZipFile(root) as z:
+            info = z.getinfo("c/0")
+        lh = info.header_offset
+        nlen, elen = int.from_bytes(raw[lh + 26:lh + 28], "little"), int.from_bytes(raw[lh + 28:lh + 30], "little")
+        start = lh + 30 + nlen + elen
+        body = raw[:start] + payload
+        cd = raw[start + info.compress_size:]
+        # central directory: fix c/0's compressed size and every later offset
+        delta = len(payload) - info.compress_size
+        import struct
+        cdb = bytearray(cd)
+        i = cdb.find(b"PK\\x01\\x02")
+        while i >= 0:
+            name = bytes(cdb[i + 46:i + 46 + int.from_bytes(cdb[i + 28:i + 30], "little")])
+            if name == b"c/0":
+                struct.pack_into("<I", cdb, i + 20, len(payload))
+            i = cdb.find(b"PK\\x01\\x02", i + 4)
+        j = cdb.find(b"PK\\x05\\x06")
+        struct.pack_into("<I", cdb, j + 16, int.from_bytes(cdb[j + 16:j + 20], "little") + delta)
+        open(root, "wb").write(body + bytes(cdb))
+    elif case == "check-data":
+        import zarrcy
+        zarrcy.create_array(root, shape=(1024,), chunks=(1024,), dtype="uint8")
+        os.makedirs(root + "/c", exist_ok=True)
+        with open(root + "/c/0", "wb") as f:
+            f.truncate(3 << 30)  # sparse: 3 GiB on paper
+    else:
+        raise SystemExit(f"unknown case {case}")
+
+    import zarrcy
+    from zarrcy.errors import CorruptChunkError
+    zarrcy.config(max_chunk_bytes=32 * MIB)
+    if case == "check-data":
+        from zarrcy.cli.check import check_store
+        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10
+        rc = check_store(root, data=True)
+        assert rc == 1, rc
+    else:
+        a = zarrcy.open_array(root, mode="r")
+        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10
+        try:
+            a[...]
+        except CorruptChunkError as e:
+            print("refused:", str(e)[:200])
+        else:
+            raise SystemExit("the bomb was decoded")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10
+    grew = peak - base
+    limit = 2 * decoded + 64 * MIB
+    print(f"rss grew by {grew >> 20} MiB (limit {limit >> 20} MiB)")
+    if grew > limit:
+        raise SystemExit(f"peak RSS grew by {grew} bytes > {limit}")
+    print("ok")
+''')
+
+BZ2_512 = (
+    "QlpoOTFBWSZTWQ4J4t8BX45AAMAAAAggADCATUZCoCWpCoCXMUFZJlNZDgni3wFfjkAAwAAACCAAMIBNRkKgJakKgJcxQVkmU1kOCeLfAV+OQAD"
+    "AAAAIIAAwgE1GQqAlqQqAlzFBWSZTWQ4J4t8BX45AAMAAAAggADCATUZCoCWpCoCXMUFZJlNZDgni3wFfjkAAwAAACCAAMIBNRkKgJakKgJcxQV"
+    "kmU1kOCeLfAV+OQADAAAAIIAAwgE1GQqAlqQqAlzFBWSZTWQ4J4t8BX45AAMAAAAggADCATUZCoCWpCoCXMUFZJlNZDgni3wFfjkAAwAAACCAAM"
+    "IBNRkKgJakKgJcxQVkmU1kOCeLfAV+OQADAAAAIIAAwgE1GQqAlqQqAlzFBWSZTWQ4J4t8BX45AAMAAAAggADCATUZCoCWpCoCXMUFZJlNZDgni3"
+    "wFfjkAAwAAACCAAMIBNRkKgJakKgJcxQVkmU1kCGMe7APTw4ADAAAAEAAggADDMCapplUFIbVKgpDxdyRThQkIPy1I4"
+)
+
+CASES = [
+    "v2-bz2", "v2-zlib", "v2-lzma", "v2-gzip", "v2-filters-bz2", "v2-filters-zstd", "v2-filter-is-zlib",
+    "v2-vlen-bz2", "v3-string-gzip", "v3-string-gzip-isize", "v3-string-zstd", "v3-bytes-zstd",
+    "zip-bzip2", "zip-deflate", "check-data",
+]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_bomb_is_refused_within_the_memory_bound(tmp_path, case):
+    r = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "a"), case, BZ2_512],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
