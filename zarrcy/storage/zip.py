@@ -14,6 +14,20 @@
   in the central directory (the superseded bytes stay in the file as dead space; use a
   fresh archive to compact).  ``close()`` (or leaving a ``with`` block) writes the
   central directory: an archive that was never closed is unreadable by other tools.
+* **Mode "a" is copy-on-write.**  Appending in place would overwrite the central
+  directory with new members, so a process killed before ``close()`` would lose the
+  whole archive.  Instead the archive is copied to a temporary file beside it
+  (``.<name>.<random>.zarrcy-append``, same directory, kernel-side copy), members are
+  appended there, and ``close()`` writes the central directory, fsyncs and atomically
+  renames the copy over the original (then fsyncs the directory).  Until then the
+  original archive is untouched: after a crash it is exactly the archive committed
+  before the append (the temporary file is left behind; delete it), and other
+  processes read the old archive until the rename.  Costs: one copy of the archive per
+  append session, free space for it, and write permission on the directory.  A
+  symlinked path keeps its link (the target is replaced); a hard-linked archive is
+  detached from its other names.  Two processes appending at once: the last ``close()``
+  wins (the other's members are lost, not merged).  Modes "w"/"x" write the file in
+  place (nothing was committed before them).
 * **Zip-slip.**  Member names that could escape an extraction directory or are not
   valid keys (``../x``, ``a/../../b``, ``/abs``, ``C:/x``, backslashes, NUL, empty
   components) are refused: reading such a key or listing a prefix that covers one
@@ -28,7 +42,9 @@ from __future__ import annotations
 import bz2
 import lzma
 import os
+import shutil
 import struct
+import tempfile
 import threading
 import time
 import weakref
@@ -86,23 +102,35 @@ class _ZipState:
         self.closed = False
         if mode == "a" and os.path.isfile(path) and os.path.getsize(path) and not zipfile.is_zipfile(path):
             raise StoreError(f"{path}: exists and is not a zip file; refusing to append to it")
+        # mode "a": work on a copy, renamed over the original by close() (module docstring)
+        self.commit_to: str | None = None
+        work = path
+        if mode == "a":
+            self.commit_to = os.path.realpath(path)
+            work = self._copy_for_append(self.commit_to)
+        self.work_path = work
         try:
-            self.zf = zipfile.ZipFile(path, mode, compression=compression, allowZip64=True, compresslevel=compresslevel)
+            self.zf = zipfile.ZipFile(work, mode, compression=compression, allowZip64=True, compresslevel=compresslevel)
         except FileNotFoundError as e:
+            self._discard()
             raise StoreError(f"{path}: zip file does not exist") from e
         except FileExistsError as e:
+            self._discard()
             raise StoreError(f"{path}: zip file already exists (mode 'x')") from e
         except (zipfile.BadZipFile, NotImplementedError, EOFError, ValueError, OverflowError, RuntimeError, struct.error) as e:
             # a hostile central directory can make zipfile raise any of these
+            self._discard()
             raise StoreError(f"{path}: not a valid zip file: {type(e).__name__}: {e}") from e
         except OSError as e:
+            self._discard()
             raise StoreError(f"{path}: cannot open zip file: {e}") from e
         try:
             if mode != "r":
                 self.zf.fp.flush()
-            self.fd = os.open(path, _O_READ)  # a private descriptor for lock-free preads
+            self.fd = os.open(work, _O_READ)  # a private descriptor for lock-free preads
         except OSError as e:
             self.zf.close()
+            self._discard()
             raise StoreError(f"{path}: cannot open zip file: {e}") from e
         self.index: dict[str, zipfile.ZipInfo] = {}
         self.bad: list[str] = []
@@ -115,6 +143,44 @@ class _ZipState:
         self.bad_set = set(self.bad)
         self.data_offsets: dict[int, int] = {}  # id(ZipInfo) -> offset of its data
 
+    @staticmethod
+    def _copy_for_append(target: str) -> str:
+        """A copy of ``target`` (or an empty file if it does not exist) in its directory."""
+        d, base = os.path.split(target)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{base}.", suffix=".zarrcy-append", dir=d or ".")
+        except OSError as e:
+            raise StoreError(f"{target}: cannot create the copy for appending beside it: {e}") from e
+        try:
+            with os.fdopen(fd, "wb") as dst:
+                try:
+                    src = open(target, "rb")
+                except FileNotFoundError:
+                    return tmp  # a new archive
+                with src:
+                    if os.name == "posix":
+                        _copy_fd(src.fileno(), dst.fileno())
+                    else:  # pragma: no cover - Windows
+                        shutil.copyfileobj(src, dst, 1 << 20)
+                shutil.copymode(target, tmp)
+        except BaseException as e:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            if isinstance(e, OSError):
+                raise StoreError(f"{target}: cannot copy the archive for appending: {e}") from e
+            raise
+        return tmp
+
+    def _discard(self) -> None:
+        """Remove the append copy (the original archive is untouched)."""
+        if self.commit_to is not None and self.work_path != self.commit_to:
+            try:
+                os.unlink(self.work_path)
+            except OSError:
+                pass
+
     def close(self) -> None:
         with self.lock:
             if self.closed:
@@ -125,9 +191,38 @@ class _ZipState:
                 if zf.mode != "r":
                     # one central-directory entry per name: the latest member wins
                     zf.filelist = [i for i in zf.filelist if zf.NameToInfo.get(i.filename) is i]
-                zf.close()
+                try:
+                    zf.close()
+                except BaseException:
+                    self._discard()  # an incomplete copy never replaces the archive
+                    raise
+                if self.commit_to is not None:
+                    self._commit()
             finally:
                 os.close(self.fd)
+
+    def _commit(self) -> None:
+        """fsync the finished copy, rename it over the archive, fsync the directory."""
+        work, target = self.work_path, self.commit_to
+        assert target is not None
+        try:
+            fd = os.open(work, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(work, target)
+        except OSError as e:
+            self._discard()
+            raise StoreError(f"{self.path}: committing the appended archive failed (the original is unchanged): {e}") from e
+        try:
+            dfd = os.open(os.path.dirname(target) or ".", os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+        except OSError:  # pragma: no cover - some file systems refuse directory fsync
+            pass
 
 
 class ZipStore(Store):
@@ -455,6 +550,35 @@ class ZipStore(Store):
             prefix += "/"
         n = len(prefix)
         return sorted({k[n:].partition("/")[0] for k in self._names(prefix)})
+
+
+def _copy_fd(src: int, dst: int) -> None:
+    """Copy a whole file in the kernel (copy_file_range: a reflink where the file system
+    can; else sendfile), falling back to read/write."""
+    size = os.fstat(src).st_size
+    off = 0
+    copy = getattr(os, "copy_file_range", None)
+    try:
+        while off < size:
+            if copy is not None:
+                n = copy(src, dst, min(size - off, 1 << 30), off, off)
+            else:  # pragma: no cover - Linux has copy_file_range
+                n = os.sendfile(dst, src, off, min(size - off, 1 << 30))
+            if n <= 0:
+                break
+            off += n
+    except OSError:
+        pass  # e.g. EXDEV/ENOSYS/EINVAL on some file systems: finish with plain reads
+    if off < size:
+        os.lseek(dst, off, os.SEEK_SET)
+        while off < size:
+            buf = os.pread(src, min(size - off, 1 << 20), off)
+            if not buf:
+                raise OSError(f"archive shrank while copying it ({off} of {size} bytes)")
+            mv = memoryview(buf)
+            while mv:
+                mv = mv[os.write(dst, mv):]
+            off += len(buf)
 
 
 def _reopen(path: str) -> ZipStore:
