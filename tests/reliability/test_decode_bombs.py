@@ -188,3 +188,96 @@ def test_bomb_is_refused_within_the_memory_bound(tmp_path, case):
     r = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "a"), case, BZ2_512],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
+
+
+# -- the capped decoders give numcodecs' results (in process) --------------------------
+import bz2 as _bz2  # noqa: E402
+import lzma as _lzma  # noqa: E402
+import zipfile  # noqa: E402
+
+import numcodecs  # noqa: E402
+import numpy as np  # noqa: E402
+
+from zarrcy.codecs import zstd as _zstd  # noqa: E402
+from zarrcy.errors import CorruptChunkError  # noqa: E402
+from zarrcy.v2.codecs import decode_capped  # noqa: E402
+
+_PAYLOAD = (np.arange(50_000, dtype="<u4") % 251).tobytes() + bytes(range(256)) * 40
+
+_CODECS = [
+    {"id": "zlib", "level": 1}, {"id": "gzip", "level": 5}, {"id": "bz2", "level": 9},
+    {"id": "lzma", "format": 1, "check": -1, "preset": None, "filters": None},
+    {"id": "lzma", "format": 2, "check": -1, "preset": 1, "filters": None},
+    {"id": "lzma", "format": 3, "check": -1, "preset": None, "filters": [{"id": _lzma.FILTER_LZMA2, "preset": 1}]},
+    {"id": "zstd", "level": 3}, {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1}, {"id": "lz4", "acceleration": 1},
+    {"id": "shuffle", "elementsize": 4},  # no stream format: decoded by numcodecs, checked after
+]
+
+
+def _same(a, b) -> bool:
+    return bytes(np.asarray(memoryview(a)).reshape(-1).view(np.uint8)) == bytes(np.asarray(memoryview(b)).reshape(-1).view(np.uint8))
+
+
+@pytest.mark.parametrize("config", _CODECS, ids=lambda c: f"{c['id']}-{c.get('format', '')}")
+def test_capped_decode_matches_numcodecs(config):
+    codec = numcodecs.get_codec(dict(config))
+    enc = bytes(memoryview(codec.encode(_PAYLOAD)).cast("B"))
+    out = decode_capped(codec, enc, len(_PAYLOAD))
+    assert _same(out, codec.decode(enc)) and _same(out, _PAYLOAD)
+    with pytest.raises(CorruptChunkError, match="decoded bytes"):
+        decode_capped(codec, enc, len(_PAYLOAD) - 1)
+    if config["id"] in ("zlib", "gzip", "bz2", "lzma", "zstd"):
+        with pytest.raises(CorruptChunkError):
+            decode_capped(codec, enc[: len(enc) // 2], len(_PAYLOAD))  # truncated
+
+
+@pytest.mark.parametrize("tail", [b"", b"\0" * 7, b"garbage!"])
+@pytest.mark.parametrize("cid", ["zlib", "gzip", "bz2", "lzma"])
+def test_several_streams_and_trailing_bytes_as_numcodecs(cid, tail):
+    codec = numcodecs.get_codec({"id": cid})
+    enc = bytes(memoryview(codec.encode(b"first ")).cast("B")) + bytes(memoryview(codec.encode(b"second")).cast("B")) + tail
+    try:
+        want = bytes(memoryview(codec.decode(enc)).cast("B"))
+    except Exception:  # numcodecs refuses: so must zarrcy (as CorruptChunkError)
+        with pytest.raises(CorruptChunkError):
+            decode_capped(codec, enc, 100)
+        return
+    assert bytes(memoryview(decode_capped(codec, enc, 100)).cast("B")) == want
+
+
+def test_zstd_fallback_bound_from_block_headers(monkeypatch):
+    import subprocess as sp
+
+    raw = _PAYLOAD
+    r = sp.run(["zstd", "-q", "-c"], input=raw, capture_output=True)  # stdin: no content size
+    if r.returncode != 0:
+        pytest.skip("zstd command line tool not available")
+    frame = r.stdout
+    assert _zstd.frame_content_size(frame) is None
+    for streaming in (True, False):
+        monkeypatch.setattr(_zstd, "USE_STREAMING", streaming)
+        assert bytes(_zstd.decompress_capped(frame, len(raw))) == raw
+        with pytest.raises(CorruptChunkError):
+            _zstd.decompress_capped(frame, 1000)
+    # the fallback refuses from the headers alone when they allow far more than the cap
+    monkeypatch.setattr(_zstd, "_FALLBACK_SLACK", 0)
+    rle = bytes.fromhex("28b52ffd") + bytes([0x00, 0x38]) + b"".join(
+        ((128 << 10) << 3 | 2 | (i == 99)).to_bytes(3, "little") + b"\0" for i in range(100))
+    with pytest.raises(CorruptChunkError, match="block headers allow 13107200"):
+        _zstd.decompress_capped(rle, 1 << 20)
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA])
+def test_zip_members_of_every_method_read_whole_and_ranged(tmp_path, method):
+    from zarrcy.byte_range import RangeRequest, SuffixRequest
+    from zarrcy.storage import ZipStore
+
+    p = tmp_path / "m.zip"
+    big = _PAYLOAD * 30  # several MiB: more than one compressed piece
+    with zipfile.ZipFile(p, "w", compression=method) as z:
+        z.writestr("k", big)
+        z.writestr("e", b"")
+    with ZipStore(p) as s:
+        assert s.get("k") == big and s.get("e") == b""
+        assert s.get("k", RangeRequest(1000, 50)) == big[1000:1050]
+        assert s.get("k", SuffixRequest(9)) == big[-9:]
