@@ -4,8 +4,12 @@
   exists; ``"a"`` append to an existing archive (created if missing).
 * Members are written ``ZIP_STORED`` by default (``compression=zipfile.ZIP_DEFLATED``
   etc. to compress).  Stored members are range-read straight from the member's data
-  offset with ``pread`` (no lock, no whole-member read); compressed members are read
-  whole, checked and then sliced.  Whole reads verify the member's CRC-32.
+  offset with ``pread`` (no lock, no whole-member read); compressed members (deflate,
+  bzip2, LZMA; other methods are refused) are inflated by a streaming decoder that
+  reads the compressed bytes 1 MiB at a time and stops at the end of the requested
+  range (a whole read: one byte past the declared size, to catch a lie), so a zip bomb
+  or a directory entry claiming gigabytes costs no more memory than the read asked
+  for.  Whole reads verify the member's CRC-32.
 * **Append-only while open.**  A zip cannot drop content without being rewritten, so
   ``erase``/``erase_values``/``erase_prefix`` of existing keys raise ``StoreError``
   (``supports_deletes = False``); erasing keys that do not exist is a no-op, so
@@ -50,7 +54,7 @@ import time
 import weakref
 import zipfile
 import zlib
-from typing import Iterator, Literal, Sequence
+from typing import Any, Iterator, Literal, Sequence
 
 from zarrcy.byte_range import ByteRequest
 from zarrcy.errors import CorruptChunkError, ReadOnlyError, StoreError, expected
@@ -375,7 +379,7 @@ class ZipStore(Store):
             raise CorruptChunkError(f"{st.path}: member {info.filename!r}: CRC-32/size mismatch", info.filename)
         return full if whole else full[start:stop]
 
-    def _decompressor(self, info: zipfile.ZipInfo, want: int) -> tuple[object, int]:
+    def _decompressor(self, info: zipfile.ZipInfo, want: int) -> tuple[Any, int]:
         """A streaming decompressor for the member (one with ``decompress(data,
         max_length)``, ``eof``) and the number of header bytes to skip before its data."""
         st = self._st
@@ -420,17 +424,17 @@ class ZipStore(Store):
         tail = b""
         is_zlib = info.compress_type == zipfile.ZIP_DEFLATED
         try:
-            while got < want and not d.eof:  # type: ignore[attr-defined]
+            while got < want and not d.eof:
                 buf = tail
-                if (not buf) if is_zlib else d.needs_input:  # type: ignore[attr-defined]
+                if (not buf) if is_zlib else d.needs_input:
                     if pos >= csize:
                         break  # input exhausted: the caller sees a short or unfinished stream
                     buf = os.pread(st.fd, min(_PIECE, csize - pos), base + pos)
                     if not buf:
                         break
                     pos += len(buf)
-                out = d.decompress(buf, want - got)  # type: ignore[attr-defined]
-                tail = d.unconsumed_tail if is_zlib else b""  # type: ignore[attr-defined]
+                out = d.decompress(buf, want - got)
+                tail = d.unconsumed_tail if is_zlib else b""
                 if not out and not buf:
                     break  # pragma: no cover - no progress possible
                 parts.append(out)
@@ -438,7 +442,7 @@ class ZipStore(Store):
         except (zlib.error, OSError, EOFError, ValueError, _lzma_error, MemoryError) as e:
             # any failure of a hostile member is corruption
             raise CorruptChunkError(f"{st.path}: member {info.filename!r}: {type(e).__name__}: {e}", info.filename) from e
-        return (parts[0] if len(parts) == 1 else b"".join(parts)), bool(d.eof)  # type: ignore[attr-defined]
+        return (parts[0] if len(parts) == 1 else b"".join(parts)), bool(d.eof)
 
     def get(self, key: str, byte_range: ByteRequest = None) -> bytes | None:
         info = self._info(key)
