@@ -16,6 +16,7 @@ from zarrcy.metadata.array import ArrayMetadata
 from zarrcy.metadata.data_type import DataType
 from zarrcy.metadata.group import GroupMetadata
 from zarrcy.storage import LocalStore, Store, store_from_url
+from zarrcy.storage._common import get_metadata
 
 __all__ = [
     "create_array",
@@ -192,7 +193,7 @@ def _build_metadata(
 
 def _check_new_node(store: Store, path: str, overwrite: bool) -> None:
     key = _prefix(path) + META_KEY
-    if store.get(key) is not None:
+    if get_metadata(store, key) is not None:
         if not overwrite:
             raise ContainsNodeError(f"{store.url}: a node already exists at '/{path}' (pass overwrite=True)")
         store.erase_prefix(_prefix(path))
@@ -329,7 +330,7 @@ def open_array(
     p = normalize_path(path or "")
     if mode in ("w", "w-") or (mode == "a" and create_kwargs):
         st = _store(store, mode, storage_options)
-        if mode == "a" and (st.get(_prefix(p) + META_KEY) is not None or st.get(_prefix(p) + ".zarray") is not None):
+        if mode == "a" and (get_metadata(st, _prefix(p) + META_KEY) is not None or get_metadata(st, _prefix(p) + ".zarray") is not None):
             return _expect_array(open_node(st, p))
         return create_array(st, name=p, overwrite=(mode == "w"), **create_kwargs)
     st = _store(store, mode, storage_options)
@@ -392,7 +393,7 @@ def open_group(
     st = _store(store, mode, storage_options)
     if mode in ("w", "w-"):
         return create_group(st, path=p, attributes=attributes, overwrite=mode == "w", zarr_format=fmt)
-    raw = st.get(_prefix(p) + META_KEY)
+    raw = get_metadata(st, _prefix(p) + META_KEY)
     if mode == "r" and use_consolidated is not False:
         from zarrcy.consolidated import open_consolidated_store
 
@@ -433,7 +434,7 @@ def open(
     st = _store(store, mode, storage_options)
     p = normalize_path(path or "")
     if mode == "r" and use_consolidated is not False:
-        raw = st.get(_prefix(p) + META_KEY)
+        raw = get_metadata(st, _prefix(p) + META_KEY)
         if raw is not None:
             node = _parse_node(st, p, raw)
             if isinstance(node, Group) and "consolidated_metadata" in node.metadata.extra:

@@ -62,6 +62,8 @@ _values: dict[str, Any] = {
     "write_empty_chunks": False,
     # largest decoded chunk we agree to allocate (hostile-store guard), bytes
     "max_chunk_bytes": int(os.environ.get("ZARRCY_MAX_CHUNK_BYTES", str(8 << 30))),
+    # largest metadata document (zarr.json, .zarray, .zmetadata, ...) we agree to read, bytes
+    "max_metadata_bytes": int(os.environ.get("ZARRCY_MAX_METADATA_BYTES", str(64 << 20))),
     # sharding: merge byte ranges whose gap is below this; cap merged ranges at this size
     "coalesce_gap": 64 << 10,
     "coalesce_max": 64 << 20,

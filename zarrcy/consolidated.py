@@ -29,6 +29,7 @@ from typing import Any, Iterable, Iterator
 from zarrcy.byte_range import ByteRequest, resolve
 from zarrcy.errors import MetadataError, NodeNotFoundError, ReadOnlyError, StoreError, expected
 from zarrcy.storage import Store, store_from_url
+from zarrcy.storage._common import get_metadata
 
 __all__ = ["consolidate_metadata", "read_consolidated_v3", "ConsolidatedStore", "open_consolidated_store"]
 
@@ -214,7 +215,7 @@ def open_consolidated_store(store: Store, path: str, root_raw: bytes | None, *, 
             nodes.append(full)
             docs[f"{full}/{META_KEY}"] = _dumps(doc)
         return ConsolidatedStore(store, path, docs, nodes)
-    raw = store.get(prefix + ".zmetadata")
+    raw = get_metadata(store, prefix + ".zmetadata")
     if raw is None:
         if required:
             raise NodeNotFoundError(f"{store.url}: no consolidated metadata (zarr.json or .zmetadata) at '/{path}'")
@@ -263,7 +264,7 @@ def consolidate_metadata(store: Any, path: str = "", *, storage_options: dict | 
     metadata: dict[str, Any] = {}
     for rel, node in group.walk():
         key = f"{prefix}{rel}/{META_KEY}"
-        raw = st.get(key)
+        raw = get_metadata(st, key)
         if raw is None:  # a v2 node inside a v3 hierarchy: not consolidated here
             continue
         doc = json.loads(raw)
@@ -272,7 +273,7 @@ def consolidate_metadata(store: Any, path: str = "", *, storage_options: dict | 
             doc[_FIELD] = {"kind": "inline", "must_understand": False, "metadata": {}}
         metadata[rel] = doc
     root_key = prefix + META_KEY
-    root_raw = st.get(root_key)
+    root_raw = get_metadata(st, root_key)
     if root_raw is None:
         raise StoreError(f"{st.url}: {root_key} disappeared while consolidating")
     root_doc = json.loads(root_raw)

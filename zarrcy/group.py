@@ -17,6 +17,7 @@ from zarrcy.metadata.group import GroupMetadata
 from zarrcy.metadata.node import parse_node_metadata
 from zarrcy.metadata import normalize_path, validate_node_name
 from zarrcy.storage import Store
+from zarrcy.storage._common import get_metadata
 
 __all__ = ["Group", "open_node", "ensure_parents", "join_path"]
 
@@ -38,7 +39,7 @@ def _parse_node(store: Store, path: str, raw: bytes) -> Array | "Group":
 def _load_node(store: Store, path: str) -> Array | "Group" | None:
     """The node at ``path`` (v3 ``zarr.json``; else Zarr v2 ``.zarray``/``.zgroup`` or
     v1 ``meta``, through :mod:`zarrcy.v2`), or None if there is none."""
-    raw = store.get(_prefix(path) + META_KEY)
+    raw = get_metadata(store, _prefix(path) + META_KEY)
     if raw is not None:
         return _parse_node(store, path, raw)
     from zarrcy.v2.metadata import open_v2_node  # v2/ sits beside this layer
@@ -61,7 +62,7 @@ def ensure_parents(store: Store, path: str) -> None:
     parents = [""] + ["/".join(parts[: i + 1]) for i in range(len(parts))]
     for p in parents:
         key = _prefix(p) + META_KEY
-        raw = store.get(key)
+        raw = get_metadata(store, key)
         if raw is None:
             store.set(key, GroupMetadata().to_bytes())
         elif b'"array"' in raw:

@@ -12,10 +12,23 @@ Engine: numcodecs.zstd (the ``zstandard`` package is not a dependency); both its
 compress and decompress release the GIL.  With a known decoded size, frames are
 decompressed straight into the destination after the frame header's content size
 has been checked against it.
+
+Bounded decoding (decompression bombs): numcodecs' ``decompress`` has no output
+limit for frames without Frame_Content_Size.  :func:`decompress_capped` stops at a
+cap instead: it drives libzstd's streaming decoder (``ZSTD_decompressStream``, the
+symbols numcodecs' extension module exports; resolved with ctypes, which releases
+the GIL during the call) into an output buffer that grows only as output arrives,
+never beyond ``cap + 1`` bytes.  If the symbols cannot be found it falls back to a
+bound read from the block headers (RFC 8878, 3.1.1.2: a block decodes to at most
+Block_Maximum_Size = 128 KiB; a frame with a content size decodes to exactly that)
+and refuses frames whose bound exceeds the cap (+ 64 MiB of rounding slack) before
+decoding them.
 """
 
 from __future__ import annotations
 
+import ctypes
+import threading
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
@@ -23,10 +36,10 @@ import numpy as np
 
 from zarrcy.config import get as _config_get
 from zarrcy.codecs._base import ArraySpec, BytesBytesCodec
-from zarrcy.codecs._common import as_uint8, config_dict, get_bool, get_int, max_compressed_size, nbytes_of
+from zarrcy.codecs._common import as_uint8, config_dict, get_bool, get_int, max_compressed_size
 from zarrcy.errors import CorruptChunkError, MetadataError, expected
 
-__all__ = ["ZstdCodec", "frame_content_size"]
+__all__ = ["ZstdCodec", "frame_content_size", "check_frames", "decompress_capped"]
 
 _MAGIC = 0xFD2FB528
 
@@ -59,14 +72,19 @@ def frame_content_size(data: Any) -> int | None:
     return v + 256 if fcs == 2 else v
 
 
-def check_frames(data: Any) -> None:
+def check_frames(data: Any) -> int:
     """Walk the frames and block headers (RFC 8878, 3.1.1) without decoding; raise
     CorruptChunkError unless ``data`` is a sequence of complete frames (skippable
     frames allowed).  Run before numcodecs' streaming decompression (content size not
-    in the header), which never returns on some truncated or trailing-garbage input."""
+    in the header), which never returns on some truncated or trailing-garbage input.
+
+    Returns an upper bound of the decoded size: Frame_Content_Size where the header
+    has one, else the sum over blocks of their largest decoded size (raw: its size,
+    RLE: its repeat count, compressed: Block_Maximum_Size = 128 KiB, RFC 8878 3.1.1.2.3)."""
     src = bytes(as_uint8(data))
     n = len(src)
     pos = 0
+    bound = 0
     while pos < n:
         if n - pos < 8:
             raise CorruptChunkError(expected("zstd", "complete frames", f"{n - pos} trailing bytes"))
@@ -78,7 +96,13 @@ def check_frames(data: Any) -> None:
             raise CorruptChunkError(expected("zstd", "a zstd frame (magic 28 b5 2f fd)", src[pos : pos + 4].hex(" ")))
         fhd = src[pos + 4]
         single = (fhd >> 5) & 1
-        pos += 5 + (0 if single else 1) + (0, 1, 2, 4)[fhd & 3] + (1 if single else 0, 2, 4, 8)[fhd >> 6]
+        fcs_len = (1 if single else 0, 2, 4, 8)[fhd >> 6]
+        fcs_pos = pos + 5 + (0 if single else 1) + (0, 1, 2, 4)[fhd & 3]
+        pos = fcs_pos + fcs_len
+        fcs: int | None = None
+        if fcs_len and pos <= n:
+            fcs = int.from_bytes(src[fcs_pos:pos], "little") + (256 if fcs_len == 2 else 0)
+        blocks = 0
         while True:
             if pos + 3 > n:
                 raise CorruptChunkError(expected("zstd", "a complete frame", "truncated data"))
@@ -86,12 +110,137 @@ def check_frames(data: Any) -> None:
             btype = (h >> 1) & 3
             if btype == 3:
                 raise CorruptChunkError(expected("zstd", "a valid block type", "reserved (3)"))
+            blocks += (h >> 3) if btype < 2 else _BLOCK_MAX
             pos += 3 + (1 if btype == 1 else h >> 3)
             if h & 1:
                 break
+        bound += blocks if fcs is None else min(fcs, blocks)
         pos += 4 if fhd & 4 else 0  # content checksum
     if pos != n:
         raise CorruptChunkError(expected("zstd", "a complete frame", "truncated data"))
+    return bound
+
+
+_BLOCK_MAX = 128 << 10  # Block_Maximum_Size upper bound (RFC 8878, 3.1.1.2.4)
+
+
+# -- libzstd's streaming decoder through ctypes (see the module docstring) ----------------
+class _Buf(ctypes.Structure):  # ZSTD_inBuffer / ZSTD_outBuffer: {ptr, size, pos}
+    _fields_ = [("ptr", ctypes.c_void_p), ("size", ctypes.c_size_t), ("pos", ctypes.c_size_t)]
+
+
+_lib: Any = None
+_lib_lock = threading.Lock()
+_tls = threading.local()
+
+
+def _zstd_lib() -> Any:
+    """libzstd's streaming entry points from numcodecs' extension module (False if absent)."""
+    global _lib
+    if _lib is None:
+        with _lib_lock:
+            if _lib is None:
+                try:
+                    lib = ctypes.CDLL(_numcodecs_zstd().__file__)
+                    for name, res, args in (
+                        ("ZSTD_createDCtx", ctypes.c_void_p, []),
+                        ("ZSTD_freeDCtx", ctypes.c_size_t, [ctypes.c_void_p]),
+                        ("ZSTD_DCtx_reset", ctypes.c_size_t, [ctypes.c_void_p, ctypes.c_int]),
+                        ("ZSTD_decompressStream", ctypes.c_size_t,
+                         [ctypes.c_void_p, ctypes.POINTER(_Buf), ctypes.POINTER(_Buf)]),
+                        ("ZSTD_isError", ctypes.c_uint, [ctypes.c_size_t]),
+                        ("ZSTD_getErrorName", ctypes.c_char_p, [ctypes.c_size_t]),
+                    ):
+                        f = getattr(lib, name)
+                        f.restype, f.argtypes = res, args
+                    _lib = lib
+                except (OSError, AttributeError, ImportError):  # pragma: no cover - depends on the wheel
+                    _lib = False
+    return _lib
+
+
+class _DCtx:
+    """One ZSTD_DCtx per thread (contexts are not thread-safe), freed with the thread."""
+
+    def __init__(self, lib: Any) -> None:
+        self.lib = lib
+        self.p = lib.ZSTD_createDCtx()
+        if not self.p:  # pragma: no cover
+            raise MemoryError("ZSTD_createDCtx failed")
+
+    def __del__(self) -> None:
+        try:
+            self.lib.ZSTD_freeDCtx(self.p)
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+
+
+#: tests set this to False to exercise the fallback (block-header bound)
+USE_STREAMING = True
+_FALLBACK_SLACK = 64 << 20
+
+
+def _stream_capped(lib: Any, src: np.ndarray, cap: int) -> np.ndarray:
+    ctx = getattr(_tls, "dctx", None)
+    if ctx is None:
+        ctx = _tls.dctx = _DCtx(lib)
+    lib.ZSTD_DCtx_reset(ctx.p, 1)  # ZSTD_reset_session_only
+    n_in = src.shape[0]
+    out = np.empty(min(cap + 1, max(1 << 16, 4 * n_in)), dtype=np.uint8)
+    inb = _Buf(src.ctypes.data, n_in, 0)
+    outb = _Buf(out.ctypes.data, out.shape[0], 0)
+    ret = 1
+    while True:
+        before = (inb.pos, outb.pos)
+        ret = lib.ZSTD_decompressStream(ctx.p, ctypes.byref(outb), ctypes.byref(inb))
+        if lib.ZSTD_isError(ret):
+            err = lib.ZSTD_getErrorName(ret).decode(errors="replace")
+            raise CorruptChunkError(expected("zstd", "a valid zstd stream", err))
+        if outb.pos == outb.size:  # output full: grow (realloc: no second copy), up to cap + 1
+            if outb.size > cap:
+                raise CorruptChunkError(expected("zstd", f"at most {cap} decoded bytes", "more"))
+            new = min(cap + 1, 2 * outb.size)
+            out.resize(new, refcheck=False)
+            outb.ptr, outb.size = out.ctypes.data, new
+            continue
+        if inb.pos == n_in:
+            break
+        if (inb.pos, outb.pos) == before:  # pragma: no cover - no progress: never loop
+            raise CorruptChunkError(expected("zstd", "a valid zstd stream", "no progress"))
+    if ret != 0:
+        raise CorruptChunkError(expected("zstd", "a complete frame", "truncated data"))
+    used = outb.pos
+    out.resize(used, refcheck=False)
+    return out
+
+
+def decompress_capped(data: Any, cap: int) -> np.ndarray:
+    """All frames of ``data`` decoded, refusing (CorruptChunkError) as soon as more than
+    ``cap`` bytes come out; memory never exceeds ``cap + 1`` output bytes."""
+    src = as_uint8(data)
+    if not src.flags.c_contiguous:  # pragma: no cover - as_uint8 returns contiguous arrays
+        src = np.ascontiguousarray(src)
+    bound = check_frames(src)  # also refuses the malformed input numcodecs hangs on
+    if bound == 0:
+        return np.empty(0, dtype=np.uint8)
+    lib = _zstd_lib() if USE_STREAMING else False
+    if lib:
+        return _stream_capped(lib, src, cap)
+    # fallback: no streaming entry points; the block headers bound the output.  A
+    # compressed block counts as 128 KiB (its maximum), so the bound exceeds the real
+    # size by < 128 KiB per frame for ordinary encoders: allow 64 MiB of such slack
+    # (memory stays within cap + 64 MiB), then check the real size
+    if bound > cap + _FALLBACK_SLACK:
+        raise CorruptChunkError(
+            expected("zstd", f"frames decoding to at most {cap} bytes (block headers allow {bound})", "more")
+        )
+    try:
+        out = as_uint8(_numcodecs_zstd().decompress(src))
+    except (RuntimeError, ValueError, MemoryError) as e:
+        raise CorruptChunkError(expected("zstd", "a valid zstd stream", f"{type(e).__name__}: {e}")) from None
+    if out.shape[0] > cap:
+        raise CorruptChunkError(expected("zstd", f"at most {cap} decoded bytes", out.shape[0]))
+    return out
 
 
 @dataclass(frozen=True)
@@ -133,12 +282,17 @@ class ZstdCodec(BytesBytesCodec):
             raise CorruptChunkError(expected("zstd", f"at most {limit} decoded bytes", fcs))
         if fcs == 0:
             return np.empty(0, dtype=np.uint8)
-        if fcs is None:
-            check_frames(data)  # numcodecs' streaming path can hang on malformed frames
-        out = self._decompress(data)
-        if nbytes_of(out) > limit:
-            raise CorruptChunkError(expected("zstd", f"at most {limit} decoded bytes", nbytes_of(out)))
-        return out
+        if fcs is not None:
+            # one frame (what zarrcy and zarr-python write): straight into a buffer of
+            # its content size; more frames overflow it and take the capped path below
+            out = np.empty(fcs, dtype=np.uint8)
+            try:
+                _numcodecs_zstd().decompress(data, out)
+                return out
+            except (RuntimeError, ValueError, MemoryError):
+                del out
+        # decoded size unknown (variable-size chunks): stop at max_chunk_bytes while decoding
+        return decompress_capped(data, limit)
 
     def decode_sized(self, data: Any, size: int, spec: ArraySpec) -> Any:
         out = np.empty(size, dtype=np.uint8)
@@ -158,13 +312,14 @@ class ZstdCodec(BytesBytesCodec):
             raise CorruptChunkError(expected("zstd", f"{n} decoded bytes", fcs))
         if fcs is None:
             # size not in the header: decompress into dst, whose size we know (numcodecs
-            # then needs no streaming, which can hang on malformed frames)
+            # then needs no streaming, which can hang on malformed frames, and stops
+            # with an error when the output would overflow dst)
             check_frames(data)
             self._decompress(data, dst)
             return True
-        # several frames: decode fully, then compare
-        out = self._decompress(data)
-        if nbytes_of(out) != n:
-            raise CorruptChunkError(expected("zstd", f"{n} decoded bytes", nbytes_of(out)))
-        dst[:] = as_uint8(out)
+        # several frames (the first smaller than n): decode with n as the cap, then compare
+        out = decompress_capped(data, n)
+        if out.shape[0] != n:
+            raise CorruptChunkError(expected("zstd", f"{n} decoded bytes", int(out.shape[0])))
+        dst[:] = out
         return True

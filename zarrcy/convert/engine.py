@@ -702,8 +702,10 @@ def _open_stores(src: Any, dst: Any, o: ConvertOptions) -> tuple[Any, Any]:
 
 
 def _node_exists(store: Any, path: str) -> bool:
+    from zarrcy.storage._common import get_metadata
+
     p = _prefix(path)
-    return any(store.get(p + k) is not None for k in (META_KEY, ".zarray", ".zgroup"))
+    return any(get_metadata(store, p + k) is not None for k in (META_KEY, ".zarray", ".zgroup"))
 
 
 def _walk(node: Any) -> tuple[list[tuple[str, Any]], list[tuple[str, Array]]]:

@@ -14,7 +14,8 @@ from typing import Iterator, Sequence
 from zarrcy.byte_range import ByteRequest, RangeRequest, SuffixRequest, resolve
 from zarrcy.errors import StoreError, expected
 
-__all__ = ["check_key", "check_prefix", "as_bytes_view", "check_byte_request", "resolve_range", "join_key", "StorePath"]
+__all__ = ["check_key", "check_prefix", "as_bytes_view", "check_byte_request", "resolve_range", "join_key", "StorePath",
+           "get_metadata"]
 
 _BAD_KEY = "a key without empty, '.' or '..' components, leading/trailing '/' or NUL"
 
@@ -168,3 +169,20 @@ class StorePath:
 
     def erase_prefix(self) -> None:
         self.store.erase_prefix(self.prefix)
+
+
+def get_metadata(store, key: str) -> bytes | None:
+    """A metadata document (``zarr.json``, ``.zarray``, ``.zmetadata``, ...) read with a
+    size cap, ``zarrcy.config(max_metadata_bytes=...)``: at most cap + 1 bytes are
+    requested (a sparse, huge or zip-bomb document is never read whole) and a larger
+    document raises MetadataError naming the key.  None if the key does not exist."""
+    from zarrcy.config import get
+    from zarrcy.errors import MetadataError
+
+    limit = int(get("max_metadata_bytes"))
+    raw = store.get(key, RangeRequest(0, limit + 1))
+    if raw is not None and len(raw) > limit:
+        raise MetadataError(
+            expected(key, f"a metadata document of at most max_metadata_bytes={limit} bytes (zarrcy.config)", "more"), key
+        )
+    return raw

@@ -4,8 +4,12 @@
   exists; ``"a"`` append to an existing archive (created if missing).
 * Members are written ``ZIP_STORED`` by default (``compression=zipfile.ZIP_DEFLATED``
   etc. to compress).  Stored members are range-read straight from the member's data
-  offset with ``pread`` (no lock, no whole-member read); compressed members are read
-  whole, checked and then sliced.  Whole reads verify the member's CRC-32.
+  offset with ``pread`` (no lock, no whole-member read); compressed members (deflate,
+  bzip2, LZMA; other methods are refused) are inflated by a streaming decoder that
+  reads the compressed bytes 1 MiB at a time and stops at the end of the requested
+  range (a whole read: one byte past the declared size, to catch a lie), so a zip bomb
+  or a directory entry claiming gigabytes costs no more memory than the read asked
+  for.  Whole reads verify the member's CRC-32.
 * **Append-only while open.**  A zip cannot drop content without being rewritten, so
   ``erase``/``erase_values``/``erase_prefix`` of existing keys raise ``StoreError``
   (``supports_deletes = False``); erasing keys that do not exist is a no-op, so
@@ -14,6 +18,20 @@
   in the central directory (the superseded bytes stay in the file as dead space; use a
   fresh archive to compact).  ``close()`` (or leaving a ``with`` block) writes the
   central directory: an archive that was never closed is unreadable by other tools.
+* **Mode "a" is copy-on-write.**  Appending in place would overwrite the central
+  directory with new members, so a process killed before ``close()`` would lose the
+  whole archive.  Instead the archive is copied to a temporary file beside it
+  (``.<name>.<random>.zarrcy-append``, same directory, kernel-side copy), members are
+  appended there, and ``close()`` writes the central directory, fsyncs and atomically
+  renames the copy over the original (then fsyncs the directory).  Until then the
+  original archive is untouched: after a crash it is exactly the archive committed
+  before the append (the temporary file is left behind; delete it), and other
+  processes read the old archive until the rename.  Costs: one copy of the archive per
+  append session, free space for it, and write permission on the directory.  A
+  symlinked path keeps its link (the target is replaced); a hard-linked archive is
+  detached from its other names.  Two processes appending at once: the last ``close()``
+  wins (the other's members are lost, not merged).  Modes "w"/"x" write the file in
+  place (nothing was committed before them).
 * **Zip-slip.**  Member names that could escape an extraction directory or are not
   valid keys (``../x``, ``a/../../b``, ``/abs``, ``C:/x``, backslashes, NUL, empty
   components) are refused: reading such a key or listing a prefix that covers one
@@ -25,14 +43,18 @@
 
 from __future__ import annotations
 
+import bz2
+import lzma
 import os
+import shutil
 import struct
+import tempfile
 import threading
 import time
 import weakref
 import zipfile
 import zlib
-from typing import Iterator, Literal, Sequence
+from typing import Any, Iterator, Literal, Sequence
 
 from zarrcy.byte_range import ByteRequest
 from zarrcy.errors import CorruptChunkError, ReadOnlyError, StoreError, expected
@@ -55,6 +77,7 @@ def find_open_zip(path) -> "ZipStore | None":
 
 ZipMode = Literal["r", "w", "a", "x"]
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, ..., name length, extra length
+_PIECE = 1 << 20  # compressed bytes read at a time when inflating a member
 _O_READ = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
@@ -68,10 +91,7 @@ def _bad_name(name: str) -> bool:
     return any(p in ("", ".", "..") for p in body.split("/"))
 
 
-try:
-    from lzma import LZMAError as _lzma_error
-except ImportError:  # pragma: no cover - Python built without lzma
-    _lzma_error = zlib.error
+_lzma_error = lzma.LZMAError
 
 
 class _ZipState:
@@ -86,23 +106,35 @@ class _ZipState:
         self.closed = False
         if mode == "a" and os.path.isfile(path) and os.path.getsize(path) and not zipfile.is_zipfile(path):
             raise StoreError(f"{path}: exists and is not a zip file; refusing to append to it")
+        # mode "a": work on a copy, renamed over the original by close() (module docstring)
+        self.commit_to: str | None = None
+        work = path
+        if mode == "a":
+            self.commit_to = os.path.realpath(path)
+            work = self._copy_for_append(self.commit_to)
+        self.work_path = work
         try:
-            self.zf = zipfile.ZipFile(path, mode, compression=compression, allowZip64=True, compresslevel=compresslevel)
+            self.zf = zipfile.ZipFile(work, mode, compression=compression, allowZip64=True, compresslevel=compresslevel)
         except FileNotFoundError as e:
+            self._discard()
             raise StoreError(f"{path}: zip file does not exist") from e
         except FileExistsError as e:
+            self._discard()
             raise StoreError(f"{path}: zip file already exists (mode 'x')") from e
         except (zipfile.BadZipFile, NotImplementedError, EOFError, ValueError, OverflowError, RuntimeError, struct.error) as e:
             # a hostile central directory can make zipfile raise any of these
+            self._discard()
             raise StoreError(f"{path}: not a valid zip file: {type(e).__name__}: {e}") from e
         except OSError as e:
+            self._discard()
             raise StoreError(f"{path}: cannot open zip file: {e}") from e
         try:
             if mode != "r":
                 self.zf.fp.flush()
-            self.fd = os.open(path, _O_READ)  # a private descriptor for lock-free preads
+            self.fd = os.open(work, _O_READ)  # a private descriptor for lock-free preads
         except OSError as e:
             self.zf.close()
+            self._discard()
             raise StoreError(f"{path}: cannot open zip file: {e}") from e
         self.index: dict[str, zipfile.ZipInfo] = {}
         self.bad: list[str] = []
@@ -115,6 +147,44 @@ class _ZipState:
         self.bad_set = set(self.bad)
         self.data_offsets: dict[int, int] = {}  # id(ZipInfo) -> offset of its data
 
+    @staticmethod
+    def _copy_for_append(target: str) -> str:
+        """A copy of ``target`` (or an empty file if it does not exist) in its directory."""
+        d, base = os.path.split(target)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{base}.", suffix=".zarrcy-append", dir=d or ".")
+        except OSError as e:
+            raise StoreError(f"{target}: cannot create the copy for appending beside it: {e}") from e
+        try:
+            with os.fdopen(fd, "wb") as dst:
+                try:
+                    src = open(target, "rb")
+                except FileNotFoundError:
+                    return tmp  # a new archive
+                with src:
+                    if os.name == "posix":
+                        _copy_fd(src.fileno(), dst.fileno())
+                    else:  # pragma: no cover - Windows
+                        shutil.copyfileobj(src, dst, 1 << 20)
+                shutil.copymode(target, tmp)
+        except BaseException as e:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            if isinstance(e, OSError):
+                raise StoreError(f"{target}: cannot copy the archive for appending: {e}") from e
+            raise
+        return tmp
+
+    def _discard(self) -> None:
+        """Remove the append copy (the original archive is untouched)."""
+        if self.commit_to is not None and self.work_path != self.commit_to:
+            try:
+                os.unlink(self.work_path)
+            except OSError:
+                pass
+
     def close(self) -> None:
         with self.lock:
             if self.closed:
@@ -125,9 +195,38 @@ class _ZipState:
                 if zf.mode != "r":
                     # one central-directory entry per name: the latest member wins
                     zf.filelist = [i for i in zf.filelist if zf.NameToInfo.get(i.filename) is i]
-                zf.close()
+                try:
+                    zf.close()
+                except BaseException:
+                    self._discard()  # an incomplete copy never replaces the archive
+                    raise
+                if self.commit_to is not None:
+                    self._commit()
             finally:
                 os.close(self.fd)
+
+    def _commit(self) -> None:
+        """fsync the finished copy, rename it over the archive, fsync the directory."""
+        work, target = self.work_path, self.commit_to
+        assert target is not None
+        try:
+            fd = os.open(work, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(work, target)
+        except OSError as e:
+            self._discard()
+            raise StoreError(f"{self.path}: committing the appended archive failed (the original is unchanged): {e}") from e
+        try:
+            dfd = os.open(os.path.dirname(target) or ".", os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+        except OSError:  # pragma: no cover - some file systems refuse directory fsync
+            pass
 
 
 class ZipStore(Store):
@@ -264,31 +363,86 @@ class ZipStore(Store):
             if whole and zlib.crc32(data) != info.CRC:
                 raise CorruptChunkError(f"{st.path}: member {info.filename!r}: CRC-32 mismatch", info.filename)
             return data
-        if info.compress_type == zipfile.ZIP_DEFLATED:
-            raw = os.pread(st.fd, info.compress_size, self._data_offset(info))
-            # inflate only what is asked for (a zip bomb never expands past ``stop``); a
-            # whole read inflates at most one byte past the declared size to catch a lie
-            want = info.file_size + 1 if whole else stop
-            try:
-                d = zlib.decompressobj(-15)
-                full = d.decompress(raw, want) if want > 0 else b""
-            except zlib.error as e:
-                raise CorruptChunkError(f"{st.path}: member {info.filename!r}: {e}", info.filename) from e
-            if not whole:
-                if len(full) < stop:
-                    raise CorruptChunkError(f"{st.path}: member {info.filename!r}: truncated data", info.filename)
-                return full[start:stop]
-            if len(full) != info.file_size or not d.eof or zlib.crc32(full) != info.CRC:
-                raise CorruptChunkError(f"{st.path}: member {info.filename!r}: CRC-32/size mismatch", info.filename)
-        else:
-            with st.lock:
-                self._check_open()
-                try:
-                    full = st.zf.read(info)
-                except (zipfile.BadZipFile, NotImplementedError, RuntimeError, EOFError, OSError, ValueError,
-                        zlib.error, _lzma_error) as e:  # any failure of a hostile member is corruption
-                    raise CorruptChunkError(f"{st.path}: member {info.filename!r}: {e}", info.filename) from e
+        # compressed: inflate only what is asked for (a zip bomb never expands past
+        # ``stop``); a whole read inflates at most one byte past the declared size to
+        # catch a lie.  The compressed bytes are read in pieces, so a hostile (sparse,
+        # huge) compressed size costs no memory either.
+        want = info.file_size + 1 if whole else stop
+        full, eof = self._inflate(info, want)
+        if not whole:
+            if len(full) < stop:
+                raise CorruptChunkError(f"{st.path}: member {info.filename!r}: truncated data", info.filename)
+            return full[start:stop]
+        # raw LZMA1 members may omit the end marker: their end is the compressed size
+        if (len(full) != info.file_size or not (eof or info.compress_type == zipfile.ZIP_LZMA)
+                or zlib.crc32(full) != info.CRC):
+            raise CorruptChunkError(f"{st.path}: member {info.filename!r}: CRC-32/size mismatch", info.filename)
         return full if whole else full[start:stop]
+
+    def _decompressor(self, info: zipfile.ZipInfo, want: int) -> tuple[Any, int]:
+        """A streaming decompressor for the member (one with ``decompress(data,
+        max_length)``, ``eof``) and the number of header bytes to skip before its data."""
+        st = self._st
+        ct = info.compress_type
+        if ct == zipfile.ZIP_DEFLATED:
+            return zlib.decompressobj(-15), 0
+        if ct == zipfile.ZIP_BZIP2:
+            return bz2.BZ2Decompressor(), 0
+        if ct == zipfile.ZIP_LZMA:
+            # APPNOTE 5.8.8: version (2 bytes), properties size (2), LZMA1 properties
+            head = os.pread(st.fd, 4, self._data_offset(info))
+            psize = int.from_bytes(head[2:4], "little") if len(head) == 4 else 0
+            props = os.pread(st.fd, psize, self._data_offset(info) + 4) if psize >= 5 else b""
+            if len(props) < 5 or psize > info.compress_size:
+                raise CorruptChunkError(f"{st.path}: member {info.filename!r}: bad LZMA header", info.filename)
+            d = props[0]
+            if d >= 9 * 5 * 5:
+                raise CorruptChunkError(f"{st.path}: member {info.filename!r}: bad LZMA properties", info.filename)
+            # the dictionary never needs to exceed the output we accept (a match cannot
+            # reach before the start): a hostile dict_size allocates nothing
+            dict_size = min(int.from_bytes(props[1:5], "little"), max(want, 4096))
+            f = {"id": lzma.FILTER_LZMA1, "dict_size": max(dict_size, 4096), "lc": d % 9, "lp": (d // 9) % 5, "pb": d // 45}
+            try:
+                return lzma.LZMADecompressor(lzma.FORMAT_RAW, filters=[f]), 4 + psize
+            except (lzma.LZMAError, ValueError) as e:
+                raise CorruptChunkError(f"{st.path}: member {info.filename!r}: {e}", info.filename) from e
+        raise CorruptChunkError(
+            f"{st.path}: member {info.filename!r}: compression method {ct} is not supported", info.filename
+        )
+
+    def _inflate(self, info: zipfile.ZipInfo, want: int) -> tuple[bytes, bool]:
+        """At most ``want`` bytes of the member's value (fewer if it ends first), and
+        whether its stream ended.  Compressed bytes are read ``_PIECE`` at a time."""
+        st = self._st
+        if want <= 0:
+            return b"", False
+        d, pos = self._decompressor(info, want)
+        base = self._data_offset(info)
+        csize = info.compress_size
+        parts: list[bytes] = []
+        got = 0
+        tail = b""
+        is_zlib = info.compress_type == zipfile.ZIP_DEFLATED
+        try:
+            while got < want and not d.eof:
+                buf = tail
+                if (not buf) if is_zlib else d.needs_input:
+                    if pos >= csize:
+                        break  # input exhausted: the caller sees a short or unfinished stream
+                    buf = os.pread(st.fd, min(_PIECE, csize - pos), base + pos)
+                    if not buf:
+                        break
+                    pos += len(buf)
+                out = d.decompress(buf, want - got)
+                tail = d.unconsumed_tail if is_zlib else b""
+                if not out and not buf:
+                    break  # pragma: no cover - no progress possible
+                parts.append(out)
+                got += len(out)
+        except (zlib.error, OSError, EOFError, ValueError, _lzma_error, MemoryError) as e:
+            # any failure of a hostile member is corruption
+            raise CorruptChunkError(f"{st.path}: member {info.filename!r}: {type(e).__name__}: {e}", info.filename) from e
+        return (parts[0] if len(parts) == 1 else b"".join(parts)), bool(d.eof)
 
     def get(self, key: str, byte_range: ByteRequest = None) -> bytes | None:
         info = self._info(key)
@@ -400,6 +554,35 @@ class ZipStore(Store):
             prefix += "/"
         n = len(prefix)
         return sorted({k[n:].partition("/")[0] for k in self._names(prefix)})
+
+
+def _copy_fd(src: int, dst: int) -> None:
+    """Copy a whole file in the kernel (copy_file_range: a reflink where the file system
+    can; else sendfile), falling back to read/write."""
+    size = os.fstat(src).st_size
+    off = 0
+    copy = getattr(os, "copy_file_range", None)
+    try:
+        while off < size:
+            if copy is not None:
+                n = copy(src, dst, min(size - off, 1 << 30), off, off)
+            else:  # pragma: no cover - Linux has copy_file_range
+                n = os.sendfile(dst, src, off, min(size - off, 1 << 30))
+            if n <= 0:
+                break
+            off += n
+    except OSError:
+        pass  # e.g. EXDEV/ENOSYS/EINVAL on some file systems: finish with plain reads
+    if off < size:
+        os.lseek(dst, off, os.SEEK_SET)
+        while off < size:
+            buf = os.pread(src, min(size - off, 1 << 20), off)
+            if not buf:
+                raise OSError(f"archive shrank while copying it ({off} of {size} bytes)")
+            mv = memoryview(buf)
+            while mv:
+                mv = mv[os.write(dst, mv):]
+            off += len(buf)
 
 
 def _reopen(path: str) -> ZipStore:

@@ -17,17 +17,34 @@ chain is built by :func:`v2_codecs`:
 
 Both wrapper codecs are internal: their names (``numcodecs.<id>``, ``zarr_v2_chunk``)
 never appear in v3 metadata written by zarrcy (the converter re-encodes such arrays).
+
+**Bounded decoding** (decompression bombs): every numcodecs decode goes through
+:func:`decode_capped` with the most bytes the chunk can need -- the exact decoded size
+in the fast chain, a bound derived from the chunk's bytes in the generic chain, and
+``zarrcy.config(max_chunk_bytes=...)`` for variable-length (``|O``) chunks.  For ids
+whose stream format the standard library reads (``zlib``, ``gzip``, ``bz2``, ``lzma``)
+zarrcy decodes the stream itself with ``max_length`` (same results as numcodecs,
+including its handling of several streams and trailing bytes), ``zstd`` goes through
+the capped streaming decoder of :mod:`zarrcy.codecs.zstd`, and ``blosc``/``lz4``
+headers state the decoded size, checked before numcodecs decodes.  Any other id
+(third-party codecs) is decoded by numcodecs and refused *after* decoding when its
+output exceeds the cap: that bound is weaker (memory is not bounded while it runs).
 """
 
 from __future__ import annotations
 
+import bz2
 import json
+import lzma
+import math
+import zlib
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
 import numpy as np
 
 from zarrcy.codecs._base import ArrayBytesCodec, ArraySpec, BytesBytesCodec, Codec
+from zarrcy.codecs._common import as_uint8, nbytes_of
 from zarrcy.errors import CorruptChunkError, MetadataError, UnknownCodecError, expected
 
 __all__ = ["NumcodecsBytesCodec", "V2ChunkCodec", "numcodecs_codec", "v2_codecs", "native_compressor"]
@@ -60,6 +77,109 @@ def _registry() -> set[str]:
 
 def _decode_error(what: str, e: BaseException) -> CorruptChunkError:
     return CorruptChunkError(expected(what, "decodable bytes", f"{type(e).__name__}: {e}"))
+
+
+def _chunk_cap() -> int:
+    from zarrcy.config import get
+
+    return int(get("max_chunk_bytes"))
+
+
+def _too_big(what: str, cap: int, got: Any = "more") -> CorruptChunkError:
+    return CorruptChunkError(expected(what, f"at most {cap} decoded bytes", got))
+
+
+def _streams_capped(make: Any, data: Any, cap: int, what: str, errors: tuple[type[BaseException], ...],
+                    multi: bool) -> bytes:
+    """Decode concatenated streams as ``bz2.decompress``/``lzma.decompress`` do (a
+    later stream that does not parse ends the data; an unfinished one is an error),
+    but with ``max_length``: never more than ``cap + 1`` bytes of output exist."""
+    buf = bytes(data) if not isinstance(data, bytes) else data
+    parts: list[bytes] = []
+    total = 0
+    while True:
+        d = make()
+        try:
+            part = d.decompress(buf, cap - total + 1)
+        except errors as e:
+            if parts:
+                break  # leftover bytes that are not a stream: ignored, as the stdlib does
+            raise _decode_error(what, e) from None
+        total += len(part)
+        if total > cap:
+            raise _too_big(what, cap)
+        parts.append(part)
+        if not d.eof:
+            if d.needs_input:
+                raise CorruptChunkError(expected(what, "a complete stream", "truncated data"))
+            raise _too_big(what, cap)  # pragma: no cover - max_length reached means total > cap
+        buf = d.unused_data
+        if not multi or not buf:
+            break
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def decode_capped(codec: Any, data: Any, cap: int) -> Any:
+    """``codec.decode(data)`` for a numcodecs codec, refusing output above ``cap`` bytes
+    (see the module docstring for how each id is bounded)."""
+    cid = getattr(codec, "codec_id", None)
+    what = f"numcodecs.{cid}"
+    if cid == "zlib":  # numcodecs: zlib.decompress(buf) -- one stream, trailing bytes ignored
+        d = zlib.decompressobj()
+        try:
+            out = d.decompress(bytes(data) if not isinstance(data, bytes) else data, cap + 1)
+        except zlib.error as e:
+            raise _decode_error(what, e) from None
+        if len(out) > cap:
+            raise _too_big(what, cap)
+        if not d.eof:
+            raise CorruptChunkError(expected(what, "a complete stream", "truncated data"))
+        return out
+    if cid == "gzip":  # numcodecs: GzipFile.read() -- every member, trailing zeros allowed
+        from zarrcy.codecs.gzip import _zlib_decompress
+
+        if not nbytes_of(data):
+            return b""
+        return _zlib_decompress(data, cap)
+    if cid == "bz2":  # numcodecs: bz2.decompress
+        return _streams_capped(bz2.BZ2Decompressor, data, cap, what, (OSError, ValueError), True)
+    if cid == "lzma":  # numcodecs: lzma.decompress(buf, format=..., filters=...)
+        fmt, filters = codec.format, codec.filters
+
+        def make() -> Any:
+            try:
+                return lzma.LZMADecompressor(fmt, None, filters)
+            except (ValueError, TypeError, lzma.LZMAError) as e:
+                raise _decode_error(what, e) from None
+
+        return _streams_capped(make, data, cap, what, (lzma.LZMAError, ValueError), True)
+    if cid == "zstd":
+        from zarrcy.codecs.zstd import decompress_capped
+
+        return decompress_capped(data, cap)
+    if cid == "blosc":  # the header states the decoded size (c-blosc README_CHUNK_FORMAT)
+        from zarrcy.codecs.blosc import blosc_header
+
+        nbytes = blosc_header(data)[0]
+        if nbytes > cap:
+            raise _too_big(what, cap, nbytes)
+    elif cid == "lz4":  # numcodecs' lz4 frames: a little-endian int32 decoded size, then the block
+        head = bytes(as_uint8(data)[:4])
+        if len(head) < 4:
+            raise CorruptChunkError(expected(what, "at least 4 bytes (decoded size)", len(head)))
+        nbytes = int.from_bytes(head, "little", signed=True)
+        if nbytes > cap:
+            raise _too_big(what, cap, nbytes)
+    try:
+        out = codec.decode(data)
+    except CorruptChunkError:
+        raise
+    except Exception as e:  # third-party decoders raise anything on bad input
+        raise _decode_error(what, e) from None
+    n = out.nbytes if hasattr(out, "nbytes") else len(out)
+    if n > cap:  # third-party ids: checked after decoding only (see the module docstring)
+        raise _too_big(what, cap, n)
+    return out
 
 
 @dataclass(frozen=True)
@@ -100,11 +220,14 @@ class NumcodecsBytesCodec(BytesBytesCodec):
         return self.codec().encode(np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data)
 
     def decode(self, data: Any, spec: ArraySpec) -> Any:
-        _guard_stream(self.codec(), data)
-        try:
-            out = self.codec().decode(data)
-        except Exception as e:  # third-party decoders raise anything on bad input
-            raise _decode_error(f"numcodecs.{self.config.get('id')}", e) from None
+        # decoded size unknown here (variable-length chunks): max_chunk_bytes bounds it
+        return decode_capped(self.codec(), data, _chunk_cap())
+
+    def decode_sized(self, data: Any, size: int, spec: ArraySpec) -> Any:
+        out = decode_capped(self.codec(), data, size)
+        n = out.nbytes if hasattr(out, "nbytes") else len(out)
+        if n != size:
+            raise CorruptChunkError(expected(f"numcodecs.{self.config.get('id')} output", f"{size} bytes", n))
         return out
 
 
@@ -160,6 +283,29 @@ class V2ChunkCodec(ArrayBytesCodec):
     def compute_encoded_size(self, input_size: int, spec: ArraySpec) -> int | None:
         return None
 
+    def _filtered_cap(self, spec: ArraySpec) -> int:
+        """Most bytes the compressor (and each filter decoder) may produce for a chunk of
+        ``spec``: the filters' encoded size of the chunk, estimated from the ratio they
+        show on 64 elements (AsType may widen, PackBits shrinks...), never below the
+        chunk's bytes, plus compressor-like slack; ``max_chunk_bytes`` for object chunks."""
+        dt, filters, _ = self._objects()
+        if dt.hasobject:
+            return _chunk_cap()
+        nbytes = math.prod(spec.shape) * dt.itemsize
+        ratio = self.__dict__.get("_ratio")
+        if ratio is None:
+            ratio = 1.0
+            try:
+                x: Any = np.zeros(64, dtype=dt)
+                for f in filters:
+                    x = f.encode(x)
+                ratio = max(1.0, (x.nbytes if hasattr(x, "nbytes") else len(x)) / (64 * dt.itemsize))
+            except Exception:  # a filter that cannot encode zeros: assume it keeps the size
+                pass
+            object.__setattr__(self, "_ratio", ratio)
+        n = int(math.ceil(nbytes * ratio))
+        return min(_chunk_cap(), n + (n >> 3) + (64 << 10))
+
     def encode(self, chunk: np.ndarray, spec: ArraySpec) -> Any:
         dt, filters, comp = self._objects()
         arr = np.asarray(chunk)
@@ -177,12 +323,13 @@ class V2ChunkCodec(ArrayBytesCodec):
 
     def decode(self, data: Any, spec: ArraySpec) -> np.ndarray:
         dt, filters, comp = self._objects()
-        if comp is not None:
-            _guard_stream(comp, data)
+        cap = self._filtered_cap(spec)
         try:
-            x: Any = comp.decode(data) if comp is not None else data
+            x: Any = decode_capped(comp, data, cap) if comp is not None else data
             for f in reversed(filters):
-                x = f.decode(x)
+                # compressors used as filters are bounded like the compressor; other
+                # filters transform their input by a bounded factor (checked below)
+                x = decode_capped(f, x, cap)
             if isinstance(x, np.ndarray):
                 flat = np.ascontiguousarray(x.reshape(-1, order="A"))
                 if flat.dtype != dt:  # zarr-python 2 reinterprets the buffer (a view)
@@ -272,13 +419,3 @@ def v2_codecs(data_type: Any, order: str, filters: list[dict] | None, compressor
         native = native_compressor(compressor, sd.itemsize)
         chain.append(native if native is not None else NumcodecsBytesCodec.from_config(compressor, f"{path}compressor" if not path else f"{path}.compressor"))
     return tuple(chain)
-
-
-def _guard_stream(codec: Any, data: Any) -> None:
-    """numcodecs' zstd streaming decoder (frames without a content size) can loop
-    forever on truncated input or trailing garbage: check the frame structure first,
-    as the native zstd codec does (zarrcy/codecs/zstd.py)."""
-    if getattr(codec, "codec_id", None) == "zstd":
-        from zarrcy.codecs.zstd import check_frames
-
-        check_frames(data)

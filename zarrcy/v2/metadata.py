@@ -35,6 +35,7 @@ from zarrcy.codecs._base import ArraySpec, Codec
 from zarrcy.errors import ContainsNodeError, MetadataError, ReadOnlyError, expected
 from zarrcy.metadata.array import ArrayShapeViews
 from zarrcy.metadata._parse import INT64_MAX, expect_int_list, load_json_object
+from zarrcy.storage._common import get_metadata
 from zarrcy.v2.codecs import numcodecs_codec, v2_codecs
 from zarrcy.v2.dtypes import (
     V2DataType,
@@ -241,7 +242,7 @@ class V2ArrayMetadata(ArrayShapeViews):
         store.set(prefix + ZARRAY, self.to_bytes())
         if self.attributes:
             store.set(prefix + ZATTRS, _dumps(self.attributes))
-        elif store.get(prefix + ZATTRS) is not None:
+        elif get_metadata(store, prefix + ZATTRS) is not None:
             store.erase(prefix + ZATTRS)
 
     # ------------------------------------------------------------------ derived
@@ -365,14 +366,14 @@ class V2GroupMetadata:
         store.set(prefix + ZGROUP, self.to_bytes())
         if self.attributes:
             store.set(prefix + ZATTRS, _dumps(self.attributes))
-        elif store.get(prefix + ZATTRS) is not None:
+        elif get_metadata(store, prefix + ZATTRS) is not None:
             store.erase(prefix + ZATTRS)
 
 
 # -- consolidated metadata -------------------------------------------------------------------
 def read_consolidated(store: Any) -> dict[str, Any] | None:
     """The ``metadata`` mapping of the root ``.zmetadata`` (key -> JSON object), or None."""
-    raw = store.get(ZMETADATA)
+    raw = get_metadata(store, ZMETADATA)
     if raw is None:
         return None
     doc = load_json_object(raw, ZMETADATA)
@@ -389,12 +390,12 @@ def write_consolidated(store: Any, path: str = "") -> None:
     for key in sorted(store.list_prefix(prefix)):
         base = key.rsplit("/", 1)[-1]
         if base in (ZARRAY, ZGROUP, ZATTRS):
-            meta[key[len(prefix):]] = json.loads(store.get(key))
+            meta[key[len(prefix):]] = json.loads(get_metadata(store, key))
     store.set(prefix + ZMETADATA, _dumps({"metadata": meta, "zarr_consolidated_format": 1}))
 
 
 def _get_doc(store: Any, key: str, consolidated: dict[str, Any] | None) -> Any:
-    raw = store.get(key)
+    raw = get_metadata(store, key)
     if raw is not None:
         return raw
     if consolidated is not None:
@@ -406,7 +407,7 @@ def _get_doc(store: Any, key: str, consolidated: dict[str, Any] | None) -> Any:
 
 def is_v2_node(store: Any, path: str) -> bool:
     prefix = path + "/" if path else ""
-    return store.get(prefix + ZARRAY) is not None or store.get(prefix + ZGROUP) is not None
+    return get_metadata(store, prefix + ZARRAY) is not None or get_metadata(store, prefix + ZGROUP) is not None
 
 
 def open_v2_node(store: Any, path: str) -> Any:
@@ -420,8 +421,8 @@ def open_v2_node(store: Any, path: str) -> Any:
 
     prefix = path + "/" if path else ""
     consolidated = None
-    zarray = store.get(prefix + ZARRAY)
-    zgroup = None if zarray is not None else store.get(prefix + ZGROUP)
+    zarray = get_metadata(store, prefix + ZARRAY)
+    zgroup = None if zarray is not None else get_metadata(store, prefix + ZGROUP)
     if zarray is None and zgroup is None:
         consolidated = read_consolidated(store)
         if consolidated is not None:
@@ -436,14 +437,14 @@ def open_v2_node(store: Any, path: str) -> Any:
             meta = V2ArrayMetadata.from_json(zarray, prefix + ZARRAY, attributes=attrs)
             return Array(store, path, meta, read_only=store.read_only)  # type: ignore[arg-type]
         return Group(store, path, V2GroupMetadata.from_json(zgroup, prefix + ZGROUP, attributes=attrs))  # type: ignore[arg-type]
-    raw = store.get(prefix + "meta")
+    raw = get_metadata(store, prefix + "meta")
     if raw is not None:
         try:
             doc = json.loads(raw)
         except ValueError:
             return None
         if isinstance(doc, dict) and doc.get("zarr_format") == 1:
-            attrs_raw = store.get(prefix + "attrs")
+            attrs_raw = get_metadata(store, prefix + "attrs")
             attrs = dict(load_json_object(attrs_raw, prefix + "attrs")) if attrs_raw is not None else {}
             meta = V1ArrayMetadata.from_v1_json(doc, prefix + "meta", attributes=attrs)
             return Array(store, path, meta, read_only=True)  # type: ignore[arg-type]
@@ -453,7 +454,7 @@ def open_v2_node(store: Any, path: str) -> Any:
 # -- creation --------------------------------------------------------------------------------
 def _has_node(store: Any, path: str) -> bool:
     prefix = path + "/" if path else ""
-    return any(store.get(prefix + k) is not None for k in ("zarr.json", ZARRAY, ZGROUP))
+    return any(get_metadata(store, prefix + k) is not None for k in ("zarr.json", ZARRAY, ZGROUP))
 
 
 def ensure_parents_v2(store: Any, path: str) -> None:
@@ -462,9 +463,9 @@ def ensure_parents_v2(store: Any, path: str) -> None:
     for i in range(len(parts) + 1):
         p = "/".join(parts[:i])
         prefix = p + "/" if p else ""
-        if store.get(prefix + ZARRAY) is not None:
+        if get_metadata(store, prefix + ZARRAY) is not None:
             raise ContainsNodeError(f"{store.url}: cannot create a node below the array at '/{p}'")
-        if store.get(prefix + ZGROUP) is None and store.get(prefix + "zarr.json") is None:
+        if get_metadata(store, prefix + ZGROUP) is None and get_metadata(store, prefix + "zarr.json") is None:
             store.set(prefix + ZGROUP, V2GroupMetadata().to_bytes())
 
 

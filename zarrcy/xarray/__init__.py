@@ -381,7 +381,9 @@ def _has_consolidated(root: Any) -> bool:
         return True
     prefix = f"{root.path}/" if root.path else ""
     try:
-        return root.store.get(prefix + ".zmetadata") is not None
+        from zarrcy.storage._common import get_metadata
+
+        return get_metadata(root.store, prefix + ".zmetadata") is not None
     except Exception:  # noqa: BLE001
         return False
 
