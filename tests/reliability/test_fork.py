@@ -210,3 +210,48 @@ def test_at_fork_reset_runs_callbacks_in_child(tmp_path):
         del zconfig._AT_FORK[n:]
     assert calls == []  # never in the parent
     assert log.read_text() == "first,second"
+
+
+def test_zip_store_lock_reset_after_fork(tmp_path):
+    """A ZipStore whose lock a parent thread holds at fork time stays usable in the child."""
+    import multiprocessing as mp
+    import threading
+
+    from zarrcy.storage.zip import ZipStore
+
+    path = tmp_path / "a.zip"
+    with ZipStore(str(path), mode="w") as z:
+        z.set("k", b"value")
+    store = ZipStore(str(path), mode="r")
+    held = threading.Event()
+    release = threading.Event()
+
+    def hold() -> None:
+        with store._st.lock:
+            held.set()
+            release.wait(30)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    held.wait(10)
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+
+    def child(q) -> None:
+        try:
+            with (store._st.lock):
+                pass
+            q.put(bytes(store.get("k")))
+        except BaseException as e:  # report instead of hanging
+            q.put(repr(e))
+
+    p = ctx.Process(target=child, args=(q,))
+    p.start()
+    p.join(timeout=60)
+    release.set()
+    t.join()
+    alive = p.is_alive()
+    if alive:
+        p.kill()
+    assert not alive, "forked child hung on an inherited ZipStore lock"
+    assert q.get(timeout=5) == b"value"

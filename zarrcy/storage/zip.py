@@ -57,6 +57,7 @@ import zlib
 from typing import Any, Iterator, Literal, Sequence
 
 from zarrcy.byte_range import ByteRequest
+from zarrcy.config import at_fork_reset
 from zarrcy.errors import CorruptChunkError, ReadOnlyError, StoreError, expected
 from zarrcy.storage._base import Store
 from zarrcy.storage._common import as_bytes_view, check_key, check_prefix, resolve_range
@@ -67,6 +68,17 @@ __all__ = ["ZipStore", "ZipMode", "find_open_zip"]
 # file would corrupt it, and the file has no valid central directory until close()
 _open_writers: "weakref.WeakValueDictionary[str, ZipStore]" = weakref.WeakValueDictionary()
 _open_writers_lock = threading.Lock()
+_STATES: "weakref.WeakSet[_ZipState]" = weakref.WeakSet()
+
+
+@at_fork_reset
+def _reset_locks_after_fork() -> None:
+    """A forked child gets fresh locks: one held by another parent thread at the fork
+    would never be released there (CONVENTIONS rule 13)."""
+    global _open_writers_lock
+    _open_writers_lock = threading.Lock()
+    for state in list(_STATES):
+        state.lock = threading.RLock()
 
 
 def find_open_zip(path) -> "ZipStore | None":
@@ -103,6 +115,7 @@ class _ZipState:
         self.compression = compression
         self.compresslevel = compresslevel
         self.lock = threading.RLock()
+        _STATES.add(self)
         self.closed = False
         if mode == "a" and os.path.isfile(path) and os.path.getsize(path) and not zipfile.is_zipfile(path):
             raise StoreError(f"{path}: exists and is not a zip file; refusing to append to it")
