@@ -72,7 +72,7 @@ META_KEY = "zarr.json"
 #: attributes that are HDF5 / NetCDF-4 bookkeeping, not data attributes
 _INTERNAL_ATTRS = frozenset((
     "DIMENSION_LIST", "REFERENCE_LIST", "CLASS", "NAME", "_Netcdf4Dimid", "_Netcdf4Coordinates",
-    "_NCProperties", "_nc3_strict", "_FillValue", "DIMENSION_LABELS", "_SuperblockVersion", "_IsNetcdf4",
+    "_NCProperties", "_nc3_strict", "DIMENSION_LABELS", "_SuperblockVersion", "_IsNetcdf4",
 ))
 _NC_DIM_ONLY = b"This is a netCDF dimension but not a netCDF variable"
 
@@ -144,8 +144,17 @@ class _Var:
                         out[tuple(o // c for o, c in zip(si.chunk_offset, cs))] = (
                             int(si.byte_offset), int(si.size), int(si.filter_mask))
 
-                with self.file.lock:
-                    self.dataset().id.chunk_iter(visit)
+                try:
+                    with self.file.lock:
+                        self.dataset().id.chunk_iter(visit)
+                except (OSError, RuntimeError, ValueError, KeyError) as e:
+                    raise HDF5SourceError(f"{self.file.path}: variable /{self.name}: cannot read the chunk index "
+                                          f"(truncated or damaged file?): {e}") from None
+                for (off, size, _) in out.values():
+                    if off < 0 or off + size > self.file.size:
+                        raise HDF5SourceError(expected(
+                            f"{self.file.path}: variable /{self.name}: chunk at byte {off}",
+                            f"{size} bytes inside the file ({self.file.size} bytes)", "a truncated file"))
                 self.index = out
             return self.index
 
@@ -232,7 +241,7 @@ def _attributes(obj: Any) -> dict[str, Any]:
     except (OSError, RuntimeError, KeyError):
         return out
     for k in names:
-        if k in _INTERNAL_ATTRS:
+        if k in _INTERNAL_ATTRS or k == "_FillValue":  # _FillValue: see _xarray_fill
             continue
         try:
             v = obj.attrs[k]
@@ -361,8 +370,11 @@ class HDF5Store(Store):
     supports_deletes = False
     supports_partial_reads = True
 
-    def __init__(self, paths: str | Sequence[str], concat_dim: str | None = None) -> None:
+    def __init__(self, paths: str | Sequence[str], concat_dim: str | None = None, cf_packing: str = "keep") -> None:
         super().__init__(read_only=True)
+        if cf_packing not in ("keep", "chain"):
+            raise HDF5SourceError(expected("cf_packing", "'keep' or 'chain'", cf_packing))
+        self.cf_packing = cf_packing
         if isinstance(paths, (str, os.PathLike)):
             paths = [os.fspath(paths)]
         self.paths = [os.path.abspath(os.fspath(p)) for p in paths]
@@ -395,7 +407,7 @@ class HDF5Store(Store):
         return f"{self.paths[0]} (+{len(self.paths) - 1} files along {self.concat_dim!r})"
 
     def __reduce__(self):
-        return (HDF5Store, ([f.path for f in self._files] or self.paths, self.concat_dim))
+        return (HDF5Store, ([f.path for f in self._files] or self.paths, self.concat_dim, self.cf_packing))
 
     def __repr__(self) -> str:
         return f"HDF5Store({self.url!r})"
@@ -527,6 +539,9 @@ class HDF5Store(Store):
                             "which is not available here (install the HDF5 filter plugin, e.g. hdf5plugin)")
                 attrs = _attributes(dset)
                 attrs.update(extra)
+                packing = {k: np.asarray(dset.attrs[k]).reshape(-1)[0] for k in ("scale_factor", "add_offset")
+                           if k in dset.attrs and np.asarray(dset.attrs[k]).size == 1}
+                has_fill_attr = "_FillValue" in dset.attrs
                 dims = _dim_names(dset, name)
                 fill = _fill_value(dset, zdt, kind)
                 h5_chunks = tuple(int(c) for c in dset.chunks) if dset.chunks else None
@@ -552,7 +567,8 @@ class HDF5Store(Store):
         else:
             vkind = "h5py"
         var = _Var(f, name, shape, np.dtype(stored), vkind, h5_chunks, filters if vkind == "chunked" else [], offset)
-        info = {"zdt": zdt, "attrs": attrs, "dims": dims, "fill": fill, "kind": kind}
+        info = {"zdt": zdt, "attrs": attrs, "dims": dims, "fill": fill, "kind": kind, "packing": packing,
+                "has_fill_attr": has_fill_attr, "enum": "flag_meanings" in extra}
         return var, info
 
     def _array(self, name: str) -> _Array:
@@ -648,7 +664,29 @@ class HDF5Store(Store):
         }
         if dims is not None:
             doc["dimension_names"] = dims
+        if info["has_fill_attr"]:
+            xf = _xarray_fill(zdt, info["fill"])
+            if xf is not None:
+                doc["attributes"] = {**doc["attributes"], "_FillValue": xf}
+        packing = info["packing"]
+        if (self.cf_packing == "chain" and packing and zdt.kind in "iu" and not info["enum"]
+                and all(np.asarray(v).dtype.kind in "iuf" for v in packing.values())):
+            _cf_chain(doc, zdt, packing, info["fill"], info["has_fill_attr"])
         return _Array(name, doc, tuple(chunk), tuple(shape), zdt, parts, axis, starts, direct)
+
+    def validate_array(self, path: str) -> None:
+        """Check that the stored bytes of array ``path`` lie inside their files
+        (HDF5SourceError naming file and variable otherwise): a truncated file."""
+        a = self._arrays[path]
+        for part in a.parts:
+            if part.kind == "chunked":
+                part.chunk_index()
+            elif part.kind == "contiguous" and part.contiguous_offset is not None:
+                n = math.prod(part.shape) * part.dtype.itemsize
+                if part.contiguous_offset + n > part.file.size:
+                    raise HDF5SourceError(expected(
+                        f"{part.file.path}: variable /{part.name}: data at byte {part.contiguous_offset}",
+                        f"{n} bytes inside the file ({part.file.size} bytes)", "a truncated file"))
 
     # -- reads ----------------------------------------------------------------------------
     def _doc(self, path: str) -> bytes | None:
@@ -834,6 +872,70 @@ class HDF5Store(Store):
 
 class _Skip(Exception):
     pass
+
+
+def _xarray_fill(zdt: np.dtype, value: Any) -> Any:
+    """NetCDF's ``_FillValue`` kept as an attribute in the form xarray writes (and reads)
+    beside a Zarr v3 array's ``fill_value`` (xarray.backends.zarr ``FillValueCoder``:
+    floats as base64 of a little-endian float64, bytes as base64), so that
+    ``xarray.open_zarr`` masks missing values as ``open_dataset`` does."""
+    import base64
+    import struct
+
+    try:
+        if zdt.kind == "f":
+            return base64.standard_b64encode(struct.pack("<d", float(value))).decode()
+        if zdt.kind in "iu":
+            return int(value)
+        if zdt.kind == "b":
+            return bool(value)
+        if zdt.kind == "S":
+            return base64.standard_b64encode(bytes(value)).decode()
+        if zdt.kind == "O" and isinstance(value, str):
+            return value
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return None
+
+
+def _cf_chain(doc: dict[str, Any], zdt: np.dtype, packing: dict[str, Any], fill: Any, masked: bool) -> None:
+    """Show a CF-packed integer variable (``scale_factor``/``add_offset``) as the
+    floats it stands for, through ``[scale_offset, cast_value]`` (ext-codec-scale_offset.md:
+    decode ``x / scale + offset``; ext-codec-cast_value.md); ``_FillValue`` becomes NaN
+    through ``scalar_map``.  The float type is the attributes' own (float32 when they
+    are float32), float64 otherwise.  Exactness is checked by the converter
+    (zarrcy/convert/hdf5.py ``check_packing``)."""
+    from zarrcy.metadata.data_type import from_numpy
+
+    kinds = [np.asarray(v).dtype for v in packing.values()]
+    fdt = np.result_type(*kinds) if all(k.kind == "f" for k in kinds) else np.dtype("f8")
+    if fdt.itemsize < 4:
+        fdt = np.dtype("f4")
+    sf = fdt.type(packing.get("scale_factor", 1))
+    ao = fdt.type(packing.get("add_offset", 0))
+    if not np.isfinite(sf) or sf == 0 or not np.isfinite(ao):
+        return
+    with np.errstate(all="ignore"):
+        scale = fdt.type(1) / sf
+    if not np.isfinite(scale):
+        return
+    dt3 = from_numpy(fdt)
+    so: dict[str, Any] = {"offset": dt3.fill_value_to_json(ao), "scale": dt3.fill_value_to_json(scale)}
+    cv: dict[str, Any] = {"data_type": from_numpy(zdt).to_json(), "rounding": "nearest-even"}
+    if masked:
+        f = int(fill)
+        cv["scalar_map"] = {"encode": [["NaN", f]], "decode": [[f, "NaN"]]}
+        doc["fill_value"] = "NaN"
+    else:
+        doc["fill_value"] = dt3.fill_value_to_json(fdt.type(int(fill)) / scale + ao)
+    doc["data_type"] = dt3.to_json()
+    doc["codecs"] = [{"name": "scale_offset", "configuration": so}, {"name": "cast_value", "configuration": cv},
+                     *doc["codecs"]]
+    attrs = dict(doc["attributes"])
+    attrs.pop("scale_factor", None)
+    attrs.pop("add_offset", None)
+    attrs.pop("_FillValue", None)  # now the NaN of scalar_map
+    doc["attributes"] = attrs
 
 
 def _attrs_cmp(v: Any) -> str:
