@@ -922,12 +922,12 @@ def _cf_chain(doc: dict[str, Any], zdt: np.dtype, packing: dict[str, Any], fill:
     dt3 = from_numpy(fdt)
     so: dict[str, Any] = {"offset": dt3.fill_value_to_json(ao), "scale": dt3.fill_value_to_json(scale)}
     cv: dict[str, Any] = {"data_type": from_numpy(zdt).to_json(), "rounding": "nearest-even"}
-    if masked:
-        f = int(fill)
-        cv["scalar_map"] = {"encode": [["NaN", f]], "decode": [[f, "NaN"]]}
-        doc["fill_value"] = "NaN"
-    else:
-        doc["fill_value"] = dt3.fill_value_to_json(fdt.type(int(fill)) / scale + ao)
+    # the fill value (``_FillValue``, else the HDF5 fill value) <-> NaN: the decoded fill
+    # value must round-trip exactly (ext-codec-cast_value.md), which NaN does
+    f = int(fill)
+    cv["scalar_map"] = {"encode": [["NaN", f]], "decode": [[f, "NaN"]]}
+    doc["fill_value"] = "NaN"
+    del masked
     doc["data_type"] = dt3.to_json()
     doc["codecs"] = [{"name": "scale_offset", "configuration": so}, {"name": "cast_value", "configuration": cv},
                      *doc["codecs"]]
