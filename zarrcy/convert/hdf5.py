@@ -36,11 +36,17 @@ SHARD_BYTES = 64 << 20
 
 def open_source(src: Any, concat_dim: str | None, cf_packing: str = "keep") -> HDF5Store | None:
     """An HDF5Store for ``src`` when it is HDF5 (several files need ``concat_dim``), else None."""
-    many = not isinstance(src, (str, os.PathLike)) or any(ch in os.fspath(src) for ch in "*?[")
+    if isinstance(src, (list, tuple)) and src and all(isinstance(x, (str, os.PathLike)) for x in src):
+        many = True
+    elif isinstance(src, (str, os.PathLike)):
+        text = os.fspath(src)
+        if isinstance(text, bytes) or "://" in text:
+            return None  # URLs: stores (store_from_url)
+        many = any(ch in text for ch in "*?[") and not os.path.exists(text)
+    else:
+        return None  # a Store instance
     if concat_dim is None and cf_packing == "keep" and not many:
         return None  # store_from_url detects a single HDF5 file by itself
-    if not many and not isinstance(src, (str, os.PathLike)):
-        return None
     paths = expand_sources(src)
     for p in paths:
         if not is_hdf5(p):

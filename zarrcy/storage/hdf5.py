@@ -968,7 +968,7 @@ def expand_sources(src: Any) -> list[str]:
     out: list[str] = []
     for it in items:
         s = os.fspath(it)
-        if any(ch in s for ch in "*?["):
+        if any(ch in s for ch in "*?[") and not os.path.exists(s):
             hits = sorted(_glob.glob(s))
             if not hits:
                 raise HDF5SourceError(expected("source", "files matching the pattern", s))
