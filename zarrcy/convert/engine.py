@@ -387,6 +387,8 @@ def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions) -> Array
                 raise ConvertError(f"source: {e}", 2) from None
         if h5src and shards is None and chunks is None:
             chunks, shards = _h5.default_layout(src.shape, tuple(src.chunks), itemsize, max(o.region_bytes, 1))
+        if h5src and quant is not None and _h5.is_coordinate(src):
+            quant = None  # --quantize is for data variables: coordinates (dimension scales) stay exact
         if h5src and quant is None and (packed := _h5.packing_chain(src)) is not None:
             why = _h5.check_packing(src, packed)
             if why is not None:

@@ -25,7 +25,7 @@ import numpy as np
 
 from zarrcy.storage.hdf5 import HDF5SourceError, HDF5Store, expand_sources, is_hdf5
 
-__all__ = ["open_source", "unsupported_datasets", "validate", "default_layout", "is_hdf5_array", "packing_chain", "check_packing", "HDF5SourceError",
+__all__ = ["open_source", "is_coordinate", "unsupported_datasets", "validate", "default_layout", "is_hdf5_array", "packing_chain", "check_packing", "HDF5SourceError",
            "MIN_CHUNK_BYTES", "SHARD_BYTES"]
 
 #: source chunks smaller than this are grown (whole multiples) for the destination
@@ -61,6 +61,12 @@ def open_source(src: Any, concat_dim: str | None, cf_packing: str = "keep") -> H
 
 def is_hdf5_array(arr: Any) -> bool:
     return isinstance(getattr(arr, "store", None), HDF5Store)
+
+
+def is_coordinate(arr: Any) -> bool:
+    """A coordinate variable: one dimension, named like the array (a dimension scale)."""
+    names = arr.metadata.dimension_names
+    return names is not None and len(names) == 1 and names[0] == arr.path.rsplit("/", 1)[-1]
 
 
 def unsupported_datasets(store: Any) -> list[tuple[str, str]]:
