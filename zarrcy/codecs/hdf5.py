@@ -8,8 +8,8 @@ itself, so chunks decode in parallel threads outside h5py's global lock:
 
 * deflate (filter 1): a zlib stream (RFC 1950), decompressed by libdeflate (the
   ``deflate`` package, GIL released) into a buffer of the chunk's exact size;
-* shuffle (filter 2, ``values[0]`` = element size): HDF5's byte shuffle, undone by one
-  strided numpy copy straight into the output array (numpy releases the GIL);
+* shuffle (filter 2, ``values[0]`` = element size): HDF5's byte shuffle, undone straight
+  into the output array by the ``_kernels/_shuffle`` kernel (no GIL);
 * fletcher32 (filter 3): the 4-byte checksum after the data (H5checksum.c
   ``H5_checksum_fletcher32``), checked modulo 65535 and stripped.
 
@@ -27,6 +27,7 @@ from typing import Any, ClassVar, Self
 
 import numpy as np
 
+from zarrcy._kernels._shuffle import unshuffle_into as _unshuffle_into
 from zarrcy.codecs._base import ArrayBytesCodec, ArraySpec
 from zarrcy.errors import CorruptChunkError, MetadataError, expected
 
@@ -175,14 +176,12 @@ class HDF5ChunkCodec(ArrayBytesCodec):
                     raise CorruptChunkError(expected("hdf5 shuffle", f"{sizes[k]} bytes", len(buf)))
                 src = np.frombuffer(buf, dtype=np.uint8)
                 if size > 1 and len(buf) >= size:
-                    whole = (len(buf) // size) * size  # H5Zshuffle.c: trailing bytes stay as they are
-                    if last and target is not None and whole == nbytes:
-                        np.copyto(target.reshape(-1, size), src[:whole].reshape(size, -1).T)
+                    if last and target is not None and len(buf) == nbytes:
+                        _unshuffle_into(src, target, size)  # straight into the output (nogil kernel)
                         placed = True
                     else:
                         tmp = np.empty(len(buf), dtype=np.uint8)
-                        np.copyto(tmp[:whole].reshape(-1, size), src[:whole].reshape(size, -1).T)
-                        tmp[whole:] = src[whole:]
+                        _unshuffle_into(src, tmp, size)
                         buf = tmp
         if not placed:
             if len(buf) != nbytes:
