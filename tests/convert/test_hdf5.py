@@ -382,7 +382,7 @@ def test_cf_packing_chain_refuses_inexact(tmp_path):
 # --------------------------------------------------------------------------------------
 # convert: several files along --concat-dim
 # --------------------------------------------------------------------------------------
-def make_months(d: str, lens=(31, 28, 31, 30), first: int = 0, chunk_t: int = 1) -> list[str]:
+def make_months(d: str, lens=(31, 28, 31, 30), first: int = 0, chunk_t: int = 1, fill: float = -1e30) -> list[str]:
     """Files named in the reverse of time order (sorting by the coordinate matters)."""
     rng = np.random.default_rng(11)
     os.makedirs(d, exist_ok=True)
@@ -402,7 +402,7 @@ def make_months(d: str, lens=(31, 28, 31, 30), first: int = 0, chunk_t: int = 1)
             lat = ds.createVariable("lat", "f4", ("lat",))
             lat[:] = np.arange(6)
             v = ds.createVariable("t2m", "f4", ("time", "lat", "lon"), zlib=True, shuffle=True,
-                                  chunksizes=(chunk_t, 6, 8), fill_value=np.float32(-1e30))
+                                  chunksizes=(chunk_t, 6, 8), fill_value=np.float32(fill))
             v[:] = rng.standard_normal((n, 6, 8)).astype("f4")
             v.units = "K"
             v[0, 0, 0] = np.ma.masked
@@ -585,3 +585,22 @@ def test_json_summary_lists_skipped(nc, tmp_path, capsys):
     assert convert_main([path, out, "--on-unsupported", "skip", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["ok"] and [s[0] for s in doc["skipped_arrays"]] == ["comp"]
+
+
+def test_quantize_leaves_coordinates_exact_and_dry_run(tmp_path, capsys):
+    make_months(str(tmp_path / "m"), lens=(4, 4), fill=float("nan"))  # a fill value --quantize can map (nan=)
+    src = str(tmp_path / "m" / "*.nc")
+    out = str(tmp_path / "q.zarr")
+    assert convert_main([src, out, "--concat-dim", "time", "--dry-run", *Q]) == 0
+    assert "t2m" in capsys.readouterr().out and not os.path.exists(out)
+    q = "offset=-5,scale=5000,dtype=uint16,nan=65535"
+    assert convert_main([src, out, "--concat-dim", "time", "--quantize", q, "--include", "t2m", "--include", "time",
+                         "--include", "lat", "--verify", *Q]) == 0
+    t2m = zarrcy.open_array(out, path="t2m", mode="r")
+    assert [c["name"] for c in t2m.metadata.codecs[0].to_dict()["configuration"]["codecs"]][:2] == \
+        ["scale_offset", "cast_value"]
+    for coord in ("time", "lat"):
+        a = zarrcy.open_array(out, path=coord, mode="r")
+        names = json.dumps([c.to_dict() for c in a.metadata.codecs])
+        assert "cast_value" not in names, coord
+    assert np.array_equal(zarrcy.open_array(out, path="time", mode="r")[...], np.arange(8))
