@@ -597,8 +597,7 @@ def test_quantize_leaves_coordinates_exact_and_dry_run(tmp_path, capsys):
     assert convert_main([src, out, "--concat-dim", "time", "--quantize", q, "--include", "t2m", "--include", "time",
                          "--include", "lat", "--verify", *Q]) == 0
     t2m = zarrcy.open_array(out, path="t2m", mode="r")
-    assert [c["name"] for c in t2m.metadata.codecs[0].to_dict()["configuration"]["codecs"]][:2] == \
-        ["scale_offset", "cast_value"]
+    assert [c.to_dict()["name"] for c in t2m.metadata.codecs][:2] == ["scale_offset", "cast_value"]
     for coord in ("time", "lat"):
         a = zarrcy.open_array(out, path=coord, mode="r")
         names = json.dumps([c.to_dict() for c in a.metadata.codecs])
