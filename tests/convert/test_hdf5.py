@@ -603,3 +603,22 @@ def test_quantize_leaves_coordinates_exact_and_dry_run(tmp_path, capsys):
         names = json.dumps([c.to_dict() for c in a.metadata.codecs])
         assert "cast_value" not in names, coord
     assert np.array_equal(zarrcy.open_array(out, path="time", mode="r")[...], np.arange(8))
+
+
+def test_concat_files_chunked_differently(tmp_path):
+    """Files whose HDF5 chunks differ: the array gets its own grid, read through h5py."""
+    d = str(tmp_path / "m")
+    a = make_months(d, lens=(4,), first=0, chunk_t=1)
+    os.rename(a[0], os.path.join(d, "a.nc"))
+    b = make_months(d, lens=(6,), first=4, chunk_t=3)
+    os.rename(b[0], os.path.join(d, "b.nc"))
+    want = []
+    for name in ("a.nc", "b.nc"):
+        with netCDF4.Dataset(os.path.join(d, name)) as ds:
+            ds.set_auto_mask(False)
+            want.append(ds["t2m"][...])
+    store = HDF5Store([os.path.join(d, "b.nc"), os.path.join(d, "a.nc")], concat_dim="time")
+    arr = zarrcy.open_array(store, path="t2m", mode="r")
+    assert np.array_equal(arr[...], np.concatenate(want))
+    assert np.array_equal(zarrcy.open_array(store, path="time", mode="r")[...], np.arange(10))
+    store.close()

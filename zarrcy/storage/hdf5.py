@@ -614,13 +614,15 @@ class HDF5Store(Store):
         if axis is not None:
             shape[axis] = sum(p.shape[axis] for p in parts)
         # the chunk grid: the HDF5 chunk shape (chunked datasets), else rows of ~4 MiB
+        mixed = False  # the files chunk the variable differently: chunks through h5py
         if var.kind == "chunked" or (var.kind in ("h5py", "vlen") and var.h5_chunks):
             chunk = list(var.h5_chunks or ())
             if any(p.h5_chunks != var.h5_chunks or p.kind != var.kind for p in parts):
                 chunk = list(_contiguous_chunks(tuple(shape), max(1, zdt.itemsize)))
+                mixed = True
         else:
             chunk = list(_contiguous_chunks(tuple(shape), max(1, zdt.itemsize if zdt.kind != "O" else 16)))
-        direct = var.kind in ("chunked", "contiguous")
+        direct = var.kind in ("chunked", "contiguous") and not mixed
         starts = [0]
         if axis is not None:
             # every part must start on a chunk boundary along the concat axis for the chunks
@@ -721,16 +723,22 @@ class HDF5Store(Store):
                 return None
         return a, coords
 
-    def _chunk(self, a: _Array, coords: tuple[int, ...]) -> bytes | bytearray | None:
-        """The served bytes of chunk ``coords`` (see the module docstring)."""
-        if os.getpid() != self._pid:  # a forked child: reopen our descriptors
-            self._reopen()
+    @staticmethod
+    def _part(a: _Array, coords: tuple[int, ...]) -> tuple[_Var, list[int]]:
+        """The file part holding chunk ``coords`` and the chunk's coordinates in it."""
         part, local = a.parts[0], list(coords)
         if a.concat_axis is not None:
             ax = a.concat_axis
             i = max(0, bisect.bisect_right(a.starts, coords[ax]) - 1)  # empty parts: the later one
             part = a.parts[i]
             local[ax] = coords[ax] - a.starts[i]
+        return part, local
+
+    def _chunk(self, a: _Array, coords: tuple[int, ...]) -> bytes | bytearray | None:
+        """The served bytes of chunk ``coords`` (see the module docstring)."""
+        if os.getpid() != self._pid:  # a forked child: reopen our descriptors
+            self._reopen()
+        part, local = self._part(a, coords)
         cs = a.chunk_shape
         lo = [c * s for c, s in zip(local, cs)]
         region = tuple(slice(o, min(o + s, n)) for o, s, n in zip(lo, cs, part.shape))
@@ -805,13 +813,17 @@ class HDF5Store(Store):
         return bytes(value[start:stop])
 
     def getsize(self, key: str) -> int | None:
-        """Stored size of a value without reading it (the chunk index has it)."""
+        """Size of a value without reading it: the chunk index has the stored size; a
+        chunk read through h5py counts its served (decoded) size."""
         loc = self._locate(key) if not key.endswith(META_KEY) else None
         if loc is not None:
             a, coords = loc
-            if a.direct and a.parts[0].kind == "chunked" and a.concat_axis is None:
-                hit = a.parts[0].chunk_index().get(coords)
+            part, local = self._part(a, coords)
+            if a.direct and part.kind == "chunked":
+                hit = part.chunk_index().get(tuple(local))
                 return None if hit is None else hit[1] + 4
+            if part.kind != "vlen":
+                return 4 + math.prod(a.chunk_shape) * a.dtype.itemsize
         v = self.get(key)
         return None if v is None else len(v)
 
