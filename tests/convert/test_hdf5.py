@@ -605,8 +605,12 @@ def test_quantize_leaves_coordinates_exact_and_dry_run(tmp_path, capsys):
     assert np.array_equal(zarrcy.open_array(out, path="time", mode="r")[...], np.arange(8))
 
 
-def test_concat_files_chunked_differently(tmp_path):
-    """Files whose HDF5 chunks differ: the array gets its own grid, read through h5py."""
+def test_concat_files_chunked_differently(tmp_path, monkeypatch):
+    """Files whose HDF5 chunks differ: the array gets its own grid (4 steps here, which
+    divides the file lengths), read through h5py -- not taken as either file's chunks."""
+    import zarrcy.storage.hdf5 as h5store
+
+    monkeypatch.setattr(h5store, "CONTIGUOUS_CHUNK_BYTES", 4 * 6 * 8 * 4)
     d = str(tmp_path / "m")
     a = make_months(d, lens=(4,), first=0, chunk_t=1)
     os.rename(a[0], os.path.join(d, "a.nc"))
@@ -619,6 +623,7 @@ def test_concat_files_chunked_differently(tmp_path):
             want.append(ds["t2m"][...])
     store = HDF5Store([os.path.join(d, "b.nc"), os.path.join(d, "a.nc")], concat_dim="time")
     arr = zarrcy.open_array(store, path="t2m", mode="r")
+    assert arr.chunks == (4, 6, 8)
     assert np.array_equal(arr[...], np.concatenate(want))
     assert np.array_equal(zarrcy.open_array(store, path="time", mode="r")[...], np.arange(8))
     store.close()
