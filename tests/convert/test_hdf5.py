@@ -512,11 +512,13 @@ def test_bad_sources_exit_2(tmp_path, nc, capsys):
     head.write_bytes(raw[:600])
     assert convert_main([str(head), out, *Q]) == 2
     assert "head.nc" in capsys.readouterr().err
-    # a glob that matches nothing, several files without --concat-dim
+    # a glob that matches nothing, several files without --concat-dim, an unknown dimension
     assert convert_main([str(tmp_path / "nothing*.nc"), out, "--concat-dim", "time", *Q]) == 2
     make_months(str(tmp_path / "m"), lens=(2, 2))
     assert convert_main([str(tmp_path / "m" / "*.nc"), out, *Q]) == 2
     assert "--concat-dim" in capsys.readouterr().err
+    assert convert_main([str(tmp_path / "m" / "*.nc"), out, "--concat-dim", "tme", *Q]) == 2
+    assert "'tme'" in capsys.readouterr().err
 
 
 def test_unavailable_filter_exit_2(tmp_path, capsys):

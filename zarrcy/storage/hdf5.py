@@ -509,6 +509,10 @@ class HDF5Store(Store):
                     continue
                 self._arrays[name] = arr
                 self._children.setdefault(parent, set()).add(base)
+        if self.concat_dim is not None and len(self._files) > 1 and not any(
+                a.concat_axis is not None for a in self._arrays.values()):
+            raise HDF5SourceError(f"{first.path}: --concat-dim {self.concat_dim!r}: expected a dimension of some "
+                                  "variable, received a name no variable uses")
         for k in list(self._children):  # every parent exists as a group
             if k and k not in self._groups:
                 self._groups[k] = {"zarr_format": 3, "node_type": "group", "attributes": {}}
