@@ -414,9 +414,8 @@ def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions) -> Array
             if getattr(dt3, "variable_length", False):  # string / bytes (zarr-extensions)
                 serializer = {"name": "vlen-utf8" if dt3.category == "string" else "vlen-bytes"}
             inner = [serializer, *(comp if comp is not None else _default_compressors(src))]
-        if h5src and codecs is not None and any(str(c.get("name", "")).startswith("zarrcy.hdf5") for c in inner
-                                                if isinstance(c, dict)):
-            raise ConvertError("--codecs: zarrcy.hdf5_chunk is internal to HDF5 sources", 2)
+        if codecs is not None and any(isinstance(c, dict) and c.get("name") == "zarrcy.hdf5_chunk" for c in inner):
+            raise ConvertError("--codecs: zarrcy.hdf5_chunk is internal to HDF5 sources (it only decodes)", 2)
         if quant:
             inner = [*quant, *inner]
         codec_chain: list[Any]
