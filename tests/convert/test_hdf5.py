@@ -538,6 +538,10 @@ def test_unavailable_filter_exit_2(tmp_path, capsys):
     assert convert_main([path, str(tmp_path / "o.zarr"), *Q]) == 2
     err = capsys.readouterr().err
     assert "f.h5" in err and "/odd" in err and "32123" in err
+    assert not os.path.exists(tmp_path / "o.zarr" / "zarr.json")
+    # the other variables convert when it is left out (or skipped)
+    assert convert_main([path, str(tmp_path / "o.zarr"), "--exclude", "odd", *Q]) == 0
+    assert np.array_equal(zarrcy.open_array(str(tmp_path / "o.zarr"), path="ok", mode="r")[...], np.arange(10))
 
 
 # --------------------------------------------------------------------------------------

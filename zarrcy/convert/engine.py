@@ -808,7 +808,7 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
         if rel is None or (o.include and not _matches(rel, o.include)) or (o.exclude and _matches(rel, o.exclude)):
             continue
         if o.on_unsupported != "skip":
-            raise ConvertError(f"source {src_store.url}: variable /{upath}: {why} has no Zarr v3 equivalent "
+            raise ConvertError(f"source {src_store.url}: variable /{upath}: {why} "
                                "(use --on-unsupported skip to leave it out)", 2)
         report.skipped_arrays.append((rel, why))
     plans: list[ArrayPlan] = []

@@ -264,9 +264,9 @@ def _data_type(dset: Any) -> tuple[str, np.dtype | None, str, dict[str, Any]]:
         else:
             return "fixed", np.dtype(f"S{max(1, int(info.length))}"), "", extra
     if h5py.check_vlen_dtype(dt) is not None:
-        return "", None, f"variable-length {h5py.check_vlen_dtype(dt)} data type", extra
+        return "", None, f"variable-length {h5py.check_vlen_dtype(dt)} data type (no Zarr v3 equivalent)", extra
     if h5py.check_ref_dtype(dt) is not None:
-        return "", None, "reference data type", extra
+        return "", None, "reference data type (no Zarr v3 equivalent)", extra
     enum = h5py.check_enum_dtype(dt)
     if enum is not None and dt.kind != "b":
         items = sorted(enum.items(), key=lambda kv: kv[1])
@@ -274,9 +274,9 @@ def _data_type(dset: Any) -> tuple[str, np.dtype | None, str, dict[str, Any]]:
         extra["flag_meanings"] = " ".join(str(k) for k, _ in items)
         return "fixed", np.dtype(dt.str).newbyteorder("="), "", extra
     if dt.fields is not None:
-        return "", None, f"compound data type {dt}", extra
+        return "", None, f"compound data type {dt} (no Zarr v3 equivalent)", extra
     if dt.subdtype is not None:
-        return "", None, f"array data type {dt}", extra
+        return "", None, f"array data type {dt} (no Zarr v3 equivalent)", extra
     if dt.kind in "biufc" and dt.itemsize > 0 and not (dt.kind == "f" and dt.itemsize > 8):
         return "fixed", np.dtype(dt.str).newbyteorder("="), "", extra
     return "", None, f"data type {dt}", extra
@@ -538,9 +538,8 @@ class HDF5Store(Store):
                                     "name": fname.decode("ascii", "replace") if isinstance(fname, bytes) else str(fname)})
                 for flt in filters:
                     if not h5py.h5z.filter_avail(flt["id"]) and flt["id"] not in NATIVE_FILTERS:
-                        raise HDF5SourceError(
-                            f"{f.path}: variable /{name}: compressed with HDF5 filter {flt['id']} ({flt['name']}), "
-                            "which is not available here (install the HDF5 filter plugin, e.g. hdf5plugin)")
+                        raise _Skip(f"compressed with HDF5 filter {flt['id']} ({flt['name']}), which is not "
+                                    "available here (install its HDF5 filter plugin, e.g. hdf5plugin)")
                 attrs = _attributes(dset)
                 attrs.update(extra)
                 packing = {k: np.asarray(dset.attrs[k]).reshape(-1)[0] for k in ("scale_factor", "add_offset")
@@ -595,7 +594,10 @@ class HDF5Store(Store):
                 if not present:
                     raise HDF5SourceError(f"{f.path}: variable /{name}: expected in every file (it is in "
                                           f"{self._files[0].path}), received no such variable")
-                v2, i2 = self._var(f, name)
+                try:
+                    v2, i2 = self._var(f, name)
+                except _Skip as e:
+                    raise HDF5SourceError(f"{f.path}: variable /{name}: {e} (readable in {self._files[0].path})") from None
                 what = None
                 if i2["zdt"] != zdt or v2.dtype != var.dtype:
                     what = f"data type {var.dtype}, received {v2.dtype}"
