@@ -633,3 +633,21 @@ def test_concat_files_chunked_differently(tmp_path, monkeypatch):
     assert np.array_equal(arr[...], np.concatenate(want))
     assert np.array_equal(zarrcy.open_array(store, path="time", mode="r")[...], np.arange(8))
     store.close()
+
+
+def test_chunk_filter_mask_is_honoured(tmp_path):
+    """A chunk stored with a filter skipped (HDF5 records it in the chunk's filter mask)
+    decodes without that filter, as h5py reads it."""
+    path = str(tmp_path / "mask.h5")
+    data = np.arange(200, dtype="<i4").reshape(2, 100)
+    with h5py.File(path, "w") as f:
+        d = f.create_dataset("v", shape=(2, 100), dtype="<i4", chunks=(1, 100), compression="gzip", shuffle=True)
+        d[0] = data[0]
+        # row 1: shuffled by hand, deflate (filter 1 of the pipeline [shuffle, deflate]) skipped
+        shuffled = np.ascontiguousarray(data[1].view(np.uint8).reshape(100, 4).T).tobytes()
+        d.id.write_direct_chunk((1, 0), shuffled, filter_mask=0b10)
+    with h5py.File(path, "r") as f:
+        assert np.array_equal(f["v"][...], data)  # the oracle
+    store = HDF5Store(path)
+    assert np.array_equal(zarrcy.open_array(store, path="v", mode="r")[...], data)
+    store.close()
