@@ -651,3 +651,41 @@ def test_chunk_filter_mask_is_honoured(tmp_path):
     store = HDF5Store(path)
     assert np.array_equal(zarrcy.open_array(store, path="v", mode="r")[...], data)
     store.close()
+
+
+FILTERS = {
+    "none": {},
+    "gzip": {"compression": "gzip", "compression_opts": 1},
+    "gzip+shuffle": {"compression": "gzip", "shuffle": True},
+    "shuffle+fletcher32": {"shuffle": True, "fletcher32": True},
+    "all": {"compression": "gzip", "shuffle": True, "fletcher32": True},
+    "lzf (through h5py)": {"compression": "lzf"},
+    "contiguous": None,
+}
+
+
+@pytest.mark.parametrize("dtype", ["i1", "<u2", ">i4", "<f4", ">f8", "<c16", "?", "S3"])
+@pytest.mark.parametrize("flt", list(FILTERS))
+def test_every_dtype_and_filter_like_h5py(tmp_path, dtype, flt):
+    rng = np.random.default_rng(abs(hash((dtype, flt))) % 2**32)
+    shape = (13, 7, 5)
+    if dtype == "S3":
+        data = np.array([bytes(rng.integers(97, 123, 3).astype("u1")) for _ in range(13 * 7 * 5)], "S3").reshape(shape)
+    elif dtype == "?":
+        data = rng.integers(0, 2, shape).astype(bool)
+    else:
+        data = (rng.standard_normal(shape) * 100).astype(dtype)
+    path = str(tmp_path / "d.h5")
+    with h5py.File(path, "w") as f:
+        kw = FILTERS[flt]
+        if kw is None:
+            f.create_dataset("v", data=data)
+        else:
+            f.create_dataset("v", data=data, chunks=(4, 3, 5), **kw)
+    with h5py.File(path, "r") as f:
+        want = f["v"][...]
+    store = HDF5Store(path)
+    a = zarrcy.open_array(store, path="v", mode="r")
+    assert np.array_equal(a[...], want)
+    assert np.array_equal(a[3:11, 1:6:2, 1:], want[3:11, 1:6:2, 1:])
+    store.close()
