@@ -194,6 +194,13 @@ class _File:
         buf = bytearray(into_offset + size)
         mv = memoryview(buf)[into_offset:]
         got = 0
+        if not hasattr(os, "preadv"):  # pragma: no cover - Windows: one positioned read at a time
+            with self.lock, open(self.path, "rb") as fh:
+                fh.seek(offset)
+                got = fh.readinto(mv)
+            if got != size:
+                raise HDF5SourceError(f"{self.path}: unexpected end of file at byte {offset + got}")
+            return buf
         while got < size:
             n = os.preadv(self.fd, [mv[got:]], offset + got)
             if n <= 0:
@@ -781,7 +788,8 @@ class HDF5Store(Store):
         return self._pad(a, np.ascontiguousarray(data, dtype=part.dtype).view(np.uint8).reshape(-1), region, part.dtype)
 
     def _pad(self, a: _Array, raw: Any, region: tuple[slice, ...], dtype: np.dtype) -> bytearray:
-        """``raw`` (the C-order bytes of ``region``) as a whole chunk, the rest filled."""
+        """``raw`` (the C-order bytes of ``region``) as a whole raw chunk (mask: every
+        filter skipped); the part outside the array stays zero."""
         cs = a.chunk_shape
         sub = tuple(r.stop - r.start for r in region)
         arr = np.frombuffer(raw, dtype=dtype).reshape(sub)
