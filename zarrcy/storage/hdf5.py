@@ -424,6 +424,12 @@ class HDF5Store(Store):
             f.close()
         self._files = []
 
+    def __del__(self) -> None:  # unpickled copies (one per Dask task) close their files when dropped
+        try:
+            self.close()
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+
     # -- scanning -------------------------------------------------------------------------
     def _concat_values(self, f: _File) -> np.ndarray | None:
         dim = self.concat_dim
