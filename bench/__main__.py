@@ -17,6 +17,7 @@ WORKLOADS = {
     "convert": "bench.bench_convert",
     "remote": "bench.bench_remote",
     "plugin": "bench.bench_plugin",
+    "hdf5": "bench.bench_hdf5",
 }
 
 

@@ -50,6 +50,8 @@ CODECS: dict[str, str] = {
     # zarr-extensions codecs/vlen-utf8, codecs/vlen-bytes (data types "string", "bytes")
     "vlen-utf8": "zarrcy.codecs.vlen:VLenUTF8Codec",
     "vlen-bytes": "zarrcy.codecs.vlen:VLenBytesCodec",
+    # internal, read-only: HDF5 chunks as zarrcy.storage.hdf5 serves them (never written)
+    "zarrcy.hdf5_chunk": "zarrcy.codecs.hdf5:HDF5ChunkCodec",
 }
 
 #: older identifiers -> today's name (draft-2020-codecs-gzip-blosc.txt, v3-codec-bytes.rst change log)

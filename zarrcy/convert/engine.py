@@ -103,6 +103,10 @@ class ConvertOptions:
     # the source); "inline" checks each region as it is converted and, on the first value
     # that cannot be encoded, removes the destination and reports (no extra read)
     quantize_check: str = "first"
+    # HDF5 / NetCDF-4 sources (zarrcy/convert/hdf5.py): several files joined along this
+    # dimension; CF scale_factor/add_offset "keep" (as attributes) or "chain" (codecs)
+    concat_dim: str | None = None
+    cf_packing: str = "keep"
 
 
 @dataclass
@@ -372,7 +376,25 @@ def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions) -> Array
         dt3 = _v3_data_type(m)
         if dt3 is None:
             raise _Unsupported(f"data type {m.data_type.to_json()!r} has no Zarr v3 equivalent")
-        copy_ok = not o.rewrite and not changes and (not src_v2 or _codecs_native(m))
+        from zarrcy.convert import hdf5 as _h5
+
+        h5src = _h5.is_hdf5_array(src)  # stored HDF5 chunks are never copied (internal codec)
+        copy_ok = not h5src and not o.rewrite and not changes and (not src_v2 or _codecs_native(m))
+        if h5src:
+            try:  # the chunk index inside the file (a truncated file fails here, before writing)
+                _h5.validate(src)
+            except _h5.HDF5SourceError as e:
+                raise ConvertError(f"source: {e}", 2) from None
+        if h5src and shards is None and chunks is None:
+            chunks, shards = _h5.default_layout(src.shape, tuple(src.chunks), itemsize, max(o.region_bytes, 1))
+        if h5src and quant is not None and _h5.is_coordinate(src):
+            quant = None  # --quantize is for data variables: coordinates (dimension scales) stay exact
+        if h5src and quant is None and (packed := _h5.packing_chain(src)) is not None:
+            why = _h5.check_packing(src, packed)
+            if why is not None:
+                raise ConvertError(f"source /{src.path}: --cf-packing chain is not exact: {why} "
+                                   "(use --cf-packing keep)", 2)
+            quant = packed
         if copy_ok:
             doc = _copy_doc_v3(src)
             obj = tuple(m.chunk_grid.chunk_shape)
@@ -392,6 +414,8 @@ def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions) -> Array
             if getattr(dt3, "variable_length", False):  # string / bytes (zarr-extensions)
                 serializer = {"name": "vlen-utf8" if dt3.category == "string" else "vlen-bytes"}
             inner = [serializer, *(comp if comp is not None else _default_compressors(src))]
+        if codecs is not None and any(isinstance(c, dict) and c.get("name") == "zarrcy.hdf5_chunk" for c in inner):
+            raise ConvertError("--codecs: zarrcy.hdf5_chunk is internal to HDF5 sources (it only decodes)", 2)
         if quant:
             inner = [*quant, *inner]
         codec_chain: list[Any]
@@ -689,8 +713,12 @@ def _run_dask(tasks: list[RegionTask], address: str, on_result: Callable[[Region
 # --------------------------------------------------------------------------------------
 def _open_stores(src: Any, dst: Any, o: ConvertOptions) -> tuple[Any, Any]:
     from zarrcy.storage import store_from_url
+    from zarrcy.convert.hdf5 import HDF5SourceError, open_source
 
-    s = store_from_url(src, mode="r")
+    try:  # HDF5 / NetCDF-4: one file, or several along --concat-dim (zarrcy/convert/hdf5.py)
+        s = open_source(src, o.concat_dim, o.cf_packing) or store_from_url(src, mode="r")
+    except HDF5SourceError as e:
+        raise ConvertError(f"source: {e}", 2) from None
     if o.dry_run:
         try:
             d = store_from_url(dst, mode="r")
@@ -739,6 +767,8 @@ def convert(src: Any, dst: Any, **kwargs: Any) -> ConvertReport:
         raise ConvertError(expected("--on-error", "'stop' or 'skip'", o.on_error), 2)
     if o.on_unsupported not in ("stop", "skip"):
         raise ConvertError(expected("--on-unsupported", "'stop' or 'skip'", o.on_unsupported), 2)
+    if o.cf_packing not in ("keep", "chain"):
+        raise ConvertError(expected("--cf-packing", "'keep' or 'chain'", o.cf_packing), 2)
     from zarrcy.storage import Store
 
     src_store, dst_store = _open_stores(src, dst, o)
@@ -773,6 +803,16 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
     if o.exclude:
         arrays = [(r, a) for r, a in arrays if not _matches(r, o.exclude)]
         groups = [(r, g) for r, g in groups if r == "" or not _matches(r, o.exclude)]
+    from zarrcy.convert.hdf5 import unsupported_datasets
+
+    for upath, why in unsupported_datasets(src_store):  # HDF5 datasets without a v3 form
+        rel = upath if not src_path else upath[len(src_path) + 1:] if upath.startswith(src_path + "/") else None
+        if rel is None or (o.include and not _matches(rel, o.include)) or (o.exclude and _matches(rel, o.exclude)):
+            continue
+        if o.on_unsupported != "skip":
+            raise ConvertError(f"source {src_store.url}: variable /{upath}: {why} "
+                               "(use --on-unsupported skip to leave it out)", 2)
+        report.skipped_arrays.append((rel, why))
     plans: list[ArrayPlan] = []
     for rel, arr in arrays:
         try:

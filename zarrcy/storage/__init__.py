@@ -4,7 +4,8 @@
 store: a ``Store`` passes through; ``memory://<name>`` finds the live ``MemoryStore``;
 ``s3://``, ``gs://``, ``az://``, ``http(s)://`` are an ``ObjectStore`` (storage/remote.py,
 obstore; HTTP(S) read-only); ``file://...`` or a plain path is a ``LocalStore`` (v3-store-filesystem.rst "Canonical
-URI": no scheme means a file system path), or a ``ZipStore`` when it ends in ``.zip``.
+URI": no scheme means a file system path), or a ``ZipStore`` when it ends in ``.zip``,
+or a read-only ``HDF5Store`` when it is a file with the HDF5 signature (storage/hdf5.py).
 """
 
 from __future__ import annotations
@@ -117,6 +118,16 @@ def store_from_url(
         if mode == "r+" and not os.path.isfile(path):
             raise StoreError(f"{path}: zip file does not exist (mode 'r+')")
         return ZipStore(path, mode=zmode)  # type: ignore[arg-type]
+    if os.path.isfile(path):  # an HDF5 / NetCDF-4 file (by signature): read-only (storage/hdf5.py)
+        from zarrcy.storage.hdf5 import HDF5Store, is_hdf5
+
+        if is_hdf5(path):
+            if writable:
+                raise ReadOnlyError(f"{path}: HDF5 / NetCDF-4 files are read-only sources (mode={mode!r})")
+            return HDF5Store(path)
+        if mode == "r":
+            raise StoreError(expected(path, "a Zarr store (a directory), a .zip archive or an HDF5 / NetCDF-4 file",
+                                      "a file without the HDF5 signature"))
     # "r+" must not create anything: a missing directory is an empty store, so opening a
     # node in it fails at the node level (NodeNotFoundError) like any other missing node
     return LocalStore(path, read_only=not writable, create=writable and mode != "r+")

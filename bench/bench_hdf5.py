@@ -1,0 +1,184 @@
+"""HDF5 / NetCDF-4 -> Zarr v3 conversion (issue 17): ``zarrcy convert`` beside
+``xarray.open_mfdataset(...).to_zarr`` (zarr-python 3.4, dask threads).
+
+The benchmark writes a NetCDF-4 file (netCDF4-python): a float32 (365, 721, 1440)
+smooth field with noise (1.4 GiB decoded), HDF5 chunks (1, 721, 1440), zlib level 4,
+time/lat/lon coordinate variables; and the same data split into 12 monthly files.
+Rows (each conversion in its own subprocess: its peak RSS is measured alone and shown
+in the label with the issue's budget, 4 x (shard size x workers) + 200 MB):
+
+1. one file -> v3, shards (12, 721, 1440) of (1, 721, 1440) chunks, zstd level 0;
+2. the 12 files -> one array along time (``--concat-dim time``; xarray
+   ``open_mfdataset`` then ``.chunk`` to the shard size);
+3. as 2 with ``--quantize`` to uint16 (xarray: ``encoding`` scale_factor/add_offset/
+   dtype uint16).
+
+xarray's dask chunks are one shard (12 steps), as in the issue's reference timing.
+``run(quick=True)``: a (36, 91, 180) field in 12 files of 3 steps (a smoke run).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+from bench.common import Table, scratch_dir
+
+MONTHS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+QUANT = {"offset": -4.0, "scale": 8000.0}  # the field lies in [-3.1, 3.1]: (x + 4) * 8000 < 65535
+
+
+def _step(t: int, ny: int, nx: int) -> np.ndarray:
+    """Time step ``t`` (the same in the yearly and the monthly files)."""
+    rng = np.random.default_rng(t)
+    y = np.linspace(0, np.pi, ny, dtype=np.float32)[:, None]
+    x = np.linspace(0, 2 * np.pi, nx, dtype=np.float32)[None, :]
+    ph = np.float32(t * 2 * np.pi / 365)
+    f = np.sin(y * 3 + ph) + np.cos(x * 2 - ph) + np.float32(0.5) * np.sin(x * 5 + y * 7)
+    f = f + rng.normal(0, 0.02, (ny, nx)).astype(np.float32)
+    return np.round(f, 3).astype(np.float32)
+
+
+def _write(path: str, t0: int, nt: int, ny: int, nx: int) -> None:
+    import netCDF4
+
+    with netCDF4.Dataset(path, "w") as ds:
+        ds.createDimension("time", None)
+        ds.createDimension("lat", ny)
+        ds.createDimension("lon", nx)
+        t = ds.createVariable("time", "f8", ("time",))
+        t.units = "days since 2001-01-01"
+        t.calendar = "standard"
+        t[:] = np.arange(t0, t0 + nt, dtype="f8")
+        la = ds.createVariable("lat", "f4", ("lat",))
+        la.units = "degrees_north"
+        la[:] = np.linspace(90, -90, ny, dtype="f4")
+        lo = ds.createVariable("lon", "f4", ("lon",))
+        lo.units = "degrees_east"
+        lo[:] = np.linspace(0, 360, nx, endpoint=False, dtype="f4")
+        v = ds.createVariable("t2m", "f4", ("time", "lat", "lon"), zlib=True, complevel=4,
+                              chunksizes=(1, ny, nx), fill_value=np.float32("nan"))
+        v.units = "1"
+        for i in range(nt):
+            v[i] = _step(t0 + i, ny, nx)
+
+
+_CHILD_ZC = r"""
+import json, sys, time, warnings
+warnings.simplefilter("ignore")
+job = json.loads(sys.argv[1])
+import zarrcy, zarrcy.convert, zarrcy.convert.hdf5, zarrcy.storage.hdf5, zarrcy.codecs.hdf5, h5py, deflate
+import zarrcy.codecs.sharding, zarrcy.codecs.zstd, zarrcy.codecs.cast_value, zarrcy.codecs.scale_offset, crc32c
+zarrcy.config(threads=job["threads"])
+t0 = time.perf_counter()  # imports excluded (both sides)
+zarrcy.convert(job["src"], job["dst"], concat_dim=job["concat_dim"], shards=job["shards"], chunks=job["chunks"],
+               compressor="zstd:0", quantize=job["quantize"], workers=job["threads"], progress="off", overwrite=True)
+"""
+
+_CHILD_XR = r"""
+import json, sys, time, warnings
+warnings.simplefilter("ignore")
+job = json.loads(sys.argv[1])
+import dask, numpy as np, xarray as xr, zarr, netCDF4
+from zarr.codecs import ZstdCodec
+dask.config.set(scheduler="threads", num_workers=job["threads"])
+t0 = time.perf_counter()  # imports excluded (both sides)
+ds = xr.open_mfdataset(job["srcs"], combine="by_coords", data_vars="minimal", coords="minimal", compat="override",
+                       chunks={"time": job["tchunk"]})
+ds = ds.chunk({"time": job["tchunk"]})
+enc = {"t2m": {"compressors": [ZstdCodec(level=0)], "chunks": tuple(job["chunks"]), "shards": tuple(job["shards"])}}
+if job["quantize"]:
+    enc["t2m"].update(dtype="uint16", scale_factor=1 / job["quantize"]["scale"], add_offset=job["quantize"]["offset"],
+                      _FillValue=65535)
+ds.to_zarr(job["dst"], mode="w", zarr_format=3, encoding=enc, consolidated=False)
+"""
+
+_TAIL = r"""
+seconds = time.perf_counter() - t0
+hwm = 0.0
+with open("/proc/self/status") as f:  # VmHWM: this process image's peak RSS
+    for line in f:
+        if line.startswith("VmHWM:"):
+            hwm = int(line.split()[1]) / 1024
+print(json.dumps({"seconds": seconds, "maxrss_mib": hwm}))
+"""
+
+
+def _child(code: str, job: dict) -> dict | None:
+    p = subprocess.run([sys.executable, "-c", code + _TAIL, json.dumps(job)], capture_output=True, text=True,
+                       env=dict(os.environ))
+    if p.returncode != 0:
+        last = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else p.returncode
+        print(f"  ({job['who']} conversion failed: {last})")
+        return None
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def _check(dst: str, src_file: str, t: int, quantized: bool) -> None:
+    """One time step of zarrcy's output equals the source (quantized: within the step)."""
+    import netCDF4
+
+    import zarrcy
+
+    got = zarrcy.open_array(dst, path="t2m", mode="r")[t]
+    with netCDF4.Dataset(src_file) as ds:
+        want = ds["t2m"][0].filled(np.nan)
+    ok = np.allclose(got, want, atol=1 / QUANT["scale"]) if quantized else np.array_equal(got, want)
+    if not ok:
+        raise AssertionError(f"bench_hdf5: zarrcy output differs from the source at time step {t}")
+
+
+def run(quick: bool = False, threads: int | None = None) -> Table:
+    threads = threads or os.cpu_count() or 1
+    nt, ny, nx = (36, 91, 180) if quick else (365, 721, 1440)
+    months = (3,) * 12 if quick else MONTHS
+    tchunk = 12
+    peers = ["zarrcy", "xarray+zarr-python"]
+    table = Table(f"HDF5 / NetCDF-4 -> Zarr v3 ({threads} threads)", peers)
+    d = scratch_dir("zarrcy-bench-hdf5-")
+    try:
+        one = f"{d}/year.nc"
+        _write(one, 0, nt, ny, nx)
+        monthly = []
+        t0 = 0
+        for i, n in enumerate(months):
+            p = f"{d}/month{i + 1:02d}.nc"
+            _write(p, t0, n, ny, nx)
+            monthly.append(p)
+            t0 += n
+        step_mib = ny * nx * 4 / 2**20
+        shard_mib = step_mib * tchunk
+        budget = 4 * shard_mib * threads + 200
+        chunks, shards = [1, ny, nx], [tchunk, ny, nx]
+        rows = (("1 file", one, [one], None, None),
+                ("12 files --concat-dim time", f"{d}/month*.nc", monthly, "time", None),
+                ("12 files --concat-dim time, --quantize uint16", f"{d}/month*.nc", monthly, "time", QUANT))
+        for label, src, srcs, concat, quant in rows:
+            qs = f"offset={quant['offset']},scale={quant['scale']},dtype=uint16,nan=65535" if quant else None
+            zc = _child(_CHILD_ZC, {"src": src, "dst": f"{d}/zc.zarr", "concat_dim": concat,
+                                    "shards": ",".join(map(str, shards)), "chunks": ",".join(map(str, chunks)),
+                                    "quantize": qs, "threads": threads, "who": "zarrcy"})
+            if zc is not None:
+                _check(f"{d}/zc.zarr", monthly[1], months[0], bool(quant))
+            xr = _child(_CHILD_XR, {"srcs": srcs, "dst": f"{d}/xr.zarr", "tchunk": tchunk, "chunks": chunks,
+                                    "shards": shards, "quantize": quant, "threads": threads, "who": "xarray"})
+            rss = f"peak RSS MiB zarrcy {zc['maxrss_mib']:.0f}" if zc else "peak RSS MiB zarrcy n/a"
+            rss += f" / xarray {xr['maxrss_mib']:.0f}" if xr else " / xarray n/a"
+            table.add(f"{nt * step_mib:.0f} MiB NetCDF-4 {label} -> v3 shards {tchunk} steps zstd "
+                      f"({rss}; budget {budget:.0f})",
+                      {"zarrcy": zc["seconds"] if zc else None, "xarray+zarr-python": xr["seconds"] if xr else None})
+            for k in ("zc.zarr", "xr.zarr"):
+                shutil.rmtree(f"{d}/{k}", ignore_errors=True)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    return table
+
+
+if __name__ == "__main__":  # pragma: no cover
+    t = run(quick="--quick" in sys.argv)
+    print(t.markdown())

@@ -1,0 +1,3 @@
+from collections.abc import Buffer
+
+def unshuffle_into(src: Buffer, dst: Buffer, size: int) -> int: ...

@@ -1,0 +1,176 @@
+"""HDF5 / NetCDF-4 sources for ``zarrcy convert`` (issue 17).
+
+The engine reads every source through a store; HDF5 files come in as
+:class:`zarrcy.storage.hdf5.HDF5Store` (a read-only Zarr v3 view, see there).  This
+module holds the few conversion rules that differ from Zarr sources:
+
+* :func:`open_source`: one file (detected by signature) or several (a glob, a list)
+  concatenated along ``--concat-dim``; errors become exit 2 naming file and variable;
+* :func:`default_layout`: default destination chunks = the HDF5 chunk shape (grown when
+  tiny, clipped to the shape) in shards of about ``target`` bytes;
+* the stored chunks are never copied (the internal ``zarrcy.hdf5_chunk`` codec is
+  never written): :func:`is_hdf5_array` makes the engine re-encode;
+* ``--cf-packing chain``: :func:`packing_chain` hands the source's ``[scale_offset,
+  cast_value]`` chain to the destination, after :func:`check_packing` proved with the
+  cast engine that it gives back every packed integer exactly.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any, Sequence
+
+import numpy as np
+
+from zarrcy.storage.hdf5 import HDF5SourceError, HDF5Store, expand_sources, is_hdf5
+
+__all__ = ["open_source", "is_coordinate", "unsupported_datasets", "validate", "default_layout", "is_hdf5_array", "packing_chain", "check_packing", "HDF5SourceError",
+           "MIN_CHUNK_BYTES", "SHARD_BYTES"]
+
+#: source chunks smaller than this are grown (whole multiples) for the destination
+MIN_CHUNK_BYTES = 256 << 10
+#: default destination shard size (decoded)
+SHARD_BYTES = 64 << 20
+
+
+def open_source(src: Any, concat_dim: str | None, cf_packing: str = "keep") -> HDF5Store | None:
+    """An HDF5Store for ``src`` when it is HDF5 (several files need ``concat_dim``), else None."""
+    if isinstance(src, (list, tuple)) and src and all(isinstance(x, (str, os.PathLike)) for x in src):
+        many = True
+    elif isinstance(src, (str, os.PathLike)):
+        text = os.fspath(src)
+        if isinstance(text, bytes) or "://" in text:
+            return None  # URLs: stores (store_from_url)
+        many = any(ch in text for ch in "*?[") and not os.path.exists(text)
+    else:
+        return None  # a Store instance
+    if concat_dim is None and cf_packing == "keep" and not many:
+        return None  # store_from_url detects a single HDF5 file by itself
+    paths = expand_sources(src)
+    for p in paths:
+        if not is_hdf5(p):
+            if not many and concat_dim is None:
+                return None  # not HDF5: a Zarr source (--cf-packing has no effect there)
+            raise HDF5SourceError(f"{p}: expected an HDF5 / NetCDF-4 file (HDF5 signature), received "
+                                  f"{'a directory' if os.path.isdir(p) else 'no signature' if os.path.exists(p) else 'no such file'}")
+    if len(paths) > 1 and concat_dim is None:
+        raise HDF5SourceError(f"{src}: {len(paths)} files match; pass --concat-dim DIM to concatenate them")
+    return HDF5Store(paths, concat_dim=concat_dim, cf_packing=cf_packing)
+
+
+def is_hdf5_array(arr: Any) -> bool:
+    return isinstance(getattr(arr, "store", None), HDF5Store)
+
+
+def is_coordinate(arr: Any) -> bool:
+    """A coordinate variable: one dimension, named like the array (a dimension scale)."""
+    names = arr.metadata.dimension_names
+    return names is not None and len(names) == 1 and names[0] == arr.path.rsplit("/", 1)[-1]
+
+
+def unsupported_datasets(store: Any) -> list[tuple[str, str]]:
+    """(path, reason) of the datasets an HDF5 source cannot show (none for other stores)."""
+    return sorted(store.unsupported.items()) if isinstance(store, HDF5Store) else []
+
+
+def validate(arr: Any) -> None:
+    """HDF5SourceError naming file and variable when the array's stored chunks are not
+    all inside their files (a truncated file)."""
+    arr.store.validate_array(arr.path)
+
+
+def default_layout(shape: Sequence[int], chunks: Sequence[int], itemsize: int,
+                   target: int = SHARD_BYTES) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+    """Destination ``(chunks, shards)`` for an HDF5 array: its chunk shape (clipped to
+    the shape; grown to about MIN_CHUNK_BYTES by whole multiples, last dimension
+    first, when smaller), sharded in about ``target`` bytes (None: one chunk is all)."""
+    shape = tuple(int(s) for s in shape)
+    if not shape:
+        return (), None
+    c = [max(1, min(int(x), max(1, s))) for x, s in zip(chunks, shape)]
+    c = list(_grow(shape, c, itemsize, MIN_CHUNK_BYTES))
+    if math.prod(-(-max(1, s) // x) for s, x in zip(shape, c)) <= 1:
+        return tuple(c), None
+    shard = _grow(shape, c, itemsize, target)
+    return tuple(c), (None if tuple(shard) == tuple(c) else tuple(shard))
+
+
+def _grow(shape: tuple[int, ...], base: Sequence[int], itemsize: int, target: int) -> tuple[int, ...]:
+    out = list(base)
+    for d in range(len(shape) - 1, -1, -1):
+        per = math.prod(out) * itemsize
+        if per >= target:
+            break
+        room = -(-max(1, shape[d]) // base[d])
+        k = max(1, min(room, target // max(1, per)))
+        out[d] = base[d] * k
+        if k < room:
+            break
+    return tuple(out)
+
+
+def packing_chain(arr: Any) -> list[dict[str, Any]] | None:
+    """The ``[scale_offset, cast_value]`` head of an HDF5 array's codecs (``--cf-packing chain``)."""
+    if not is_hdf5_array(arr):
+        return None
+    codecs = [c.to_dict() for c in arr.metadata.codecs]
+    if len(codecs) >= 3 and codecs[0]["name"] == "scale_offset" and codecs[1]["name"] == "cast_value":
+        return codecs[:2]
+    return None
+
+
+def check_packing(arr: Any, chain: list[dict[str, Any]]) -> str | None:
+    """None when ``chain`` re-encodes every packed integer of ``arr`` exactly (all values
+    of 8/16-bit types; the stored values of wider ones), else why not.  The check runs
+    the values through the cast engine (zarrcy.casting.check_cast, the same kernels
+    that write the destination) and compares with the integers."""
+    from zarrcy.casting import check_cast
+    from zarrcy.codecs._base import ArraySpec
+    from zarrcy.codecs.pipeline import CodecPipeline
+
+    cv = chain[1]["configuration"]
+    from zarrcy.metadata.data_type import parse_data_type
+
+    idt = parse_data_type(cv["data_type"]).dtype
+    fdt = arr.dtype
+    if idt.itemsize <= 2:
+        info = np.iinfo(idt)
+        ints = np.arange(int(info.min), int(info.max) + 1, dtype=np.int64).astype(idt)
+    else:  # the values the file holds (read once, region by region through the chain's inverse)
+        ints = _stored_ints(arr, idt)
+    smap = cv.get("scalar_map")
+    mapped = {int(e[1]) for e in (smap or {}).get("encode", [])}
+    if mapped:
+        ints = ints[~np.isin(ints, list(mapped))]
+    spec = ArraySpec((int(ints.size),), fdt, fdt.type("nan") if fdt.kind == "f" else fdt.type(0))
+    pipe = CodecPipeline.from_codecs([*chain, {"name": "bytes", "configuration": {"endian": "little"}}], spec)
+    floats = pipe.decode(np.ascontiguousarray(ints).astype(idt.newbyteorder("<")).tobytes())
+    rep = check_cast(floats, chain)
+    if rep.failing:
+        return (f"the chain cannot encode the value {rep.first_failing_value!r} "
+                f"({rep.first_failing_reason})")
+    back = np.frombuffer(bytes(pipe.encode(np.ascontiguousarray(floats))), dtype=idt.newbyteorder("<"))
+    bad = np.flatnonzero(back != ints)
+    if bad.size:
+        i = int(bad[0])
+        return f"the packed value {int(ints[i])} decodes to {floats[i]!r} and re-encodes to {int(back[i])}"
+    return None
+
+
+def _stored_ints(arr: Any, idt: np.dtype) -> np.ndarray:
+    """The distinct packed integers of a wide CF-packed HDF5 array (read as integers)."""
+    from zarrcy.storage.hdf5 import HDF5Store
+
+    store: HDF5Store = arr.store
+    a = store._arrays[arr.path]
+    seen: set[int] = set()
+    for part in a.parts:
+        with part.file.lock:
+            ds = part.file.h5[part.name]
+            step = max(1, (64 << 20) // max(1, math.prod(ds.shape[1:]) * idt.itemsize)) if ds.ndim else 1
+            n = ds.shape[0] if ds.ndim else 1
+            for i in range(0, n, step):
+                block = np.asarray(ds[i: i + step] if ds.ndim else ds[()])
+                seen.update(np.unique(block).tolist())
+    return np.array(sorted(seen), dtype=idt)

@@ -1,0 +1,1010 @@
+"""HDF5 / NetCDF-4 files as a read-only Zarr v3 store (issue 17).
+
+:class:`HDF5Store` shows one HDF5 file -- or several concatenated along one
+dimension -- as a Zarr v3 hierarchy, so everything that reads stores
+(``open_group``, ``zarrcy convert``) reads HDF5 unchanged:
+
+* every HDF5 group is a group and every supported dataset an array, each with a
+  synthesised ``zarr.json`` (v3-core.rst "Metadata"): same data type, shape, chunk
+  grid = the HDF5 chunk shape (contiguous datasets get one: whole rows of about
+  :data:`CONTIGUOUS_CHUNK_BYTES`), fill value from ``_FillValue`` or the HDF5 fill
+  value, attributes (NetCDF/HDF5 internals such as ``_Netcdf4Dimid``,
+  ``DIMENSION_LIST``, ``CLASS`` dropped), ``dimension_names`` from the dimension
+  scales (NetCDF dimensions);
+* each chunk key ``c/i/j/...`` serves the chunk's *stored* bytes, read straight from
+  the file with ``os.pread`` (no HDF5 library call and no lock: the chunk index is
+  read once per dataset with ``chunk_iter``) and prefixed with a 4-byte
+  little-endian filter mask.  The internal ``zarrcy.hdf5_chunk`` codec
+  (:mod:`zarrcy.codecs.hdf5`) undoes the HDF5 filters (deflate, shuffle, fletcher32)
+  itself, outside h5py's global lock, so threads decode chunks in parallel;
+* datasets whose filters zarrcy does not decode (szip, lzf, plugins), compact or
+  external storage, and variable-length strings are read through h5py
+  (``dataset[region]``, under its lock); their chunks are served as raw bytes (mask
+  ``0xFFFFFFFF``: every filter skipped) or, for strings, in the ``vlen-utf8`` layout.
+
+Data types: numbers, bool, fixed-length bytes (``null_terminated_bytes``),
+variable-length UTF-8 strings (``string``), enums (their base integer type, the
+mapping as CF ``flag_values``/``flag_meanings``).  Anything else (compound,
+variable-length non-string, references, opaque) is listed in :attr:`HDF5Store.unsupported`
+with the reason and not shown as a node.
+
+Several files (``HDF5Store([...], concat_dim="time")``): the files are ordered by
+their ``concat_dim`` coordinate values; variables with that dimension are
+concatenated along it, the others come from the first file and must be equal in
+every file (dtype, shape, attributes).  Gaps, overlaps, non-monotonic coordinates
+and mismatched variables raise :class:`HDF5SourceError` naming the file and the
+variable.
+
+This module is storage (layer 2): it knows the codec only by its JSON name.
+"""
+
+from __future__ import annotations
+
+import bisect
+import glob as _glob
+import json
+import math
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from zarrcy.byte_range import ByteRequest
+from zarrcy.errors import ReadOnlyError, StoreError, ZarrcyError, expected
+from zarrcy.storage._base import Store
+from zarrcy.storage._common import check_prefix, resolve_range
+
+__all__ = ["HDF5Store", "HDF5SourceError", "is_hdf5", "HDF5_SIGNATURE", "CODEC_NAME", "CONTIGUOUS_CHUNK_BYTES"]
+
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+#: the internal codec that decodes the served chunk bytes (zarrcy/codecs/hdf5.py)
+CODEC_NAME = "zarrcy.hdf5_chunk"
+#: target decoded size of the chunks given to contiguous datasets
+CONTIGUOUS_CHUNK_BYTES = 4 << 20
+#: HDF5 filters the internal codec decodes (H5Zpublic.h: deflate 1, shuffle 2, fletcher32 3)
+NATIVE_FILTERS = {1: "deflate", 2: "shuffle", 3: "fletcher32"}
+#: filter mask meaning "every filter skipped": the bytes are the raw chunk
+RAW_MASK = 0xFFFFFFFF
+META_KEY = "zarr.json"
+
+#: attributes that are HDF5 / NetCDF-4 bookkeeping, not data attributes
+_INTERNAL_ATTRS = frozenset((
+    "DIMENSION_LIST", "REFERENCE_LIST", "CLASS", "NAME", "_Netcdf4Dimid", "_Netcdf4Coordinates",
+    "_NCProperties", "_nc3_strict", "DIMENSION_LABELS", "_SuperblockVersion", "_IsNetcdf4",
+))
+_NC_DIM_ONLY = b"This is a netCDF dimension but not a netCDF variable"
+
+
+class HDF5SourceError(ZarrcyError, ValueError):
+    """The HDF5 source cannot be read as asked (not HDF5, truncated, mismatched files...)."""
+
+
+def is_hdf5(path: str) -> bool:
+    """True if ``path`` is a file with the HDF5 signature at offset 0, 512, 1024, 2048...
+    (the superblock may follow a user block whose size is a power of two >= 512)."""
+    try:
+        if not os.path.isfile(path):
+            return False
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            off = 0
+            while off + 8 <= size:
+                f.seek(off)
+                if f.read(8) == HDF5_SIGNATURE:
+                    return True
+                off = 512 if off == 0 else off * 2
+    except OSError:
+        return False
+    return False
+
+
+def _h5py() -> Any:
+    try:
+        import h5py
+    except ImportError as e:  # pragma: no cover - the hdf5 extra is missing
+        raise StoreError(f"reading HDF5 / NetCDF-4 files needs h5py (pip install 'zarrcy[hdf5]'): {e}") from None
+    return h5py
+
+
+# --------------------------------------------------------------------------------------
+# one dataset of one file
+# --------------------------------------------------------------------------------------
+@dataclass
+class _Var:
+    """What a dataset of one file contributes: layout, decoding, chunk index."""
+
+    file: "_File"
+    name: str                           # HDF5 path without the leading '/'
+    shape: tuple[int, ...]
+    dtype: np.dtype                     # stored dtype (with byte order)
+    kind: str                           # "chunked" | "contiguous" | "h5py" | "vlen"
+    h5_chunks: tuple[int, ...] | None
+    filters: list[dict[str, Any]]       # in HDF5 pipeline (encode) order
+    contiguous_offset: int | None = None
+    index: dict[tuple[int, ...], tuple[int, int, int]] | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def dataset(self) -> Any:
+        return self.file.h5[self.name]
+
+    def chunk_index(self) -> dict[tuple[int, ...], tuple[int, int, int]]:
+        """Chunk grid coordinates -> (file offset, stored size, filter mask), read once."""
+        idx = self.index
+        if idx is not None:
+            return idx
+        with self.lock:
+            if self.index is None:
+                out: dict[tuple[int, ...], tuple[int, int, int]] = {}
+                cs = self.h5_chunks or ()
+
+                def visit(si: Any) -> None:
+                    if si.byte_offset is not None:
+                        out[tuple(o // c for o, c in zip(si.chunk_offset, cs))] = (
+                            int(si.byte_offset), int(si.size), int(si.filter_mask))
+
+                try:
+                    with self.file.lock:
+                        self.dataset().id.chunk_iter(visit)
+                except (OSError, RuntimeError, ValueError, KeyError) as e:
+                    raise HDF5SourceError(f"{self.file.path}: variable /{self.name}: cannot read the chunk index "
+                                          f"(truncated or damaged file?): {e}") from None
+                for (off, size, _) in out.values():
+                    if off < 0 or off + size > self.file.size:
+                        raise HDF5SourceError(expected(
+                            f"{self.file.path}: variable /{self.name}: chunk at byte {off}",
+                            f"{size} bytes inside the file ({self.file.size} bytes)", "a truncated file"))
+                self.index = out
+            return self.index
+
+
+class _File:
+    """One open HDF5 file: h5py handle (metadata, fallback reads) + a raw descriptor."""
+
+    def __init__(self, path: str) -> None:
+        h5py = _h5py()
+        self.path = path
+        if not is_hdf5(path):
+            raise HDF5SourceError(expected(path, "an HDF5 / NetCDF-4 file (HDF5 signature)", "no signature"))
+        self.lock = threading.RLock()
+        try:
+            self.h5 = h5py.File(path, "r")
+        except (OSError, ValueError, RuntimeError) as e:
+            raise HDF5SourceError(f"{path}: cannot open as HDF5 (truncated or damaged?): {e}") from None
+        self.size = os.path.getsize(path)
+        self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        # chunk addresses from chunk_iter are absolute file offsets (checked once per
+        # dataset against read_direct_chunk, see HDF5Store._check_direct)
+        self.direct_ok: bool | None = None
+
+    def close(self) -> None:
+        try:
+            self.h5.close()
+        finally:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+
+    def pread(self, offset: int, size: int, into_offset: int = 0) -> bytearray:
+        if offset < 0 or size < 0 or offset + size > self.size:
+            raise HDF5SourceError(expected(f"{self.path}: chunk at byte {offset}", f"{size} bytes inside the file "
+                                           f"({self.size} bytes)", "a truncated file"))
+        buf = bytearray(into_offset + size)
+        mv = memoryview(buf)[into_offset:]
+        got = 0
+        if not hasattr(os, "preadv"):  # pragma: no cover - Windows: one positioned read at a time
+            with self.lock, open(self.path, "rb") as fh:
+                fh.seek(offset)
+                got = fh.readinto(mv)
+            if got != size:
+                raise HDF5SourceError(f"{self.path}: unexpected end of file at byte {offset + got}")
+            return buf
+        while got < size:
+            n = os.preadv(self.fd, [mv[got:]], offset + got)
+            if n <= 0:
+                raise HDF5SourceError(f"{self.path}: unexpected end of file at byte {offset + got}")
+            got += n
+        return buf
+
+
+# --------------------------------------------------------------------------------------
+# attributes, data types
+# --------------------------------------------------------------------------------------
+def _json_value(v: Any) -> Any:
+    """An HDF5 attribute value as JSON (numbers keep their value exactly: a float32
+    becomes the float64 of the same value); ValueError if it has no JSON form."""
+    if isinstance(v, bytes):
+        return v.decode("utf-8", errors="replace")
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        if math.isnan(f):
+            return "NaN"
+        if math.isinf(f):
+            return "Infinity" if f > 0 else "-Infinity"
+        return f
+    if isinstance(v, np.ndarray):
+        if v.dtype.kind in "biufSUO" and v.dtype.fields is None:
+            if v.ndim == 0 or v.size == 1:  # NetCDF attributes are arrays; one value reads as a scalar
+                return _json_value(v.reshape(-1)[0])
+            return [_json_value(x) for x in v.reshape(-1).tolist()] if v.ndim == 1 else [_json_value(x) for x in v]
+        raise ValueError(v.dtype)
+    if isinstance(v, (list, tuple)):
+        return [_json_value(x) for x in v]
+    raise ValueError(type(v))
+
+
+def _attributes(obj: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    try:
+        names = list(obj.attrs.keys())
+    except (OSError, RuntimeError, KeyError):
+        return out
+    for k in names:
+        if k in _INTERNAL_ATTRS or k == "_FillValue":  # _FillValue: see _xarray_fill
+            continue
+        try:
+            v = obj.attrs[k]
+            out[k] = _json_value(v)
+        except (OSError, RuntimeError, ValueError, TypeError, KeyError):
+            continue  # references, compound... (no JSON form): left out
+    return out
+
+
+def _data_type(dset: Any) -> tuple[str, np.dtype | None, str, dict[str, Any]]:
+    """(kind, zarr numpy dtype, reason when unsupported, extra attributes)."""
+    h5py = _h5py()
+    dt = dset.dtype
+    extra: dict[str, Any] = {}
+    if h5py.check_string_dtype(dt) is not None:
+        info = h5py.check_string_dtype(dt)
+        if info.length is None:
+            if info.encoding == "utf-8" or info.encoding == "ascii":
+                return "vlen", np.dtype(object), "", extra
+        else:
+            return "fixed", np.dtype(f"S{max(1, int(info.length))}"), "", extra
+    if h5py.check_vlen_dtype(dt) is not None:
+        return "", None, f"variable-length {h5py.check_vlen_dtype(dt)} data type (no Zarr v3 equivalent)", extra
+    if h5py.check_ref_dtype(dt) is not None:
+        return "", None, "reference data type (no Zarr v3 equivalent)", extra
+    enum = h5py.check_enum_dtype(dt)
+    if enum is not None and dt.kind != "b":
+        items = sorted(enum.items(), key=lambda kv: kv[1])
+        extra["flag_values"] = [int(v) for _, v in items]
+        extra["flag_meanings"] = " ".join(str(k) for k, _ in items)
+        return "fixed", np.dtype(dt.str).newbyteorder("="), "", extra
+    if dt.fields is not None:
+        return "", None, f"compound data type {dt} (no Zarr v3 equivalent)", extra
+    if dt.subdtype is not None:
+        return "", None, f"array data type {dt} (no Zarr v3 equivalent)", extra
+    if dt.kind in "biufc" and dt.itemsize > 0 and not (dt.kind == "f" and dt.itemsize > 8):
+        return "fixed", np.dtype(dt.str).newbyteorder("="), "", extra
+    return "", None, f"data type {dt}", extra
+
+
+def _dim_names(dset: Any, name: str) -> list[str] | None:
+    """NetCDF dimensions / HDF5 dimension scales of ``dset`` (None when any is unknown)."""
+    out: list[str] = []
+    try:
+        is_scale = dset.attrs.get("CLASS") == b"DIMENSION_SCALE"
+        for i, dim in enumerate(dset.dims):
+            if len(dim) > 0:
+                out.append(dim[0].name.rsplit("/", 1)[-1])
+            elif is_scale and dset.ndim == 1:
+                out.append(name.rsplit("/", 1)[-1])
+            else:
+                return None
+    except (OSError, RuntimeError, KeyError, ValueError, TypeError):
+        return None
+    return out
+
+
+def _fill_value(dset: Any, zdt: np.dtype, kind: str) -> Any:
+    """``_FillValue`` (NetCDF) or the HDF5 fill value, as a Python value of ``zdt``."""
+    v = None
+    if "_FillValue" in dset.attrs:
+        try:
+            v = np.asarray(dset.attrs["_FillValue"]).reshape(-1)[0]
+        except (OSError, RuntimeError, IndexError, ValueError, TypeError):
+            v = None
+    if kind == "vlen":
+        return v.decode("utf-8", "replace") if isinstance(v, bytes) else (v if isinstance(v, str) else "")
+    if v is None:
+        try:
+            v = dset.fillvalue
+        except (OSError, RuntimeError, ValueError, TypeError):
+            v = None
+    if v is None:
+        v = np.zeros((), zdt)[()]
+    return np.asarray(v).astype(zdt, copy=False).reshape(())[()] if zdt.kind != "S" else np.asarray(v, dtype=zdt)[()]
+
+
+def _fill_json(zdt: np.dtype, value: Any) -> Any:
+    from zarrcy.metadata.data_type import from_numpy
+
+    dt3 = from_numpy(zdt)
+    if zdt == np.dtype(object):
+        return value
+    return dt3.fill_value_to_json(np.asarray(value, dtype=zdt)[()])
+
+
+# --------------------------------------------------------------------------------------
+# nodes as the store shows them (possibly several files per array)
+# --------------------------------------------------------------------------------------
+@dataclass
+class _Array:
+    path: str
+    doc: dict[str, Any]
+    chunk_shape: tuple[int, ...]
+    shape: tuple[int, ...]
+    dtype: np.dtype                      # zarr (native) dtype
+    parts: list[_Var]                    # one per file along concat_axis (or one)
+    concat_axis: int | None = None
+    starts: list[int] = field(default_factory=list)   # chunk-grid start of each part along concat_axis
+    direct: bool = True                  # chunks map 1:1 onto the HDF5 chunks of each part
+
+
+def _contiguous_chunks(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """Whole trailing rows of about CONTIGUOUS_CHUNK_BYTES (a chunk is then one byte
+    range of a contiguous dataset); the leading dimension split first."""
+    if not shape:
+        return ()
+    chunks = list(shape)
+    for d in range(len(shape)):
+        rest = math.prod(chunks[d + 1:]) * itemsize
+        if rest <= 0:
+            break
+        if rest * shape[d] <= CONTIGUOUS_CHUNK_BYTES:
+            break
+        chunks[d] = max(1, CONTIGUOUS_CHUNK_BYTES // rest)
+        if chunks[d] > 1 or rest <= CONTIGUOUS_CHUNK_BYTES:
+            break
+    return tuple(max(1, c) for c in chunks)
+
+
+class HDF5Store(Store):
+    """A read-only Zarr v3 view of one HDF5 file or of several concatenated along
+    ``concat_dim`` (see the module docstring).  Pickles as (paths, concat_dim)."""
+
+    supports_writes = False
+    supports_deletes = False
+    supports_partial_reads = True
+
+    def __init__(self, paths: str | Sequence[str], concat_dim: str | None = None, cf_packing: str = "keep") -> None:
+        super().__init__(read_only=True)
+        if cf_packing not in ("keep", "chain"):
+            raise HDF5SourceError(expected("cf_packing", "'keep' or 'chain'", cf_packing))
+        self.cf_packing = cf_packing
+        if isinstance(paths, (str, os.PathLike)):
+            paths = [os.fspath(paths)]
+        self.paths = [os.path.abspath(os.fspath(p)) for p in paths]
+        if not self.paths:
+            raise HDF5SourceError("no HDF5 source files")
+        self.concat_dim = concat_dim
+        self._files: list[_File] = []
+        #: path -> reason, for datasets that have no Zarr v3 form (compound, references...)
+        self.unsupported: dict[str, str] = {}
+        self._groups: dict[str, dict[str, Any]] = {}
+        self._arrays: dict[str, _Array] = {}
+        self._docs: dict[str, bytes] = {}
+        self._children: dict[str, set[str]] = {}
+        try:
+            for p in self.paths:
+                self._files.append(_File(p))
+            if concat_dim is not None and len(self._files) > 1:
+                self._order_files()
+            self._scan()
+        except BaseException:
+            self.close()
+            raise
+        self._pid = os.getpid()
+
+    # -- identity -------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        if len(self.paths) == 1:
+            return self.paths[0]
+        return f"{self.paths[0]} (+{len(self.paths) - 1} files along {self.concat_dim!r})"
+
+    def __reduce__(self):
+        return (HDF5Store, ([f.path for f in self._files] or self.paths, self.concat_dim, self.cf_packing))
+
+    def __repr__(self) -> str:
+        return f"HDF5Store({self.url!r})"
+
+    def close(self) -> None:
+        for f in self._files:
+            f.close()
+        self._files = []
+
+    def __del__(self) -> None:  # unpickled copies (one per Dask task) close their files when dropped
+        try:
+            self.close()
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+
+    # -- scanning -------------------------------------------------------------------------
+    def _concat_values(self, f: _File) -> np.ndarray | None:
+        dim = self.concat_dim
+        assert dim is not None
+        try:
+            ds = f.h5.get(dim)
+        except (OSError, RuntimeError, KeyError, ValueError):
+            ds = None
+        if ds is None or not hasattr(ds, "shape") or len(ds.shape) != 1:
+            return None
+        try:
+            with f.lock:
+                return np.asarray(ds[...])
+        except (OSError, RuntimeError, ValueError, TypeError) as e:
+            raise HDF5SourceError(f"{f.path}: variable /{dim}: cannot read the --concat-dim coordinate: {e}") from None
+
+    def _order_files(self) -> None:
+        """Sort the files by their concat_dim coordinate; refuse non-monotonic
+        coordinates, overlaps and gaps (when the coordinate has a regular step)."""
+        dim = self.concat_dim
+        vals = [self._concat_values(f) for f in self._files]
+        if any(v is None for v in vals):
+            if all(v is None for v in vals):
+                return  # no coordinate variable: the files stay in the order given
+            bad = self._files[[v is None for v in vals].index(True)]
+            raise HDF5SourceError(f"{bad.path}: variable /{dim}: expected a 1-D --concat-dim coordinate as in the "
+                                  "other files, received none")
+        for f, v in zip(self._files, vals):
+            assert v is not None
+            if v.size > 1 and not bool(np.all(np.diff(v) > 0)):
+                raise HDF5SourceError(f"{f.path}: variable /{dim}: expected strictly increasing --concat-dim "
+                                      "coordinate values, received non-monotonic values")
+        order = sorted(range(len(vals)), key=lambda i: (vals[i].size == 0, vals[i][0] if vals[i].size else 0))  # type: ignore[union-attr]
+        files = [self._files[i] for i in order]
+        vs = [vals[i] for i in order]
+        steps = set()
+        for v in vs:
+            if v is not None and v.size > 1:
+                d = np.diff(v)
+                if np.all(d == d[0]):
+                    steps.add(d[0].item())
+                else:
+                    steps.add(None)
+        step = steps.pop() if len(steps) == 1 else None
+        for i in range(1, len(files)):
+            a, b = vs[i - 1], vs[i]
+            if a is None or b is None or a.size == 0 or b.size == 0:
+                continue
+            if not b[0] > a[-1]:
+                raise HDF5SourceError(
+                    f"{files[i].path}: variable /{dim}: expected values after those of {files[i - 1].path} "
+                    f"(last {a[-1].item()!r}), received an overlap (first {b[0].item()!r})")
+            if step is not None and (b[0] - a[-1]).item() != step:
+                raise HDF5SourceError(
+                    f"{files[i].path}: variable /{dim}: expected the next value {(a[-1] + step).item()!r} after "
+                    f"{files[i - 1].path}, received {b[0].item()!r} (a gap)")
+        self._files = files
+
+    def _scan(self) -> None:
+        h5py = _h5py()
+        first = self._files[0]
+        self._groups[""] = {"zarr_format": 3, "node_type": "group", "attributes": _attributes(first.h5)}
+        self._children[""] = set()
+        visits: list[tuple[str, Any]] = []
+
+        def visit(name: str, obj: Any) -> None:
+            visits.append((name, obj))
+
+        try:
+            with first.lock:
+                first.h5.visititems(visit)
+        except (OSError, RuntimeError, KeyError, ValueError) as e:
+            raise HDF5SourceError(f"{first.path}: cannot list the HDF5 hierarchy (truncated or damaged?): {e}") from None
+        for name, obj in visits:
+            parent, _, base = name.rpartition("/")
+            if not _valid_name(base):
+                self.unsupported[name] = f"name {base!r} is not a valid Zarr node name"
+                continue
+            if isinstance(obj, h5py.Group):
+                self._groups[name] = {"zarr_format": 3, "node_type": "group", "attributes": _attributes(obj)}
+                self._children.setdefault(name, set())
+                self._children.setdefault(parent, set()).add(base)
+            elif isinstance(obj, h5py.Dataset):
+                if obj.attrs.get("NAME", b"").startswith(_NC_DIM_ONLY) if isinstance(obj.attrs.get("NAME", b""), bytes) else False:
+                    continue  # a NetCDF dimension without a coordinate variable: not a variable
+                try:
+                    arr = self._array(name)
+                except _Skip as e:
+                    self.unsupported[name] = str(e)
+                    continue
+                self._arrays[name] = arr
+                self._children.setdefault(parent, set()).add(base)
+        if self.concat_dim is not None and len(self._files) > 1 and not any(
+                a.concat_axis is not None for a in self._arrays.values()):
+            raise HDF5SourceError(f"{first.path}: --concat-dim {self.concat_dim!r}: expected a dimension of some "
+                                  "variable, received a name no variable uses")
+        for k in list(self._children):  # every parent exists as a group
+            if k and k not in self._groups:
+                self._groups[k] = {"zarr_format": 3, "node_type": "group", "attributes": {}}
+
+    def _var(self, f: _File, name: str) -> tuple[_Var, dict[str, Any]]:
+        """Layout of dataset ``name`` of file ``f`` and its Zarr metadata fields."""
+        h5py = _h5py()
+        try:
+            with f.lock:
+                dset = f.h5[name]
+                kind, zdt, why, extra = _data_type(dset)
+                if zdt is None:
+                    raise _Skip(why)
+                shape = tuple(int(s) for s in dset.shape) if dset.shape is not None else None
+                if shape is None:
+                    raise _Skip("null dataspace")
+                dcpl = dset.id.get_create_plist()
+                layout = dcpl.get_layout()
+                filters = []
+                for i in range(dcpl.get_nfilters()):
+                    code, flags, values, fname = dcpl.get_filter(i)
+                    filters.append({"id": int(code), "values": [int(x) for x in values],
+                                    "name": fname.decode("ascii", "replace") if isinstance(fname, bytes) else str(fname)})
+                for flt in filters:
+                    if not h5py.h5z.filter_avail(flt["id"]) and flt["id"] not in NATIVE_FILTERS:
+                        raise _Skip(f"compressed with HDF5 filter {flt['id']} ({flt['name']}), which is not "
+                                    "available here (install its HDF5 filter plugin, e.g. hdf5plugin)")
+                attrs = _attributes(dset)
+                attrs.update(extra)
+                packing = {k: np.asarray(dset.attrs[k]).reshape(-1)[0] for k in ("scale_factor", "add_offset")
+                           if k in dset.attrs and np.asarray(dset.attrs[k]).size == 1}
+                has_fill_attr = "_FillValue" in dset.attrs
+                dims = _dim_names(dset, name)
+                fill = _fill_value(dset, zdt, kind)
+                h5_chunks = tuple(int(c) for c in dset.chunks) if dset.chunks else None
+                offset = None
+                if layout == h5py.h5d.CONTIGUOUS and dset.external is None and kind == "fixed":
+                    try:
+                        offset = dset.id.get_offset()
+                    except (OSError, RuntimeError, ValueError):
+                        offset = None
+        except HDF5SourceError:
+            raise
+        except _Skip:
+            raise
+        except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
+            raise HDF5SourceError(f"{f.path}: variable /{name}: cannot read its HDF5 description: {e}") from None
+        stored = np.dtype(dset.dtype.str) if kind == "fixed" else zdt
+        if kind == "vlen":
+            vkind = "vlen"
+        elif layout == h5py.h5d.CHUNKED and all(x["id"] in NATIVE_FILTERS for x in filters) and not dset.is_virtual:
+            vkind = "chunked"
+        elif layout == h5py.h5d.CONTIGUOUS and not filters and dset.external is None and not dset.is_virtual:
+            vkind = "contiguous"
+        else:
+            vkind = "h5py"
+        var = _Var(f, name, shape, np.dtype(stored), vkind, h5_chunks, filters if vkind == "chunked" else [], offset)
+        info = {"zdt": zdt, "attrs": attrs, "dims": dims, "fill": fill, "kind": kind, "packing": packing,
+                "has_fill_attr": has_fill_attr, "enum": "flag_meanings" in extra}
+        return var, info
+
+    def _array(self, name: str) -> _Array:
+        from zarrcy.metadata.data_type import from_numpy
+
+        var, info = self._var(self._files[0], name)
+        zdt: np.dtype = info["zdt"]
+        dims = info["dims"]
+        parts = [var]
+        axis = None
+        if self.concat_dim is not None and len(self._files) > 1:
+            if dims is not None and self.concat_dim in dims:
+                axis = dims.index(self.concat_dim)
+            for f in self._files[1:]:
+                try:
+                    with f.lock:
+                        present = name in f.h5
+                except (OSError, RuntimeError, ValueError):
+                    present = False
+                if not present:
+                    raise HDF5SourceError(f"{f.path}: variable /{name}: expected in every file (it is in "
+                                          f"{self._files[0].path}), received no such variable")
+                try:
+                    v2, i2 = self._var(f, name)
+                except _Skip as e:
+                    raise HDF5SourceError(f"{f.path}: variable /{name}: {e} (readable in {self._files[0].path})") from None
+                what = None
+                if i2["zdt"] != zdt or v2.dtype != var.dtype:
+                    what = f"data type {var.dtype}, received {v2.dtype}"
+                elif len(v2.shape) != len(var.shape) or any(
+                        a != b for d, (a, b) in enumerate(zip(v2.shape, var.shape)) if d != axis):
+                    what = f"shape {var.shape} (except along {self.concat_dim!r}), received {v2.shape}"
+                elif i2["dims"] != dims:
+                    what = f"dimensions {dims}, received {i2['dims']}"
+                elif _attrs_cmp(i2["attrs"]) != _attrs_cmp(info["attrs"]):
+                    diff = sorted(k for k in set(i2["attrs"]) | set(info["attrs"])
+                                  if _attrs_cmp(i2["attrs"].get(k)) != _attrs_cmp(info["attrs"].get(k)))
+                    what = f"the attributes of {self._files[0].path}, received different {', '.join(diff)}"
+                elif _attrs_cmp(i2["fill"]) != _attrs_cmp(info["fill"]):
+                    what = f"fill value {info['fill']!r}, received {i2['fill']!r}"
+                if what is not None:
+                    raise HDF5SourceError(f"{f.path}: variable /{name}: expected {what}")
+                if axis is not None:
+                    parts.append(v2)
+        shape = list(var.shape)
+        if axis is not None:
+            shape[axis] = sum(p.shape[axis] for p in parts)
+        # the chunk grid: the HDF5 chunk shape (chunked datasets), else rows of ~4 MiB
+        mixed = False  # the files chunk the variable differently: chunks through h5py
+        if var.kind == "chunked" or (var.kind in ("h5py", "vlen") and var.h5_chunks):
+            chunk = list(var.h5_chunks or ())
+            if any(p.h5_chunks != var.h5_chunks or p.kind != var.kind for p in parts):
+                chunk = list(_contiguous_chunks(tuple(shape), max(1, zdt.itemsize)))
+                mixed = True
+        else:
+            chunk = list(_contiguous_chunks(tuple(shape), max(1, zdt.itemsize if zdt.kind != "O" else 16)))
+        direct = var.kind in ("chunked", "contiguous") and not mixed
+        starts = [0]
+        if axis is not None:
+            # every part must start on a chunk boundary along the concat axis for the chunks
+            # to be the files' own; otherwise chunks of gcd size, read through h5py
+            lens = [p.shape[axis] for p in parts]
+            c = chunk[axis]
+            if any(n % c for n in lens[:-1]):
+                g = c
+                for n in lens[:-1]:
+                    g = math.gcd(g, n)
+                chunk[axis] = max(1, g)
+                direct = direct and var.kind == "contiguous"
+            starts = []
+            acc = 0
+            for n in lens:
+                starts.append(acc // chunk[axis])
+                acc += n
+        if var.kind == "contiguous":
+            # a chunk must be one byte range: whole trailing rows only
+            for d in range(len(shape)):
+                if chunk[d] != shape[d] and any(chunk[e] != shape[e] for e in range(d + 1, len(shape))):
+                    direct = False
+        chunk = [max(1, c) for c in chunk]
+        dt3 = from_numpy(zdt if zdt.kind != "O" else "str")
+        if info["kind"] == "vlen":
+            codecs: list[Any] = [{"name": "vlen-utf8"}]
+        else:
+            endian = "big" if var.dtype.byteorder == ">" else "little"
+            filters = [{"id": x["id"], "values": x["values"]} for x in var.filters] if var.kind == "chunked" else []
+            codecs = [{"name": CODEC_NAME, "configuration": {"filters": filters, "endian": endian}}]
+        doc: dict[str, Any] = {
+            "zarr_format": 3,
+            "node_type": "array",
+            "shape": shape,
+            "data_type": dt3.to_json(),
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": chunk}},
+            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+            "fill_value": _fill_json(zdt, info["fill"]),
+            "codecs": codecs,
+            "attributes": info["attrs"],
+        }
+        if dims is not None:
+            doc["dimension_names"] = dims
+        if info["has_fill_attr"]:
+            xf = _xarray_fill(zdt, info["fill"])
+            if xf is not None:
+                doc["attributes"] = {**doc["attributes"], "_FillValue": xf}
+        packing = info["packing"]
+        if (self.cf_packing == "chain" and packing and zdt.kind in "iu" and not info["enum"]
+                and all(np.asarray(v).dtype.kind in "iuf" for v in packing.values())):
+            _cf_chain(doc, zdt, packing, info["fill"], info["has_fill_attr"])
+        return _Array(name, doc, tuple(chunk), tuple(shape), zdt, parts, axis, starts, direct)
+
+    def validate_array(self, path: str) -> None:
+        """Check that the stored bytes of array ``path`` lie inside their files
+        (HDF5SourceError naming file and variable otherwise): a truncated file."""
+        a = self._arrays[path]
+        for part in a.parts:
+            if part.kind == "chunked":
+                part.chunk_index()
+            elif part.kind == "contiguous" and part.contiguous_offset is not None:
+                n = math.prod(part.shape) * part.dtype.itemsize
+                if part.contiguous_offset + n > part.file.size:
+                    raise HDF5SourceError(expected(
+                        f"{part.file.path}: variable /{part.name}: data at byte {part.contiguous_offset}",
+                        f"{n} bytes inside the file ({part.file.size} bytes)", "a truncated file"))
+
+    # -- reads ----------------------------------------------------------------------------
+    def _doc(self, path: str) -> bytes | None:
+        raw = self._docs.get(path)
+        if raw is None:
+            doc = self._groups.get(path)
+            if doc is None:
+                a = self._arrays.get(path)
+                if a is None:
+                    return None
+                doc = a.doc
+            raw = self._docs[path] = json.dumps(doc, allow_nan=False).encode()
+        return raw
+
+    def _locate(self, key: str) -> tuple[_Array, tuple[int, ...]] | None:
+        """(array, chunk coordinates) of a chunk key in the default encoding, else None."""
+        if key.endswith("/c"):
+            path, coords = key[:-2], ()
+        else:
+            path, sep, rest = key.rpartition("/c/")
+            if not sep:
+                return None
+            parts = rest.split("/")
+            if not all(p.isascii() and p.isdigit() for p in parts):
+                return None
+            coords = tuple(int(p) for p in parts)
+        a = self._arrays.get(path)
+        if a is None or len(coords) != len(a.shape) or any(s == 0 for s in a.shape):
+            return None
+        for c, s, cs in zip(coords, a.shape, a.chunk_shape):
+            if c * cs >= s:
+                return None
+        return a, coords
+
+    @staticmethod
+    def _part(a: _Array, coords: tuple[int, ...]) -> tuple[_Var, list[int]]:
+        """The file part holding chunk ``coords`` and the chunk's coordinates in it."""
+        part, local = a.parts[0], list(coords)
+        if a.concat_axis is not None:
+            ax = a.concat_axis
+            i = max(0, bisect.bisect_right(a.starts, coords[ax]) - 1)  # empty parts: the later one
+            part = a.parts[i]
+            local[ax] = coords[ax] - a.starts[i]
+        return part, local
+
+    def _chunk(self, a: _Array, coords: tuple[int, ...]) -> bytes | bytearray | None:
+        """The served bytes of chunk ``coords`` (see the module docstring)."""
+        if os.getpid() != self._pid:  # a forked child: reopen our descriptors
+            self._reopen()
+        part, local = self._part(a, coords)
+        cs = a.chunk_shape
+        lo = [c * s for c, s in zip(local, cs)]
+        region = tuple(slice(o, min(o + s, n)) for o, s, n in zip(lo, cs, part.shape))
+        if any(r.start >= r.stop for r in region):
+            return None
+        if a.direct and part.kind == "chunked":
+            hit = part.chunk_index().get(tuple(local))
+            if hit is None:
+                return None
+            off, size, mask = hit
+            buf = part.file.pread(off, size, 4)
+            buf[0:4] = mask.to_bytes(4, "little")
+            return buf
+        if a.direct and part.kind == "contiguous":
+            if part.contiguous_offset is None:
+                return None
+            strides = [part.dtype.itemsize * math.prod(part.shape[d + 1:]) for d in range(len(part.shape))]
+            start = part.contiguous_offset + sum(o * st for o, st in zip(lo, strides))
+            n = math.prod(r.stop - r.start for r in region) * part.dtype.itemsize
+            full = tuple(cs)
+            if tuple(r.stop - r.start for r in region) != full:
+                return self._pad(a, part.file.pread(start, n, 0), region, part.dtype)
+            buf = part.file.pread(start, n, 4)
+            buf[0:4] = RAW_MASK.to_bytes(4, "little")
+            return buf
+        # through h5py (its filters, its lock)
+        try:
+            with part.file.lock:
+                data = part.dataset()[region]
+        except (OSError, RuntimeError, ValueError, TypeError) as e:
+            raise HDF5SourceError(f"{part.file.path}: variable /{part.name}: cannot read {region}: {e}") from None
+        if part.kind == "vlen":
+            return _vlen_utf8(data, cs, region)
+        return self._pad(a, np.ascontiguousarray(data, dtype=part.dtype).view(np.uint8).reshape(-1), region, part.dtype)
+
+    def _pad(self, a: _Array, raw: Any, region: tuple[slice, ...], dtype: np.dtype) -> bytearray:
+        """``raw`` (the C-order bytes of ``region``) as a whole raw chunk (mask: every
+        filter skipped); the part outside the array stays zero."""
+        cs = a.chunk_shape
+        sub = tuple(r.stop - r.start for r in region)
+        arr = np.frombuffer(raw, dtype=dtype).reshape(sub)
+        out = bytearray(4 + math.prod(cs) * dtype.itemsize)
+        out[0:4] = RAW_MASK.to_bytes(4, "little")
+        full = np.frombuffer(out, dtype=dtype, offset=4).reshape(cs)
+        # the part outside the array is never read (v3-core.rst "Chunk grids": edge chunks)
+        full[tuple(slice(0, s) for s in sub)] = arr
+        return out
+
+    def _reopen(self) -> None:
+        for f in self._files:
+            try:
+                os.close(f.fd)
+            except OSError:
+                pass
+            f.fd = os.open(f.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        self._pid = os.getpid()
+
+    def get(self, key: str, byte_range: ByteRequest = None) -> bytes | None:
+        if type(key) is not str:
+            raise StoreError(expected("key", "a str", key))
+        if key == META_KEY or key.endswith("/" + META_KEY):
+            value: Any = self._doc(key[: -len(META_KEY)].rstrip("/"))
+        else:
+            loc = self._locate(key)
+            if loc is None:
+                return None
+            value = self._chunk(*loc)
+        if value is None:
+            return None
+        if byte_range is None:
+            return bytes(value) if not isinstance(value, (bytes, bytearray)) else value  # type: ignore[return-value]
+        start, stop = resolve_range(byte_range, len(value))
+        return bytes(value[start:stop])
+
+    def getsize(self, key: str) -> int | None:
+        """Size of a value without reading it: the chunk index has the stored size; a
+        chunk read through h5py counts its served (decoded) size."""
+        loc = self._locate(key) if not key.endswith(META_KEY) else None
+        if loc is not None:
+            a, coords = loc
+            part, local = self._part(a, coords)
+            if a.direct and part.kind == "chunked":
+                hit = part.chunk_index().get(tuple(local))
+                return None if hit is None else hit[1] + 4
+            if part.kind != "vlen":
+                return 4 + math.prod(a.chunk_shape) * a.dtype.itemsize
+        v = self.get(key)
+        return None if v is None else len(v)
+
+    def exists(self, key: str) -> bool:
+        if key == META_KEY or key.endswith("/" + META_KEY):
+            return self._doc(key[: -len(META_KEY)].rstrip("/")) is not None
+        return self.getsize(key) is not None
+
+    # -- writes: none ---------------------------------------------------------------------
+    def set(self, key: str, value: Any) -> None:
+        raise ReadOnlyError(f"{self.url}: HDF5 sources are read-only")
+
+    def erase(self, key: str) -> None:
+        raise ReadOnlyError(f"{self.url}: HDF5 sources are read-only")
+
+    def erase_prefix(self, prefix: str) -> None:
+        raise ReadOnlyError(f"{self.url}: HDF5 sources are read-only")
+
+    # -- listing --------------------------------------------------------------------------
+    def _chunk_keys(self, a: _Array) -> Iterator[str]:
+        import itertools
+
+        if any(s == 0 for s in a.shape):
+            return
+        grid = [-(-s // c) for s, c in zip(a.shape, a.chunk_shape)]
+        pre = (a.path + "/c") if a.path else "c"
+        for coords in itertools.product(*(range(g) for g in grid)):
+            key = pre + "".join(f"/{c}" for c in coords)
+            if a.direct and a.parts[0].kind == "chunked" and a.concat_axis is None:
+                if coords not in a.parts[0].chunk_index():
+                    continue
+            yield key
+
+    def list(self) -> Iterator[str]:
+        for g in self._groups:
+            yield (g + "/" if g else "") + META_KEY
+        for p, a in self._arrays.items():
+            yield (p + "/" if p else "") + META_KEY
+            yield from self._chunk_keys(a)
+
+    def list_prefix(self, prefix: str) -> Iterator[str]:
+        check_prefix(prefix)
+        return (k for k in self.list() if k.startswith(prefix))
+
+    def list_dir(self, prefix: str) -> list[str]:
+        check_prefix(prefix)
+        path = prefix.rstrip("/")
+        out: set[str] = set()
+        if path in self._groups:
+            out.update(self._children.get(path, ()))
+            out.add(META_KEY)
+        elif path in self._arrays:
+            out.add(META_KEY)
+            if not any(s == 0 for s in self._arrays[path].shape):
+                out.add("c")
+        return sorted(out)
+
+
+class _Skip(Exception):
+    pass
+
+
+def _xarray_fill(zdt: np.dtype, value: Any) -> Any:
+    """NetCDF's ``_FillValue`` kept as an attribute in the form xarray writes (and reads)
+    beside a Zarr v3 array's ``fill_value`` (xarray.backends.zarr ``FillValueCoder``:
+    floats as base64 of a little-endian float64, bytes as base64), so that
+    ``xarray.open_zarr`` masks missing values as ``open_dataset`` does."""
+    import base64
+    import struct
+
+    try:
+        if zdt.kind == "f":
+            return base64.standard_b64encode(struct.pack("<d", float(value))).decode()
+        if zdt.kind in "iu":
+            return int(value)
+        if zdt.kind == "b":
+            return bool(value)
+        if zdt.kind == "S":
+            return base64.standard_b64encode(bytes(value)).decode()
+        if zdt.kind == "O" and isinstance(value, str):
+            return value
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return None
+
+
+def _cf_chain(doc: dict[str, Any], zdt: np.dtype, packing: dict[str, Any], fill: Any, masked: bool) -> None:
+    """Show a CF-packed integer variable (``scale_factor``/``add_offset``) as the
+    floats it stands for, through ``[scale_offset, cast_value]`` (ext-codec-scale_offset.md:
+    decode ``x / scale + offset``; ext-codec-cast_value.md); ``_FillValue`` becomes NaN
+    through ``scalar_map``.  The float type is the attributes' own (float32 when they
+    are float32), float64 otherwise.  Exactness is checked by the converter
+    (zarrcy/convert/hdf5.py ``check_packing``)."""
+    from zarrcy.metadata.data_type import from_numpy
+
+    kinds = [np.asarray(v).dtype for v in packing.values()]
+    fdt = np.result_type(*kinds) if all(k.kind == "f" for k in kinds) else np.dtype("f8")
+    if fdt.itemsize < 4:
+        fdt = np.dtype("f4")
+    sf = fdt.type(packing.get("scale_factor", 1))
+    ao = fdt.type(packing.get("add_offset", 0))
+    if not np.isfinite(sf) or sf == 0 or not np.isfinite(ao):
+        return
+    with np.errstate(all="ignore"):
+        scale = fdt.type(1) / sf
+    if not np.isfinite(scale):
+        return
+    dt3 = from_numpy(fdt)
+    so: dict[str, Any] = {"offset": dt3.fill_value_to_json(ao), "scale": dt3.fill_value_to_json(scale)}
+    cv: dict[str, Any] = {"data_type": from_numpy(zdt).to_json(), "rounding": "nearest-even"}
+    # the fill value (``_FillValue``, else the HDF5 fill value) <-> NaN: the decoded fill
+    # value must round-trip exactly (ext-codec-cast_value.md), which NaN does
+    f = int(fill)
+    cv["scalar_map"] = {"encode": [["NaN", f]], "decode": [[f, "NaN"]]}
+    doc["fill_value"] = "NaN"
+    del masked
+    doc["data_type"] = dt3.to_json()
+    doc["codecs"] = [{"name": "scale_offset", "configuration": so}, {"name": "cast_value", "configuration": cv},
+                     *doc["codecs"]]
+    attrs = dict(doc["attributes"])
+    attrs.pop("scale_factor", None)
+    attrs.pop("add_offset", None)
+    attrs.pop("_FillValue", None)  # now the NaN of scalar_map
+    doc["attributes"] = attrs
+
+
+def _attrs_cmp(v: Any) -> str:
+    return json.dumps(v, sort_keys=True, default=str)
+
+
+def _valid_name(name: str) -> bool:
+    return bool(name) and name not in (".", "..") and not name.startswith("__") and "/" not in name
+
+
+def _vlen_utf8(data: np.ndarray, chunk_shape: tuple[int, ...], region: tuple[slice, ...]) -> bytes:
+    """Strings in the zarr-extensions ``vlen-utf8`` chunk layout: a little-endian u32
+    count, then per element (C order) a u32 byte length and the UTF-8 bytes; the
+    part of the chunk outside ``region`` holds empty strings (the fill value)."""
+    full = np.full(chunk_shape, b"", dtype=object)
+    flat_src = np.asarray(data, dtype=object)
+    full[tuple(slice(0, r.stop - r.start) for r in region)] = flat_src
+    parts = [int(full.size).to_bytes(4, "little")]
+    for x in full.reshape(-1):
+        b = x if isinstance(x, bytes) else str(x).encode("utf-8")
+        parts.append(len(b).to_bytes(4, "little"))
+        parts.append(b)
+    return b"".join(parts)
+
+
+def expand_sources(src: Any) -> list[str]:
+    """A glob pattern, a path or a list of them -> the existing files (sorted; a
+    pattern that matches nothing is an error)."""
+    items = [src] if isinstance(src, (str, os.PathLike)) else list(src)
+    out: list[str] = []
+    for it in items:
+        s = os.fspath(it)
+        if any(ch in s for ch in "*?[") and not os.path.exists(s):
+            hits = sorted(_glob.glob(s))
+            if not hits:
+                raise HDF5SourceError(expected("source", "files matching the pattern", s))
+            out.extend(hits)
+        else:
+            out.append(s)
+    return out
