@@ -22,7 +22,16 @@ from zarrcy.config import named_pool as _named_pool
 from zarrcy._kernels import _grid
 from zarrcy.byte_range import ByteRequest, RangeRequest
 from zarrcy.codecs.pipeline import CodecPipeline
-from zarrcy.errors import CorruptChunkError, MetadataError, ReadOnlyError, ZarrcyError, expected
+from zarrcy.errors import (
+    CastError,
+    CastTypeError,
+    CorruptChunkError,
+    MetadataError,
+    OutOfRangeError,
+    ReadOnlyError,
+    ZarrcyError,
+    expected,
+)
 from zarrcy.indexing import (
     BasicSelection,
     ChunkProjection,
@@ -623,13 +632,26 @@ class Array(Node):
         self._write(normalize_blocks(selection, self.shape, self._chunk_shape), value)
 
     def _asarray(self, value: Any) -> np.ndarray:
+        """``value`` as an array, converted the way numpy's ``__setitem__`` converts it.
+
+        numpy 2 (NEP 50) converts Python scalars and (nested) sequences straight to the
+        target dtype and refuses what does not fit: ``Python integer 300 out of bounds
+        for uint8`` (OverflowError), a complex number for a real array (TypeError), NaN
+        for an integer array (ValueError).  Those errors are raised here as
+        OutOfRangeError / CastTypeError / CastError with numpy's own text (each also
+        the builtin numpy raises).  numpy arrays and numpy scalars are cast unsafely,
+        as ``ndarray.__setitem__`` does (see _prepare_value)."""
+        if isinstance(value, np.ndarray):
+            return value
         # lists / scalars for string and bytes arrays must not pass through numpy's U<n> /
         # S<n> (they drop trailing NULs): object arrays keep the values, then get checked
-        if self._vlen and not isinstance(value, np.ndarray):
+        if self._vlen:
             return np.asarray(value, dtype=object)
-        if self._dtype.fields is not None and not isinstance(value, np.ndarray):
+        if self._dtype.fields is not None:
             # records given as tuples (or a scalar tuple) build the structured dtype, as numpy does
             return np.asarray(value, dtype=self._dtype)
+        if self._dtype.kind in _NEP50_KINDS and not isinstance(value, np.generic):
+            return _convert_python_value(value, self._dtype)
         return np.asarray(value)
 
     def _vlen_value(self, v: np.ndarray) -> np.ndarray:
@@ -666,7 +688,7 @@ class Array(Node):
             v = self._vlen_value(v)
         if v.dtype != self._dtype:
             if self._dtype.kind in "iu" and v.dtype.kind == "f" and v.size and not np.all(np.isfinite(v)):
-                raise ValueError(f"cannot store non-finite values in an array of dtype {self._dtype}")
+                raise CastError(f"cannot store non-finite values in an array of dtype {self._dtype}")
             v = v.astype(self._dtype)
         try:
             return np.broadcast_to(v, shape)
@@ -809,7 +831,7 @@ class Array(Node):
 
     def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
         """Grow along ``axis`` and write ``data`` at the end; return the new shape."""
-        data = np.asarray(data)
+        data = self._asarray(data)  # numpy's assignment rules, checked before the array grows
         if data.ndim != self.ndim:
             raise ValueError(f"append: expected {self.ndim}-d data, received {data.ndim}-d")
         axis = axis + self.ndim if axis < 0 else axis
@@ -823,6 +845,25 @@ class Array(Node):
         sel = tuple(slice(old, None) if k == axis else slice(None) for k in range(self.ndim))
         self[sel] = data
         return self.shape
+
+
+# numeric, bool and time kinds: Python values are converted with the target dtype (NEP 50)
+_NEP50_KINDS = frozenset("biufcmM")
+
+
+def _convert_python_value(value: Any, dtype: np.dtype) -> np.ndarray:
+    """``np.asarray(value, dtype=dtype)`` for Python scalars / sequences, numpy's errors
+    re-raised as zarrcy errors with numpy's text (numpy 2's assignment rules)."""
+    try:
+        return np.asarray(value, dtype=dtype)
+    except OverflowError as e:  # "Python integer 300 out of bounds for uint8"
+        raise OutOfRangeError(str(e), value=value if np.ndim(value) == 0 else None) from None
+    except TypeError as e:  # "float() argument must be a string or a real number, not 'complex'"
+        raise CastTypeError(str(e), value=value if np.ndim(value) == 0 else None) from None
+    except ValueError as e:  # "cannot convert float NaN to integer", inhomogeneous sequences
+        if isinstance(e, ZarrcyError):
+            raise
+        raise CastError(str(e)) from None
 
 
 def _c_contiguous(x: np.ndarray) -> np.ndarray:
