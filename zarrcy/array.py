@@ -9,7 +9,9 @@ arithmetic) runs in C with the GIL released, so tasks overlap.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
+import operator
 import threading
 from collections.abc import MutableMapping
 from typing import Any, Iterator, Sequence
@@ -801,13 +803,37 @@ class Array(Node):
 
     # -- resizing ----------------------------------------------------------------------
     def resize(self, *new_shape: Any, delete_outside: bool = True) -> None:
-        """Change the shape (v3-core.rst "Resizing").  Chunks wholly outside the new
-        shape are deleted when ``delete_outside`` (the default), so growing again later
-        shows the fill value there rather than stale data."""
+        """Change the shape (v3-core.rst "Resizing").
+
+        With ``delete_outside`` (the default) no stored chunk ever lies wholly outside
+        the shape, even if the process is killed part-way:
+
+        * shrinking erases the chunks wholly outside the new shape *before* the smaller
+          metadata is written (a kill in between leaves the old shape with some of the
+          doomed chunks already reading as the fill value -- never stale chunks beyond
+          the shape);
+        * growing first erases any chunk wholly beyond the old shape (left by
+          ``delete_outside=False``, an interrupted resize of an older version or another
+          implementation), so the new region reads as the fill value.  v3-core.rst lets
+          an implementation show such data by default; zarrcy chooses not to, and
+          ``delete_outside=False`` keeps (and on growing shows) it.
+
+        Edge chunks keep their data beyond the new shape (v3-core.rst allows it); a
+        later grow shows it again, as zarr-python does.
+        """
         self._check_writable()
         if len(new_shape) == 1 and isinstance(new_shape[0], (tuple, list)):
             new_shape = tuple(new_shape[0])
-        new_shape = tuple(int(s) for s in new_shape)
+        sizes = []
+        for s in new_shape:
+            # like numpy: only ints and objects with __index__ (resize(10.7) used to truncate)
+            if isinstance(s, (bool, np.bool_)):
+                raise TypeError(f"resize: expected integer sizes, received {s!r}")
+            try:
+                sizes.append(operator.index(s))
+            except TypeError:
+                raise TypeError(f"resize: expected integer sizes, received {s!r}") from None
+        new_shape = tuple(sizes)
         if len(new_shape) != self.ndim:
             raise ValueError(f"resize: expected {self.ndim} dimensions, received {len(new_shape)}")
         if any(s < 0 for s in new_shape):
@@ -815,19 +841,48 @@ class Array(Node):
         old_grid = self.cdata_shape
         new_meta = dataclasses.replace(self.metadata, shape=new_shape)
         new_meta = type(self.metadata).from_json(new_meta.to_json())  # full validation
+        new_grid = tuple(-(-s // c) for s, c in zip(new_shape, self._chunk_shape))
+        if delete_outside and self.store.supports_deletes:
+            # erase first, then write the metadata (a kill in between leaves no chunk
+            # outside the shape that is stored in zarr.json)
+            keep = tuple(min(o, n) for o, n in zip(old_grid, new_grid))
+            if any(n < o for n, o in zip(new_grid, old_grid)):
+                self._erase_chunks_outside(keep)
+            elif any(n > o for n, o in zip(new_grid, old_grid)):
+                self._erase_chunks_beyond(old_grid, new_grid)
         self._write_metadata(new_meta)
-        if delete_outside:
-            new_grid = self.cdata_shape
-            decode = self.metadata.chunk_key_encoding.decode_chunk_key
-            plen = len(self._prefix)
-            doomed = []
-            for key in list(self.store.list_prefix(self._prefix)):
-                coords = decode(key[plen:])
-                if coords is None or len(coords) != len(new_grid):
-                    continue
-                if any(c >= g for c, g in zip(coords, new_grid)) and all(c < g for c, g in zip(coords, old_grid)):
-                    doomed.append(key)
-            self.store.erase_values(doomed)
+
+    # above this many chunk keys in a grown region, list the store instead of erasing blindly
+    _BLIND_ERASE_MAX = 4096
+
+    def _erase_chunks_outside(self, grid: tuple[int, ...]) -> None:
+        """Erase every stored chunk with a coordinate at or beyond ``grid`` (one listing)."""
+        decode = self.metadata.chunk_key_encoding.decode_chunk_key
+        plen = len(self._prefix)
+        doomed = []
+        for key in list(self.store.list_prefix(self._prefix)):
+            coords = decode(key[plen:])
+            if coords is None or len(coords) != len(grid):
+                continue
+            if any(c >= g for c, g in zip(coords, grid)):
+                doomed.append(key)
+        self.store.erase_values(doomed)
+
+    def _erase_chunks_beyond(self, old_grid: tuple[int, ...], new_grid: tuple[int, ...]) -> None:
+        """Before growing: erase whatever is stored in the chunks the array gains.  Few
+        chunks (an ``append``): erase their keys blindly (erasing a missing key is a
+        no-op, and costs no listing of the whole array); many: one listing."""
+        n_new = math.prod(new_grid) - math.prod(old_grid)
+        if n_new > self._BLIND_ERASE_MAX:
+            self._erase_chunks_outside(old_grid)
+            return
+        keys = []
+        nd = len(new_grid)
+        for d in range(nd):  # the gained region as disjoint slabs: coords[d] >= old, earlier dims < old
+            ranges = [range(old_grid[k]) if k < d else range(old_grid[d], new_grid[d]) if k == d else range(new_grid[k])
+                      for k in range(nd)]
+            keys.extend(self._key(c) for c in itertools.product(*ranges))
+        self.store.erase_values(keys)
 
     def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
         """Grow along ``axis`` and write ``data`` at the end; return the new shape."""
