@@ -8,6 +8,7 @@ arithmetic) runs in C with the GIL released, so tasks overlap.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import itertools
 import math
@@ -29,6 +30,7 @@ from zarrcy.errors import (
     CastTypeError,
     CorruptChunkError,
     MetadataError,
+    NodeNotFoundError,
     OutOfRangeError,
     ReadOnlyError,
     ZarrcyError,
@@ -256,6 +258,8 @@ class Array(Node):
             self._stored_limit = max(self._stored_limit, int(_config_get("max_chunk_bytes")))
         self._shape = tuple(metadata.shape)
         self._ndim = len(self._shape)
+        fmt = getattr(metadata, "zarr_format", 3)
+        self._meta_key = self._prefix + (META_KEY if fmt == 3 else ".zarray" if fmt == 2 else "meta")
         ab = self._pipeline.array_bytes
         # single-element reads of a sharded array go straight to the shard codec
         self._point_codec = ab if (self._pipeline.supports_partial_decode and hasattr(ab, "read_point")) else None
@@ -335,11 +339,35 @@ class Array(Node):
 
     def _set_attributes(self, attributes: dict) -> None:
         self._check_writable()
+        self._check_node_exists()
         self._write_metadata(dataclasses.replace(self.metadata, attributes=attributes))
 
     def _write_metadata(self, metadata: ArrayMetadata) -> None:
         write_metadata(self.store, self._prefix, metadata)
         self._set_metadata(metadata)
+
+    def _check_node_exists(self) -> None:
+        """NodeNotFoundError if this array's metadata document is gone (its directory
+        deleted while this object was live): reads would show fill values and writes
+        would recreate chunks without metadata.  One ``exists`` per data write and per
+        read that found only fill values -- never one per chunk."""
+        if self.store.exists(self._meta_key):
+            return
+        if self._meta_key.endswith(".zarray"):  # v2 nodes may live only in consolidated .zmetadata
+            from zarrcy.v2.metadata import read_consolidated
+
+            consolidated = read_consolidated(self.store)
+            if consolidated is not None and self._meta_key in consolidated:
+                return
+        raise NodeNotFoundError(
+            f"{self.store.url}: no array at path '/{self.path}' any more ({self._meta_key} was deleted)"
+        )
+
+    def _all_fill(self, out: np.ndarray) -> bool:
+        """True if ``out`` (C-contiguous) holds only the fill value (stops at the first other byte)."""
+        if self._fill_bytes is None:
+            return bool(np.all(out == self._fill))
+        return bool(_grid.is_constant(out.reshape(-1).view(np.uint8), self._fill_bytes))
 
     def _check_writable(self) -> None:
         if self.read_only:
@@ -413,13 +441,19 @@ class Array(Node):
                 return self._point_codec.read_point(StoreValue(self.store, key), local, self._pipeline.spec)
             data = self._get_stored(key)
             if data is None:
+                # a missing chunk: is the array itself still there?  (sharded point reads
+                # skip this check: they cannot tell a missing shard from a fill value)
+                self._check_node_exists()
                 return self._fill[()]
             scratch = self._scratch()
             self._pipeline.decode_into(data, scratch)
             value = scratch[tuple(local)]
             return value.copy() if isinstance(value, np.generic) else value  # str/bytes: immutable
-        except CorruptChunkError as e:
-            raise CorruptChunkError(f"{key}: {e}", key=key) from e
+        except (CorruptChunkError, CastError) as e:
+            named = _chunk_error(e, key)
+            if named is None:
+                raise
+            raise named from e
 
     def get_orthogonal_selection(self, selection: Any) -> Any:
         sel = normalize_orthogonal(selection, self.shape)
@@ -427,7 +461,10 @@ class Array(Node):
 
     def get_coordinate_selection(self, selection: Any) -> np.ndarray:
         coords, out_shape = normalize_vectorized(selection, self.shape)
-        return self._read_points(coords).reshape(out_shape)
+        out = self._read_points(coords)
+        if out.size and self._all_fill(out):
+            self._check_node_exists()
+        return out.reshape(out_shape)
 
     def get_block_selection(self, selection: Any) -> Any:
         sel = normalize_blocks(selection, self.shape, self._chunk_shape)
@@ -460,7 +497,9 @@ class Array(Node):
         if out.size == 0:
             return out
         projections = iter_chunk_projections(sel, self._chunk_shape)
-        self._run(lambda p: self._read_chunk(p, out), projections)
+        self._run(lambda p: self._keyed(lambda q: self._read_chunk(q, out), p, _proj_coords), projections)
+        if self._all_fill(out):
+            self._check_node_exists()
         return out
 
     def _run(self, fn, items) -> None:
@@ -500,6 +539,17 @@ class Array(Node):
             for f in pending:
                 f.cancel()
             raise
+
+    def _keyed(self, fn: Any, item: Any, coords_of: Any) -> None:
+        """``fn(item)``; a CorruptChunkError/CastError from the chunk's codecs is re-raised
+        (same class) naming the chunk's key, ``coords_of(item)`` -> its chunk coordinates."""
+        try:
+            fn(item)
+        except (CorruptChunkError, CastError) as e:
+            named = _chunk_error(e, self._key(coords_of(item)))
+            if named is None:
+                raise
+            raise named from e
 
     def _scratch(self) -> np.ndarray:
         """A per-thread decode buffer of one chunk (bounded memory: one chunk per thread)."""
@@ -615,7 +665,7 @@ class Array(Node):
             else:
                 out[idx] = self._decode(key, data)[tuple(local)]
 
-        self._run(task, groups)
+        self._run(lambda idx: self._keyed(task, idx, lambda i: tuple(int(x) for x in chunk_coords[:, i[0]])), groups)
         return out
 
     # -- writing -----------------------------------------------------------------------
@@ -701,6 +751,7 @@ class Array(Node):
 
     def _write(self, sel: BasicSelection, value: Any) -> None:
         self._check_writable()
+        self._check_node_exists()
         # accept values shaped like the final selection (with newaxis dims) too
         v = self._asarray(value)
         if sel.newaxis and v.ndim == len(sel.final_shape):
@@ -710,7 +761,7 @@ class Array(Node):
         if math.prod(sel.out_shape) == 0:
             return
         projections = iter_chunk_projections(sel, self._chunk_shape)
-        self._run(lambda p: self._write_chunk(p, v), projections)
+        self._run(lambda p: self._keyed(lambda q: self._write_chunk(q, v), p, _proj_coords), projections)
 
     def _store_chunk(self, key: str, chunk: np.ndarray) -> None:
         """Encode and store a full chunk; erase it instead when it is all fill value."""
@@ -776,6 +827,7 @@ class Array(Node):
 
     def set_coordinate_selection(self, selection: Any, value: Any) -> None:
         self._check_writable()
+        self._check_node_exists()
         coords, out_shape = normalize_vectorized(selection, self.shape)
         v = self._prepare_value(value, out_shape).reshape(-1)
         ndim, n = coords.shape
@@ -799,7 +851,8 @@ class Array(Node):
                 chunk[local] = v[idx]
                 self._store_chunk(key, chunk)
 
-        self._run(task, [order[a:b] for a, b in zip(starts.tolist(), ends.tolist())])
+        self._run(lambda idx: self._keyed(task, idx, lambda i: tuple(int(x) for x in chunk_coords[:, i[0]])),
+                  [order[a:b] for a, b in zip(starts.tolist(), ends.tolist())])
 
     # -- resizing ----------------------------------------------------------------------
     def resize(self, *new_shape: Any, delete_outside: bool = True) -> None:
@@ -834,6 +887,7 @@ class Array(Node):
             except TypeError:
                 raise TypeError(f"resize: expected integer sizes, received {s!r}") from None
         new_shape = tuple(sizes)
+        self._check_node_exists()
         if len(new_shape) != self.ndim:
             raise ValueError(f"resize: expected {self.ndim} dimensions, received {len(new_shape)}")
         if any(s < 0 for s in new_shape):
@@ -902,6 +956,18 @@ class Array(Node):
         return self.shape
 
 
+def _chunk_error(e: ZarrcyError, key: str) -> ZarrcyError | None:
+    """``e`` (a CorruptChunkError or CastError from a chunk's codecs) as the same class
+    with the message prefixed by the chunk's key and ``e.key`` set; None if it names
+    the key already."""
+    if getattr(e, "key", None) is not None:
+        return None
+    new = copy.copy(e)
+    new.args = (f"{key}: {e}",)
+    new.key = key  # type: ignore[attr-defined]
+    return new
+
+
 # numeric, bool and time kinds: Python values are converted with the target dtype (NEP 50)
 _NEP50_KINDS = frozenset("biufcmM")
 
@@ -919,6 +985,10 @@ def _convert_python_value(value: Any, dtype: np.dtype) -> np.ndarray:
         if isinstance(e, ZarrcyError):
             raise
         raise CastError(str(e)) from None
+
+
+def _proj_coords(p: ChunkProjection) -> tuple[int, ...]:
+    return p.chunk_coords
 
 
 def _c_contiguous(x: np.ndarray) -> np.ndarray:
