@@ -694,7 +694,7 @@ class Array(Node):
         the builtin numpy raises).  numpy arrays and numpy scalars are cast unsafely,
         as ``ndarray.__setitem__`` does (see _prepare_value)."""
         if isinstance(value, np.ndarray):
-            return value
+            return value if type(value) is np.ndarray else np.asarray(value)  # subclasses (masked...) -> ndarray
         # lists / scalars for string and bytes arrays must not pass through numpy's U<n> /
         # S<n> (they drop trailing NULs): object arrays keep the values, then get checked
         if self._vlen:
