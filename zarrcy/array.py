@@ -975,12 +975,13 @@ _NEP50_KINDS = frozenset("biufcmM")
 def _convert_python_value(value: Any, dtype: np.dtype) -> np.ndarray:
     """``np.asarray(value, dtype=dtype)`` for Python scalars / sequences, numpy's errors
     re-raised as zarrcy errors with numpy's text (numpy 2's assignment rules)."""
+    scalar = value if value is None or isinstance(value, (int, float, complex, str, bytes)) else None
     try:
         return np.asarray(value, dtype=dtype)
     except OverflowError as e:  # "Python integer 300 out of bounds for uint8"
-        raise OutOfRangeError(str(e), value=value if np.ndim(value) == 0 else None) from None
+        raise OutOfRangeError(str(e), value=scalar) from None
     except TypeError as e:  # "float() argument must be a string or a real number, not 'complex'"
-        raise CastTypeError(str(e), value=value if np.ndim(value) == 0 else None) from None
+        raise CastTypeError(str(e), value=scalar) from None
     except ValueError as e:  # "cannot convert float NaN to integer", inhomogeneous sequences
         if isinstance(e, ZarrcyError):
             raise
