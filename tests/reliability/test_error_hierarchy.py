@@ -204,27 +204,33 @@ def _deep_dirs(top: str, levels: int, name: str, leaf: bytes | None, per_level: 
         os.close(fd)
 
 
-def test_deep_directories_under_a_chunk_prefix(deep_tmp):
-    tmp_path = deep_tmp
-    a = zarrcy.create_array(str(tmp_path), shape=(4,), chunks=(2,), dtype="uint8")
-    a[:] = 1
-    _deep_dirs(str(tmp_path / "c"), 1100, "x", b"junk")
-    assert a.nchunks_initialized == 2
-    keys = list(LocalStore(tmp_path).list_prefix("c/"))
-    assert len(keys) == 3 and "c/0" in keys and "c/1" in keys
-    try:
-        a.resize(2)
-        assert a[:].tolist() == [1, 1]
-    finally:
-        LocalStore(tmp_path).erase_prefix("c/")  # iterative too
-    assert list(LocalStore(tmp_path).list()) == ["zarr.json"]
-
-
 def _stack_depth() -> int:
     f, n = sys._getframe(), 0
     while f is not None:
         f, n = f.f_back, n + 1
     return n
+
+
+def test_deep_directories_under_a_chunk_prefix(deep_tmp):
+    """The issue's case is 1,100 nested directories; the test nests 300 under a recursion
+    limit of (current depth + 150): the same failure for recursive code, at less cost."""
+    tmp_path = deep_tmp
+    a = zarrcy.create_array(str(tmp_path), shape=(4,), chunks=(2,), dtype="uint8")
+    a[:] = 1
+    _deep_dirs(str(tmp_path / "c"), 300, "x", b"junk")
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(_stack_depth() + 150)
+    try:
+        assert a.nchunks_initialized == 2
+        keys = list(LocalStore(tmp_path).list_prefix("c/"))
+        a.resize(2)
+        shrunk = a[:].tolist()
+        LocalStore(tmp_path).erase_prefix("c/")
+    finally:
+        sys.setrecursionlimit(old)
+    assert len(keys) == 3 and "c/0" in keys and "c/1" in keys
+    assert shrunk == [1, 1]
+    assert list(LocalStore(tmp_path).list()) == ["zarr.json"]
 
 
 def test_tree_and_walk_of_a_deep_hierarchy(deep_tmp):

@@ -11,7 +11,7 @@ store, and after every kill asserts:
 
 Before the fix (metadata first, erase after) most kills during a shrink left chunks
 beyond the shape that reappeared on the next grow.
-Default: 12 kills (a few seconds); ``ZARRCY_SLOW=1``: 100.
+Default: 8 kills (a few seconds); ``ZARRCY_SLOW=1``: 100.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from zarrcy.storage import LocalStore
 
 HERE = Path(__file__).resolve().parent
 SLOW = os.environ.get("ZARRCY_SLOW", "") not in ("", "0")
-KILLS = 100 if SLOW else 12
+KILLS = 100 if SLOW else 8
 
 
 def _stored_coords(root: Path) -> list[int]:
