@@ -896,9 +896,10 @@ class Array(Node):
         new_meta = dataclasses.replace(self.metadata, shape=new_shape)
         new_meta = type(self.metadata).from_json(new_meta.to_json())  # full validation
         new_grid = tuple(-(-s // c) for s, c in zip(new_shape, self._chunk_shape))
-        if delete_outside and self.store.supports_deletes:
+        if delete_outside:
             # erase first, then write the metadata (a kill in between leaves no chunk
-            # outside the shape that is stored in zarr.json)
+            # outside the shape that is stored in zarr.json).  Stores without deletes
+            # (ZipStore) treat erasing a missing key as a no-op and refuse the rest.
             keep = tuple(min(o, n) for o, n in zip(old_grid, new_grid))
             if any(n < o for n, o in zip(new_grid, old_grid)):
                 self._erase_chunks_outside(keep)
