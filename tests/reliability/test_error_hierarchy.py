@@ -277,3 +277,23 @@ def test_v2_compressor_parameters_checked_at_open(compressor, field):
                                  "compressor": compressor, "fill_value": 0, "order": "C", "filters": None}).encode())
     with pytest.raises(MetadataError, match=rf"^\.zarray\.compressor\.{field}: expected"):
         zarrcy.open_array(s)
+
+
+# -- RecursionError while parsing: say which of the two causes it was ------------------------
+def test_deep_json_message_names_the_depth():
+    with pytest.raises(MetadataError, match=r"JSON nested too deeply \(100000 levels\)"):
+        parse_node_metadata(b"[" * 100_000 + b"]" * 100_000)
+
+
+def test_exhausted_stack_is_not_reported_as_deep_json(monkeypatch):
+    # before: "JSON nested too deeply" for a 3-level document parsed from a deep call
+    # stack (tree()/walk() of a 1,000-level hierarchy) -- simulated here
+    import zarrcy.metadata._parse as parse
+
+    def exhausted(*args, **kwargs):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(parse.json, "loads", exhausted)
+    with pytest.raises(MetadataError, match=r"a/zarr\.json: expected a JSON document, received a document of 3 levels "
+                                            r"that could not be parsed: the Python call stack is nearly exhausted"):
+        parse.load_json_object(b'{"a": ["[[[", {"b": 1}]}', "a/zarr.json")

@@ -61,7 +61,12 @@ def load_json_object(data: Any, path: str = "") -> dict[str, Any]:
         except (ValueError, UnicodeDecodeError) as e:
             raise MetadataError(f"{path or '<document>'}: expected a JSON document, received invalid JSON ({e})", path) from None
         except RecursionError:  # hostile nesting ([[[[...]]]]): refuse, don't crash the caller
-            raise MetadataError(f"{path or '<document>'}: expected a JSON document, received JSON nested too deeply", path) from None
+            depth = _nesting_depth(data)
+            if depth >= 200:
+                what = f"JSON nested too deeply ({depth} levels)"
+            else:  # the document is fine: the caller's stack was nearly exhausted
+                what = f"a document of {depth} levels that could not be parsed: the Python call stack is nearly exhausted"
+            raise MetadataError(f"{path or '<document>'}: expected a JSON document, received {what}", path) from None
     elif isinstance(data, dict):
         doc = data
     else:
@@ -69,6 +74,19 @@ def load_json_object(data: Any, path: str = "") -> dict[str, Any]:
     if type(doc) is not dict:
         raise MetadataError(expected(path or "<document>", "a JSON object", doc), path)
     return doc
+
+
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+
+
+def _nesting_depth(data: Any) -> int:
+    """Deepest ``[``/``{`` nesting of a JSON text (for error messages only)."""
+    raw = data.encode("utf-8", "replace") if isinstance(data, str) else bytes(data)
+    b = np.frombuffer(_JSON_STRING.sub(b"", raw), dtype=np.uint8)
+    if not b.size:
+        return 0
+    step = ((b == 0x5B) | (b == 0x7B)).astype(np.int64) - ((b == 0x5D) | (b == 0x7D))
+    return int(np.cumsum(step).max())
 
 
 def expect_object(value: Any, path: str) -> dict[str, Any]:
