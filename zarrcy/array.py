@@ -8,8 +8,11 @@ arithmetic) runs in C with the GIL released, so tasks overlap.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import itertools
 import math
+import operator
 import threading
 from collections.abc import MutableMapping
 from typing import Any, Iterator, Sequence
@@ -23,7 +26,17 @@ from zarrcy.config import named_pool as _named_pool
 from zarrcy._kernels import _grid
 from zarrcy.byte_range import ByteRequest, RangeRequest
 from zarrcy.codecs.pipeline import CodecPipeline
-from zarrcy.errors import CorruptChunkError, MetadataError, ReadOnlyError, ZarrcyError, expected
+from zarrcy.errors import (
+    CastError,
+    CastTypeError,
+    CorruptChunkError,
+    MetadataError,
+    NodeNotFoundError,
+    OutOfRangeError,
+    ReadOnlyError,
+    ZarrcyError,
+    expected,
+)
 from zarrcy.indexing import (
     BasicSelection,
     ChunkProjection,
@@ -258,6 +271,8 @@ class Array(Node):
             self._stored_limit = max(self._stored_limit, int(_config_get("max_chunk_bytes")))
         self._shape = tuple(metadata.shape)
         self._ndim = len(self._shape)
+        fmt = getattr(metadata, "zarr_format", 3)
+        self._meta_key = self._prefix + (META_KEY if fmt == 3 else ".zarray" if fmt == 2 else "meta")
         ab = self._pipeline.array_bytes
         # single-element reads of a sharded array go straight to the shard codec
         self._point_codec = ab if (self._pipeline.supports_partial_decode and hasattr(ab, "read_point")) else None
@@ -337,11 +352,44 @@ class Array(Node):
 
     def _set_attributes(self, attributes: dict) -> None:
         self._check_writable()
+        self._check_node_exists()
         self._write_metadata(dataclasses.replace(self.metadata, attributes=attributes))
 
     def _write_metadata(self, metadata: ArrayMetadata) -> None:
         write_metadata(self.store, self._prefix, metadata)
         self._set_metadata(metadata)
+
+    def _check_node_exists(self) -> None:
+        """NodeNotFoundError if this array's metadata document is gone (its directory
+        deleted while this object was live): reads would show fill values and writes
+        would recreate chunks without metadata.  One ``exists`` per data write and per
+        read that found only fill values -- never one per chunk."""
+        if self.store.exists(self._meta_key):
+            return
+        if self._meta_key.endswith(".zarray"):  # v2 nodes may live only in consolidated .zmetadata
+            from zarrcy.v2.metadata import read_consolidated
+
+            consolidated = read_consolidated(self.store)
+            if consolidated is not None and self._meta_key in consolidated:
+                return
+        raise NodeNotFoundError(
+            f"{self.store.url}: no array at path '/{self.path}' any more ({self._meta_key} was deleted)"
+        )
+
+    def _may_be_all_fill(self, out: np.ndarray) -> bool:
+        """False if ``out`` (C-contiguous, non-empty) certainly holds something other than
+        the fill value: its first, middle and last elements are compared (O(1); a read
+        whose samples are all fill then costs one ``exists`` probe, never a scan)."""
+        flat = out.reshape(-1)
+        n = flat.size
+        for i in (0, n // 2, n - 1):
+            v = flat[i : i + 1]
+            if self._fill_bytes is None:
+                if not bool(v[0] == self._fill):
+                    return False
+            elif v.tobytes() != self._fill.tobytes():
+                return False
+        return True
 
     def _check_writable(self) -> None:
         if self.read_only:
@@ -415,13 +463,19 @@ class Array(Node):
                 return self._point_codec.read_point(StoreValue(self.store, key), local, self._pipeline.spec)
             data = self._get_stored(key)
             if data is None:
+                # a missing chunk: is the array itself still there?  (sharded point reads
+                # skip this check: they cannot tell a missing shard from a fill value)
+                self._check_node_exists()
                 return self._fill[()]
             scratch = self._scratch()
             self._pipeline.decode_into(data, scratch)
             value = scratch[tuple(local)]
             return value.copy() if isinstance(value, np.generic) else value  # str/bytes: immutable
-        except CorruptChunkError as e:
-            raise CorruptChunkError(f"{key}: {e}", key=key) from e
+        except (CorruptChunkError, CastError) as e:
+            named = _chunk_error(e, key)
+            if named is None:
+                raise
+            raise named from e
 
     def get_orthogonal_selection(self, selection: Any) -> Any:
         sel = normalize_orthogonal(selection, self.shape)
@@ -429,7 +483,10 @@ class Array(Node):
 
     def get_coordinate_selection(self, selection: Any) -> np.ndarray:
         coords, out_shape = normalize_vectorized(selection, self.shape)
-        return self._read_points(coords).reshape(out_shape)
+        out = self._read_points(coords)
+        if out.size and self._may_be_all_fill(out):
+            self._check_node_exists()
+        return out.reshape(out_shape)
 
     def get_block_selection(self, selection: Any) -> Any:
         sel = normalize_blocks(selection, self.shape, self._chunk_shape)
@@ -462,7 +519,9 @@ class Array(Node):
         if out.size == 0:
             return out
         projections = iter_chunk_projections(sel, self._chunk_shape)
-        self._run(lambda p: self._read_chunk(p, out), projections)
+        self._run(lambda p: self._keyed(lambda q: self._read_chunk(q, out), p, _proj_coords), projections)
+        if self._may_be_all_fill(out):
+            self._check_node_exists()
         return out
 
     def _run(self, fn, items) -> None:
@@ -502,6 +561,17 @@ class Array(Node):
             for f in pending:
                 f.cancel()
             raise
+
+    def _keyed(self, fn: Any, item: Any, coords_of: Any) -> None:
+        """``fn(item)``; a CorruptChunkError/CastError from the chunk's codecs is re-raised
+        (same class) naming the chunk's key, ``coords_of(item)`` -> its chunk coordinates."""
+        try:
+            fn(item)
+        except (CorruptChunkError, CastError) as e:
+            named = _chunk_error(e, self._key(coords_of(item)))
+            if named is None:
+                raise
+            raise named from e
 
     def _scratch(self) -> np.ndarray:
         """A per-thread decode buffer of one chunk (bounded memory: one chunk per thread)."""
@@ -617,7 +687,7 @@ class Array(Node):
             else:
                 out[idx] = self._decode(key, data)[tuple(local)]
 
-        self._run(task, groups)
+        self._run(lambda idx: self._keyed(task, idx, lambda i: tuple(int(x) for x in chunk_coords[:, i[0]])), groups)
         return out
 
     # -- writing -----------------------------------------------------------------------
@@ -636,13 +706,26 @@ class Array(Node):
         self._write(normalize_blocks(selection, self.shape, self._chunk_shape), value)
 
     def _asarray(self, value: Any) -> np.ndarray:
+        """``value`` as an array, converted the way numpy's ``__setitem__`` converts it.
+
+        numpy 2 (NEP 50) converts Python scalars and (nested) sequences straight to the
+        target dtype and refuses what does not fit: ``Python integer 300 out of bounds
+        for uint8`` (OverflowError), a complex number for a real array (TypeError), NaN
+        for an integer array (ValueError).  Those errors are raised here as
+        OutOfRangeError / CastTypeError / CastError with numpy's own text (each also
+        the builtin numpy raises).  numpy arrays and numpy scalars are cast unsafely,
+        as ``ndarray.__setitem__`` does (see _prepare_value)."""
+        if isinstance(value, np.ndarray):
+            return value if type(value) is np.ndarray else np.asarray(value)  # subclasses (masked...) -> ndarray
         # lists / scalars for string and bytes arrays must not pass through numpy's U<n> /
         # S<n> (they drop trailing NULs): object arrays keep the values, then get checked
-        if self._vlen and not isinstance(value, np.ndarray):
+        if self._vlen:
             return np.asarray(value, dtype=object)
-        if self._dtype.fields is not None and not isinstance(value, np.ndarray):
+        if self._dtype.fields is not None:
             # records given as tuples (or a scalar tuple) build the structured dtype, as numpy does
             return np.asarray(value, dtype=self._dtype)
+        if self._dtype.kind in _NEP50_KINDS and not isinstance(value, np.generic):
+            return _convert_python_value(value, self._dtype)
         return np.asarray(value)
 
     def _vlen_value(self, v: np.ndarray) -> np.ndarray:
@@ -679,7 +762,7 @@ class Array(Node):
             v = self._vlen_value(v)
         if v.dtype != self._dtype:
             if self._dtype.kind in "iu" and v.dtype.kind == "f" and v.size and not np.all(np.isfinite(v)):
-                raise ValueError(f"cannot store non-finite values in an array of dtype {self._dtype}")
+                raise CastError(f"cannot store non-finite values in an array of dtype {self._dtype}")
             v = v.astype(self._dtype)
         try:
             return np.broadcast_to(v, shape)
@@ -690,6 +773,7 @@ class Array(Node):
 
     def _write(self, sel: BasicSelection, value: Any) -> None:
         self._check_writable()
+        self._check_node_exists()
         # accept values shaped like the final selection (with newaxis dims) too
         v = self._asarray(value)
         if sel.newaxis and v.ndim == len(sel.final_shape):
@@ -699,7 +783,7 @@ class Array(Node):
         if math.prod(sel.out_shape) == 0:
             return
         projections = iter_chunk_projections(sel, self._chunk_shape)
-        self._run(lambda p: self._write_chunk(p, v), projections)
+        self._run(lambda p: self._keyed(lambda q: self._write_chunk(q, v), p, _proj_coords), projections)
 
     def _store_chunk(self, key: str, chunk: np.ndarray) -> None:
         """Encode and store a full chunk; erase it instead when it is all fill value."""
@@ -765,6 +849,7 @@ class Array(Node):
 
     def set_coordinate_selection(self, selection: Any, value: Any) -> None:
         self._check_writable()
+        self._check_node_exists()
         coords, out_shape = normalize_vectorized(selection, self.shape)
         v = self._prepare_value(value, out_shape).reshape(-1)
         ndim, n = coords.shape
@@ -788,17 +873,43 @@ class Array(Node):
                 chunk[local] = v[idx]
                 self._store_chunk(key, chunk)
 
-        self._run(task, [order[a:b] for a, b in zip(starts.tolist(), ends.tolist())])
+        self._run(lambda idx: self._keyed(task, idx, lambda i: tuple(int(x) for x in chunk_coords[:, i[0]])),
+                  [order[a:b] for a, b in zip(starts.tolist(), ends.tolist())])
 
     # -- resizing ----------------------------------------------------------------------
     def resize(self, *new_shape: Any, delete_outside: bool = True) -> None:
-        """Change the shape (v3-core.rst "Resizing").  Chunks wholly outside the new
-        shape are deleted when ``delete_outside`` (the default), so growing again later
-        shows the fill value there rather than stale data."""
+        """Change the shape (v3-core.rst "Resizing").
+
+        With ``delete_outside`` (the default) no stored chunk ever lies wholly outside
+        the shape, even if the process is killed part-way:
+
+        * shrinking erases the chunks wholly outside the new shape *before* the smaller
+          metadata is written (a kill in between leaves the old shape with some of the
+          doomed chunks already reading as the fill value -- never stale chunks beyond
+          the shape);
+        * growing first erases any chunk wholly beyond the old shape (left by
+          ``delete_outside=False``, an interrupted resize of an older version or another
+          implementation), so the new region reads as the fill value.  v3-core.rst lets
+          an implementation show such data by default; zarrcy chooses not to, and
+          ``delete_outside=False`` keeps (and on growing shows) it.
+
+        Edge chunks keep their data beyond the new shape (v3-core.rst allows it); a
+        later grow shows it again, as zarr-python does.
+        """
         self._check_writable()
         if len(new_shape) == 1 and isinstance(new_shape[0], (tuple, list)):
             new_shape = tuple(new_shape[0])
-        new_shape = tuple(int(s) for s in new_shape)
+        sizes = []
+        for s in new_shape:
+            # like numpy: only ints and objects with __index__ (resize(10.7) used to truncate)
+            if isinstance(s, (bool, np.bool_)):
+                raise TypeError(f"resize: expected integer sizes, received {s!r}")
+            try:
+                sizes.append(operator.index(s))
+            except TypeError:
+                raise TypeError(f"resize: expected integer sizes, received {s!r}") from None
+        new_shape = tuple(sizes)
+        self._check_node_exists()
         if len(new_shape) != self.ndim:
             raise ValueError(f"resize: expected {self.ndim} dimensions, received {len(new_shape)}")
         if any(s < 0 for s in new_shape):
@@ -806,23 +917,53 @@ class Array(Node):
         old_grid = self.cdata_shape
         new_meta = dataclasses.replace(self.metadata, shape=new_shape)
         new_meta = type(self.metadata).from_json(new_meta.to_json())  # full validation
-        self._write_metadata(new_meta)
+        new_grid = tuple(-(-s // c) for s, c in zip(new_shape, self._chunk_shape))
         if delete_outside:
-            new_grid = self.cdata_shape
-            decode = self.metadata.chunk_key_encoding.decode_chunk_key
-            plen = len(self._prefix)
-            doomed = []
-            for key in list(self.store.list_prefix(self._prefix)):
-                coords = decode(key[plen:])
-                if coords is None or len(coords) != len(new_grid):
-                    continue
-                if any(c >= g for c, g in zip(coords, new_grid)) and all(c < g for c, g in zip(coords, old_grid)):
-                    doomed.append(key)
-            self.store.erase_values(doomed)
+            # erase first, then write the metadata (a kill in between leaves no chunk
+            # outside the shape that is stored in zarr.json).  Stores without deletes
+            # (ZipStore) treat erasing a missing key as a no-op and refuse the rest.
+            keep = tuple(min(o, n) for o, n in zip(old_grid, new_grid))
+            if any(n < o for n, o in zip(new_grid, old_grid)):
+                self._erase_chunks_outside(keep)
+            elif any(n > o for n, o in zip(new_grid, old_grid)):
+                self._erase_chunks_beyond(old_grid, new_grid)
+        self._write_metadata(new_meta)
+
+    # above this many chunk keys in a grown region, list the store instead of erasing blindly
+    _BLIND_ERASE_MAX = 4096
+
+    def _erase_chunks_outside(self, grid: tuple[int, ...]) -> None:
+        """Erase every stored chunk with a coordinate at or beyond ``grid`` (one listing)."""
+        decode = self.metadata.chunk_key_encoding.decode_chunk_key
+        plen = len(self._prefix)
+        doomed = []
+        for key in list(self.store.list_prefix(self._prefix)):
+            coords = decode(key[plen:])
+            if coords is None or len(coords) != len(grid):
+                continue
+            if any(c >= g for c, g in zip(coords, grid)):
+                doomed.append(key)
+        self.store.erase_values(doomed)
+
+    def _erase_chunks_beyond(self, old_grid: tuple[int, ...], new_grid: tuple[int, ...]) -> None:
+        """Before growing: erase whatever is stored in the chunks the array gains.  Few
+        chunks (an ``append``): erase their keys blindly (erasing a missing key is a
+        no-op, and costs no listing of the whole array); many: one listing."""
+        n_new = math.prod(new_grid) - math.prod(old_grid)
+        if n_new > self._BLIND_ERASE_MAX:
+            self._erase_chunks_outside(old_grid)
+            return
+        keys = []
+        nd = len(new_grid)
+        for d in range(nd):  # the gained region as disjoint slabs: coords[d] >= old, earlier dims < old
+            ranges = [range(old_grid[k]) if k < d else range(old_grid[d], new_grid[d]) if k == d else range(new_grid[k])
+                      for k in range(nd)]
+            keys.extend(self._key(c) for c in itertools.product(*ranges))
+        self.store.erase_values(keys)
 
     def append(self, data: Any, axis: int = 0) -> tuple[int, ...]:
         """Grow along ``axis`` and write ``data`` at the end; return the new shape."""
-        data = np.asarray(data)
+        data = self._asarray(data)  # numpy's assignment rules, checked before the array grows
         if data.ndim != self.ndim:
             raise ValueError(f"append: expected {self.ndim}-d data, received {data.ndim}-d")
         axis = axis + self.ndim if axis < 0 else axis
@@ -836,6 +977,42 @@ class Array(Node):
         sel = tuple(slice(old, None) if k == axis else slice(None) for k in range(self.ndim))
         self[sel] = data
         return self.shape
+
+
+def _chunk_error(e: ZarrcyError, key: str) -> ZarrcyError | None:
+    """``e`` (a CorruptChunkError or CastError from a chunk's codecs) as the same class
+    with the message prefixed by the chunk's key and ``e.key`` set; None if it names
+    the key already."""
+    if getattr(e, "key", None) is not None:
+        return None
+    new = copy.copy(e)
+    new.args = (f"{key}: {e}",)
+    new.key = key  # type: ignore[attr-defined]
+    return new
+
+
+# numeric, bool and time kinds: Python values are converted with the target dtype (NEP 50)
+_NEP50_KINDS = frozenset("biufcmM")
+
+
+def _convert_python_value(value: Any, dtype: np.dtype) -> np.ndarray:
+    """``np.asarray(value, dtype=dtype)`` for Python scalars / sequences, numpy's errors
+    re-raised as zarrcy errors with numpy's text (numpy 2's assignment rules)."""
+    scalar = value if value is None or isinstance(value, (int, float, complex, str, bytes)) else None
+    try:
+        return np.asarray(value, dtype=dtype)
+    except OverflowError as e:  # "Python integer 300 out of bounds for uint8"
+        raise OutOfRangeError(str(e), value=scalar) from None
+    except TypeError as e:  # "float() argument must be a string or a real number, not 'complex'"
+        raise CastTypeError(str(e), value=scalar) from None
+    except ValueError as e:  # "cannot convert float NaN to integer", inhomogeneous sequences
+        if isinstance(e, ZarrcyError):
+            raise
+        raise CastError(str(e)) from None
+
+
+def _proj_coords(p: ChunkProjection) -> tuple[int, ...]:
+    return p.chunk_coords
 
 
 def _c_contiguous(x: np.ndarray) -> np.ndarray:

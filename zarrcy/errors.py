@@ -16,6 +16,7 @@ __all__ = [
     "CorruptChunkError",
     "CastError",
     "OutOfRangeError",
+    "CastTypeError",
     "NodeNotFoundError",
     "ContainsNodeError",
     "ReadOnlyError",
@@ -66,6 +67,11 @@ class CastError(ZarrcyError, ValueError):
 
 class OutOfRangeError(CastError, OverflowError):
     """A value lies outside the target type's range and no ``out_of_range`` mode applies."""
+
+
+class CastTypeError(CastError, TypeError):
+    """A value of the wrong type for the target data type (e.g. a complex number assigned
+    to a real array, ``None`` to an integer array): numpy raises TypeError there."""
 
 
 class NodeNotFoundError(ZarrcyError, KeyError):

@@ -169,29 +169,48 @@ class Group(Node):
         return [n for n, _ in self.arrays()]
 
     def walk(self) -> Iterator[tuple[str, Array | "Group"]]:
-        """Every descendant, depth first: (path relative to this group, node)."""
-        for name, node in self.members():
-            yield name, node
+        """Every descendant, depth first: (path relative to this group, node).
+
+        Iterative (a stack of member iterators), so any hierarchy depth works."""
+        stack: list[tuple[str, Iterator[tuple[str, Array | Group]]]] = [("", self.members())]
+        while stack:
+            base, it = stack[-1]
+            item = next(it, None)
+            if item is None:
+                stack.pop()
+                continue
+            name, node = item
+            rel = base + name
+            yield rel, node
             if isinstance(node, Group):
-                for sub, n in node.walk():
-                    yield f"{name}/{sub}", n
+                stack.append((rel + "/", node.members()))
 
     def tree(self) -> str:
-        """A text rendering of the hierarchy below this group."""
+        """A text rendering of the hierarchy below this group (iterative: any depth)."""
         lines = [f"/{self.path}" if self.path else "/"]
+        # each frame: the members of one group (listed whole: the last one draws └──) and
+        # the indent of its lines
+        stack: list[tuple[Iterator[tuple[int, tuple[str, Array | Group]]], int, str]] = []
 
-        def rec(g: Group, indent: str) -> None:
+        def push(g: Group, indent: str) -> None:
             items = list(g.members())
-            for i, (name, node) in enumerate(items):
-                last = i == len(items) - 1
-                branch = "└── " if last else "├── "
-                if isinstance(node, Array):
-                    lines.append(f"{indent}{branch}{name} {node.shape} {node.dtype}")
-                else:
-                    lines.append(f"{indent}{branch}{name}")
-                    rec(node, indent + ("    " if last else "│   "))
+            stack.append((iter(enumerate(items)), len(items), indent))
 
-        rec(self, "")
+        push(self, "")
+        while stack:
+            it, n, indent = stack[-1]
+            item = next(it, None)
+            if item is None:
+                stack.pop()
+                continue
+            i, (name, node) = item
+            last = i == n - 1
+            branch = "└── " if last else "├── "
+            if isinstance(node, Array):
+                lines.append(f"{indent}{branch}{name} {node.shape} {node.dtype}")
+            else:
+                lines.append(f"{indent}{branch}{name}")
+                push(node, indent + ("    " if last else "│   "))
         return "\n".join(lines)
 
     # -- creation --------------------------------------------------------------------

@@ -50,6 +50,13 @@ HOSTILE = {
     "fill value out of range": _with(fill_value=256),
     "fill value string": _with(fill_value="zero"),
     "huge attributes key nesting ok but unknown top-level": _with(evil={"must_understand": True}),
+    # issue 12 item 12: RecursionError / numpy ValueError before
+    "65 dimensions": _with(shape=[1] * 65, chunk_grid={"name": "regular", "configuration": {"chunk_shape": [1] * 65}}),
+    "200-level nested sharding": _with(codecs=[]).replace(
+        b'"codecs": []',
+        b'"codecs": [' + b'{"name": "sharding_indexed", "configuration": {"chunk_shape": [5], "codecs": [' * 200
+        + b'{"name": "bytes"}' + b"]}}" * 200 + b"]"),
+    "attribute nested 300 deep": _with(attributes={}).replace(b'"attributes": {}', b'"attributes": {"a": ' + b"[" * 300 + b"]" * 300 + b"}"),
 }
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "codecs_to_json",
     "parse_codecs",
     "resolve_codecs",
+    "MAX_CODEC_NESTING",
 ]
 
 ENTRY_POINT_GROUP = "zarrcy.codecs"
@@ -134,6 +135,12 @@ def get_codec_class(name: str, path: str = "codec") -> type[Codec]:
 
 _EXTENSION_KEYS = ("name", "configuration", "must_understand")
 
+#: codecs whose configuration holds codecs (``sharding_indexed``'s ``codecs`` and
+#: ``index_codecs``) nest at most this deep; deeper chains are refused with
+#: MetadataError instead of exhausting the interpreter stack (RecursionError)
+MAX_CODEC_NESTING = 16
+_DEPTH = threading.local()
+
 
 def codec_from_dict(obj: Any, path: str = "codecs[0]") -> Codec:
     """A codec from its extension object (or short-hand name string); ``path`` is its JSON path.
@@ -170,7 +177,18 @@ def codec_from_dict(obj: Any, path: str = "codecs[0]") -> Codec:
         from zarrcy.codecs.opaque import OpaqueBytesBytesCodec
 
         return OpaqueBytesBytesCodec(json=dict(obj))
-    return cls.from_dict(configuration, path)
+    depth = getattr(_DEPTH, "n", 0)
+    if depth >= MAX_CODEC_NESTING:
+        raise MetadataError(
+            expected(path, f"codecs nested at most {MAX_CODEC_NESTING} deep (codecs inside a codec's configuration)",
+                     f"{name!r} at depth {depth + 1}"),
+            path,
+        )
+    _DEPTH.n = depth + 1
+    try:
+        return cls.from_dict(configuration, path)
+    finally:
+        _DEPTH.n = depth
 
 
 def codecs_to_json(codecs: Iterable[Codec]) -> list[Any]:
@@ -257,7 +275,7 @@ def parse_codecs(json_list: Any, spec: ArraySpec, path: str = "codecs") -> list[
                     else np.asarray(spec.fill_value, dtype=spec.dtype).tobytes())
             dt = spec.data_type.to_json() if spec.data_type is not None else None
             key = (repr(json_list), spec.shape, spec.dtype.str, fill, repr(dt))
-        except (TypeError, ValueError, AttributeError):
+        except (TypeError, ValueError, AttributeError, RecursionError):  # RecursionError: hostile nesting
             key = None
         if key is not None:
             hit = _PARSED.get(key)

@@ -1126,6 +1126,7 @@ def _estimate(plans: list[ArrayPlan], src_store: Any) -> None:
         if m2 is None:
             p.estimated_output_bytes = None
             continue
+        ms.set(META_KEY, m2.to_bytes())  # an array writes only where its metadata exists
         a = Array(ms, "", m2)
         a[...] = data
         out = sum(len(ms.get(k) or b"") for k in ms.list() if k != META_KEY)

@@ -27,10 +27,23 @@ __all__ = [
     "check_extension_name",
     "is_extension_name",
     "dumps",
+    "normalize_json_value",
+    "check_rank",
     "INT64_MAX",
+    "MAX_RANK",
+    "MAX_JSON_DEPTH",
 ]
 
 INT64_MAX = (1 << 63) - 1
+
+#: arrays have at most this many dimensions: numpy's own limit (NPY_MAXDIMS in numpy 2),
+#: checked at open/create so ``a[...]`` never fails with numpy's ValueError later
+MAX_RANK = 64
+
+#: user JSON values (attributes) nest at most this deep (objects/arrays within each
+#: other); deeper values, and values that contain themselves, are refused with
+#: MetadataError on write and on read instead of exhausting the stack (RecursionError)
+MAX_JSON_DEPTH = 128
 
 # registered names: ^[a-z][a-z0-9-_.]+$ (v3-core.rst "Extension naming")
 _NAME_REST = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_.")
@@ -48,7 +61,12 @@ def load_json_object(data: Any, path: str = "") -> dict[str, Any]:
         except (ValueError, UnicodeDecodeError) as e:
             raise MetadataError(f"{path or '<document>'}: expected a JSON document, received invalid JSON ({e})", path) from None
         except RecursionError:  # hostile nesting ([[[[...]]]]): refuse, don't crash the caller
-            raise MetadataError(f"{path or '<document>'}: expected a JSON document, received JSON nested too deeply", path) from None
+            depth = _nesting_depth(data)
+            if depth >= 200:
+                what = f"JSON nested too deeply ({depth} levels)"
+            else:  # the document is fine: the caller's stack was nearly exhausted
+                what = f"a document of {depth} levels that could not be parsed: the Python call stack is nearly exhausted"
+            raise MetadataError(f"{path or '<document>'}: expected a JSON document, received {what}", path) from None
     elif isinstance(data, dict):
         doc = data
     else:
@@ -56,6 +74,19 @@ def load_json_object(data: Any, path: str = "") -> dict[str, Any]:
     if type(doc) is not dict:
         raise MetadataError(expected(path or "<document>", "a JSON object", doc), path)
     return doc
+
+
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+
+
+def _nesting_depth(data: Any) -> int:
+    """Deepest ``[``/``{`` nesting of a JSON text (for error messages only)."""
+    raw = data.encode("utf-8", "replace") if isinstance(data, str) else bytes(data)
+    b = np.frombuffer(_JSON_STRING.sub(b"", raw), dtype=np.uint8)
+    if not b.size:
+        return 0
+    step = ((b == 0x5B) | (b == 0x7B)).astype(np.int64) - ((b == 0x5D) | (b == 0x7D))
+    return int(np.cumsum(step).max())
 
 
 def expect_object(value: Any, path: str) -> dict[str, Any]:
@@ -204,3 +235,120 @@ def dumps(doc: dict[str, Any]) -> bytes:
     except TypeError as e:
         raise MetadataError(f"<document>: expected JSON-serialisable values, received {e}") from None
     return text.encode("utf-8")
+
+
+def check_rank(shape: Any, path: str) -> None:
+    """Refuse more than MAX_RANK dimensions (numpy cannot hold such arrays)."""
+    if len(shape) > MAX_RANK:
+        raise MetadataError(expected(path, f"at most {MAX_RANK} dimensions (numpy's limit)", f"{len(shape)} dimensions"), path)
+
+
+_NATIVE_SCALARS = frozenset((str, int, float, bool, type(None)))
+_END = object()
+
+
+def _key_path(path: str, keys: list[Any]) -> str:
+    out = path
+    for k in keys:
+        out = f"{out}[{k}]" if type(k) is int else f"{out}.{k}"
+    return out
+
+
+def _json_key(k: Any) -> str:
+    """An object key as ``json.dumps`` writes it (so reopening gives the same key)."""
+    if isinstance(k, (bool, np.bool_)):
+        return "true" if k else "false"
+    if k is None:
+        return "null"
+    if isinstance(k, (float, np.floating)):
+        return json.dumps(_finite_or_name(float(k))).strip('"')
+    return str(int(k))
+
+
+def _scan(value: Any, path: str, max_depth: int) -> bool:
+    """Validate a JSON value without recursion; True if it needs converting to plain
+    JSON types (tuples, numpy values, non-string keys), False if it is plain already."""
+    t = type(value)
+    if t in _NATIVE_SCALARS:
+        return False
+    needs = False
+    if t is not dict and t is not list:
+        if isinstance(value, (np.generic, np.ndarray, tuple, dict, list)):
+            needs = True
+            if isinstance(value, np.generic) or (isinstance(value, np.ndarray) and value.dtype.kind != "O"):
+                return True
+        else:
+            raise MetadataError(expected(path, "a JSON value (dict, list, str, int, float, bool or None)", type(value).__name__), path)
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    stack: list[Any] = [iter(value.items()) if isinstance(value, dict) else enumerate(value)]
+    keys: list[Any] = []  # the key of each open container below the top one (for messages)
+    on_path = [id(value)]
+    while stack:
+        item = next(stack[-1], _END)
+        if item is _END:
+            stack.pop()
+            on_path.pop()
+            if keys:
+                keys.pop()
+            continue
+        k, v = item
+        if type(k) is not str and type(stack[-1]) is not enumerate:  # an object key that is not a string
+            if isinstance(k, (int, float, bool, np.integer, np.floating, np.bool_)) or k is None:
+                needs = True
+            else:
+                p = _key_path(path, keys)
+                raise MetadataError(expected(p, "object keys that are strings", k), p)
+        tv = type(v)
+        if tv in _NATIVE_SCALARS:
+            continue
+        if tv is not dict and tv is not list:
+            if isinstance(v, np.generic) or (isinstance(v, np.ndarray) and v.dtype.kind != "O"):
+                needs = True
+                continue
+            if isinstance(v, (tuple, dict, list, np.ndarray)):
+                needs = True
+                if isinstance(v, np.ndarray):
+                    v = v.tolist()
+            else:
+                p = _key_path(path, keys + [k])
+                raise MetadataError(expected(p, "a JSON value (dict, list, str, int, float, bool or None)", type(v).__name__), p)
+        if id(v) in on_path:
+            p = _key_path(path, keys + [k])
+            raise MetadataError(expected(p, "a JSON value", "a value that contains itself"), p)
+        if len(stack) >= max_depth:
+            p = _key_path(path, keys + [k])
+            raise MetadataError(expected(p, f"a JSON value nested at most {max_depth} levels deep", "deeper nesting"), p)
+        keys.append(k)
+        on_path.append(id(v))
+        stack.append(iter(v.items()) if isinstance(v, dict) else enumerate(v))
+    return needs
+
+
+def _plain(value: Any) -> Any:
+    """Plain JSON types for a value _scan accepted (bounded depth: recursion is safe)."""
+    t = type(value)
+    if t in _NATIVE_SCALARS:
+        return value
+    if isinstance(value, np.generic):
+        return value.item() if not isinstance(value, np.floating) else float(value)
+    if isinstance(value, np.ndarray):
+        return _plain(value.tolist())
+    if isinstance(value, dict):
+        return {k if type(k) is str else _json_key(k): _plain(v) for k, v in value.items()}
+    return [_plain(v) for v in value]
+
+
+def normalize_json_value(value: Any, path: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """``value`` (e.g. a node's attributes) as the plain JSON it reads back as.
+
+    Refuses, with MetadataError naming the JSON path, values that are not JSON (sets,
+    objects), nested deeper than ``max_depth``, or containing themselves -- all without
+    recursion.  Tuples, numpy scalars/arrays and non-string object keys (``1``,
+    ``True``, ``None``) are converted as ``json.dumps`` writes them, so the live
+    object and a reopened one agree; plain values are returned unchanged (no copy).
+    Float NaN/Infinity stay floats (they are written as the strings "NaN"/"Infinity").
+    """
+    if not _scan(value, path, max_depth):
+        return value
+    return _plain(value)

@@ -19,7 +19,7 @@ likewise (none is implemented).  Codec parsing is delegated to
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from decimal import Decimal
 from functools import cached_property
 from typing import Any, Sequence
@@ -32,11 +32,13 @@ from zarrcy.codecs._base import ArraySpec, Codec
 from zarrcy.errors import MetadataError, UnknownExtensionError, expected
 from zarrcy.metadata._parse import (
     INT64_MAX,
+    check_rank,
     dumps,
     expect_int_list,
     expect_list,
     expect_object,
     load_json_object,
+    normalize_json_value,
     parse_extension,
 )
 from zarrcy.metadata.data_type import DataType, parse_data_type
@@ -90,10 +92,23 @@ def split_extra(doc: dict[str, Any], known: frozenset[str], path: str) -> dict[s
 
 
 def parse_attributes(doc: dict[str, Any], path: str) -> dict[str, Any]:
+    """The ``attributes`` member (values are checked by :func:`checked_attributes`)."""
     if "attributes" not in doc:
         return {}
     # a shallow copy: the metadata must not change when the caller's dict does
     return dict(expect_object(doc["attributes"], _join(path, "attributes")))
+
+
+def checked_attributes(attributes: Any, path: str) -> dict[str, Any]:
+    """Attributes as the plain JSON they read back as (MetadataError for values that
+    are not JSON, nest deeper than MAX_JSON_DEPTH or contain themselves).  Runs on
+    every metadata object built -- parsed or created (e.g. ``attrs[1] = v`` stores the
+    key ``"1"`` at once, as a reopen would show it)."""
+    p = _join(path, "attributes")
+    if type(attributes) is not dict:
+        if not isinstance(attributes, dict):
+            raise MetadataError(expected(p, "an object", attributes), p)
+    return normalize_json_value(attributes, p)
 
 
 def _product(values: Sequence[int]) -> int:
@@ -137,6 +152,14 @@ class ArrayMetadata(ArrayShapeViews):
     dimension_names: tuple[str | None, ...] | None = None
     storage_transformers: tuple[dict[str, Any], ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
+    #: the document's key, for error messages (not stored)
+    doc_path: InitVar[str] = ""
+
+    def __post_init__(self, doc_path: str) -> None:
+        attrs = checked_attributes(self.attributes, doc_path)
+        if attrs is not self.attributes:
+            object.__setattr__(self, "attributes", attrs)
+        check_rank(self.shape, _join(doc_path, "shape"))
 
     # ------------------------------------------------------------------ reading
     @classmethod
@@ -160,6 +183,7 @@ class ArrayMetadata(ArrayShapeViews):
 
         p_shape = _join(path, "shape")
         shape = expect_int_list(doc["shape"], p_shape, 0)
+        check_rank(shape, p_shape)
         if _product(shape) > INT64_MAX:
             raise MetadataError(expected(p_shape, "a shape whose element count fits in int64", list(shape)), p_shape)
         ndim = len(shape)
@@ -227,6 +251,7 @@ class ArrayMetadata(ArrayShapeViews):
             dimension_names=dimension_names,
             storage_transformers=storage_transformers,
             extra=extra,
+            doc_path=path,
         )
         meta.__dict__["spec"] = spec  # seed the cached property
         return meta

@@ -599,39 +599,49 @@ class LocalStore(Store):
             raise StoreError(f"{start}: cannot list: {e}") from e
         with it:
             entries = [e for e in it if e.name.startswith(namepart)] if namepart else list(it)
-        seen = {os.path.realpath(start)} if follow else set()
-        for entry in entries:
-            yield from self._walk_entry(entry, keybase + entry.name, follow, seen)
+        seen = frozenset((os.path.realpath(start),)) if follow else frozenset()
+        yield from self._walk_entries(entries, keybase, follow, seen)
 
-    def _walk_entry(self, entry: os.DirEntry, key: str, follow: bool, seen: set[str]) -> Iterator[str]:
-        name = entry.name
-        if name.startswith(TEMP_PREFIX):
-            return
-        try:
-            if entry.is_symlink():
-                if not follow:
-                    yield key  # erase_prefix unlinks the link itself
-                    return
-                real = os.path.realpath(entry.path)
-                if not self._inside(real):
-                    return  # a link leading outside the store is not part of it
-                if os.path.isdir(real):
-                    if real in seen:
-                        return  # cycle
-                    seen = seen | {real}
-                    sub = self._scandir(entry.path)
-                    for e in sub:
-                        yield from self._walk_entry(e, key + "/" + e.name, follow, seen)
-                elif os.path.isfile(real):
-                    yield key
-                return
-            if entry.is_dir(follow_symlinks=False):
-                for e in self._scandir(entry.path):
-                    yield from self._walk_entry(e, key + "/" + e.name, follow, seen)
-            elif entry.is_file(follow_symlinks=False):
+    def _walk_entries(self, entries: list[os.DirEntry], keybase: str, follow: bool,
+                      seen: frozenset[str]) -> Iterator[str]:
+        """Keys of the files below ``entries``, depth first, without recursion: a stack
+        of directory iterators, so any nesting depth works (1,100 nested directories
+        under a chunk prefix used to raise RecursionError).  ``seen`` holds the real
+        paths of the symlinked directories on the current path (cycle detection)."""
+        stack: list[tuple[Iterator[os.DirEntry], str, frozenset[str]]] = [(iter(entries), keybase, seen)]
+        while stack:
+            it, base, seen = stack[-1]
+            entry = next(it, None)
+            if entry is None:
+                stack.pop()
+                continue
+            name = entry.name
+            if name.startswith(TEMP_PREFIX):
+                continue
+            key = base + name
+            try:
+                if entry.is_symlink():
+                    if not follow:
+                        yield key  # erase_prefix unlinks the link itself
+                        continue
+                    real = os.path.realpath(entry.path)
+                    if not self._inside(real):
+                        continue  # a link leading outside the store is not part of it
+                    if os.path.isdir(real):
+                        if real in seen:
+                            continue  # cycle
+                        stack.append((iter(self._scandir(entry.path)), key + "/", seen | {real}))
+                    elif os.path.isfile(real):
+                        yield key
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append((iter(self._scandir(entry.path)), key + "/", seen))
+                    continue
+                is_file = entry.is_file(follow_symlinks=False)
+            except FileNotFoundError:  # vanished while walking
+                continue
+            if is_file:
                 yield key
-        except FileNotFoundError:  # vanished while walking
-            return
 
     @staticmethod
     def _scandir(path: str) -> list[os.DirEntry]:

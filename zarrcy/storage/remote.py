@@ -44,6 +44,7 @@ raises ``StoreError`` naming the URL of the object.
 
 from __future__ import annotations
 
+import operator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any, Iterable, Iterator, Sequence
@@ -97,6 +98,97 @@ def _strong_etag(meta: Any) -> str | None:
     return tag
 
 
+_CONTROL = (KeyboardInterrupt, SystemExit, GeneratorExit)
+
+
+def _reraise_control(exc: BaseException) -> None:
+    """Client calls catch BaseException -- obstore (Rust, pyo3) reports panics as
+    ``pyo3_runtime.PanicException``, a BaseException that ``except Exception`` misses --
+    but never swallow Ctrl-C, interpreter exit or a closing generator."""
+    if isinstance(exc, _CONTROL):
+        raise exc
+
+
+# -- storage_options ---------------------------------------------------------------------------
+# The client's configuration keys (obstore 0.12: S3Config, GCSConfig, AzureConfig and
+# ClientConfig), checked before the client is built: an unknown key used to reach the
+# Rust client, and a client option at the top level (``allow_http``) made it panic.
+# Keys match case-insensitively, with or without the service prefix (``aws_``, ``google_``,
+# ``azure_``), as the client reads them.
+_ZARRCY_KEYS = ("max_concurrency", "coalesce")
+_NESTED_KEYS = ("client_options", "retry_config", "credential_provider", "config")
+_CLIENT_KEYS = frozenset((
+    "allow_http", "allow_invalid_certificates", "connect_timeout", "default_content_type", "default_headers",
+    "http1_only", "http2_keep_alive_interval", "http2_keep_alive_timeout", "http2_keep_alive_while_idle",
+    "http2_only", "pool_idle_timeout", "pool_max_idle_per_host", "proxy_url", "proxy_ca_certificate",
+    "proxy_excludes", "root_certificate", "randomize_addresses", "read_timeout", "timeout", "user_agent",
+))
+_RETRY_KEYS = frozenset(("max_retries", "backoff", "retry_timeout"))
+_SERVICE_KEYS: dict[str, tuple[str, frozenset[str]]] = {
+    "s3": ("aws_", frozenset((
+        "access_key_id", "secret_access_key", "session_token", "token", "region", "default_region", "bucket",
+        "bucket_name", "endpoint", "endpoint_url", "checksum_algorithm", "conditional_put",
+        "container_credentials_relative_uri", "container_credentials_full_uri",
+        "container_authorization_token_file", "copy_if_not_exists", "disable_tagging", "disable_bulk_delete",
+        "imdsv1_fallback", "metadata_endpoint", "request_payer", "role_arn", "role_session_name", "s3_express",
+        "server_side_encryption", "skip_signature", "sse_bucket_key_enabled", "sse_customer_key_base64",
+        "sse_kms_key_id", "unsigned_payload", "virtual_hosted_style_request", "web_identity_token_file",
+    ))),
+    "gcs": ("google_", frozenset((
+        "service_account", "service_account_path", "service_account_key", "application_credentials", "base_url",
+        "bearer_token", "bucket", "bucket_name", "skip_signature",
+    ))),
+    "azure": ("azure_", frozenset((
+        "account_name", "account_key", "access_key", "client_id", "client_secret", "credential_type", "tenant_id",
+        "authority_host", "sas_key", "sas_token", "token", "use_emulator", "use_fabric_endpoint", "encryption_key",
+        "endpoint", "msi_endpoint", "object_id", "msi_resource_id", "federated_token_file", "use_azure_cli",
+        "skip_signature", "container_name", "disable_tagging", "fabric_token_service_url", "fabric_workload_host",
+        "fabric_session_token", "fabric_cluster_identifier",
+    ))),
+}
+_FAMILY = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "az": "azure", "abfs": "azure", "abfss": "azure",
+           "azure": "azure", "http": "http", "https": "http"}
+
+
+def _valid_keys_text(family: str) -> str:
+    service = sorted(_SERVICE_KEYS[family][1]) if family in _SERVICE_KEYS else []
+    nested = ["client_options", "retry_config"] + (["credential_provider", "config"] if service else [])
+    return ", ".join([*service, *nested, *_ZARRCY_KEYS])
+
+
+def check_storage_options(scheme: str, options: dict[str, Any]) -> None:
+    """StoreError for a storage option the client would refuse (or panic on), naming the
+    key and listing the valid ones; see the tables above."""
+    family = _FAMILY[scheme]
+    for k, v in options.items():
+        if type(k) is not str:
+            raise StoreError(expected("storage_options", "string keys", k))
+        if k in _ZARRCY_KEYS or (k in _NESTED_KEYS and (family != "http" or k in ("client_options", "retry_config"))):
+            continue
+        low = k.lower()
+        prefix, service = _SERVICE_KEYS.get(family, ("", frozenset()))
+        short = low[len(prefix):] if prefix and low.startswith(prefix) else low
+        if short in _CLIENT_KEYS or low in _CLIENT_KEYS:
+            raise StoreError(
+                f"storage_options.{k}: expected a configuration key of {scheme}:// stores, received {k!r}, which is an "
+                f"HTTP client option: pass it as storage_options={{'client_options': {{{k!r}: ...}}}} "
+                f"(valid keys: {_valid_keys_text(family)})"
+            )
+        if family == "azure" and low.startswith("azure_"):
+            continue  # the long azure_storage_* spellings are many: the client checks those
+        if short not in service:
+            raise StoreError(expected(f"storage_options.{k}", f"one of {_valid_keys_text(family)}", k))
+    for name, valid in (("client_options", _CLIENT_KEYS), ("retry_config", _RETRY_KEYS)):
+        sub = options.get(name)
+        if sub is None:
+            continue
+        if not isinstance(sub, dict):
+            raise StoreError(expected(f"storage_options.{name}", "a dict", sub))
+        for k in sub:
+            if type(k) is not str or k.lower() not in valid:
+                raise StoreError(expected(f"storage_options.{name}.{k}", f"one of {', '.join(sorted(valid))}", k))
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
@@ -125,6 +217,9 @@ class ObjectStore(Store):
             # process finds the options the store was first opened with
             storage_options = _OPTIONS_BY_URL.get(self._url)
         elif storage_options:
+            if not isinstance(storage_options, dict):
+                raise StoreError(expected("storage_options", "a dict", storage_options))
+            check_storage_options(scheme, storage_options)  # before they are remembered for the URL
             _OPTIONS_BY_URL[self._url] = dict(storage_options)
         self.storage_options = dict(storage_options or {})
         if scheme in _READ_ONLY_SCHEMES:
@@ -133,15 +228,21 @@ class ObjectStore(Store):
             self.supports_deletes = False
             self.supports_listing = False
         super().__init__(read_only=read_only)
+        check_storage_options(scheme, self.storage_options)
         opts = dict(self.storage_options)
-        self.max_concurrency = int(opts.pop("max_concurrency", 16))
-        self.coalesce = int(opts.pop("coalesce", 1 << 20))
+        try:
+            self.max_concurrency = operator.index(opts.pop("max_concurrency", 16))
+            self.coalesce = operator.index(opts.pop("coalesce", 1 << 20))
+        except TypeError:
+            raise StoreError(expected("storage_options", "integers for max_concurrency and coalesce",
+                                      {k: self.storage_options.get(k) for k in _ZARRCY_KEYS})) from None
         if self.max_concurrency < 1:
             raise StoreError(expected("storage_options.max_concurrency", "an int >= 1", self.max_concurrency))
         self.io_concurrency = self.max_concurrency
         opts.setdefault("retry_config", _DEFAULT_RETRY)
         client_options = dict(opts.pop("client_options", None) or {})
-        endpoint = str(opts.get("endpoint", opts.get("aws_endpoint", "")))
+        endpoint = next((str(v) for k, v in opts.items()
+                         if k.lower().removeprefix("aws_") in ("endpoint", "endpoint_url")), "")
         if endpoint.startswith("http://") or scheme == "http":
             client_options.setdefault("allow_http", True)  # a plain-HTTP endpoint was asked for explicitly
         if client_options:
@@ -150,8 +251,12 @@ class ObjectStore(Store):
         try:
             client_url = "gs://" + self._url.partition("://")[2] if scheme == "gcs" else self._url
             self._store = ob.store.from_url(client_url, **opts)
-        except Exception as e:
-            raise StoreError(f"{self._url}: cannot configure the object store: {_first_line(e)}") from e
+        except BaseException as e:  # pyo3's PanicException is a BaseException
+            _reraise_control(e)
+            hint = ""
+            if type(e).__name__ == "UnknownConfigurationKeyError":
+                hint = f" (valid storage_options keys: {_valid_keys_text(_FAMILY[scheme])})"
+            raise StoreError(f"{self._url}: cannot configure the object store: {_first_line(e)}{hint}") from e
         self._ob = ob
 
     # -- identity ------------------------------------------------------------------------
@@ -201,7 +306,8 @@ class ObjectStore(Store):
         """The object's metadata (size, e_tag, ...); None if it does not exist."""
         try:
             return self._ob.head(self._store, key)
-        except Exception as e:
+        except BaseException as e:  # pyo3's PanicException is a BaseException
+            _reraise_control(e)
             if self._is_missing(e):
                 return None
             raise self._error(key, e) from e
@@ -234,7 +340,8 @@ class ObjectStore(Store):
         try:
             result = self._ob.get(self._store, key, options=options or None)
             data = bytes(result.bytes())
-        except Exception as e:
+        except BaseException as e:  # pyo3's PanicException is a BaseException
+            _reraise_control(e)
             if isinstance(e, self._ob.exceptions.PreconditionError):
                 raise _Changed(key) from None
             if self._is_missing(e):
@@ -382,7 +489,8 @@ class ObjectStore(Store):
         data = bytes(as_bytes_view(value))
         try:
             self._ob.put(self._store, key, data)  # one PUT: readers see the old or the new object
-        except Exception as e:
+        except BaseException as e:  # pyo3's PanicException is a BaseException
+            _reraise_control(e)
             raise self._error(key, e, " (write)") from e
 
     def set_partial_values(self, key_start_values) -> None:
@@ -403,7 +511,8 @@ class ObjectStore(Store):
             batch = keys[i : i + _DELETE_BATCH]
             try:
                 self._ob.delete(self._store, batch if len(batch) > 1 else batch[0])
-            except Exception as e:
+            except BaseException as e:  # pyo3's PanicException is a BaseException
+                _reraise_control(e)
                 if self._is_missing(e):
                     continue
                 raise self._error(batch[0], e, " (delete)") from e
@@ -426,7 +535,8 @@ class ObjectStore(Store):
                     yield meta["path"]
         except StoreError:
             raise
-        except Exception as e:
+        except BaseException as e:  # pyo3's PanicException is a BaseException
+            _reraise_control(e)
             raise self._error(prefix or "", e, " (list)") from e
 
     def list(self) -> Iterator[str]:
@@ -447,7 +557,8 @@ class ObjectStore(Store):
         base = prefix.rstrip("/")
         try:
             res = self._ob.list_with_delimiter(self._store, base or None)
-        except Exception as e:
+        except BaseException as e:  # pyo3's PanicException is a BaseException
+            _reraise_control(e)
             raise self._error(base, e, " (list)") from e
         strip = len(base) + 1 if base else 0
         names = {p[strip:] for p in res["common_prefixes"]}

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -34,7 +34,7 @@ from zarrcy.chunk_key_encoding import V2ChunkKeyEncoding
 from zarrcy.codecs._base import ArraySpec, Codec
 from zarrcy.errors import ContainsNodeError, MetadataError, ReadOnlyError, expected
 from zarrcy.metadata.array import ArrayShapeViews
-from zarrcy.metadata._parse import INT64_MAX, expect_int_list, load_json_object
+from zarrcy.metadata._parse import INT64_MAX, check_rank, expect_int_list, load_json_object, normalize_json_value
 from zarrcy.storage._common import get_metadata
 from zarrcy.v2.codecs import numcodecs_codec, v2_codecs
 from zarrcy.v2.dtypes import (
@@ -83,6 +83,57 @@ def _load_attrs(raw: bytes | None, key: str) -> dict[str, Any]:
     return dict(doc)
 
 
+def _attributes_path(doc_path: str) -> str:
+    """Where a v2 node's attributes live: ``.zattrs`` beside its ``.zarray``/``.zgroup``."""
+    for k in (ZARRAY, ZGROUP):
+        if doc_path.endswith(k):
+            return doc_path[: -len(k)] + ZATTRS
+    return _join(doc_path, "attributes")
+
+
+def _checked_attributes(node: Any, doc_path: str) -> None:
+    """Attributes as plain JSON (see zarrcy.metadata._parse.normalize_json_value)."""
+    p = _attributes_path(doc_path)
+    if not isinstance(node.attributes, dict):
+        raise MetadataError(expected(p, "an object", node.attributes), p)
+    attrs = normalize_json_value(node.attributes, p)
+    if attrs is not node.attributes:
+        object.__setattr__(node, "attributes", attrs)
+
+
+# numcodecs compressor parameters checked at open (numcodecs accepts some bad ones and
+# fails per chunk, or never: blosc {"cname": "evil", "clevel": 99} used to open)
+_BLOSC_CNAMES = ("blosclz", "lz4", "lz4hc", "zlib", "zstd", "snappy")
+_LEVELS = {"zlib": ("level", -1, 9), "gzip": ("level", 0, 9), "bz2": ("level", 1, 9), "zstd": ("level", -131072, 22),
+           "lzma": ("preset", 0, 9)}
+
+
+def _check_compressor(config: dict[str, Any], path: str) -> None:
+    def bad(key: str, what: str) -> MetadataError:
+        p = f"{path}.{key}"
+        return MetadataError(expected(p, what, config.get(key)), p)
+
+    def int_in(key: str, lo: int, hi: int, optional: bool = True) -> None:
+        if key not in config and optional:
+            return
+        v = config.get(key)
+        if type(v) is not int or not lo <= v <= hi:
+            if not (key == "preset" and v is None):
+                raise bad(key, f"an integer in [{lo}, {hi}]")
+
+    cid = config.get("id")
+    if cid == "blosc":
+        if "cname" in config and config["cname"] not in _BLOSC_CNAMES:
+            raise bad("cname", f"one of {_BLOSC_CNAMES}")
+        int_in("clevel", 0, 9)
+        if "shuffle" in config and (type(config["shuffle"]) is not int or config["shuffle"] not in (-1, 0, 1, 2)):
+            raise bad("shuffle", "one of -1 (auto), 0 (none), 1 (byte), 2 (bit)")
+        int_in("blocksize", 0, INT64_MAX)
+    elif cid in _LEVELS:
+        key, lo, hi = _LEVELS[cid]
+        int_in(key, lo, hi)
+
+
 def _dimension_names(attrs: dict[str, Any], ndim: int) -> tuple[str | None, ...] | None:
     dims = attrs.get("_ARRAY_DIMENSIONS")
     if isinstance(dims, list) and len(dims) == ndim and all(isinstance(d, str) for d in dims):
@@ -118,9 +169,15 @@ class V2ArrayMetadata(ArrayShapeViews):
     compressor: dict[str, Any] | None = None
     fill_value_json: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: the document's key, for error messages (not stored)
+    doc_path: InitVar[str] = ""
 
     zarr_format = 2
     node_type = "array"
+
+    def __post_init__(self, doc_path: str) -> None:
+        _checked_attributes(self, doc_path)
+        check_rank(self.shape, _join(doc_path, "shape"))
 
     # ------------------------------------------------------------------ reading
     @classmethod
@@ -134,6 +191,7 @@ class V2ArrayMetadata(ArrayShapeViews):
             if k not in doc:
                 raise MetadataError(expected(_join(path, k), "a value (mandatory member missing)", None), _join(path, k))
         shape = expect_int_list(doc["shape"], _join(path, "shape"), 0)
+        check_rank(shape, _join(path, "shape"))
         chunks = expect_int_list(doc["chunks"], _join(path, "chunks"), 1)
         if len(chunks) != len(shape):
             p = _join(path, "chunks")
@@ -154,6 +212,7 @@ class V2ArrayMetadata(ArrayShapeViews):
         compressor = doc["compressor"]
         if compressor is not None:
             numcodecs_codec(compressor, _join(path, "compressor"))
+            _check_compressor(compressor, _join(path, "compressor"))
             compressor = dict(compressor)
         fv_json = doc["fill_value"]
         fv = parse_v2_fill_value(dtype, fv_json, _join(path, "fill_value"))
@@ -175,6 +234,7 @@ class V2ArrayMetadata(ArrayShapeViews):
             compressor=compressor,
             fill_value_json=v2_fill_value_to_json(dtype, fv),
             extra=extra,
+            doc_path=path,
         )
 
     @classmethod
@@ -342,16 +402,21 @@ class V1ArrayMetadata(V2ArrayMetadata):
 @dataclass(frozen=True)
 class V2GroupMetadata:
     attributes: dict[str, Any] = field(default_factory=dict)
+    #: the document's key, for error messages (not stored)
+    doc_path: InitVar[str] = ""
 
     zarr_format = 2
     node_type = "group"
+
+    def __post_init__(self, doc_path: str) -> None:
+        _checked_attributes(self, doc_path)
 
     @classmethod
     def from_json(cls, data: Any, path: str = ".zgroup", attributes: dict[str, Any] | None = None) -> V2GroupMetadata:
         doc = load_json_object(data, path)
         if doc.get("zarr_format") != 2:
             raise MetadataError(expected(_join(path, "zarr_format"), "2", doc.get("zarr_format")), _join(path, "zarr_format"))
-        return cls(attributes=dict(attributes or {}))
+        return cls(attributes=dict(attributes or {}), doc_path=path)
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"zarr_format": 2}
