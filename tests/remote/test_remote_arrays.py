@@ -219,3 +219,38 @@ def test_truncated_or_corrupt_shard_is_corrupt_chunk_error(s3_url, s3_server, cu
     with pytest.raises(CorruptChunkError):
         b[0:3, 0:3]
     np.testing.assert_array_equal(b[8:, 8:], np.arange(256).reshape(16, 16)[8:, 8:])  # other shards fine
+
+
+def _child_read(a, q) -> None:
+    try:
+        q.put(int(a[3:37, 1:29].sum()))
+    except BaseException as e:  # report instead of hanging
+        q.put(f"{type(e).__name__}: {e}")
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_child_processes_never_hang(s3_url, s3_server, method):
+    """obstore's runtime does not survive fork: a child forked after the parent made
+    requests refuses with a StoreError naming the way out; a spawned child reads."""
+    import multiprocessing as mp
+
+    opts = s3_server[1]
+    data = np.arange(40 * 30, dtype="<i4").reshape(40, 30)
+    a = zarrcy.create_array(s3_url, name="f", shape=data.shape, dtype="int32", chunks=(8, 8), storage_options=opts)
+    a[...] = data
+    np.testing.assert_array_equal(a[...], data)
+    ctx = mp.get_context(method)
+    q = ctx.Queue()
+    p = ctx.Process(target=_child_read, args=(a, q))
+    p.start()
+    p.join(timeout=120)
+    alive = p.is_alive()
+    if alive:
+        p.kill()
+    assert not alive, f"{method} child hung on the object store"
+    got = q.get(timeout=5)
+    if method == "fork":
+        assert isinstance(got, str) and got.startswith("StoreError") and "spawn" in got
+    else:
+        assert got == int(data[3:37, 1:29].sum())
+    np.testing.assert_array_equal(a[...], data)  # the parent still works

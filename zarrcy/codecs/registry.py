@@ -18,6 +18,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from zarrcy.codecs._base import ArrayArrayCodec, ArrayBytesCodec, ArraySpec, BytesBytesCodec, Codec
+from zarrcy.config import at_fork_reset
 from zarrcy.errors import MetadataError, UnknownCodecError, expected
 
 __all__ = [
@@ -67,6 +68,14 @@ ALIASES: dict[str, str] = {
 }
 
 _lock = threading.Lock()
+
+
+def _reset_lock_after_fork() -> None:
+    global _lock
+    _lock = threading.Lock()
+
+
+at_fork_reset(_reset_lock_after_fork)
 _classes: dict[str, type[Codec]] = {}
 _registered: dict[str, Any] = {}  # name -> class or "module:Class" (register_codec)
 _entry_points: dict[str, Any] | None = None

@@ -45,6 +45,7 @@ raises ``StoreError`` naming the URL of the object.
 from __future__ import annotations
 
 import operator
+import os
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any, Iterable, Iterator, Sequence
@@ -65,6 +66,7 @@ _DEFAULT_RETRY = {
     "retry_timeout": timedelta(seconds=60),
 }
 _DELETE_BATCH = 1000
+_RUNTIME_PID: int | None = None  # the process whose requests started obstore's runtime
 _OPTIONS_BY_URL: dict[str, dict[str, Any]] = {}  # S3 DeleteObjects takes at most 1000 keys per request
 
 
@@ -250,7 +252,7 @@ class ObjectStore(Store):
         ob = _obstore()
         try:
             client_url = "gs://" + self._url.partition("://")[2] if scheme == "gcs" else self._url
-            self._store = ob.store.from_url(client_url, **opts)
+            self._client = ob.store.from_url(client_url, **opts)
         except BaseException as e:  # pyo3's PanicException is a BaseException
             _reraise_control(e)
             hint = ""
@@ -258,6 +260,24 @@ class ObjectStore(Store):
                 hint = f" (valid storage_options keys: {_valid_keys_text(_FAMILY[scheme])})"
             raise StoreError(f"{self._url}: cannot configure the object store: {_first_line(e)}{hint}") from e
         self._ob = ob
+
+    @property
+    def _store(self) -> Any:
+        """The client.  obstore's I/O runtime is not fork-safe (its worker threads do not
+        exist in a forked child, so a request there never completes): a process forked
+        after this one made a request refuses with StoreError instead of hanging."""
+        global _RUNTIME_PID
+        pid = os.getpid()
+        if _RUNTIME_PID != pid:
+            if _RUNTIME_PID is not None:
+                raise StoreError(
+                    f"{self._url}: object stores cannot be used in a process forked after its parent "
+                    "used one (obstore's I/O runtime does not survive fork); start workers with the "
+                    "'spawn' or 'forkserver' multiprocessing method (Dask: processes=False or a "
+                    "distributed cluster), or open object stores only after forking"
+                )
+            _RUNTIME_PID = pid
+        return self._client
 
     # -- identity ------------------------------------------------------------------------
     @property
