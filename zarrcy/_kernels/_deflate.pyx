@@ -4,6 +4,7 @@ The ``deflate`` wheel links libdeflate statically and exports its public C entry
 points from its extension module.  :func:`load` resolves them at run time from
 that already-loaded module (``dlopen(path, RTLD_NOLOAD)`` + ``dlsym``); the
 signatures below are libdeflate.h's public API, declared here by hand.
+Other kernels reach the same entry points at C level through ``_deflate.pxd``.
 
 libdeflate (de)compressor objects are not thread-safe, so every thread keeps
 its own (a ``threading.local`` cache: one decompressor, one compressor per
@@ -142,6 +143,23 @@ cdef void *_compressor(int level) except? NULL:
         cap = PyCapsule_New(p, b"zarrcy.libdeflate_compressor", _free_compressor)
         cache[level] = cap
     return PyCapsule_GetPointer(cap, b"zarrcy.libdeflate_compressor")
+
+
+cdef bint loaded() noexcept nogil:
+    return _loaded
+
+
+cdef int c_gzip_decompress_ex(void *d, const void *src, size_t src_n, void *dst, size_t dst_n,
+                              size_t *consumed, size_t *written) noexcept nogil:
+    return p_gzip_decompress_ex(d, src, src_n, dst, dst_n, consumed, written)
+
+
+cdef size_t c_gzip_compress(void *c, const void *src, size_t src_n, void *dst, size_t dst_n) noexcept nogil:
+    return p_gzip_compress(c, src, src_n, dst, dst_n)
+
+
+cdef size_t c_gzip_compress_bound(void *c, size_t n) noexcept nogil:
+    return p_gzip_compress_bound(c, n)
 
 
 def gzip_decompress_into(const uint8_t[::1] src, uint8_t[::1] dst):

@@ -1,0 +1,15 @@
+# C-level access to libdeflate for other kernels (``cimport zarrcy._kernels._deflate``).
+#
+# The entry points are resolved at run time by ``_deflate.load`` (see _deflate.pyx);
+# ``loaded()`` says whether that happened.  ``_decompressor()`` / ``_compressor(level)``
+# return the calling thread's own libdeflate object (needs the GIL; libdeflate objects
+# are not thread-safe, so a nogil loop must use the one its calling thread fetched).
+# The ``c_*`` functions are libdeflate.h's calls; they may only run once ``loaded()``.
+
+cdef void *_decompressor() except? NULL
+cdef void *_compressor(int level) except? NULL
+cdef bint loaded() noexcept nogil
+cdef int c_gzip_decompress_ex(void *d, const void *src, size_t src_n, void *dst, size_t dst_n,
+                              size_t *consumed, size_t *written) noexcept nogil
+cdef size_t c_gzip_compress(void *c, const void *src, size_t src_n, void *dst, size_t dst_n) noexcept nogil
+cdef size_t c_gzip_compress_bound(void *c, size_t n) noexcept nogil

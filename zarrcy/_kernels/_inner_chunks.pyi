@@ -1,0 +1,71 @@
+from collections.abc import Buffer
+
+import numpy as np
+import numpy.typing as npt
+
+OK: int
+GZIP_BAD_DATA: int
+GZIP_TOO_LONG: int
+GZIP_TOO_SHORT: int
+GZIP_TRAILING: int
+RAW_SIZE: int
+NO_SPACE: int
+RAW: int
+GZIP: int
+MAX_RANK: int
+
+def describe(code: int) -> str: ...
+def decode_scatter(
+    src: Buffer,
+    task_coords: npt.NDArray[np.int64],
+    task_off: npt.NDArray[np.int64],
+    task_len: npt.NDArray[np.int64],
+    t0: int,
+    t1: int,
+    dim_base: npt.NDArray[np.int64],
+    dim_start: npt.NDArray[np.int64],
+    dim_local: npt.NDArray[np.int64],
+    dim_out: npt.NDArray[np.int64],
+    chunk_shape: npt.NDArray[np.int64],
+    itemsize: int,
+    swap: int,
+    codec: int,
+    fill: Buffer,
+    out: npt.NDArray[np.generic],
+    scratch: npt.NDArray[np.uint8] | bytearray | memoryview,
+) -> tuple[int, int]: ...
+def decode_points(
+    src: Buffer,
+    task_off: npt.NDArray[np.int64],
+    task_len: npt.NDArray[np.int64],
+    t0: int,
+    t1: int,
+    pt_start: npt.NDArray[np.int64],
+    pt_local: npt.NDArray[np.int64],
+    pt_out: npt.NDArray[np.int64],
+    chunk_shape: npt.NDArray[np.int64],
+    itemsize: int,
+    swap: int,
+    codec: int,
+    fill: Buffer,
+    out: npt.NDArray[np.generic],
+    scratch: npt.NDArray[np.uint8] | bytearray | memoryview,
+) -> tuple[int, int]: ...
+def slot_size(codec: int, level: int, chunk_bytes: int) -> int: ...
+def gather_encode(
+    src: npt.NDArray[np.generic],
+    chunk_shape: npt.NDArray[np.int64],
+    itemsize: int,
+    swap: int,
+    codec: int,
+    level: int,
+    fill: Buffer,
+    write_empty: bool,
+    t0: int,
+    t1: int,
+    out_buf: npt.NDArray[np.uint8] | bytearray | memoryview,
+    out_offsets: npt.NDArray[np.int64],
+    out_nbytes: npt.NDArray[np.int64],
+    empty_flags: npt.NDArray[np.uint8],
+    scratch: npt.NDArray[np.uint8] | bytearray | memoryview,
+) -> tuple[int, int]: ...
