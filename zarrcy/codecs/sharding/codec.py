@@ -171,6 +171,8 @@ class ShardingCodec(ArrayBytesCodec):
                 inner.decode_into(buf[off:off + nbs[i]], view)
 
         run(layout.n, task, spec.nbytes >= PARALLEL_MIN_BYTES)
+        if reader.decode_stats.enabled:
+            reader.decode_stats.add(int((flat[0::2] != SENTINEL).sum()))
         return True
 
     # -- whole-shard encode ------------------------------------------------------------------

@@ -313,6 +313,8 @@ class Projection:
                 if step <= 0:
                     raise ValueError(f"selection[{d}]: expected a positive step, received {sel!r}")
                 stop = max(start, stop)
+                if step >= stop - start:  # at most one element: no step arithmetic near 2^63
+                    stop, step = min(stop, start + 1), 1
                 out_shape.append(len(range(start, stop, step)))
                 ch, cs, ce, os_, oe = _grid.slice_projection(c, start, stop, step)
                 self.chunks.append(ch)

@@ -1,0 +1,208 @@
+"""Selections reach the sharding codec intact (issue 13.1): every selection kind on
+sharded arrays (plain, nested sharding, transpose before sharding, index at the start
+or end) equals numpy, and the inner chunks decoded equal the inner chunks touched."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import zarrcy
+from zarrcy.codecs.sharding import decode_stats
+
+BYTES = {"name": "bytes", "configuration": {"endian": "little"}}
+GZIP = {"name": "gzip", "configuration": {"level": 1}}
+
+
+def _meta(shape, shard, codecs, dtype="int32"):
+    return {
+        "zarr_format": 3, "node_type": "array", "shape": list(shape), "data_type": dtype,
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(shard)}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 0, "codecs": codecs,
+    }
+
+
+def _sharding(inner, codecs=(BYTES,), location="end"):
+    return {"name": "sharding_indexed", "configuration": {
+        "chunk_shape": list(inner), "codecs": list(codecs), "index_location": location}}
+
+
+@pytest.fixture
+def counting():
+    decode_stats.reset(True)
+    yield decode_stats
+    decode_stats.reset(False)
+
+
+def _filled(shape=(4096,), inner=(64,), codecs=(BYTES,)):
+    a = zarrcy.create_array(zarrcy.MemoryStore(), metadata=_meta(shape, shape, [_sharding(inner, codecs)]))
+    data = np.arange(1, math.prod(shape) + 1, dtype="int32").reshape(shape)  # no fill values: every chunk stored
+    a[...] = data
+    return a, data
+
+
+def _touched(sel_per_dim, shape, inner):
+    """Independent oracle: distinct inner chunks per dimension, multiplied."""
+    n = 1
+    for s, size, c in zip(sel_per_dim, shape, inner):
+        idx = np.arange(size)[s] if isinstance(s, slice) else np.atleast_1d(np.asarray(s))
+        n *= len(np.unique(idx // c))
+    return n
+
+
+@pytest.mark.parametrize("codecs", [(BYTES,), (BYTES, GZIP)])
+def test_decoded_equals_touched_1d(counting, codecs):
+    a, data = _filled(codecs=codecs)
+    for sel, touched in [(np.s_[0:4000:1000], 4), (np.s_[5:6], 1), (np.s_[63:65], 2), (np.s_[::640], 7)]:
+        counting.reset()
+        np.testing.assert_array_equal(a[sel], data[sel])
+        assert counting.decoded == touched, (sel, counting.decoded)
+    counting.reset()
+    np.testing.assert_array_equal(a.oindex[[0, 3999]], data[[0, 3999]])
+    assert counting.decoded == 2
+    counting.reset()
+    np.testing.assert_array_equal(a.vindex[[3999, 0, 4]], data[[3999, 0, 4]])
+    assert counting.decoded == 2
+    counting.reset()
+    mask = np.zeros(4096, bool)
+    mask[[7, 700, 701]] = True
+    np.testing.assert_array_equal(a.oindex[mask], data[mask])
+    assert counting.decoded == 2
+
+
+def test_decoded_equals_touched_3d(counting):
+    shape, inner = (32, 32, 32), (8, 8, 8)
+    a, data = _filled(shape, inner)
+    cases = [
+        np.s_[::16, :, :], np.s_[::10, ::10, ::10], np.s_[3, ::9, 1:30:7], np.s_[0:32:31, 5, 5],
+    ]
+    for sel in cases:
+        counting.reset()
+        np.testing.assert_array_equal(a[sel], data[sel])
+        assert counting.decoded == _touched(sel, shape, inner), (sel, counting.decoded)
+    counting.reset()
+    idx = ([3, 20, 30], slice(None), [0, 31])
+    np.testing.assert_array_equal(a.oindex[idx], data[np.ix_([3, 20, 30], np.arange(32), [0, 31])])
+    assert counting.decoded == _touched(idx, shape, inner)
+
+
+def test_huge_steps_behave_as_numpy():
+    a, data = _filled()
+    for step in (4095, 4096, 2**62):
+        np.testing.assert_array_equal(a[::step], data[::step])
+        np.testing.assert_array_equal(a[5::step], data[5::step])
+    # the codec itself, with steps up to 2^63 - 1 (the array layer's projection of such
+    # steps is the _grid kernel's: issue 12.3)
+    pipe = a._pipeline
+    getter = zarrcy.storage.StorePath(a.store, "c/0")
+    for step in (2**63 - 1, 2**62 + 3):
+        for start in (0, 5, 4095):
+            got = pipe.decode_partial(getter, (slice(start, 4096, step),))
+            np.testing.assert_array_equal(got, data[start::step])
+
+
+def test_transpose_before_sharding_keeps_partial_reads(counting):
+    shape = (16, 24)
+    codecs = [{"name": "transpose", "configuration": {"order": [1, 0]}}, _sharding((8, 4))]
+    a = zarrcy.create_array(zarrcy.MemoryStore(), metadata=_meta(shape, shape, codecs))
+    data = np.arange(1, 16 * 24 + 1, dtype="int32").reshape(shape)
+    a[...] = data
+    assert a._pipeline.supports_partial_decode
+    counting.reset()
+    np.testing.assert_array_equal(a[1:3, 5:7], data[1:3, 5:7])
+    assert counting.decoded == 1  # encoded (24, 16) with (8, 4) inner chunks: (5:7, 1:3) is one
+    counting.reset()
+    assert a[9, 17] == data[9, 17] and counting.decoded == 1
+    a[2, 3:20:5] = -1
+    data[2, 3:20:5] = -1
+    np.testing.assert_array_equal(a[...], data)
+
+
+# -- hypothesis: random arrays x random selections of every kind == numpy -------------
+
+@st.composite
+def setups(draw):
+    ndim = draw(st.integers(1, 3))
+    inner = [draw(st.integers(1, 4)) for _ in range(ndim)]
+    shard = [c * draw(st.integers(1, 3)) for c in inner]
+    shape = [draw(st.integers(0, 3 * s)) for s in shard]
+    location = draw(st.sampled_from(["start", "end"]))
+    kind = draw(st.sampled_from(["plain", "gzip", "nested", "transpose"]))
+    if kind == "plain":
+        codecs = [_sharding(inner, (BYTES,), location)]
+    elif kind == "gzip":
+        codecs = [_sharding(inner, (BYTES, GZIP), location)]
+    elif kind == "nested":
+        inner2 = [max(1, c // 2) if c % 2 == 0 else c for c in inner]
+        codecs = [_sharding(inner, (_sharding(inner2, (BYTES,), "start"),), location)]
+    else:
+        order = draw(st.permutations(range(ndim)))
+        enc_shard = [shard[o] for o in order]
+        enc_inner = [inner[o] for o in order]
+        assert all(s % c == 0 for s, c in zip(enc_shard, enc_inner))
+        codecs = [{"name": "transpose", "configuration": {"order": list(order)}}, _sharding(enc_inner, (BYTES,), location)]
+    return shape, shard, codecs, draw(st.integers(0, 2**32 - 1))
+
+
+def _dim_sel(rng, n, allow_array=True):
+    k = int(rng.integers(0, 6 if allow_array else 4))
+    if n == 0 or k == 0:
+        return slice(None)
+    if k == 1:
+        return int(rng.integers(-n, n))
+    if k == 2:
+        a, b = sorted(rng.integers(0, n + 1, size=2).tolist())
+        return slice(a, b, int(rng.integers(1, 6)))
+    if k == 3:
+        return slice(int(rng.integers(0, n)), None, int(rng.choice([1, 2, n + 7, 2**62])))
+    if k == 4:
+        return rng.integers(0, n, size=int(rng.integers(0, 5))).tolist()  # unsorted, duplicates
+    return rng.random(n) < 0.3  # boolean mask
+
+
+def _oracle_oindex(data, sel):
+    parts = []
+    drop = []
+    for d, (s, n) in enumerate(zip(sel, data.shape)):
+        if isinstance(s, slice):
+            parts.append(np.arange(n)[s])
+        elif isinstance(s, int):
+            parts.append(np.array([s % n]))
+            drop.append(d)
+        else:
+            s = np.asarray(s)
+            parts.append(np.flatnonzero(s) if s.dtype == bool else s.astype(np.int64))
+    out = data[np.ix_(*parts)] if parts else data[()]
+    return out.reshape([len(p) for d, p in enumerate(parts) if d not in drop]) if parts else out
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(setups())
+def test_every_selection_kind_equals_numpy(setup):
+    shape, shard, codecs, seed = setup
+    rng = np.random.default_rng(seed)
+    a = zarrcy.create_array(zarrcy.MemoryStore(), metadata=_meta(shape, shard, codecs))
+    data = rng.integers(-50, 50, size=shape).astype("int32")
+    data[data < -30] = 0  # some inner chunks of fill values
+    a[...] = data
+    for _ in range(4):
+        # basic: ints, slices with steps, at most one array
+        sel = tuple(_dim_sel(rng, n, allow_array=False) for n in shape)
+        np.testing.assert_array_equal(a[sel], data[sel])
+        # orthogonal: arrays (unsorted, duplicates) and masks per dimension
+        osel = tuple(_dim_sel(rng, n) for n in shape)
+        np.testing.assert_array_equal(a.oindex[osel], _oracle_oindex(data, osel))
+        if math.prod(shape):
+            m = int(rng.integers(0, 6))
+            vsel = tuple(rng.integers(0, n, size=m) for n in shape)
+            np.testing.assert_array_equal(a.vindex[vsel], data[vsel])
+        # partial writes with steps and arrays, mirrored in numpy
+        wsel = tuple(_dim_sel(rng, n, allow_array=False) for n in shape)
+        v = rng.integers(-9, 9, size=data[wsel].shape).astype("int32")
+        a[wsel] = v
+        data[wsel] = v
+        np.testing.assert_array_equal(a[...], data)
