@@ -542,18 +542,13 @@ class Array(Node):
             local = coords[:, idx] - cs * np.asarray(cc, dtype=np.int64)[:, None]
             key = self._key(cc)
             if self._partial:
-                # orthogonal selection of the distinct coordinates per dimension: the
-                # shard decodes only the inner chunks those coordinates can touch
-                uniq = [np.unique(row) for row in local]
+                # the points reach the codec as they are: only the inner chunks holding
+                # them are decoded (sharding)
                 try:
-                    piece = self._pipeline.decode_partial(StorePath(self.store, key), tuple(uniq))
+                    piece = self._pipeline.decode_points(StorePath(self.store, key), local)
                 except CorruptChunkError as e:
                     raise CorruptChunkError(f"{key}: {e}", key=key) from e
-                if piece is None:
-                    out[idx] = self._fill
-                else:
-                    pos = tuple(np.searchsorted(u, row) for u, row in zip(uniq, local))
-                    out[idx] = piece[pos]
+                out[idx] = self._fill if piece is None else piece
                 return
             data = self._get_stored(key)
             if data is None:

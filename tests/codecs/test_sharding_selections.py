@@ -88,6 +88,11 @@ def test_decoded_equals_touched_3d(counting):
     idx = ([3, 20, 30], slice(None), [0, 31])
     np.testing.assert_array_equal(a.oindex[idx], data[np.ix_([3, 20, 30], np.arange(32), [0, 31])])
     assert counting.decoded == _touched(idx, shape, inner)
+    # vindex: the inner chunks holding the points, not their orthogonal product
+    counting.reset()
+    pts = ([0, 31, 1, 17], [0, 31, 2, 9], [0, 31, 3, 30])
+    np.testing.assert_array_equal(a.vindex[pts], data[pts])
+    assert counting.decoded == 3
 
 
 def test_huge_steps_behave_as_numpy():

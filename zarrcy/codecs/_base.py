@@ -231,6 +231,15 @@ class ArrayBytesCodec(Codec):
         else:
             setter.set(enc)
 
+    def decode_points(self, getter: ByteGetter, coords: np.ndarray, spec: ArraySpec) -> np.ndarray | None:
+        """Elements at chunk coordinates ``coords`` (int64, shape ``(ndim, k)``, in
+        bounds): a 1-d array of ``k`` values; None when the value does not exist.
+        Default: decode the whole value and gather."""
+        data = getter.get()
+        if data is None:
+            return None
+        return np.asarray(self.decode(data, spec)[tuple(coords)])
+
     def empty_encoding(self, spec: ArraySpec) -> bytes | bytearray | memoryview:
         """Stored bytes of an all-fill chunk, for stores that cannot delete (zip) when
         :meth:`encode` returned None; default: encode a chunk of fill values."""

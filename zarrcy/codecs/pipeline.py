@@ -376,6 +376,14 @@ class CodecPipeline:
             setter, self._encoded_selection(selection), self._encoded_piece(value, selection), self._ab_spec
         )
 
+    def decode_points(self, getter: ByteGetter, coords: np.ndarray) -> np.ndarray | None:
+        """Elements at chunk coordinates ``coords`` ((ndim, k) int64; vindex): only the
+        inner chunks holding them are decoded.  None if the stored value is missing."""
+        if not self._partial_ok:
+            raise NotImplementedError("this codec chain does not support partial decoding")
+        enc = np.asarray(self._encoded_selection(tuple(coords)), dtype=np.int64).reshape(len(coords), -1)
+        return self.array_bytes.decode_points(getter, enc, self._ab_spec)
+
     def read_point(self, getter: ByteGetter, local: Sequence[int]) -> Any:
         """One element at chunk coordinates ``local`` (fill value if the value is missing)."""
         return self.array_bytes.read_point(getter, self._encoded_selection(tuple(local)), self._ab_spec)

@@ -226,6 +226,9 @@ class ShardingCodec(ArrayBytesCodec):
         selection touches, in coalesced range reads.  None if the shard is missing."""
         return reader.decode_partial(self.layout(spec), getter, tuple(selection), out)
 
+    def decode_points(self, getter: ByteGetter, coords: np.ndarray, spec: ArraySpec) -> np.ndarray | None:
+        return reader.decode_points(self.layout(spec), getter, coords)
+
     def read_point(self, getter: ByteGetter, local: Sequence[int], spec: ArraySpec) -> Any:
         return reader.read_point(self.layout(spec), getter, local)
 

@@ -477,3 +477,60 @@ def _point(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, local: 
     decode_stats.add(1)
     value = buf[tuple(rel)]
     return value.copy() if isinstance(value, np.generic) else value  # str/bytes elements: immutable
+
+
+def decode_points(layout: ShardLayout, getter: ByteGetter, coords: np.ndarray) -> np.ndarray | None:
+    """Elements at in-shard coordinates ``coords`` ((ndim, k) int64, in bounds; vindex):
+    the inner chunks holding them are fetched (coalesced) and decoded once each."""
+    k = coords.shape[1] if coords.ndim == 2 else 0
+    out = np.empty(k, dtype=layout.spec.dtype)
+    if k == 0:
+        return out
+    if not layout.cps:
+        lin = np.zeros(k, np.int64)
+        local = coords
+    else:
+        cs = np.asarray(layout.chunk_shape, np.int64)[:, None]
+        q = coords // cs
+        local = coords - q * cs
+        lin = np.ravel_multi_index(tuple(q), layout.cps).astype(np.int64)
+    order = np.argsort(lin, kind="stable")
+    ls = lin[order]
+    cuts = np.flatnonzero(ls[1:] != ls[:-1]) + 1
+    starts = np.r_[0, cuts]
+    uniq = ls[starts]
+    groups = np.split(order, cuts)
+    return with_index(
+        getter, layout,
+        lambda snap, flat, version: _points(snap, getter, layout, flat, version, uniq, groups, local, out),
+    )
+
+
+def _points(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, flat: Any, version: Any,
+            uniq: np.ndarray, groups: list[np.ndarray], local: np.ndarray, out: np.ndarray) -> np.ndarray | None:
+    if flat is None:
+        return None
+    offs = flat[2 * uniq]
+    nbs = flat[2 * uniq + 1]
+    present = np.flatnonzero(offs != SENTINEL)
+    src: list[Any] = [None] * uniq.size
+    if present.size:
+        bufs, g_of, gs = fetch_ranges(snap, getter, layout, uniq[present], offs[present], nbs[present], version)
+        rel = (offs[present] - gs[g_of]).tolist()
+        for j, g, r, nb in zip(present.tolist(), g_of.tolist(), rel, nbs[present].tolist()):
+            src[j] = bufs[g][r:r + nb]
+    fill = layout.fill
+
+    def task(j: int) -> None:
+        idx = groups[j]
+        data = src[j]
+        if data is None:
+            out[idx] = fill
+            return
+        buf = scratch(layout.inner_spec)
+        layout.inner.decode_into(data, buf)
+        decode_stats.add(1)
+        out[idx] = buf[tuple(local[:, idx])]
+
+    run(uniq.size, task, present.size * layout.inner_spec.nbytes >= PARALLEL_MIN_BYTES)
+    return out
