@@ -55,7 +55,7 @@ def _touched(sel_per_dim, shape, inner):
 
 
 @pytest.mark.parametrize("codecs", [(BYTES,), (BYTES, GZIP)])
-def test_decoded_equals_touched_1d(counting, codecs):
+def test_decoded_equals_touched_1d(counting, codecs, inner_loop):
     a, data = _filled(codecs=codecs)
     for sel, touched in [(np.s_[0:4000:1000], 4), (np.s_[5:6], 1), (np.s_[63:65], 2), (np.s_[::640], 7)]:
         counting.reset()
@@ -74,7 +74,7 @@ def test_decoded_equals_touched_1d(counting, codecs):
     assert counting.decoded == 2
 
 
-def test_decoded_equals_touched_3d(counting):
+def test_decoded_equals_touched_3d(counting, inner_loop):
     shape, inner = (32, 32, 32), (8, 8, 8)
     a, data = _filled(shape, inner)
     cases = [
@@ -185,9 +185,18 @@ def _oracle_oindex(data, sel):
     return out.reshape([len(p) for d, p in enumerate(parts) if d not in drop]) if parts else out
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(setups())
-def test_every_selection_kind_equals_numpy(setup):
+@pytest.fixture(params=["kernel", "python"])
+def inner_loop(request, monkeypatch):
+    """Partial reads through the C scatter kernel, and through the Python path."""
+    from zarrcy.codecs.sharding import scatter
+
+    monkeypatch.setattr(scatter, "ENABLED", request.param == "kernel")
+    return request.param
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(setup=setups())
+def test_every_selection_kind_equals_numpy(inner_loop, setup):
     shape, shard, codecs, seed = setup
     rng = np.random.default_rng(seed)
     a = zarrcy.create_array(zarrcy.MemoryStore(), metadata=_meta(shape, shard, codecs))
@@ -211,3 +220,54 @@ def test_every_selection_kind_equals_numpy(setup):
         a[wsel] = v
         data[wsel] = v
         np.testing.assert_array_equal(a[...], data)
+
+
+def _gzip_shard_array(members=1):
+    """A 1-d sharded gzip array whose inner chunk 1 is stored as ``members`` gzip members."""
+    import gzip
+
+    import crc32c
+
+    n, c = 64, 8
+    a = zarrcy.create_array(zarrcy.MemoryStore(), metadata=_meta((n,), (n,), [_sharding((c,), (BYTES, GZIP))]))
+    data = np.arange(1, n + 1, dtype="int32")
+    pieces = []
+    for i in range(n // c):
+        raw = data[i * c:(i + 1) * c].tobytes()
+        if i == 1 and members > 1:
+            half = len(raw) // 2
+            pieces.append(gzip.compress(raw[:half]) + gzip.compress(raw[half:]))
+        else:
+            pieces.append(gzip.compress(raw))
+    offs = np.cumsum([0] + [len(p) for p in pieces[:-1]])
+    idx = np.empty(2 * len(pieces), "<u8")
+    idx[0::2] = offs
+    idx[1::2] = [len(p) for p in pieces]
+    raw_idx = idx.tobytes()
+    a.store.set("c/0", b"".join(pieces) + raw_idx + crc32c.crc32c(raw_idx).to_bytes(4, "little"))
+    return a, data, pieces
+
+
+def test_kernel_path_multi_member_gzip_falls_back(inner_loop):
+    a, data, _ = _gzip_shard_array(members=2)
+    pipe_gzip_multi_ok = True
+    try:
+        got = a[0:64:3]
+    except zarrcy.CorruptChunkError:
+        pipe_gzip_multi_ok = False
+    if pipe_gzip_multi_ok:  # the Python gzip codec accepts several members: so must the kernel path
+        np.testing.assert_array_equal(got, data[0:64:3])
+        np.testing.assert_array_equal(a[...], data)
+
+
+def test_kernel_path_corrupt_inner_chunk_names_it(inner_loop):
+    a, data, pieces = _gzip_shard_array()
+    blob = bytearray(a.store.get("c/0"))
+    start = len(pieces[0]) + len(pieces[1]) + len(pieces[2]) // 2
+    blob[start:start + 4] = b"\xff\xff\xff\xff"  # inner chunk 2's deflate stream
+    a.store.set("c/0", bytes(blob))
+    with pytest.raises(zarrcy.CorruptChunkError, match=r"c/0.*inner chunk \(2,\)"):
+        a[0:64:3]
+    with pytest.raises(zarrcy.CorruptChunkError, match=r"c/0"):
+        a[...]
+    np.testing.assert_array_equal(a[0:16], data[0:16])

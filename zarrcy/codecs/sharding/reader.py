@@ -36,6 +36,7 @@ from zarrcy._kernels import _grid
 from zarrcy._kernels import _sharding as K
 from zarrcy.byte_range import RangeRequest
 from zarrcy.codecs._base import ArraySpec, ByteGetter, Selection, ValueSnapshot, assign, select
+from zarrcy.codecs.sharding import scatter
 from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, run, scratch
 from zarrcy.codecs.sharding.format import SENTINEL, ShardLayout, flat_bytes
 from zarrcy.config import get as _config_get
@@ -388,6 +389,11 @@ class Projection:
         return k_full and not self.dropped and all(isinstance(s, slice) for s in osel)
 
 
+def whole_projection(layout: ShardLayout) -> Projection:
+    """The projection of the whole shard (cached on nothing: O(inner chunks) to build)."""
+    return Projection(tuple(slice(0, s, 1) for s in layout.spec.shape), layout)
+
+
 # ------------------------------------------------------------------------------------
 # reads
 # ------------------------------------------------------------------------------------
@@ -428,24 +434,34 @@ def _partial(
     offs = flat[2 * lin]
     nbs = flat[2 * lin + 1]
     present = np.flatnonzero(offs != SENTINEL)
-    src: list[Any] = [None] * proj.m
+    g_task = np.full(proj.m, -1, np.int64)  # coalesced buffer of each task (-1: not stored)
+    off_task = np.zeros(proj.m, np.int64)
+    nb_task = np.zeros(proj.m, np.int64)
+    bufs: list[memoryview] = []
     if present.size:
         p_offs = offs[present]
         p_nbs = nbs[present]
         bufs, g_of, gs = fetch_ranges(snap, getter, layout, lin[present], p_offs, p_nbs, version)
-        rel = (p_offs - gs[g_of]).tolist()
-        for k, g, r, nb in zip(present.tolist(), g_of.tolist(), rel, p_nbs.tolist()):
-            src[k] = bufs[g][r:r + nb]
+        g_task[present] = g_of
+        off_task[present] = (p_offs - gs[g_of]).astype(np.int64)
+        nb_task[present] = p_nbs.astype(np.int64)
     fill = layout.fill
 
-    def task(k: int) -> None:
+    def task(k: int, dest: np.ndarray = out) -> None:
         csel, osel, full = proj.task(k)
-        data = src[k]
-        if data is None:
-            assign(out, osel, fill)
+        g = int(g_task[k])
+        if g < 0:
+            assign(dest, osel, fill)
         else:
-            _decode_into(layout, data, osel, csel, full, proj, out)
+            o = int(off_task[k])
+            try:
+                _decode_into(layout, bufs[g][o:o + int(nb_task[k])], osel, csel, full, proj, dest)
+            except CorruptChunkError as e:
+                raise CorruptChunkError(f"{layout.chunk_name(int(lin[k]))}: {e}") from e
 
+    if proj.m > 1 and scatter.usable(layout):
+        scatter.decode_tasks(layout, proj, out, bufs, g_task, off_task, nb_task, task)
+        return out
     run(proj.m, task, present.size * layout.inner_spec.nbytes >= PARALLEL_MIN_BYTES)
     return out
 
@@ -473,7 +489,10 @@ def _point(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, local: 
     bufs, _, _ = fetch_ranges(snap, getter, layout, np.array([lin]), np.array([off], np.uint64),
                               np.array([nb], np.uint64), version)
     buf = scratch(layout.inner_spec)
-    layout.inner.decode_into(bufs[0], buf)
+    try:
+        layout.inner.decode_into(bufs[0], buf)
+    except CorruptChunkError as e:
+        raise CorruptChunkError(f"{layout.chunk_name(lin)}: {e}") from e
     decode_stats.add(1)
     value = buf[tuple(rel)]
     return value.copy() if isinstance(value, np.generic) else value  # str/bytes elements: immutable
@@ -528,7 +547,10 @@ def _points(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, flat: 
             out[idx] = fill
             return
         buf = scratch(layout.inner_spec)
-        layout.inner.decode_into(data, buf)
+        try:
+            layout.inner.decode_into(data, buf)
+        except CorruptChunkError as e:
+            raise CorruptChunkError(f"{layout.chunk_name(int(uniq[j]))}: {e}") from e
         decode_stats.add(1)
         out[idx] = buf[tuple(local[:, idx])]
 
