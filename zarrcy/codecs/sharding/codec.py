@@ -202,11 +202,13 @@ class ShardingCodec(ArrayBytesCodec):
         scatter.decode_tasks(layout, proj, out, [buf], g_task, off_task, nb_task, python_task)
 
     # -- whole-shard encode ------------------------------------------------------------------
-    def encode(self, chunk: np.ndarray, spec: ArraySpec) -> bytes | None:
+    def encode(self, chunk: np.ndarray, spec: ArraySpec) -> bytes | bytearray | None:
         layout = self.layout(spec)
         arr = contiguous(np.asarray(chunk, dtype=spec.dtype))
         if arr.shape != tuple(spec.shape):
             raise ValueError(f"sharding_indexed.encode: expected shape {tuple(spec.shape)}, received {arr.shape}")
+        if layout.n > 1 and scatter.usable(layout):
+            return self._encode_kernel(layout, arr)
         if _config_get("write_empty_chunks"):
             todo = list(range(layout.n))
         else:
@@ -236,6 +238,59 @@ class ShardingCodec(ArrayBytesCodec):
         index = layout.encode_index(flat)
         # one allocation, one copy per piece
         return b"".join([index, *pieces] if layout.start else [*pieces, index])
+
+    def _encode_kernel(self, layout: ShardLayout, arr: np.ndarray) -> bytearray | None:
+        """Every inner chunk gathered, checked for emptiness and gzip-compressed (or
+        copied) in one C loop per thread (``_inner_chunks.gather_encode``) into slots of
+        one buffer, then packed behind (or after) the index."""
+        from zarrcy._kernels import _inner_chunks as KI
+
+        n = layout.n
+        gz = layout.kernel_kind == "gzip"
+        codec = KI.GZIP if gz else KI.RAW
+        level = int(layout.inner.bytes_bytes[0].level) if gz else 0  # type: ignore[attr-defined]
+        chunk_bytes = layout.inner_spec.nbytes
+        slot = int(KI.slot_size(codec, level, chunk_bytes))
+        slots = np.empty(n * slot, np.uint8)
+        slot_off = np.arange(n + 1, dtype=np.int64) * slot
+        nbytes = np.empty(n, np.int64)
+        empty = np.empty(n, np.uint8)
+        fill = np.asarray(layout.fill, dtype=layout.spec.dtype).tobytes()
+        cshape = np.asarray(layout.chunk_shape, np.int64)
+        keep = bool(_config_get("write_empty_chunks"))
+        threads = max(1, int(_config_get("threads")))
+        parts = min(threads, n) if arr.nbytes >= PARALLEL_MIN_BYTES else 1
+        bounds = [n * k // parts for k in range(parts + 1)]
+        from zarrcy.codecs.sharding._parallel import scratch as _scratch_chunk
+
+        def one(k: int) -> None:
+            buf = _scratch_chunk(layout.inner_spec).reshape(-1).view(np.uint8)
+            bad, code = KI.gather_encode(arr, cshape, layout.itemsize, 0, codec, level, fill, keep,
+                                         bounds[k], bounds[k + 1], slots, slot_off, nbytes, empty, buf)
+            if bad != -1:  # pragma: no cover - slots are sized for the worst case
+                raise CorruptChunkError(f"{layout.chunk_name(bad)}: {KI.describe(code)}")
+
+        run(parts, one, parts > 1)
+        stored = nbytes >= 0
+        if not stored.any():
+            return None
+        nb = np.where(stored, nbytes, 0).astype(np.uint64)
+        nb[~stored] = SENTINEL
+        start = layout.start
+        isz = layout.index_size
+        flat = np.empty(2 * n, np.uint64)
+        end = K.build_index(nb, isz if start else 0, flat)
+        total = end + (0 if start else isz)
+        result = bytearray(total)  # bytes-like for every caller, no copy at the end
+        out = np.frombuffer(result, np.uint8)
+        sel = np.flatnonzero(stored)
+        K.copy_ranges(slots, slot_off[:-1][sel].astype(np.uint64), nb[sel], out, flat[0::2][sel])
+        mv = memoryview(result)
+        if start:
+            layout.encode_index_into(flat, mv[:isz])
+        else:
+            layout.encode_index_into(flat, mv[total - isz:])
+        return result
 
     def empty_encoding(self, spec: ArraySpec) -> bytes:
         """A shard without stored inner chunks (stores without deletes write it instead
