@@ -244,10 +244,8 @@ class Array(Node):
         return inner if inner is not None else self._chunk_shape
 
     def _inner_chunk_shape(self) -> tuple[int, ...] | None:
-        ab = self._pipeline.array_bytes
-        if getattr(ab, "name", None) == "sharding_indexed" and not self._pipeline.array_array:
-            return tuple(ab.chunk_shape)
-        return None
+        inner = self._pipeline.array_bytes.inner_chunk_shape
+        return inner if inner is not None and not self._pipeline.array_array else None
 
     @property
     def fill_value(self) -> Any:

@@ -194,6 +194,12 @@ class ArrayBytesCodec(Codec):
         """After a compressor wrote this codec's encoded bytes into ``out``: make them
         native (default: nothing to do)."""
 
+    @property
+    def inner_chunk_shape(self) -> tuple[int, ...] | None:
+        """The unit of encoding inside one stored value when it holds several (the
+        sharding codec's inner chunks); None otherwise."""
+        return None
+
     # -- partial I/O (DESIGN.md "Read", step 4) --------------------------------------
     #: True when :meth:`decode_partial` / :meth:`encode_partial` read or write less than
     #: the whole value (sharding); the defaults below decode / encode it whole

@@ -340,14 +340,20 @@ class CodecPipeline:
 
     def _encoded_selection(self, selection: Selection) -> Selection:
         for c, s in zip(self.array_array, self._aa_specs):
-            selection = c.encode_selection(selection, s)  # type: ignore[assignment]
+            enc = c.encode_selection(selection, s)
+            if enc is None:  # pragma: no cover - _partial_ok checked every codec
+                raise NotImplementedError(f"{c.name}: partial access does not compose")
+            selection = enc
         return selection
 
     def _encoded_piece(self, piece: np.ndarray, selection: Selection) -> np.ndarray:
         """``piece`` (``selection`` of a decoded chunk) viewed in the encoded axis order."""
         for c, s in zip(self.array_array, self._aa_specs):
             piece = c.encoded_piece(piece, selection)
-            selection = c.encode_selection(selection, s)  # type: ignore[assignment]
+            enc = c.encode_selection(selection, s)
+            if enc is None:  # pragma: no cover - _partial_ok checked every codec
+                raise NotImplementedError(f"{c.name}: partial access does not compose")
+            selection = enc
         return piece
 
     def decode_partial(

@@ -68,6 +68,10 @@ class ShardingCodec(ArrayBytesCodec):
             object.__setattr__(self, k, v)
         object.__setattr__(self, "_layouts", {})
 
+    @property
+    def inner_chunk_shape(self) -> tuple[int, ...]:
+        return self.chunk_shape
+
     # -- JSON --------------------------------------------------------------------------
     @classmethod
     def from_dict(cls, configuration: dict[str, Any] | None, path: str = "codecs[0]") -> "ShardingCodec":
@@ -248,7 +252,7 @@ class ShardingCodec(ArrayBytesCodec):
         n = layout.n
         gz = layout.kernel_kind == "gzip"
         codec = KI.GZIP if gz else KI.RAW
-        level = int(layout.inner.bytes_bytes[0].level) if gz else 0  # type: ignore[attr-defined]
+        level = int(layout.inner.bytes_bytes[0].to_dict()["configuration"]["level"]) if gz else 0
         chunk_bytes = layout.inner_spec.nbytes
         slot = int(KI.slot_size(codec, level, chunk_bytes))
         slots = np.empty(n * slot, np.uint8)
