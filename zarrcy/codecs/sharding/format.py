@@ -16,6 +16,7 @@ import crc32c as _crc32c
 import numpy as np
 
 from zarrcy._kernels import _sharding as K
+from zarrcy.byte_range import RangeRequest, SuffixRequest
 from zarrcy.codecs._base import ArraySpec, Codec
 from zarrcy.config import get as _config_get
 from zarrcy.errors import CorruptChunkError, MetadataError, expected
@@ -155,8 +156,6 @@ class ShardLayout:
         return f"shard index entry {i} (inner chunk {tuple(c)})"
 
     def index_request(self) -> Any:
-        from zarrcy.byte_range import RangeRequest, SuffixRequest
-
         return RangeRequest(0, self.index_size) if self.start else SuffixRequest(self.index_size)
 
     # -- index -----------------------------------------------------------------------

@@ -486,11 +486,19 @@ def _point(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, local: 
     nb = int(flat[2 * lin + 1])
     if off == SENTINEL:
         return layout.fill_scalar
-    bufs, _, _ = fetch_ranges(snap, getter, layout, np.array([lin]), np.array([off], np.uint64),
-                              np.array([nb], np.uint64), version)
+    # one range: the checks of fetch_ranges with plain ints (the latency path)
+    if nb > max(layout.inner_limit, 1 << 20) or (snap.size is not None and off + nb > snap.size):
+        fetch_ranges(snap, getter, layout, np.array([lin]), np.array([off], np.uint64),
+                     np.array([nb], np.uint64), version)  # raises with the full message
+    (raw,) = read_ranges(snap, getter, [RangeRequest(off, nb)], version)
+    if raw is None or len(raw) < nb:
+        raise CorruptChunkError(
+            f"{layout.chunk_name(lin)}: points past the end of the shard "
+            f"(offset={off}, nbytes={nb}, shard ends at {off + (0 if raw is None else len(raw))}; truncated?)"
+        )
     buf = scratch(layout.inner_spec)
     try:
-        layout.inner.decode_into(bufs[0], buf)
+        layout.inner.decode_into(raw, buf)
     except CorruptChunkError as e:
         raise CorruptChunkError(f"{layout.chunk_name(lin)}: {e}") from e
     decode_stats.add(1)
