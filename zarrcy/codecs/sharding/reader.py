@@ -176,17 +176,19 @@ def load_index(
     raw = snap.get(layout.index_request())
     if raw is None:
         return None, None
-    if not isinstance(raw, bytes):
-        raw = bytes(flat_bytes(raw))  # one copy of the index; never a view into a whole shard
+    if not snap.pinned or len(raw) > int(_config_get("shard_index_cache")):
+        ck = None  # not cached: decode straight from what was read (a view, no copy)
+    elif not isinstance(raw, bytes):
+        raw = bytes(flat_bytes(raw))  # cached: its own copy, never a view into a whole shard
     size = snap.size
-    if ck is not None and snap.pinned:
+    if ck is not None:
         hit = _CACHE.get(ck)
         # the same index bytes in the same-size object: the validated index applies
         # (the data are read through the same snapshot, so they belong to this version)
         if hit is not None and hit[1] == size and hit[0] == raw:
             return hit[2], None
     flat = _parse_index(raw, layout, size)
-    if ck is not None and snap.pinned:
+    if ck is not None:
         _cache_put(ck, raw, size, flat)
     return flat, None
 
