@@ -542,27 +542,34 @@ def _points(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, flat: 
     offs = flat[2 * uniq]
     nbs = flat[2 * uniq + 1]
     present = np.flatnonzero(offs != SENTINEL)
-    src: list[Any] = [None] * uniq.size
+    g_task = np.full(uniq.size, -1, np.int64)
+    off_task = np.zeros(uniq.size, np.int64)
+    nb_task = np.zeros(uniq.size, np.int64)
+    bufs: list[memoryview] = []
     if present.size:
         bufs, g_of, gs = fetch_ranges(snap, getter, layout, uniq[present], offs[present], nbs[present], version)
-        rel = (offs[present] - gs[g_of]).tolist()
-        for j, g, r, nb in zip(present.tolist(), g_of.tolist(), rel, nbs[present].tolist()):
-            src[j] = bufs[g][r:r + nb]
+        g_task[present] = g_of
+        off_task[present] = (offs[present] - gs[g_of]).astype(np.int64)
+        nb_task[present] = nbs[present].astype(np.int64)
     fill = layout.fill
 
     def task(j: int) -> None:
         idx = groups[j]
-        data = src[j]
-        if data is None:
+        g = int(g_task[j])
+        if g < 0:
             out[idx] = fill
             return
         buf = scratch(layout.inner_spec)
+        o = int(off_task[j])
         try:
-            layout.inner.decode_into(data, buf)
+            layout.inner.decode_into(bufs[g][o:o + int(nb_task[j])], buf)
         except CorruptChunkError as e:
             raise CorruptChunkError(f"{layout.chunk_name(int(uniq[j]))}: {e}") from e
         decode_stats.add(1)
         out[idx] = buf[tuple(local[:, idx])]
 
+    if uniq.size > 1 and scatter.usable(layout):
+        scatter.decode_point_tasks(layout, out, bufs, uniq, g_task, off_task, nb_task, groups, local, task)
+        return out
     run(uniq.size, task, present.size * layout.inner_spec.nbytes >= PARALLEL_MIN_BYTES)
     return out

@@ -21,7 +21,7 @@ from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, run
 from zarrcy.config import get as _config_get
 from zarrcy.errors import CorruptChunkError
 
-__all__ = ["usable", "scatter_tables", "decode_tasks", "ENABLED"]
+__all__ = ["usable", "scatter_tables", "decode_tasks", "decode_point_tasks", "ENABLED"]
 
 #: tests switch the kernel path off to compare it with the Python path
 ENABLED = True
@@ -112,10 +112,30 @@ def decode_tasks(
     itemsize = layout.itemsize
     codec = KI.GZIP if layout.kernel_kind == "gzip" else KI.RAW
     fill = np.asarray(layout.fill, dtype=layout.spec.dtype).tobytes()
-    chunk_bytes = layout.inner_spec.nbytes
-    # one contiguous task range per source buffer (missing chunks form their own range)
-    order = np.argsort(g_of_task, kind="stable")
+    order, task_off, task_len, work = _plan_work(layout, g_of_task, off_in_group, nbytes)
     coords = np.ascontiguousarray(coords[order])
+
+    def call(t0: int, t1: int, src: Any, buf: np.ndarray) -> tuple[int, int]:
+        return KI.decode_scatter(
+            src, coords, task_off, task_len, t0, t1, dim_base, dim_start, dim_local, dim_out,
+            cshape, itemsize, 0, codec, fill, target, buf,
+        )
+
+    work = [(t0, t1, bufs[g] if g >= 0 else b"") for t0, t1, g in work]
+    one = _driver(layout, proj.linear, order, task_len, work, call, lambda t: python_task(t, dest))
+    run(len(work), one, len(work) > 1)
+    if not direct:
+        out[...] = dest
+
+
+def _plan_work(
+    layout: Any, g_of_task: np.ndarray, off_in_group: np.ndarray, nbytes: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[tuple[int, int, Any]]]:
+    """Tasks sorted by source buffer (missing chunks form their own range), their byte
+    ranges, and the work items ``(t0, t1, buffer index)``: each range split across the
+    threads when it is worth it."""
+    chunk_bytes = layout.inner_spec.nbytes
+    order = np.argsort(g_of_task, kind="stable")
     g_sorted = g_of_task[order]
     task_off = np.where(g_sorted >= 0, off_in_group[order], 0).astype(np.int64)
     task_len = np.where(g_sorted >= 0, nbytes[order], -1).astype(np.int64)
@@ -124,13 +144,21 @@ def decode_tasks(
     threads = max(1, int(_config_get("threads")))
     work: list[tuple[int, int, Any]] = []
     for a, b in zip(bounds[:-1], bounds[1:]):
+        if a == b:
+            continue
         g = int(g_sorted[a])
-        src = bufs[g] if g >= 0 else b""
-        stored = g >= 0
-        per = b - a if not stored or (b - a) * chunk_bytes < PARALLEL_MIN_BYTES else -(-(b - a) // threads)
+        per = b - a if g < 0 or (b - a) * chunk_bytes < PARALLEL_MIN_BYTES else -(-(b - a) // threads)
         for t0 in range(a, b, max(1, per)):
-            work.append((t0, min(b, t0 + max(1, per)), src))
-    # kept in order: an ambiguous task is retried in Python, then the kernel resumes
+            work.append((t0, min(b, t0 + max(1, per)), g))
+    return order, task_off, task_len, work
+
+
+def _driver(
+    layout: Any, linear: np.ndarray, order: np.ndarray, task_len: np.ndarray, work: list[tuple[int, int, Any]],
+    call: Callable[[int, int, Any, np.ndarray], tuple[int, int]], retry: Callable[[int], None],
+) -> Callable[[int], None]:
+    """``one(w)``: run work item ``w`` through the kernel ``call``; an ambiguous gzip
+    code is retried for that one task through the Python codec, then the kernel resumes."""
     from zarrcy.codecs.sharding._parallel import scratch as _scratch_chunk
     from zarrcy.codecs.sharding.reader import decode_stats
 
@@ -138,21 +166,42 @@ def decode_tasks(
         t0, t1, src = work[w]
         buf = _scratch_chunk(layout.inner_spec).reshape(-1).view(np.uint8)
         while t0 < t1:
-            bad, code = KI.decode_scatter(
-                src, coords, task_off, task_len, t0, t1, dim_base, dim_start, dim_local, dim_out,
-                cshape, itemsize, 0, codec, fill, target, buf,
-            )
+            bad, code = call(t0, t1, src, buf)
             done_to = t1 if bad == -1 else bad
             if decode_stats.enabled:
                 decode_stats.add(int((task_len[t0:done_to] >= 0).sum()))
             if bad == -1:
                 return
-            i = int(proj.linear[order[bad]])
             if code not in _RETRY_IN_PYTHON:
-                raise CorruptChunkError(f"{layout.chunk_name(i)}: {KI.describe(code)}")
-            python_task(int(order[bad]), dest)  # the codec decides (raises when corrupt)
+                raise CorruptChunkError(f"{layout.chunk_name(int(linear[order[bad]]))}: {KI.describe(code)}")
+            retry(int(order[bad]))  # the codec decides (raises when corrupt)
             t0 = bad + 1
 
+    return one
+
+
+def decode_point_tasks(
+    layout: Any, out: np.ndarray, bufs: list[Any], linear: np.ndarray, g_of_task: np.ndarray,
+    off_in_group: np.ndarray, nbytes: np.ndarray, groups: list[np.ndarray], local: np.ndarray,
+    python_task: Callable[[int], None],
+) -> None:
+    """vindex: task ``j`` (inner chunk ``linear[j]``) provides the points ``groups[j]``
+    (positions in the 1-d ``out``) at chunk coordinates ``local[:, groups[j]]``."""
+    order, task_off, task_len, work = _plan_work(layout, g_of_task, off_in_group, nbytes)
+    sizes = np.asarray([groups[j].size for j in order.tolist()], np.int64)
+    pt_start = np.r_[0, np.cumsum(sizes)].astype(np.int64)
+    pt_out = np.concatenate([groups[j] for j in order.tolist()]).astype(np.int64)
+    pt_local = np.ravel_multi_index(tuple(local[:, pt_out]), layout.chunk_shape).astype(np.int64) \
+        if layout.chunk_shape else np.zeros(pt_out.size, np.int64)
+    cshape = np.asarray(layout.chunk_shape, np.int64)
+    codec = KI.GZIP if layout.kernel_kind == "gzip" else KI.RAW
+    fill = np.asarray(layout.fill, dtype=layout.spec.dtype).tobytes()
+    srcs = [bufs[g] if g >= 0 else b"" for _, _, g in work]
+    work = [(t0, t1, src) for (t0, t1, _), src in zip(work, srcs)]
+
+    def call(t0: int, t1: int, src: Any, buf: np.ndarray) -> tuple[int, int]:
+        return KI.decode_points(src, task_off, task_len, t0, t1, pt_start, pt_local, pt_out, cshape,
+                                layout.itemsize, 0, codec, fill, out, buf)
+
+    one = _driver(layout, linear, order, task_len, work, call, python_task)
     run(len(work), one, len(work) > 1)
-    if not direct:
-        out[...] = dest
