@@ -493,10 +493,12 @@ def _point(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, local: 
         fetch_ranges(snap, getter, layout, np.array([lin]), np.array([off], np.uint64),
                      np.array([nb], np.uint64), version)  # raises with the full message
     (raw,) = read_ranges(snap, getter, [RangeRequest(off, nb)], version)
-    if raw is None or len(raw) < nb:
+    if raw is None:
+        raise CorruptChunkError("shard disappeared while its inner chunks were read")
+    if len(raw) < nb:
         raise CorruptChunkError(
             f"{layout.chunk_name(lin)}: points past the end of the shard "
-            f"(offset={off}, nbytes={nb}, shard ends at {off + (0 if raw is None else len(raw))}; truncated?)"
+            f"(offset={off}, nbytes={nb}, shard ends at {off + len(raw)}; truncated?)"
         )
     buf = scratch(layout.inner_spec)
     try:
