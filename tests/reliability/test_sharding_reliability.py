@@ -227,8 +227,6 @@ _PEAK = textwrap.dedent("""
 """)
 
 
-@pytest.mark.skipif(not os.environ.get("ZARRCY_SLOW") and os.cpu_count() is not None and os.cpu_count() < 2,
-                    reason="memory-heavy")
 def test_huge_index_write_one_element_peak():
     """2^24 inner chunks: a 256 MiB index.  Writing and reading one element holds the
     index a small constant number of times (was: 1.6 GB for the write)."""
