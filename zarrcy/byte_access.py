@@ -42,6 +42,8 @@ class ValueSnapshot:
     size: int | None = None
     exists: bool | None = None
     in_place_ok: bool = False
+    #: what the store knows the pinned object by (LocalStore: (st_dev, st_ino)), or None
+    identity: object | None = None
 
     def get(self, byte_range: ByteRequest = None) -> bytes | None:
         raise NotImplementedError
@@ -161,6 +163,7 @@ class ByteSetter(ByteGetter):
         """Write ``value`` at byte ``start`` in place (not atomic)."""
         raise NotImplementedError("partial writes are not supported by this setter")
 
-    def truncate(self, length: int) -> None:
-        """Cut the value back to ``length`` bytes (undo of a failed partial write)."""
+    def truncate(self, length: int, identity: object | None = None) -> None:
+        """Cut the value back to ``length`` bytes (undo of a failed partial write); with
+        ``identity`` (a snapshot's), only if the value is still that object."""
         raise NotImplementedError("truncate is not supported by this setter")

@@ -27,7 +27,7 @@ class AppendValue(ByteSetter):
     def snapshot(self):
         return BytesSnapshot(self.value)
 
-    def truncate(self, length):
+    def truncate(self, length, identity=None):
         self.calls.append(("truncate", length))
         self.value = self.value[:length]
 

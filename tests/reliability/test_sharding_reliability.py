@@ -420,3 +420,16 @@ def test_zip_store_fill_over_a_whole_shard(tmp_path, strategy):
     with zarrcy.ZipStore(path, mode="r") as s:
         assert zarrcy.open_array(s, mode="r")[...].tolist() == [0, 0, 0, 0]
     assert zipfile.is_zipfile(path)
+
+
+def test_local_store_truncate_only_the_pinned_file(tmp_path):
+    store = zarrcy.LocalStore(str(tmp_path / "s"))
+    store.set("k", b"abcdef")
+    with store.snapshot("k") as snap:
+        ident = snap.identity
+    store.truncate("k", 4, ident)
+    assert store.get("k") == b"abcd"
+    store.set("k", b"new value")  # temp + rename: another file
+    with pytest.raises(StoreError, match="replaced"):
+        store.truncate("k", 1, ident)
+    assert store.get("k") == b"new value"

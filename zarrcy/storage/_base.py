@@ -102,9 +102,10 @@ class Store(ABC):
 
         raise StoreError(f"{self.url}: store does not support partial writes")
 
-    def truncate(self, key: str, length: int) -> None:
+    def truncate(self, key: str, length: int, identity: object | None = None) -> None:
         """Cut ``key``'s value back to ``length`` bytes (stores with partial writes: the
-        undo of a failed in-place append)."""
+        undo of a failed in-place append); with ``identity`` (from ``snapshot``), only
+        while ``key`` is still that object."""
         raise StoreError(f"{self.url}: store does not support truncate")
 
     @abstractmethod

@@ -176,8 +176,8 @@ class StorePath(ByteSetter):
         """Write ``value`` at byte ``start`` of this key (stores with ``supports_partial_writes``)."""
         self.store.set_partial_values([(self.path, start, value)])
 
-    def truncate(self, length: int) -> None:
-        self.store.truncate(self.path, length)
+    def truncate(self, length: int, identity: object | None = None) -> None:
+        self.store.truncate(self.path, length, identity)
 
     def delete(self) -> None:
         self.store.erase(self.path)

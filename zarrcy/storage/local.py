@@ -228,8 +228,9 @@ class LocalStore(Store):
         the descriptor keeps the inode it opened."""
         return _FileSnapshot(self, key)
 
-    def truncate(self, key: str, length: int) -> None:
-        """Cut the file back to ``length`` bytes (undo of a failed in-place append)."""
+    def truncate(self, key: str, length: int, identity: object | None = None) -> None:
+        """Cut the file back to ``length`` bytes (undo of a failed in-place append); with
+        ``identity`` ((st_dev, st_ino) of a snapshot), only if the key is still that file."""
         self._check_writable()
         path = self._path(key)
         try:
@@ -238,6 +239,10 @@ class LocalStore(Store):
             raise StoreError(f"{path}: cannot open for truncate: {e}") from e
         try:
             self._check_fd(fd, path)
+            if identity is not None:
+                st = os.fstat(fd)
+                if (st.st_dev, st.st_ino) != identity:
+                    raise StoreError(f"{path}: replaced meanwhile; not truncated")
             os.ftruncate(fd, length)
             if self.fsync:
                 os.fsync(fd)
@@ -690,6 +695,7 @@ class _FileSnapshot(ValueSnapshot):
         self.fd, st = store._open_read_stat(key)
         self.exists = self.fd >= 0
         self.size = st.st_size if st is not None else None
+        self.identity = (st.st_dev, st.st_ino) if st is not None else None
         # another hard link shares the inode: in-place writes would change it too
         self.in_place_ok = st is None or st.st_nlink == 1
 

@@ -321,17 +321,17 @@ def _append(
             pieces.append(index)
             setter.set_partial(size, b"".join(pieces))
     except BaseException:
-        _undo_append(setter, layout, flat, size)
+        _undo_append(setter, layout, flat, size, snap.identity)
         raise
     return True
 
 
-def _undo_append(setter: ByteSetter, layout: ShardLayout, flat: np.ndarray, size: int) -> None:
+def _undo_append(setter: ByteSetter, layout: ShardLayout, flat: np.ndarray, size: int, identity: object) -> None:
     """After a failed in-place append: cut the object back to its old size (and put a
     ``start`` index back), so it reads as before the write.  Best effort: if even this
     fails, the crc32c of the index still reports the shard as corrupt."""
     try:
-        setter.truncate(size)
+        setter.truncate(size, identity)
         if layout.start:
             setter.set_partial(0, layout.encode_index(np.asarray(flat, np.uint64)))
     except Exception:  # noqa: BLE001 - the original error is what the caller must see
