@@ -15,6 +15,7 @@ import zarrcy
 from zarrcy.codecs.sharding import decode_stats
 
 BYTES = {"name": "bytes", "configuration": {"endian": "little"}}
+BYTES_BIG = {"name": "bytes", "configuration": {"endian": "big"}}
 GZIP = {"name": "gzip", "configuration": {"level": 1}}
 
 
@@ -22,7 +23,8 @@ def _meta(shape, shard, codecs, dtype="int32"):
     return {
         "zarr_format": 3, "node_type": "array", "shape": list(shape), "data_type": dtype,
         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(shard)}},
-        "chunk_key_encoding": {"name": "default"}, "fill_value": 0, "codecs": codecs,
+        "chunk_key_encoding": {"name": "default"}, "fill_value": [0, 0] if dtype.startswith("complex") else 0,
+        "codecs": codecs,
     }
 
 
@@ -137,10 +139,11 @@ def setups(draw):
     shape = [draw(st.integers(0, 3 * s)) for s in shard]
     location = draw(st.sampled_from(["start", "end"]))
     kind = draw(st.sampled_from(["plain", "gzip", "nested", "transpose"]))
+    bc = draw(st.sampled_from([BYTES, BYTES_BIG]))  # big-endian: the kernel byte-swaps
     if kind == "plain":
-        codecs = [_sharding(inner, (BYTES,), location)]
+        codecs = [_sharding(inner, (bc,), location)]
     elif kind == "gzip":
-        codecs = [_sharding(inner, (BYTES, GZIP), location)]
+        codecs = [_sharding(inner, (bc, GZIP), location)]
     elif kind == "nested":
         inner2 = [max(1, c // 2) if c % 2 == 0 else c for c in inner]
         codecs = [_sharding(inner, (_sharding(inner2, (BYTES,), "start"),), location)]
@@ -150,7 +153,8 @@ def setups(draw):
         enc_inner = [inner[o] for o in order]
         assert all(s % c == 0 for s, c in zip(enc_shard, enc_inner))
         codecs = [{"name": "transpose", "configuration": {"order": list(order)}}, _sharding(enc_inner, (BYTES,), location)]
-    return shape, shard, codecs, draw(st.integers(0, 2**32 - 1))
+    dtype = draw(st.sampled_from(["int32", "uint16", "float64", "complex64", "int8"]))
+    return shape, shard, codecs, draw(st.integers(0, 2**32 - 1)), dtype
 
 
 def _dim_sel(rng, n, allow_array=True):
@@ -197,10 +201,12 @@ def inner_loop(request, monkeypatch):
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(setup=setups())
 def test_every_selection_kind_equals_numpy(inner_loop, setup):
-    shape, shard, codecs, seed = setup
+    shape, shard, codecs, seed, dtype = setup
     rng = np.random.default_rng(seed)
-    a = zarrcy.create_array(zarrcy.MemoryStore(), metadata=_meta(shape, shard, codecs))
-    data = rng.integers(-50, 50, size=shape).astype("int32")
+    a = zarrcy.create_array(zarrcy.MemoryStore(), metadata=_meta(shape, shard, codecs, dtype))
+    data = rng.integers(-50, 50, size=shape).astype(dtype)
+    if dtype == "complex64":
+        data = data + 1j * rng.integers(-3, 3, size=shape)
     data[data < -30] = 0  # some inner chunks of fill values
     a[...] = data
     for _ in range(4):
@@ -216,7 +222,7 @@ def test_every_selection_kind_equals_numpy(inner_loop, setup):
             np.testing.assert_array_equal(a.vindex[vsel], data[vsel])
         # partial writes with steps and arrays, mirrored in numpy
         wsel = tuple(_dim_sel(rng, n, allow_array=False) for n in shape)
-        v = rng.integers(-9, 9, size=data[wsel].shape).astype("int32")
+        v = rng.integers(-9, 9, size=data[wsel].shape).astype(dtype)
         a[wsel] = v
         data[wsel] = v
         np.testing.assert_array_equal(a[...], data)

@@ -269,7 +269,7 @@ class ShardingCodec(ArrayBytesCodec):
 
         def one(k: int) -> None:
             buf = _scratch_chunk(layout.inner_spec).reshape(-1).view(np.uint8)
-            bad, code = KI.gather_encode(arr, cshape, layout.itemsize, 0, codec, level, fill, keep,
+            bad, code = KI.gather_encode(arr, cshape, layout.itemsize, layout.kernel_swap, codec, level, fill, keep,
                                          bounds[k], bounds[k + 1], slots, slot_off, nbytes, empty, buf)
             if bad != -1:  # pragma: no cover - slots are sized for the worst case
                 raise CorruptChunkError(f"{layout.chunk_name(bad)}: {KI.describe(code)}")

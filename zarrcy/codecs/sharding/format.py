@@ -67,7 +67,7 @@ class ShardLayout:
     __slots__ = (
         "spec", "chunk_shape", "cps", "n", "inner", "inner_spec", "index_pipeline", "start",
         "index_size", "fill_row", "coords", "itemsize", "has_object", "fill", "fill_scalar", "fast_index",
-        "has_crc", "inner_limit", "kernel_kind",
+        "has_crc", "inner_limit", "kernel_kind", "kernel_swap",
     )
 
     def __init__(self, codec: Any, spec: ArraySpec, path: str) -> None:
@@ -142,7 +142,7 @@ class ShardLayout:
         self.fill_row = None if self.has_object else row.view(np.uint8).reshape(-1)
         self.coords = [tuple(int(x) for x in c) for c in np.ndindex(*self.cps)] if n <= (1 << 16) else None
         # inner codec chain the C scatter kernel can run itself ("raw", "gzip"), or None
-        self.kernel_kind = _kernel_kind(self.inner)
+        self.kernel_kind, self.kernel_swap = _kernel_kind(self.inner)
 
     def region(self, i: int) -> tuple[slice, ...]:
         """Slices of inner chunk ``i`` (C-order linear index) within the shard."""
@@ -291,18 +291,29 @@ class ShardLayout:
         return bool(self.empty_flags(contiguous(chunk), chunk.shape)[0])
 
 
-def _kernel_kind(inner: Any) -> str | None:
-    """"raw" (bytes, native order) or "gzip" (bytes + gzip): inner chains the C
-    scatter kernel decodes itself; None for everything else (the Python path)."""
+def _kernel_kind(inner: Any) -> tuple[str | None, int]:
+    """("raw" | "gzip", byte swap) for inner chains the C scatter kernel runs itself:
+    ``bytes`` (either endianness, for numbers; swap 0 none, 1 whole element, 2/4/8
+    words of a complex) optionally followed by ``gzip``; (None, 0) for everything else
+    (the Python path)."""
     from zarrcy.codecs.bytes import BytesCodec
 
-    if inner.array_array or not isinstance(inner.array_bytes, BytesCodec) or inner.spec.dtype.hasobject:
-        return None
-    if inner.array_bytes._swaps(inner.spec.dtype):
-        return None
+    dt = inner.spec.dtype
+    if inner.array_array or not isinstance(inner.array_bytes, BytesCodec) or dt.hasobject or dt.fields is not None:
+        return None, 0
+    swap = 0
+    if inner.array_bytes._swaps(dt):
+        if dt.kind in "biufmM" and dt.itemsize in (2, 4, 8):
+            swap = 1
+        elif dt.kind == "c" and dt.itemsize in (8, 16):
+            swap = dt.itemsize // 2
+        else:
+            return None, 0
+    elif dt.kind not in "biufcmM":
+        return None, 0
     names = [c.to_dict().get("name") for c in inner.bytes_bytes]
     if not names:
-        return "raw"
+        return "raw", swap
     if names == ["gzip"]:
-        return "gzip"
-    return None
+        return "gzip", swap
+    return None, 0

@@ -118,7 +118,7 @@ def decode_tasks(
     def call(t0: int, t1: int, src: Any, buf: np.ndarray) -> tuple[int, int]:
         return KI.decode_scatter(
             src, coords, task_off, task_len, t0, t1, dim_base, dim_start, dim_local, dim_out,
-            cshape, itemsize, 0, codec, fill, target, buf,
+            cshape, itemsize, layout.kernel_swap, codec, fill, target, buf,
         )
 
     work = [(t0, t1, bufs[g] if g >= 0 else b"") for t0, t1, g in work]
@@ -201,7 +201,7 @@ def decode_point_tasks(
 
     def call(t0: int, t1: int, src: Any, buf: np.ndarray) -> tuple[int, int]:
         return KI.decode_points(src, task_off, task_len, t0, t1, pt_start, pt_local, pt_out, cshape,
-                                layout.itemsize, 0, codec, fill, out, buf)
+                                layout.itemsize, layout.kernel_swap, codec, fill, out, buf)
 
     one = _driver(layout, linear, order, task_len, work, call, python_task)
     run(len(work), one, len(work) > 1)
