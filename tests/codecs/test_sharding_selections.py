@@ -277,3 +277,19 @@ def test_kernel_path_corrupt_inner_chunk_names_it(inner_loop):
     with pytest.raises(zarrcy.CorruptChunkError, match=r"c/0"):
         a[...]
     np.testing.assert_array_equal(a[0:16], data[0:16])
+
+
+@given(st.integers(1, 9), st.integers(0, 200), st.integers(0, 80), st.integers(1, 40))
+def test_slice_runs_against_numpy(c, start, n_sel, step):
+    from zarrcy.codecs.sharding.reader import _slice_runs
+
+    idx = start + step * np.arange(n_sel)
+    ch, cs, ce, os_, oe = _slice_runs(c, start, n_sel, step)
+    assert ch == sorted(set((idx // c).tolist()))
+    got = []
+    for q, a, b, o0, o1 in zip(ch, cs, ce, os_, oe):
+        local = np.arange(a, b, step)
+        assert local.size == o1 - o0 and (local < c).all()
+        got.extend((q * c + local).tolist())
+        assert (idx[o0:o1] == q * c + local).all()
+    assert got == idx.tolist()

@@ -318,12 +318,13 @@ class Projection:
                 stop = max(start, stop)
                 if step >= stop - start:  # at most one element: no step arithmetic near 2^63
                     stop, step = min(stop, start + 1), 1
-                out_shape.append(len(range(start, stop, step)))
-                ch, cs, ce, os_, oe = _grid.slice_projection(c, start, stop, step)
-                self.chunks.append(ch)
-                self.csel.append([slice(a, b, step) for a, b in zip(cs.tolist(), ce.tolist())])
-                self.osel.append([slice(a, b) for a, b in zip(os_.tolist(), oe.tolist())])
-                self.full.append((cs == 0) & (ce == c) if step == 1 else np.zeros(ch.size, bool))
+                n_sel = len(range(start, stop, step))
+                out_shape.append(n_sel)
+                runs = _slice_runs(c, start, n_sel, step)
+                self.chunks.append(runs[0])
+                self.csel.append([slice(a, b, step) for a, b in zip(runs[1], runs[2])])
+                self.osel.append([slice(a, b) for a, b in zip(runs[3], runs[4])])
+                self.full.append([step == 1 and a == 0 and b == c for a, b in zip(runs[1], runs[2])])
             elif isinstance(sel, np.ndarray):
                 idx = np.ascontiguousarray(sel, dtype=np.int64)
                 if idx.ndim != 1:
@@ -335,35 +336,45 @@ class Projection:
                 ch, bounds, in_chunk, order = _grid.array_projection(idx, c)
                 bl = bounds.tolist()
                 csel = [in_chunk[bl[j]:bl[j + 1]] for j in range(ch.size)]
-                self.chunks.append(ch)
+                self.chunks.append(ch.tolist())
                 self.csel.append(csel)
                 self.osel.append([order[bl[j]:bl[j + 1]] for j in range(ch.size)])
                 ar = np.arange(c)
-                self.full.append(np.array([x.size == c and bool((x == ar).all()) for x in csel], dtype=bool))
+                self.full.append([x.size == c and bool((x == ar).all()) for x in csel])
             else:
                 i = int(sel)
                 if not 0 <= i < size:
                     raise ValueError(f"selection[{d}]: index {i} outside [0, {size})")
                 dropped.append(d)
                 q = i // c
-                self.chunks.append(np.array([q], np.int64))
+                self.chunks.append([q])
                 self.csel.append([i - q * c])
                 self.osel.append([None])
-                self.full.append(np.array([c == 1]))
+                self.full.append([c == 1])
         self.out_shape = tuple(out_shape)
         self.n_arrays = n_arrays
         self.dropped = tuple(dropped)
-        self.counts = tuple(int(ch.size) for ch in self.chunks)
+        self.counts = tuple(len(ch) for ch in self.chunks)
         self.m = math.prod(self.counts)
         # linear inner-chunk index of each task, C order over the touched product
-        lin = np.zeros(self.counts, np.int64) if self.counts else np.zeros((), np.int64)
+        strides = []
         stride = 1
-        for d in range(len(shape) - 1, -1, -1):
-            view = [1] * len(shape)
-            view[d] = self.counts[d]
-            lin = lin + (self.chunks[d] * stride).reshape(view)
-            stride *= layout.cps[d]
-        self.linear = np.ascontiguousarray(lin).reshape(-1)
+        for g in reversed(layout.cps):
+            strides.append(stride)
+            stride *= g
+        strides.reverse()
+        if self.m <= 64:
+            lin_l = [0]
+            for ch, st in zip(self.chunks, strides):
+                lin_l = [x + q * st for x in lin_l for q in ch]
+            self.linear = np.asarray(lin_l, np.int64)
+        else:
+            lin = np.zeros(self.counts, np.int64) if self.counts else np.zeros((), np.int64)
+            for d, (ch, st) in enumerate(zip(self.chunks, strides)):
+                view = [1] * len(shape)
+                view[d] = self.counts[d]
+                lin = lin + (np.asarray(ch, np.int64) * st).reshape(view)
+            self.linear = np.ascontiguousarray(lin).reshape(-1)
 
     def task(self, k: int) -> tuple[tuple[Any, ...], tuple[Any, ...], bool]:
         """(chunk-local selection, output selection, fully covered) of task ``k``."""
@@ -374,7 +385,7 @@ class Projection:
         js.reverse()
         csel = tuple(self.csel[d][j] for d, j in enumerate(js))
         osel = tuple(self.osel[d][j] for d, j in enumerate(js) if self.osel[d][j] is not None)
-        full = all(bool(self.full[d][j]) for d, j in enumerate(js))
+        full = all(self.full[d][j] for d, j in enumerate(js))
         return csel, osel, full
 
     def full_tasks(self) -> np.ndarray:
@@ -382,13 +393,50 @@ class Projection:
         f = np.ones(self.counts, bool) if self.counts else np.ones((), bool)
         for d, fd in enumerate(self.full):
             view = [1] * len(self.counts)
-            view[d] = fd.size
-            f = f & fd.reshape(view)
+            view[d] = len(fd)
+            f = f & np.asarray(fd, bool).reshape(view)
         return np.ascontiguousarray(f).reshape(-1)
 
     def covers_all(self, k_full: bool, osel: tuple[Any, ...]) -> bool:
         """Task is a whole inner chunk landing on a plain (sliced) region of the output."""
         return k_full and not self.dropped and all(isinstance(s, slice) for s in osel)
+
+
+def _slice_runs(c: int, start: int, n_sel: int, step: int) -> tuple[list[int], ...]:
+    """``range(start, start + n_sel * step, step)`` split at multiples of ``c``: lists of
+    (chunk, in-chunk start, in-chunk stop, out start, out stop).  Few touched chunks: in
+    Python (no array round trips); many: the ``_grid`` kernel the array layer uses."""
+    if n_sel == 0:
+        return [], [], [], [], []
+    first = start // c
+    last = (start + (n_sel - 1) * step) // c
+    if last - first >= 64:
+        ch, cs, ce, os_, oe = _grid.slice_projection(c, start, start + (n_sel - 1) * step + 1, step)
+        return ch.tolist(), cs.tolist(), ce.tolist(), os_.tolist(), oe.tolist()
+    chs: list[int] = []
+    css: list[int] = []
+    ces: list[int] = []
+    oss: list[int] = []
+    oes: list[int] = []
+    q = first
+    while q <= last:
+        c0 = q * c
+        c1 = c0 + c
+        k0 = 0 if c0 <= start else -(-(c0 - start) // step)
+        if k0 >= n_sel:
+            break
+        fi = start + k0 * step
+        if fi >= c1:  # a step longer than a chunk: go to the chunk holding the next index
+            q = fi // c
+            continue
+        k1 = min((c1 - 1 - start) // step, n_sel - 1)
+        chs.append(q)
+        css.append(fi - c0)
+        ces.append(start + k1 * step - c0 + 1)
+        oss.append(k0)
+        oes.append(k1 + 1)
+        q += 1
+    return chs, css, ces, oss, oes
 
 
 def whole_projection(layout: ShardLayout) -> Projection:
