@@ -716,6 +716,12 @@ class Array(Node):
             local = tuple(coords[:, idx] - cs * np.asarray(cc, dtype=np.int64)[:, None])
             key = self._key(cc)
             with _object_lock(self.store, key):
+                if self._partial:  # sharded: only the inner chunks holding the points change
+                    try:
+                        self._pipeline.encode_points(StorePath(self.store, key), np.stack(local), v[idx])
+                    except CorruptChunkError as e:
+                        raise CorruptChunkError(f"{key}: {e}", key=key) from e
+                    return
                 data = self._get_stored(key)
                 chunk = np.full(self._chunk_shape, self._fill, self._dtype) if data is None else np.array(self._decode(key, data))
                 chunk[local] = v[idx]

@@ -226,6 +226,13 @@ def test_every_selection_kind_equals_numpy(inner_loop, setup):
         a[wsel] = v
         data[wsel] = v
         np.testing.assert_array_equal(a[...], data)
+        if math.prod(shape):  # vindex writes (distinct points)
+            flat = rng.choice(math.prod(shape), size=min(5, math.prod(shape)), replace=False)
+            pts = np.unravel_index(flat, shape)
+            pv = rng.integers(-9, 9, size=flat.size).astype(dtype)
+            a.vindex[pts] = pv
+            data[pts] = pv
+            np.testing.assert_array_equal(a[...], data)
 
 
 def _gzip_shard_array(members=1):
@@ -293,3 +300,22 @@ def test_slice_runs_against_numpy(c, start, n_sel, step):
         got.extend((q * c + local).tolist())
         assert (idx[o0:o1] == q * c + local).all()
     assert got == idx.tolist()
+
+
+def test_vindex_write_touches_only_the_inner_chunks_of_the_points(monkeypatch):
+    from zarrcy.codecs.pipeline import CodecPipeline
+
+    a, data = _filled((4096,), (64,), (BYTES, GZIP))
+    calls = []
+    real = CodecPipeline.decode
+
+    def counting_decode(self, raw):
+        calls.append(self.spec.shape)
+        return real(self, raw)
+
+    monkeypatch.setattr(CodecPipeline, "decode", counting_decode)
+    a.vindex[[5, 4000, 6]] = [-1, -2, -3]
+    data[[5, 4000, 6]] = [-1, -2, -3]
+    assert calls == [(64,), (64,)]  # two inner chunks decoded, not the 4096-element shard
+    monkeypatch.setattr(CodecPipeline, "decode", real)
+    np.testing.assert_array_equal(a[...], data)

@@ -254,6 +254,21 @@ class ArrayBytesCodec(Codec):
             raise NotImplementedError(f"{self.name}: no stored form of an all-fill chunk")
         return enc
 
+    def encode_points(self, setter: ByteSetter, coords: np.ndarray, values: np.ndarray, spec: ArraySpec) -> None:
+        """Write ``values[k]`` at chunk coordinates ``coords[:, k]`` ((ndim, k) int64;
+        vindex).  Default: read, decode, set, encode and store the whole value."""
+        data = setter.get()
+        if data is None:
+            chunk = np.full(spec.shape, spec.fill_value, dtype=spec.dtype)
+        else:
+            chunk = np.array(self.decode(data, spec))
+        chunk[tuple(coords)] = values
+        enc = self.encode(chunk, spec)
+        if enc is None:
+            setter.delete()
+        else:
+            setter.set(enc)
+
     def read_point(self, getter: ByteGetter, local: Sequence[int], spec: ArraySpec) -> Any:
         """One element at chunk coordinates ``local``; the fill value if the value is missing."""
         piece = self.decode_partial(getter, tuple(int(i) for i in local), spec)

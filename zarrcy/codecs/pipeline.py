@@ -390,6 +390,13 @@ class CodecPipeline:
         enc = np.asarray(self._encoded_selection(tuple(coords)), dtype=np.int64).reshape(len(coords), -1)
         return self.array_bytes.decode_points(getter, enc, self._ab_spec)
 
+    def encode_points(self, setter: ByteSetter, coords: np.ndarray, values: np.ndarray) -> None:
+        """Write ``values[k]`` at chunk coordinates ``coords[:, k]`` (vindex writes)."""
+        if not self._partial_ok:
+            raise NotImplementedError("this codec chain does not support partial encoding")
+        enc = np.asarray(self._encoded_selection(tuple(coords)), dtype=np.int64).reshape(len(coords), -1)
+        self.array_bytes.encode_points(setter, enc, np.asarray(values, dtype=self.spec.dtype), self._ab_spec)
+
     def read_point(self, getter: ByteGetter, local: Sequence[int]) -> Any:
         """One element at chunk coordinates ``local`` (fill value if the value is missing)."""
         return self.array_bytes.read_point(getter, self._encoded_selection(tuple(local)), self._ab_spec)

@@ -325,3 +325,7 @@ class ShardingCodec(ArrayBytesCodec):
         ``zarrcy.config(shard_write_strategy=...)`` unless given: see
         :mod:`zarrcy.codecs.sharding.writer`)."""
         writer.encode_partial(self.layout(spec), setter, tuple(selection), value, write_strategy)
+
+    def encode_points(self, setter: ByteSetter, coords: np.ndarray, values: Any, spec: ArraySpec) -> None:
+        """vindex writes: only the inner chunks holding the points change."""
+        writer.encode_points(self.layout(spec), setter, coords, values, None)

@@ -29,7 +29,7 @@ from zarrcy.codecs.sharding.reader import Projection, drop_index, fetch_ranges, 
 from zarrcy.config import get as _config_get
 from zarrcy.errors import CorruptChunkError, expected
 
-__all__ = ["encode_partial", "WriteStrategy", "empty_shard"]
+__all__ = ["encode_partial", "encode_points", "WriteStrategy", "empty_shard"]
 
 WriteStrategy = Literal["rewrite", "append"]
 _LITTLE = np.little_endian
@@ -47,6 +47,68 @@ def _remove(setter: ByteSetter, layout: ShardLayout) -> None:
         setter.set(empty_shard(layout))
 
 
+class _Update:
+    """What a partial write changes: the touched inner chunks (``linear``, C-order
+    indices, distinct), which of them it overwrites completely (``full``), and
+    ``merge(old_bytes)``: the encoded bytes of every touched chunk after the write."""
+
+    linear: np.ndarray
+    full: np.ndarray
+
+    def merge(self, old_bytes: Callable[[int], Any]) -> list[memoryview | None]:
+        raise NotImplementedError
+
+
+class _SelectionUpdate(_Update):
+    def __init__(self, layout: ShardLayout, proj: Projection, value: np.ndarray) -> None:
+        self.layout, self.proj, self.value = layout, proj, value
+        self.linear = proj.linear
+        self.full = proj.full_tasks()
+
+    def merge(self, old_bytes: Callable[[int], Any]) -> list[memoryview | None]:
+        return merge_touched(self.layout, self.proj, self.value, old_bytes)
+
+
+class _PointsUpdate(_Update):
+    """vindex writes: ``values[k]`` at in-shard coordinates ``coords[:, k]``."""
+
+    def __init__(self, layout: ShardLayout, coords: np.ndarray, values: np.ndarray) -> None:
+        self.layout = layout
+        cs = np.asarray(layout.chunk_shape, np.int64)[:, None]
+        q = coords // cs
+        self.local = coords - q * cs
+        lin = np.ravel_multi_index(tuple(q), layout.cps).astype(np.int64) if layout.cps else \
+            np.zeros(coords.shape[1], np.int64)
+        order = np.argsort(lin, kind="stable")  # stable: a repeated point keeps the last value
+        ls = lin[order]
+        cuts = np.flatnonzero(ls[1:] != ls[:-1]) + 1
+        self.linear = ls[np.r_[0, cuts].astype(np.int64)] if ls.size else ls
+        self.groups = np.split(order, cuts) if ls.size else []
+        self.values = values
+        self.full = np.zeros(self.linear.size, bool)
+
+    def merge(self, old_bytes: Callable[[int], Any]) -> list[memoryview | None]:
+        layout = self.layout
+        inner = layout.inner
+        cs = layout.chunk_shape
+        new_bytes: list[memoryview | None] = [None] * self.linear.size
+        keep_empty = bool(_config_get("write_empty_chunks"))
+        lin_l = self.linear.tolist()
+
+        def task(k: int) -> None:
+            old = old_bytes(lin_l[k])
+            chunk = np.array(inner.decode(old)) if old is not None else np.full(cs, layout.fill, dtype=layout.spec.dtype)
+            idx = self.groups[k]
+            chunk[tuple(self.local[:, idx])] = self.values[idx]
+            if not keep_empty and layout.chunk_is_empty(chunk):
+                return
+            enc = inner.encode(chunk)
+            new_bytes[k] = None if enc is None else flat_bytes(enc)
+
+        run(self.linear.size, task, self.linear.size * layout.inner_spec.nbytes >= PARALLEL_MIN_BYTES)
+        return new_bytes
+
+
 def encode_partial(
     layout: ShardLayout, setter: ByteSetter, selection: Selection, value: Any, write_strategy: WriteStrategy | None
 ) -> None:
@@ -56,25 +118,41 @@ def encode_partial(
     value = np.broadcast_to(np.asarray(value, dtype=spec.dtype), proj.out_shape)
     if proj.m == 0 or 0 in proj.out_shape:
         return
+    _apply(layout, setter, _SelectionUpdate(layout, proj, value), write_strategy)
+
+
+def encode_points(
+    layout: ShardLayout, setter: ByteSetter, coords: np.ndarray, values: Any, write_strategy: WriteStrategy | None
+) -> None:
+    """Write ``values[k]`` at in-shard coordinates ``coords[:, k]`` (vindex): only the
+    inner chunks holding the points are decoded and re-encoded."""
+    k = coords.shape[1] if coords.ndim == 2 else 0
+    if k == 0:
+        return
+    values = np.broadcast_to(np.asarray(values, dtype=layout.spec.dtype), (k,))
+    _apply(layout, setter, _PointsUpdate(layout, np.asarray(coords, np.int64), values), write_strategy)
+
+
+def _apply(layout: ShardLayout, setter: ByteSetter, upd: _Update, write_strategy: WriteStrategy | None) -> None:
     strategy = write_strategy or _config_get("shard_write_strategy")
     if strategy not in ("rewrite", "append"):
         raise ValueError(expected("shard_write_strategy", "'rewrite' or 'append'", strategy))
     try:
         with_index(
             setter, layout,
-            lambda snap, flat, version: _write(snap, setter, layout, proj, value, strategy, flat, version),
+            lambda snap, flat, version: _write(snap, setter, layout, upd, strategy, flat, version),
         )
     finally:
         drop_index(setter, layout)  # the shard was (or may have been) rewritten
 
 
 def _write(
-    snap: ValueSnapshot, setter: ByteSetter, layout: ShardLayout, proj: Projection, value: np.ndarray,
+    snap: ValueSnapshot, setter: ByteSetter, layout: ShardLayout, upd: _Update,
     strategy: str, flat: Any, version: Any,
 ) -> None:
-    if strategy == "append" and flat is not None and _append(snap, setter, layout, proj, value, flat, version):
+    if strategy == "append" and flat is not None and _append(snap, setter, layout, upd, flat, version):
         return
-    _rewrite(snap, setter, layout, proj, value, flat, version)
+    _rewrite(snap, setter, layout, upd, flat, version)
 
 
 def merge_touched(
@@ -133,13 +211,12 @@ def _fetch_old(
 
 
 def _rewrite(
-    snap: ValueSnapshot, setter: ByteSetter, layout: ShardLayout, proj: Projection, value: np.ndarray,
-    flat: Any, version: Any,
+    snap: ValueSnapshot, setter: ByteSetter, layout: ShardLayout, upd: _Update, flat: Any, version: Any,
 ) -> None:
     n = layout.n
     existed = flat is not None
-    lin = proj.linear
-    full_t = proj.full_tasks()
+    lin = upd.linear
+    full_t = upd.full
     touched = np.zeros(n, bool)
     touched[lin] = True
     if existed:
@@ -168,7 +245,7 @@ def _rewrite(
         r = int(rel[s_])
         return bufs[int(g_of[s_])][r:r + int(old_nb[i])]
 
-    new_bytes = merge_touched(layout, proj, value, old_bytes)
+    new_bytes = upd.merge(old_bytes)
     lin_l = lin.tolist()
 
     # sizes of the new shard, C order: kept old chunks + re-encoded touched ones
@@ -236,8 +313,7 @@ def _rewrite(
 
 
 def _append(
-    snap: ValueSnapshot, setter: ByteSetter, layout: ShardLayout, proj: Projection, value: np.ndarray,
-    flat: np.ndarray, version: Any,
+    snap: ValueSnapshot, setter: ByteSetter, layout: ShardLayout, upd: _Update, flat: np.ndarray, version: Any,
 ) -> bool:
     """Append-only update of an existing shard; False if the rewrite path must run.
 
@@ -273,8 +349,8 @@ def _append(
     old_off = flat[0::2]
     old_nb = flat[1::2]
     stored = old_off != SENTINEL
-    lin = proj.linear
-    partial = lin[~proj.full_tasks()]
+    lin = upd.linear
+    partial = lin[~upd.full]
     need = np.unique(partial[stored[partial]])
     bufs: list[memoryview] = []
     g_of: Any = np.empty(0, np.int64)
@@ -289,7 +365,7 @@ def _append(
         r = int(old_off[i] - gs[g_of[k]])
         return bufs[int(g_of[k])][r:r + int(old_nb[i])]
 
-    new_bytes = merge_touched(layout, proj, value, old_bytes)
+    new_bytes = upd.merge(old_bytes)
     new_flat = np.array(flat, np.uint64)
     pos = size
     pieces: list[Any] = []
