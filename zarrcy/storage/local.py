@@ -255,8 +255,10 @@ class LocalStore(Store):
 
     # -- reads ---------------------------------------------------------------------------
     def version(self, key: str) -> object | None:
-        """(inode, size, mtime_ns): an atomic replace changes the inode, an in-place
-        partial write (shard append) the size and mtime."""
+        """(inode, size, mtime_ns): a hint, not a proof -- ext4 reuses a freed inode at
+        once (temp + rename alternates two), a rewrite may keep the size, and mtime is
+        coarse on some file systems, so a token can repeat across versions.  Readers that
+        must not mix versions read through one descriptor (:meth:`snapshot`) instead."""
         try:
             st = os.stat(self._path(key))
         except (OSError, ValueError):
