@@ -35,7 +35,7 @@ import numpy as np
 from zarrcy._kernels import _grid
 from zarrcy._kernels import _sharding as K
 from zarrcy.byte_range import RangeRequest
-from zarrcy.codecs._base import ArraySpec, ByteGetter, Selection, ValueSnapshot, assign, select
+from zarrcy.codecs._base import ByteGetter, Selection, ValueSnapshot, assign, select
 from zarrcy.codecs.sharding import scatter
 from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, run, scratch
 from zarrcy.codecs.sharding.format import SENTINEL, ShardLayout, flat_bytes

@@ -22,7 +22,7 @@ from typing import Any, Callable, Literal
 import numpy as np
 
 from zarrcy._kernels import _sharding as K
-from zarrcy.codecs._base import ArraySpec, ByteSetter, Selection, ValueSnapshot, assign, select
+from zarrcy.codecs._base import ByteSetter, Selection, ValueSnapshot, assign, select
 from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, run
 from zarrcy.codecs.sharding.format import SENTINEL, ShardLayout, contiguous, flat_bytes
 from zarrcy.codecs.sharding.reader import Projection, drop_index, fetch_ranges, with_index
