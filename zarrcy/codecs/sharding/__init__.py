@@ -18,8 +18,9 @@ every inner chunk is stored (as zarr-python).
 The package is split as zarrs and tensorstore split it:
 
 * :mod:`.format` -- index layout, encode/decode/validate, fault texts (``ShardLayout``);
-* :mod:`.reader` -- index fetch / cache / version checks, projection of a selection
-  onto inner chunks, coalescing, point and partial reads;
+* :mod:`.reader` -- index fetch / cache / version checks, coalescing, point, point-set
+  and partial reads;
+* :mod:`.projection` -- a selection projected onto the inner chunks (``_grid`` kernels);
 * :mod:`.writer` -- partial writes: ``rewrite`` and ``append`` strategies;
 * :mod:`.codec` -- the ``ShardingCodec`` object: configuration, whole-shard encode/decode;
 * :mod:`.scatter` -- the per-inner-chunk loops in C (``_kernels._inner_chunks``) for

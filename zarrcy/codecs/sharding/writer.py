@@ -25,7 +25,8 @@ from zarrcy._kernels import _sharding as K
 from zarrcy.codecs._base import ByteSetter, Selection, ValueSnapshot, assign, select
 from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, run
 from zarrcy.codecs.sharding.format import SENTINEL, ShardLayout, contiguous, flat_bytes
-from zarrcy.codecs.sharding.reader import Projection, drop_index, fetch_ranges, with_index
+from zarrcy.codecs.sharding.projection import Projection
+from zarrcy.codecs.sharding.reader import drop_index, fetch_ranges, with_index
 from zarrcy.config import get as _config_get
 from zarrcy.errors import CorruptChunkError, expected
 
