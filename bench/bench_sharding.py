@@ -4,8 +4,12 @@
 Side by side in one process: zarrcy, zarr-python 3.4 (default pipeline), zarr-python +
 zarrs pipeline, tensorstore.  Ops: full write; full read; 1000 random single-element
 reads; 200 random aligned 32^3 reads; 200 random unaligned 40^3 reads; 200 random
-single-inner-chunk writes into existing shards.  ``--quick``: (128,)*3 / (64,)*3 /
-(16,)*3 and a tenth of the random ops.
+single-inner-chunk writes into existing shards; selections with steps and index arrays
+(issue 13): ``a[::64, :, :]``, ``a[::100, ::100, ::100]``, ``a.oindex[[3, 200, 450], :, :]``
+and 200 strided boxes ``[z:z+64:4, y:y+64:4, x:x+64:4]``.  For those, rows "inner chunks
+decoded" give zarrcy's count per op (``zarrcy.codecs.sharding.decode_stats``) next to
+the number the selection touches.  ``--quick``: (128,)*3 / (64,)*3 / (16,)*3 and a tenth
+of the random ops.
 """
 
 from __future__ import annotations
@@ -55,11 +59,26 @@ def run(quick: bool = False, threads: int | None = None) -> Table:
     )
     d = scratch_dir()
     paths = {k: f"{d}/{k}" for k in ("zc", "zp", "zs", "ts")}
+    strided = [tuple(int(x) for x in rng.integers(0, n - 64, 3)) for _ in range(nops)]
+    oidx = [3, 200, 450] if not quick else [3, 50, 110]
+    step_ops = {
+        "every 64th plane a[::64, :, :]": (slice(None, None, 64), slice(None), slice(None)),
+        "sample grid a[::100, ::100, ::100]": (slice(None, None, 100),) * 3,
+    }
     res: dict[str, dict[str, float | None]] = {
-        op: {} for op in ("write", "read", "points", "aligned", "unaligned", "chunk_writes")
+        op: {} for op in ("write", "read", "points", "aligned", "unaligned", "chunk_writes", "oindex", "strided",
+                          *step_ops)
     }
 
-    def ops(prefix: str, arr_get: Callable[[Any], Any], arr_set: Callable[[Any, Any], None], a: Any) -> None:
+    def ops(prefix: str, arr_get: Callable[[Any], Any], arr_set: Callable[[Any, Any], None], a: Any,
+            arr_oget: Callable[[Any], Any] | None = None) -> None:
+        for name, sel in step_ops.items():
+            res[name][prefix] = _supported(lambda: timeit(lambda: arr_get(sel), repeat))
+        if arr_oget is not None:
+            res["oindex"][prefix] = _supported(
+                lambda: timeit(lambda: arr_oget((oidx, slice(None), slice(None))), repeat))
+        res["strided"][prefix] = _supported(lambda: timeit(
+            lambda: [arr_get(tuple(slice(o, o + 64, 4) for o in c)) for c in strided], repeat))
         res["read"][prefix] = timeit(lambda: arr_get((slice(None),) * 3), repeat)
         res["points"][prefix] = timeit(lambda: [arr_get(p) for p in points], repeat)
         res["aligned"][prefix] = timeit(
@@ -82,7 +101,8 @@ def run(quick: bool = False, threads: int | None = None) -> Table:
     def zc_set(sel: Any, v: Any) -> None:
         zc[sel] = v
 
-    ops("zarrcy", lambda s: zc[s], zc_set, zc)
+    ops("zarrcy", lambda s: zc[s], zc_set, zc, lambda s: zc.oindex[s])
+    decoded = _decoded_counts(zc, step_ops, oidx, strided, inner)
 
     # -- zarr-python (+ zarrs) -------------------------------------------------------------
     try:
@@ -101,7 +121,7 @@ def run(quick: bool = False, threads: int | None = None) -> Table:
             def zset(sel: Any, v: Any) -> None:
                 z[sel] = v
 
-            ops(name, lambda s: z[s], zset, z)
+            ops(name, lambda s: z[s], zset, z, lambda s: z.oindex[s])
 
         zp_ops("zarr-python", paths["zp"])
         try:
@@ -144,7 +164,7 @@ def run(quick: bool = False, threads: int | None = None) -> Table:
         def tset(sel: Any, v: Any) -> None:
             tt[sel].write(v).result()
 
-        ops("tensorstore", lambda s: tt[s].read().result(), tset, tt)
+        ops("tensorstore", lambda s: tt[s].read().result(), tset, tt, lambda s: tt.oindex[s].read().result())
     except ImportError:
         pass
 
@@ -154,8 +174,59 @@ def run(quick: bool = False, threads: int | None = None) -> Table:
     table.add(f"{nops} random aligned {inner}^3 reads", res["aligned"])
     table.add(f"{nops} random unaligned {unal}^3 reads", res["unaligned"])
     table.add(f"{nops} random inner-chunk writes", res["chunk_writes"])
+    for name in step_ops:
+        table.add(name, res[name])
+    table.add(f"a.oindex[{oidx}, :, :]", res["oindex"])
+    table.add(f"{nops} strided boxes [z:z+64:4, y:y+64:4, x:x+64:4]", res["strided"])
+    for name, (got, touched) in decoded.items():
+        table.add(f"inner chunks decoded: {name} (touched: {touched})", {"zarrcy": got}, unit="")
     shutil.rmtree(d, ignore_errors=True)
     return table
+
+
+def _supported(fn: Callable[[], float]) -> float | None:
+    """A timing, or None (n/a) when the implementation refuses the selection (the zarrs
+    pipeline in strict mode has no steps)."""
+    try:
+        return fn()
+    except Exception:  # noqa: BLE001 - a peer's limitation, reported as n/a
+        return None
+
+
+def _decoded_counts(zc: Any, step_ops: dict[str, Any], oidx: list[int], strided: list[Any],
+                    inner: int) -> dict[str, tuple[int, int]]:
+    """Inner chunks zarrcy decodes per op, next to the number the selection touches
+    (distinct inner chunks per dimension, multiplied)."""
+    from zarrcy.codecs.sharding import decode_stats
+
+    def touched(sel: Any) -> int:
+        t = 1
+        for s, size in zip(sel, zc.shape):
+            idx = np.arange(size)[s] if isinstance(s, slice) else np.asarray(s)
+            t *= len(np.unique(idx // inner))
+        return t
+
+    out: dict[str, tuple[int, int]] = {}
+    decode_stats.reset(True)
+    try:
+        for name, sel in step_ops.items():
+            decode_stats.reset(True)
+            zc[sel]
+            out[name] = (decode_stats.decoded, touched(sel))
+        sel = (oidx, slice(None), slice(None))
+        decode_stats.reset(True)
+        zc.oindex[sel]
+        out[f"a.oindex[{oidx}, :, :]"] = (decode_stats.decoded, touched(sel))
+        decode_stats.reset(True)
+        total = 0
+        for c in strided:
+            sel = tuple(slice(o, o + 64, 4) for o in c)
+            zc[sel]
+            total += touched(sel)
+        out["strided boxes (all reads)"] = (decode_stats.decoded, total)
+    finally:
+        decode_stats.reset(False)
+    return out
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ LAYERS = [
     ("zarrcy.errors", 1),
     ("zarrcy.types", 1),
     ("zarrcy.byte_range", 1),
+    ("zarrcy.byte_access", 1),
     ("zarrcy.config", 1),
     ("zarrcy.storage", 2),
     ("zarrcy.metadata.data_type", 2),

@@ -50,7 +50,7 @@ from zarrcy.indexing import (
     ortho_set,
 )
 from zarrcy.metadata.array import ArrayMetadata
-from zarrcy.storage import Store
+from zarrcy.storage import Store, StorePath
 
 __all__ = ["Array", "Attributes", "StoreValue"]
 
@@ -59,52 +59,8 @@ _SCRATCH = threading.local()
 _NOT_A_POINT = object()
 
 
-class StoreValue:
-    """A (store, key) pair: the ByteGetter/ByteSetter codecs see (codecs/_base.py)."""
-
-    __slots__ = ("store", "key")
-
-    def __init__(self, store: Store, key: str) -> None:
-        self.store = store
-        self.key = key
-
-    def get(self, byte_range: ByteRequest = None) -> bytes | None:
-        return self.store.get(self.key, byte_range)
-
-    def get_ranges(self, byte_ranges: Sequence[ByteRequest]) -> list[bytes | None]:
-        return self.store.get_partial_values([(self.key, r) for r in byte_ranges])
-
-    def set(self, value) -> None:
-        self.store.set(self.key, value)
-
-    def set_partial(self, start: int, value) -> None:
-        self.store.set_partial_values([(self.key, start, value)])
-
-    def delete(self) -> None:
-        self.store.erase(self.key)
-
-    def version(self) -> object | None:
-        return self.store.version(self.key)
-
-    # conditional reads (storage/_base.py): the sharding codec's shard-index cache on
-    # stores without a cheap ``version`` (object stores: ETag + If-Match)
-    @property
-    def conditional_reads(self) -> bool:
-        return self.store.supports_conditional_reads
-
-    def get_versioned(self, byte_range: ByteRequest = None) -> tuple[bytes | None, object | None]:
-        return self.store.get_versioned(self.key, byte_range)
-
-    def get_ranges_if_version(self, byte_ranges: Sequence[ByteRequest], version: object) -> list[bytes | None] | None:
-        return self.store.get_ranges_if_version(self.key, byte_ranges, version)
-
-    @property
-    def cache_id(self) -> tuple[str, str]:
-        return (self.store.url, self.key)
-
-    @property
-    def supports_partial_writes(self) -> bool:
-        return self.store.supports_partial_writes
+# the one ByteGetter/ByteSetter implementation (zarrcy.byte_access) over a store key
+StoreValue = StorePath
 
 
 class Attributes(MutableMapping):
@@ -273,9 +229,9 @@ class Array(Node):
         self._ndim = len(self._shape)
         fmt = getattr(metadata, "zarr_format", 3)
         self._meta_key = self._prefix + (META_KEY if fmt == 3 else ".zarray" if fmt == 2 else "meta")
-        ab = self._pipeline.array_bytes
-        # single-element reads of a sharded array go straight to the shard codec
-        self._point_codec = ab if (self._pipeline.supports_partial_decode and hasattr(ab, "read_point")) else None
+        # partial reads and writes reach the codec with the chunk's selection intact
+        # (sharding, also behind a transpose); single-element reads go straight to it
+        self._partial = self._pipeline.supports_partial_decode
 
     # -- properties ------------------------------------------------------------------
     @property
@@ -316,10 +272,8 @@ class Array(Node):
         return inner if inner is not None else self._chunk_shape
 
     def _inner_chunk_shape(self) -> tuple[int, ...] | None:
-        ab = self._pipeline.array_bytes
-        if getattr(ab, "name", None) == "sharding_indexed" and not self._pipeline.array_array:
-            return tuple(ab.chunk_shape)
-        return None
+        inner = self._pipeline.array_bytes.inner_chunk_shape
+        return inner if inner is not None and not self._pipeline.array_array else None
 
     @property
     def fill_value(self) -> Any:
@@ -459,8 +413,8 @@ class Array(Node):
             local.append(i - q * c)
         key = self._prefix + self._encode_key(tuple(coords))
         try:
-            if self._point_codec is not None:
-                return self._point_codec.read_point(StoreValue(self.store, key), local, self._pipeline.spec)
+            if self._partial:
+                return self._pipeline.read_point(StorePath(self.store, key), local)
             data = self._get_stored(key)
             if data is None:
                 # a missing chunk: is the array itself still there?  (sharded point reads
@@ -608,7 +562,7 @@ class Array(Node):
         osel = p.out_selection
         pipeline = self._pipeline
         valid = self._chunk_valid_shape(p.chunk_coords)
-        if p.is_complete or not pipeline.supports_partial_decode:
+        if p.is_complete or not self._partial:
             data = self._get_stored(key)
             if data is None:
                 ortho_set(out, osel, self._fill)
@@ -633,16 +587,17 @@ class Array(Node):
             chunk = self._decode(key, data)
             ortho_set(out, osel, ortho_get(chunk, p.chunk_selection))
             return
-        # partial decode (sharding): fetch only the bounding box of the selection
-        bbox, rel = _bounding(p.chunk_selection)
+        # partial decode (sharding): the selection reaches the codec intact (steps,
+        # index arrays); a plain region of the output is decoded into in place
+        target = out[osel + (Ellipsis,)] if all(isinstance(s, slice) for s in osel) else None
         try:
-            piece = pipeline.decode_partial(StoreValue(self.store, key), bbox)
+            piece = pipeline.decode_partial(StorePath(self.store, key), p.chunk_selection, target)
         except CorruptChunkError as e:
             raise CorruptChunkError(f"{key}: {e}", key=key) from e
         if piece is None:
             ortho_set(out, osel, self._fill)
-        else:
-            ortho_set(out, osel, ortho_get(piece, rel))
+        elif target is None:
+            ortho_set(out, osel, piece)
 
     def _read_points(self, coords: np.ndarray) -> np.ndarray:
         """Vectorised read of points (coords: (ndim, N) int64, in bounds)."""
@@ -667,19 +622,14 @@ class Array(Node):
             cc = tuple(int(x) for x in chunk_coords[:, idx[0]])
             local = coords[:, idx] - cs * np.asarray(cc, dtype=np.int64)[:, None]
             key = self._key(cc)
-            if self._pipeline.supports_partial_decode:
-                # orthogonal selection of the distinct coordinates per dimension: the
-                # shard decodes only the inner chunks those coordinates can touch
-                uniq = [np.unique(row) for row in local]
+            if self._partial:
+                # the points reach the codec as they are: only the inner chunks holding
+                # them are decoded (sharding)
                 try:
-                    piece = self._pipeline.decode_partial(StoreValue(self.store, key), tuple(uniq))
+                    piece = self._pipeline.decode_points(StorePath(self.store, key), local)
                 except CorruptChunkError as e:
                     raise CorruptChunkError(f"{key}: {e}", key=key) from e
-                if piece is None:
-                    out[idx] = self._fill
-                else:
-                    pos = tuple(np.searchsorted(u, row) for u, row in zip(uniq, local))
-                    out[idx] = piece[pos]
+                out[idx] = self._fill if piece is None else piece
                 return
             data = self._get_stored(key)
             if data is None:
@@ -799,7 +749,10 @@ class Array(Node):
             chunk = c
         data = self._pipeline.encode(chunk)
         if data is None:
-            self.store.erase(key)
+            if self.store.supports_deletes:
+                self.store.erase(key)
+            elif self.store.exists(key):  # append-only store (zip): an all-fill stored form
+                self.store.set(key, self._pipeline.encode_empty())
         else:
             self.store.set(key, data)
 
@@ -826,16 +779,9 @@ class Array(Node):
             self._store_chunk(key, chunk)
             return
         if pipeline.supports_partial_encode:
-            bbox, rel = _bounding(p.chunk_selection)
-            shape = tuple(b.stop - b.start for b in bbox)
-            if all(isinstance(r, slice) and r == slice(0, n, 1) for r, n in zip(rel, shape)):
-                block = np.asarray(piece).reshape(shape)
-            else:
-                existing = pipeline.decode_partial(StoreValue(self.store, key), bbox)
-                block = np.full(shape, self._fill, self._dtype) if existing is None else np.array(existing)
-                ortho_set(block, rel, piece)
+            # the selection reaches the codec intact: only touched inner chunks change
             try:
-                pipeline.encode_partial(StoreValue(self.store, key), bbox, block)
+                pipeline.encode_partial(StorePath(self.store, key), p.chunk_selection, piece)
             except CorruptChunkError as e:
                 raise CorruptChunkError(f"{key}: {e}", key=key) from e
             return
@@ -868,6 +814,12 @@ class Array(Node):
             local = tuple(coords[:, idx] - cs * np.asarray(cc, dtype=np.int64)[:, None])
             key = self._key(cc)
             with _object_lock(self.store, key):
+                if self._partial:  # sharded: only the inner chunks holding the points change
+                    try:
+                        self._pipeline.encode_points(StorePath(self.store, key), np.stack(local), v[idx])
+                    except CorruptChunkError as e:
+                        raise CorruptChunkError(f"{key}: {e}", key=key) from e
+                    return
                 data = self._get_stored(key)
                 chunk = np.full(self._chunk_shape, self._fill, self._dtype) if data is None else np.array(self._decode(key, data))
                 chunk[local] = v[idx]
@@ -1019,25 +971,6 @@ def _c_contiguous(x: np.ndarray) -> np.ndarray:
     """C-contiguous without changing the shape (np.ascontiguousarray makes 0-d 1-d)."""
     x = np.asarray(x)
     return x if x.flags.c_contiguous else np.array(x, order="C")
-
-
-def _bounding(chunk_selection: tuple[Any, ...]) -> tuple[tuple[slice, ...], tuple[Any, ...]]:
-    """Bounding step-1 slices of a chunk selection, and the selection relative to them."""
-    bbox = []
-    rel: list[Any] = []
-    for s in chunk_selection:
-        if isinstance(s, slice):
-            lo, hi, st = s.start, s.stop, s.step or 1
-            bbox.append(slice(lo, hi))
-            rel.append(slice(0, hi - lo, st))
-        elif isinstance(s, np.ndarray):
-            lo, hi = int(s.min()), int(s.max()) + 1
-            bbox.append(slice(lo, hi))
-            rel.append(s - lo)
-        else:
-            bbox.append(slice(s, s + 1))
-            rel.append(0)
-    return tuple(bbox), tuple(rel)
 
 
 class _OIndex:

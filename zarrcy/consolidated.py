@@ -144,6 +144,9 @@ class ConsolidatedStore(Store):
     def version(self, key: str) -> object | None:
         return None if key in self._docs else self.base.version(key)
 
+    def snapshot(self, key: str):
+        return super().snapshot(key) if key in self._docs or self._is_metadata_key(key) else self.base.snapshot(key)
+
     def exists(self, key: str) -> bool:
         return self.get(key) is not None
 

@@ -48,6 +48,7 @@ try:  # zarr-python internals the read/write fast paths reuse (3.4); without the
 except ImportError:  # pragma: no cover
     _FAST = False
 
+from zarrcy.byte_access import ByteSetter
 from zarrcy.byte_range import SuffixRequest
 from zarrcy.codecs._base import ArraySpec
 from zarrcy.codecs.pipeline import CodecPipeline
@@ -260,7 +261,7 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
         return None
 
 
-class _SyncGetter:
+class _SyncGetter(ByteSetter):
     """zarrcy's ``ByteGetter`` over a zarr-python ``StorePath`` with synchronous IO."""
 
     __slots__ = ("path", "prototype", "missing")

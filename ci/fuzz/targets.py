@@ -27,6 +27,7 @@ from typing import Any, Callable
 import numpy as np
 
 import zarrcy
+from zarrcy.byte_access import ByteGetter, BytesSnapshot
 from zarrcy.codecs._base import ArraySpec
 from zarrcy.codecs.pipeline import CodecPipeline
 from zarrcy.errors import ZarrcyError
@@ -86,11 +87,14 @@ def _pipeline(codecs: list[Any], data_type: str, shape: tuple[int, ...]) -> Code
     return p
 
 
-class _Getter:
+class _Getter(ByteGetter):
     """ByteGetter over an in-memory value (what a store gives a codec)."""
 
     def __init__(self, value: bytes | None) -> None:
         self.value = value
+
+    def snapshot(self) -> BytesSnapshot:
+        return BytesSnapshot(self.value)
 
     def get(self, byte_range: Any = None) -> bytes | None:
         if self.value is None:

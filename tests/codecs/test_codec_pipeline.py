@@ -134,6 +134,8 @@ def test_corrupt_values(name: str) -> None:
 
 class _FakePartial(ArrayBytesCodec):
     name = "fake_partial"
+    supports_partial_decode = True
+    supports_partial_encode = True
 
     @classmethod
     def from_dict(cls, configuration: Any, path: str) -> Any:
@@ -148,7 +150,7 @@ class _FakePartial(ArrayBytesCodec):
     def decode(self, data: Any, spec: ArraySpec) -> np.ndarray:
         return np.zeros(spec.shape, spec.dtype)
 
-    def decode_partial(self, getter: Any, selection: tuple, spec: ArraySpec) -> Any:
+    def decode_partial(self, getter: Any, selection: tuple, spec: ArraySpec, out: Any = None) -> Any:
         return ("decode_partial", getter, selection, spec.shape)
 
     def encode_partial(self, setter: Any, selection: tuple, value: Any, spec: ArraySpec) -> None:
@@ -161,8 +163,8 @@ def test_partial_delegation() -> None:
     assert p.supports_partial_decode and p.supports_partial_encode
     assert p.decode_partial("g", (slice(0, 2),)) == ("decode_partial", "g", (slice(0, 2),), (4, 4))
     log: list = []
-    p.encode_partial(log, (slice(1, 2),), 7)  # type: ignore[arg-type]
-    assert log == [((slice(1, 2),), 7)]
+    p.encode_partial(log, (slice(1, 2), 3), 7)  # type: ignore[arg-type]
+    assert len(log) == 1 and log[0][0] == (slice(1, 2), 3) and log[0][1].tolist() == [7]
     q = CodecPipeline.from_codecs([_FakePartial(), "crc32c"], spec)
     assert not q.supports_partial_decode
     with pytest.raises(NotImplementedError):

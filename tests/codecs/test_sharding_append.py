@@ -10,6 +10,7 @@ import pytest
 import zarrcy
 from zarrcy.byte_range import resolve
 from zarrcy.codecs._base import ArraySpec
+from zarrcy.byte_access import ByteSetter, BytesSnapshot
 from zarrcy.codecs.sharding import ShardingCodec
 from zarrcy.errors import CorruptChunkError
 
@@ -18,10 +19,17 @@ GZIP = {"name": "gzip", "configuration": {"level": 1}}
 CRC = {"name": "crc32c"}
 
 
-class AppendValue:
+class AppendValue(ByteSetter):
     """A ByteSetter with in-place partial writes (like LocalStore's pwrite)."""
 
     supports_partial_writes = True
+
+    def snapshot(self):
+        return BytesSnapshot(self.value)
+
+    def truncate(self, length, identity=None):
+        self.calls.append(("truncate", length))
+        self.value = self.value[:length]
 
     def __init__(self, value=None):
         self.value = value

@@ -10,6 +10,7 @@ import pytest
 
 from zarrcy.byte_range import resolve
 from zarrcy.codecs._base import ArraySpec
+from zarrcy.byte_access import ByteSetter
 from zarrcy.codecs.sharding import ShardingCodec
 
 zarr = pytest.importorskip("zarr")
@@ -19,7 +20,7 @@ from zarr.codecs import ShardingCodec as ZShardingCodec  # noqa: E402
 pytestmark = pytest.mark.interop
 
 
-class FileValue:
+class FileValue(ByteSetter):
     def __init__(self, path):
         self.path = path
 

@@ -134,58 +134,6 @@ def test_build_index_overflow():
         K.build_index(np.array([S - 1, 5], np.uint64), 0, np.empty(4, np.uint64))
 
 
-# -- selection mapping ---------------------------------------------------------------------
-
-def runs_for(start, stop, c):
-    n = 0 if stop <= start else (stop - 1) // c - start // c + 1
-    arrs = [np.empty(n, np.int64) for _ in range(4)]
-    got = K.slice_runs(start, stop, c, *arrs)
-    assert got == n
-    return arrs
-
-
-@given(st.integers(1, 9), st.integers(0, 60), st.integers(0, 60))
-def test_slice_runs(c, a, b):
-    start, stop = min(a, b), max(a, b)
-    idx, cs, ce, os_ = runs_for(start, stop, c)
-    # reference: every element of [start, stop) appears exactly once, in order
-    elems = []
-    for j in range(len(idx)):
-        assert 0 <= cs[j] < ce[j] <= c
-        assert os_[j] == len(elems)
-        elems.extend(idx[j] * c + np.arange(cs[j], ce[j]))
-    assert elems == list(range(start, stop))
-
-
-@given(st.lists(st.tuples(st.integers(1, 5), st.integers(1, 4)), min_size=0, max_size=4), st.data())
-def test_product_runs(dims, data):
-    grid = np.array([g for g, _ in dims], dtype=np.int64)
-    per_dim = [sorted(data.draw(st.sets(st.integers(0, g - 1), min_size=1, max_size=k))) for g, k in dims]
-    counts = np.array([len(p) for p in per_dim], dtype=np.int64)
-    run_chunk = np.array([x for p in per_dim for x in p], dtype=np.int64)
-    total = int(np.prod(counts)) if len(dims) else 1
-    lin = np.empty(total, np.int64)
-    runs = np.empty((total, len(dims)), np.int64)
-    assert K.product_runs(counts, run_chunk, grid, lin, runs) == total
-    import itertools
-
-    base = np.concatenate([[0], np.cumsum(counts)])[:-1] if len(dims) else []
-    ref = list(itertools.product(*[range(len(p)) for p in per_dim]))
-    for k, combo in enumerate(ref):
-        coords = [per_dim[d][j] for d, j in enumerate(combo)]
-        assert lin[k] == (np.ravel_multi_index(coords, grid) if len(dims) else 0)
-        assert runs[k].tolist() == [base[d] + j for d, j in enumerate(combo)]
-
-
-def test_product_runs_bad_input():
-    with pytest.raises(ValueError):
-        K.product_runs(np.array([1], np.int64), np.array([3], np.int64), np.array([3], np.int64),
-                       np.empty(1, np.int64), np.empty((1, 1), np.int64))
-    with pytest.raises(ValueError):
-        K.product_runs(np.array([2], np.int64), np.array([0], np.int64), np.array([3], np.int64),
-                       np.empty(2, np.int64), np.empty((2, 1), np.int64))
-
-
 # -- coalescing ----------------------------------------------------------------------------
 
 def run_coalesce(ranges, gap, cap):

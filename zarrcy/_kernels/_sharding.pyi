@@ -19,22 +19,6 @@ def validate_index(
     index: npt.NDArray[np.uint64], data_start: int, data_stop: int, shard_size: int
 ) -> tuple[int, int]: ...
 def build_index(nbytes: npt.NDArray[np.uint64], base: int, index_out: npt.NDArray[np.uint64]) -> int: ...
-def slice_runs(
-    start: int,
-    stop: int,
-    chunk_len: int,
-    chunk_idx: npt.NDArray[np.int64],
-    c_start: npt.NDArray[np.int64],
-    c_stop: npt.NDArray[np.int64],
-    o_start: npt.NDArray[np.int64],
-) -> int: ...
-def product_runs(
-    counts: npt.NDArray[np.int64],
-    run_chunk: npt.NDArray[np.int64],
-    grid_shape: npt.NDArray[np.int64],
-    out_linear: npt.NDArray[np.int64],
-    out_runs: npt.NDArray[np.int64],
-) -> int: ...
 def coalesce(
     offsets: npt.NDArray[np.uint64],
     nbytes: npt.NDArray[np.uint64],

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, Protocol, Self, Sequence
+from typing import Any, ClassVar, Literal, Self, Sequence
 
 import numpy as np
 
-from zarrcy.byte_range import ByteRequest
+from zarrcy.byte_access import ByteGetter, ByteSetter, ValueSnapshot
+from zarrcy.errors import CorruptChunkError, expected
 
 __all__ = [
     "ArraySpec",
@@ -27,7 +28,54 @@ __all__ = [
     "ArrayBytesCodec",
     "BytesBytesCodec",
     "CodecKind",
+    "ValueSnapshot",
+    "Selection",
+    "select",
+    "assign",
 ]
+
+#: a selection within one chunk, per dimension: an int (drops the axis), a slice with a
+#: positive step (start/stop inside the chunk), or a 1-d int64 index array (orthogonal)
+Selection = tuple[Any, ...]
+
+
+def select(a: np.ndarray, sel: Selection) -> np.ndarray:
+    """``a`` indexed orthogonally by ``sel`` (ints drop their axis; arrays act per axis)."""
+    basic = tuple(slice(None) if isinstance(s, np.ndarray) else s for s in sel)
+    r = a[basic]
+    axis = 0
+    for s in sel:
+        if isinstance(s, np.ndarray):
+            r = np.take(r, s, axis=axis)
+            axis += 1
+        elif isinstance(s, slice):
+            axis += 1
+    return r
+
+
+def assign(a: np.ndarray, sel: Selection, value: Any) -> None:
+    """``a[sel] = value`` with orthogonal semantics (``value`` shaped like ``select(a, sel)``)."""
+    n_arr = sum(1 for s in sel if isinstance(s, np.ndarray))
+    if n_arr <= 1:
+        a[tuple(sel) + (Ellipsis,)] = value
+        return
+    keep = [not isinstance(s, (int, np.integer)) for s in sel]
+    parts = [
+        (s if isinstance(s, np.ndarray) else np.arange(*s.indices(n)) if isinstance(s, slice) else np.array([s]))
+        for s, n in zip(sel, a.shape)
+    ]
+    v = np.broadcast_to(np.asarray(value), tuple(len(p) for p, k in zip(parts, keep) if k))
+    a[np.ix_(*parts)] = v.reshape(tuple(len(p) for p in parts))
+
+
+def selection_shape(sel: Selection, shape: Sequence[int]) -> tuple[int, ...]:
+    out = []
+    for s, n in zip(sel, shape):
+        if isinstance(s, slice):
+            out.append(len(range(*s.indices(n))))
+        elif isinstance(s, np.ndarray):
+            out.append(int(s.shape[0]))
+    return tuple(out)
 
 CodecKind = Literal["array->array", "array->bytes", "bytes->bytes"]
 
@@ -55,24 +103,6 @@ class ArraySpec:
         return n
 
 
-class ByteGetter(Protocol):
-    """Read access to one stored value (a chunk or shard), as codecs see it."""
-
-    def get(self, byte_range: ByteRequest = None) -> bytes | None:
-        """The value (or a range of it); ``None`` if the value does not exist."""
-
-    def get_ranges(self, byte_ranges: Sequence[ByteRequest]) -> list[bytes | None]:
-        """Several ranges of the value at once (stores may coalesce/batch)."""
-
-
-class ByteSetter(ByteGetter, Protocol):
-    """Read/write access to one stored value."""
-
-    def set(self, value: bytes | bytearray | memoryview) -> None: ...
-
-    def delete(self) -> None: ...
-
-
 class Codec(ABC):
     """Base of every codec.  Subclasses set ``name`` (the spec's identifier) and ``kind``."""
 
@@ -92,6 +122,11 @@ class Codec(ABC):
     @abstractmethod
     def to_dict(self) -> dict[str, Any]:
         """``{"name": ..., "configuration": {...}}`` fully resolved (round-trips)."""
+
+    def evolve(self, spec: ArraySpec) -> Self:
+        """This codec specialised for ``spec`` (e.g. ``transpose`` "C"/"F" -> a permutation,
+        ``bytes`` without ``endian`` for 1-byte types); default: unchanged."""
+        return self
 
     def validate(self, spec: ArraySpec, path: str) -> None:
         """Check this codec against its decoded representation; raise MetadataError."""
@@ -116,6 +151,29 @@ class ArrayArrayCodec(Codec):
     def decode(self, chunk: np.ndarray, spec: ArraySpec) -> np.ndarray:
         """``spec`` is the decoded (output) representation."""
 
+    #: :meth:`encoded_view` gives a writable view of a decoded-shape array in the encoded
+    #: representation (the pipeline then decodes straight into the caller's array)
+    supports_encoded_view: ClassVar[bool] = False
+
+    def encoded_view(self, out: np.ndarray) -> np.ndarray:
+        raise NotImplementedError(f"{self.name}: no encoded view")
+
+    def decode_into(self, chunk: np.ndarray, out: np.ndarray, spec: ArraySpec) -> bool:
+        """Decode ``chunk`` straight into ``out`` (C-contiguous, decoded dtype and shape);
+        False (nothing written) when not supported: the caller uses :meth:`decode`."""
+        return False
+
+    # -- partial I/O: codecs that only rearrange elements pass partial reads through --
+    def encode_selection(self, selection: Selection, spec: ArraySpec) -> Selection | None:
+        """``selection`` of the decoded chunk expressed on the encoded chunk, or None
+        when partial access does not compose through this codec (the default)."""
+        return None
+
+    def encoded_piece(self, piece: np.ndarray, selection: Selection) -> np.ndarray:
+        """A view of ``piece`` (``selection`` of a decoded chunk, ints dropped) in the
+        axis order of the encoded selection :meth:`encode_selection` returned."""
+        raise NotImplementedError(f"{self.name}: partial access does not compose")
+
 
 class ArrayBytesCodec(Codec):
     kind: ClassVar[CodecKind] = "array->bytes"
@@ -132,6 +190,92 @@ class ArrayBytesCodec(Codec):
         """Decode straight into ``out`` (shape ``spec.shape``); False if not supported."""
         return False
 
+    def fix_endian_inplace(self, out: np.ndarray, spec: ArraySpec) -> None:
+        """After a compressor wrote this codec's encoded bytes into ``out``: make them
+        native (default: nothing to do)."""
+
+    @property
+    def inner_chunk_shape(self) -> tuple[int, ...] | None:
+        """The unit of encoding inside one stored value when it holds several (the
+        sharding codec's inner chunks); None otherwise."""
+        return None
+
+    # -- partial I/O (DESIGN.md "Read", step 4) --------------------------------------
+    #: True when :meth:`decode_partial` / :meth:`encode_partial` read or write less than
+    #: the whole value (sharding); the defaults below decode / encode it whole
+    supports_partial_decode: ClassVar[bool] = False
+    supports_partial_encode: ClassVar[bool] = False
+
+    def decode_partial(
+        self, getter: ByteGetter, selection: Selection, spec: ArraySpec, out: np.ndarray | None = None
+    ) -> np.ndarray | None:
+        """Decode ``selection`` (see :data:`Selection`) of the value behind ``getter``.
+        Writes into ``out`` when given (shape: the selection's, ints dropped) and returns
+        it; None when the value does not exist (``out`` untouched).
+        Default: read and decode the whole value, then select."""
+        data = getter.get()
+        if data is None:
+            return None
+        piece = select(self.decode(data, spec), selection)
+        if out is None:
+            return np.array(piece)
+        out[...] = piece
+        return out
+
+    def encode_partial(self, setter: ByteSetter, selection: Selection, value: np.ndarray, spec: ArraySpec) -> None:
+        """Write ``value`` into ``selection`` of the value behind ``setter``.
+        Default: read, decode, merge, encode and store the whole value."""
+        data = setter.get()
+        if data is None:
+            chunk = np.full(spec.shape, spec.fill_value, dtype=spec.dtype)
+        else:
+            chunk = np.array(self.decode(data, spec))
+        assign(chunk, selection, value)
+        enc = self.encode(chunk, spec)
+        if enc is None:
+            setter.delete()
+        else:
+            setter.set(enc)
+
+    def decode_points(self, getter: ByteGetter, coords: np.ndarray, spec: ArraySpec) -> np.ndarray | None:
+        """Elements at chunk coordinates ``coords`` (int64, shape ``(ndim, k)``, in
+        bounds): a 1-d array of ``k`` values; None when the value does not exist.
+        Default: decode the whole value and gather."""
+        data = getter.get()
+        if data is None:
+            return None
+        return np.asarray(self.decode(data, spec)[tuple(coords)])
+
+    def empty_encoding(self, spec: ArraySpec) -> bytes | bytearray | memoryview:
+        """Stored bytes of an all-fill chunk, for stores that cannot delete (zip) when
+        :meth:`encode` returned None; default: encode a chunk of fill values."""
+        enc = self.encode(np.full(spec.shape, spec.fill_value, dtype=spec.dtype), spec)
+        if enc is None:  # pragma: no cover - codec contract
+            raise NotImplementedError(f"{self.name}: no stored form of an all-fill chunk")
+        return enc
+
+    def encode_points(self, setter: ByteSetter, coords: np.ndarray, values: np.ndarray, spec: ArraySpec) -> None:
+        """Write ``values[k]`` at chunk coordinates ``coords[:, k]`` ((ndim, k) int64;
+        vindex).  Default: read, decode, set, encode and store the whole value."""
+        data = setter.get()
+        if data is None:
+            chunk = np.full(spec.shape, spec.fill_value, dtype=spec.dtype)
+        else:
+            chunk = np.array(self.decode(data, spec))
+        chunk[tuple(coords)] = values
+        enc = self.encode(chunk, spec)
+        if enc is None:
+            setter.delete()
+        else:
+            setter.set(enc)
+
+    def read_point(self, getter: ByteGetter, local: Sequence[int], spec: ArraySpec) -> Any:
+        """One element at chunk coordinates ``local``; the fill value if the value is missing."""
+        piece = self.decode_partial(getter, tuple(int(i) for i in local), spec)
+        if piece is None:
+            return np.asarray(spec.fill_value, dtype=spec.dtype)[()]
+        return piece[()]
+
 
 class BytesBytesCodec(Codec):
     kind: ClassVar[CodecKind] = "bytes->bytes"
@@ -143,3 +287,21 @@ class BytesBytesCodec(Codec):
     @abstractmethod
     def decode(self, data: bytes | bytearray | memoryview, spec: ArraySpec) -> bytes | bytearray | memoryview:
         ...
+
+    def max_encoded_size(self, n: int) -> int | None:
+        """Largest encoded size for ``n`` input bytes (None: no bound known)."""
+        return None
+
+    def decode_sized(self, data: Any, size: int, spec: ArraySpec) -> Any:
+        """Decode when the decoded size is known to be ``size`` bytes (codecs with a
+        streaming decoder stop there: no decompression bomb); default: decode, check."""
+        out = self.decode(data, spec)
+        n = out.nbytes if isinstance(out, (memoryview, np.ndarray)) else len(out)
+        if n != size:
+            raise CorruptChunkError(expected(f"{self.to_dict().get('name')} output", f"{size} bytes", n))
+        return out
+
+    def decode_into(self, data: Any, dst: np.ndarray, spec: ArraySpec) -> bool:
+        """Decode into ``dst`` (a uint8 array of the known decoded size); False when not
+        supported (nothing written)."""
+        return False

@@ -89,5 +89,7 @@ class OpaqueArrayArrayCodec(OpaqueCodec, ArrayArrayCodec):
     def decode(self, chunk: np.ndarray, spec: ArraySpec) -> np.ndarray:
         return chunk
 
+    supports_encoded_view: ClassVar[bool] = True
+
     def encoded_view(self, out: np.ndarray) -> np.ndarray:
         return out

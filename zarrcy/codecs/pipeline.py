@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 import threading
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -33,6 +33,8 @@ from zarrcy.codecs._base import (
     ByteSetter,
     BytesBytesCodec,
     Codec,
+    Selection,
+    selection_shape,
 )
 from zarrcy.codecs.registry import resolve_codecs
 from zarrcy.errors import CorruptChunkError, expected
@@ -77,8 +79,7 @@ class CodecPipeline:
         for c in self.bytes_bytes:
             sizes.append(size)
             size = c.compute_encoded_size(size, self._ab_spec) if size is not None else None
-            f = getattr(c, "max_encoded_size", None)
-            bound = f(bound) if (f is not None and bound is not None) else None
+            bound = c.max_encoded_size(bound) if bound is not None else None
         self._bb_sizes = tuple(sizes)
         self._encoded_size = size
         self._max_encoded = bound
@@ -92,14 +93,23 @@ class CodecPipeline:
             and not self.array_bytes._swaps(self._ab_spec.dtype)
         )
         # every array->array codec can give a view of `out` in its encoded form
-        self._aa_views = all(hasattr(c, "encoded_view") for c in self.array_array)
+        self._aa_views = all(c.supports_encoded_view for c in self.array_array)
         # the innermost compressor can write the array's bytes into `out` directly
         self._direct = (
             isinstance(self.array_bytes, BytesCodec)
             and bool(self.bytes_bytes)
-            and hasattr(self.bytes_bytes[0], "decode_into")
             and self._bb_sizes[0] is not None
         )
+        # partial reads/writes pass through the array->array codecs (transpose) to an
+        # array->bytes codec that reads less than the whole value (sharding)
+        full = None
+        ok = not self.bytes_bytes
+        for c, s in zip(self.array_array, self._aa_specs):
+            if not ok:
+                break
+            full = tuple(slice(0, n, 1) for n in s.shape)
+            ok = c.encode_selection(full, s) is not None
+        self._partial_ok = ok
 
     @classmethod
     def from_codecs(cls, codecs: Iterable[Any], spec: ArraySpec, path: str = "codecs") -> CodecPipeline:
@@ -187,6 +197,16 @@ class CodecPipeline:
             b = memoryview(np.ascontiguousarray(b).reshape(-1).view(np.uint8))
         return b
 
+    def encode_empty(self) -> bytes | bytearray | memoryview:
+        """Stored bytes of an all-fill chunk, for stores without deletes when
+        :meth:`encode` returned None (sharding: an index-only shard)."""
+        b: Any = self.array_bytes.empty_encoding(self._ab_spec)
+        for c in self.bytes_bytes:
+            b = c.encode(b, self._ab_spec)
+        if isinstance(b, np.ndarray):
+            b = memoryview(np.ascontiguousarray(b).reshape(-1).view(np.uint8))
+        return b
+
     # -- decode -------------------------------------------------------------------------
     def _check_encoded(self, data: Any) -> None:
         if data is None:
@@ -199,15 +219,16 @@ class CodecPipeline:
                     expected("encoded chunk", f"at most {limit} bytes for shape {self.spec.shape} {self.spec.dtype}", n)
                 )
 
-    def _decode_bytes(self, data: Any, stop: int) -> Any:
-        """Run bytes->bytes decoders from the outermost down to index ``stop`` (inclusive)."""
-        for i in range(len(self.bytes_bytes) - 1, stop - 1, -1):
+    def _decode_bytes(self, data: Any, stop: int, first: int | None = None) -> Any:
+        """Run bytes->bytes decoders from index ``first`` (default: the outermost) down
+        to index ``stop`` (inclusive)."""
+        top = len(self.bytes_bytes) - 1 if first is None else first
+        for i in range(top, stop - 1, -1):
             c = self.bytes_bytes[i]
             size = self._bb_sizes[i]
-            sized = getattr(c, "decode_sized", None)
             try:
-                if size is not None and sized is not None:
-                    data = sized(data, size, self._ab_spec)
+                if size is not None:
+                    data = c.decode_sized(data, size, self._ab_spec)
                 else:
                     data = c.decode(data, self._ab_spec)
                     if size is not None:
@@ -253,12 +274,12 @@ class CodecPipeline:
             raise ValueError(expected("decode_into out.shape", str(self.spec.shape), tuple(out.shape)))
         self._check_encoded(data)
         if not self._aa_views or out.dtype != self.spec.dtype:
-            if len(self._aa_exec) == 1 and hasattr(self._aa_exec[0][0], "decode_into"):
+            if len(self._aa_exec) == 1:
                 # one array->array step that can write into `out` (fused scale_offset+cast_value):
                 # no intermediate decoded chunk
                 c, s = self._aa_exec[0]
                 arr = self.array_bytes.decode(self._decode_bytes(data, 0), self._ab_spec)
-                if not c.decode_into(arr, out, s):  # type: ignore[attr-defined]
+                if not c.decode_into(arr, out, s):
                     arr = c.decode(arr, s)
                     if tuple(arr.shape) != tuple(self.spec.shape):
                         raise CorruptChunkError(expected("decoded chunk shape", str(self.spec.shape), tuple(arr.shape)))
@@ -268,7 +289,7 @@ class CodecPipeline:
             return
         target = out
         for c in self.array_array:
-            target = c.encoded_view(target)  # type: ignore[attr-defined]
+            target = c.encoded_view(target)
         self._decode_ab_into(data, target)
 
     def _decode_ab_into(self, data: Any, target: np.ndarray) -> None:
@@ -279,16 +300,16 @@ class CodecPipeline:
             dst = target.reshape(-1).view(np.uint8) if target.size else np.empty(0, dtype=np.uint8)
             bb0 = self.bytes_bytes[0]
             try:
-                ok = bb0.decode_into(b, dst, self._ab_spec)  # type: ignore[attr-defined]
+                ok = bb0.decode_into(b, dst, self._ab_spec)
             except CorruptChunkError:
                 raise
             except (ValueError, RuntimeError, OSError) as e:
                 name = bb0.to_dict().get("name")
                 raise CorruptChunkError(expected(f"{name}", "decodable bytes", f"{type(e).__name__}: {e}")) from None
             if ok:
-                ab.fix_endian_inplace(target, self._ab_spec)  # type: ignore[attr-defined]
+                ab.fix_endian_inplace(target, self._ab_spec)
                 return
-            b = self._decode_bytes(data, 0)
+            b = self._decode_bytes(b, 0, 0)
         else:
             b = self._decode_bytes(data, 0)
         if not ab.decode_into(b, target, self._ab_spec):
@@ -309,20 +330,73 @@ class CodecPipeline:
     # -- partial ------------------------------------------------------------------------
     @property
     def supports_partial_decode(self) -> bool:
-        return not self.array_array and not self.bytes_bytes and hasattr(self.array_bytes, "decode_partial")
+        """Partial reads decode less than the whole stored value (sharding, possibly
+        behind transposes)."""
+        return self._partial_ok and self.array_bytes.supports_partial_decode
 
     @property
     def supports_partial_encode(self) -> bool:
-        return not self.array_array and not self.bytes_bytes and hasattr(self.array_bytes, "encode_partial")
+        return self._partial_ok and self.array_bytes.supports_partial_encode
 
-    def decode_partial(self, getter: ByteGetter, selection: tuple[Any, ...]) -> np.ndarray | None:
-        """Decode only ``selection`` of the stored value behind ``getter`` (None if it is missing)."""
-        if not self.supports_partial_decode:
+    def _encoded_selection(self, selection: Selection) -> Selection:
+        for c, s in zip(self.array_array, self._aa_specs):
+            enc = c.encode_selection(selection, s)
+            if enc is None:  # pragma: no cover - _partial_ok checked every codec
+                raise NotImplementedError(f"{c.name}: partial access does not compose")
+            selection = enc
+        return selection
+
+    def _encoded_piece(self, piece: np.ndarray, selection: Selection) -> np.ndarray:
+        """``piece`` (``selection`` of a decoded chunk) viewed in the encoded axis order."""
+        for c, s in zip(self.array_array, self._aa_specs):
+            piece = c.encoded_piece(piece, selection)
+            enc = c.encode_selection(selection, s)
+            if enc is None:  # pragma: no cover - _partial_ok checked every codec
+                raise NotImplementedError(f"{c.name}: partial access does not compose")
+            selection = enc
+        return piece
+
+    def decode_partial(
+        self, getter: ByteGetter, selection: Selection, out: np.ndarray | None = None
+    ) -> np.ndarray | None:
+        """Decode only ``selection`` (per dim: int, slice with a positive step, or int64
+        index array; ints drop their axis) of the stored value behind ``getter``, into
+        ``out`` when given; None if the value is missing (``out`` untouched)."""
+        if not self._partial_ok:
             raise NotImplementedError("this codec chain does not support partial decoding")
-        return self.array_bytes.decode_partial(getter, selection, self._ab_spec)  # type: ignore[attr-defined]
+        if not self.array_array:
+            return self.array_bytes.decode_partial(getter, selection, self._ab_spec, out)
+        if out is None:
+            out = np.empty(selection_shape(selection, self.spec.shape), dtype=self.spec.dtype)
+        got = self.array_bytes.decode_partial(
+            getter, self._encoded_selection(selection), self._ab_spec, self._encoded_piece(out, selection)
+        )
+        return None if got is None else out
 
-    def encode_partial(self, setter: ByteSetter, selection: tuple[Any, ...], value: np.ndarray) -> None:
-        """Write ``value`` into ``selection`` of the stored value behind ``setter``."""
-        if not self.supports_partial_encode:
+    def encode_partial(self, setter: ByteSetter, selection: Selection, value: np.ndarray) -> None:
+        """Write ``value`` (shaped like the selection) into ``selection`` of the stored value."""
+        if not self._partial_ok:
             raise NotImplementedError("this codec chain does not support partial encoding")
-        self.array_bytes.encode_partial(setter, selection, value, self._ab_spec)  # type: ignore[attr-defined]
+        value = np.broadcast_to(np.asarray(value, dtype=self.spec.dtype), selection_shape(selection, self.spec.shape))
+        self.array_bytes.encode_partial(
+            setter, self._encoded_selection(selection), self._encoded_piece(value, selection), self._ab_spec
+        )
+
+    def decode_points(self, getter: ByteGetter, coords: np.ndarray) -> np.ndarray | None:
+        """Elements at chunk coordinates ``coords`` ((ndim, k) int64; vindex): only the
+        inner chunks holding them are decoded.  None if the stored value is missing."""
+        if not self._partial_ok:
+            raise NotImplementedError("this codec chain does not support partial decoding")
+        enc = np.asarray(self._encoded_selection(tuple(coords)), dtype=np.int64).reshape(len(coords), -1)
+        return self.array_bytes.decode_points(getter, enc, self._ab_spec)
+
+    def encode_points(self, setter: ByteSetter, coords: np.ndarray, values: np.ndarray) -> None:
+        """Write ``values[k]`` at chunk coordinates ``coords[:, k]`` (vindex writes)."""
+        if not self._partial_ok:
+            raise NotImplementedError("this codec chain does not support partial encoding")
+        enc = np.asarray(self._encoded_selection(tuple(coords)), dtype=np.int64).reshape(len(coords), -1)
+        self.array_bytes.encode_points(setter, enc, np.asarray(values, dtype=self.spec.dtype), self._ab_spec)
+
+    def read_point(self, getter: ByteGetter, local: Sequence[int]) -> Any:
+        """One element at chunk coordinates ``local`` (fill value if the value is missing)."""
+        return self.array_bytes.read_point(getter, self._encoded_selection(tuple(local)), self._ab_spec)

@@ -253,9 +253,7 @@ def resolve_codecs(
     out: list[Codec] = []
     specs: list[ArraySpec] = []
     for i, c in enumerate(parsed):
-        evolve = getattr(c, "evolve", None)
-        if evolve is not None:
-            c = evolve(spec)
+        c = c.evolve(spec)  # declared on Codec (default: unchanged)
         c.validate(spec, f"{path}[{i}]")
         out.append(c)
         specs.append(spec)

@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Self
 
 import numpy as np
 
-from zarrcy.codecs._base import ArrayArrayCodec, ArraySpec
+from zarrcy.codecs._base import ArrayArrayCodec, ArraySpec, Selection
 from zarrcy.codecs._common import MISSING, config_dict
 from zarrcy.errors import MetadataError, expected
 
@@ -98,6 +98,18 @@ class TransposeCodec(ArrayArrayCodec):
     def decode(self, chunk: np.ndarray, spec: ArraySpec) -> np.ndarray:
         return chunk.transpose(self.inverse)
 
+    supports_encoded_view: ClassVar[bool] = True
+
     def encoded_view(self, out: np.ndarray) -> np.ndarray:
         """A view of the decoded-shape array ``out`` in the encoded representation."""
         return out.transpose(self.order)
+
+    # partial reads and writes pass through: a transpose only renames axes
+    def encode_selection(self, selection: Selection, spec: ArraySpec) -> Selection:
+        order = self.evolve(spec).order
+        return tuple(selection[o] for o in order)
+
+    def encoded_piece(self, piece: np.ndarray, selection: Selection) -> np.ndarray:
+        kept = [d for d, s in enumerate(selection) if not isinstance(s, (int, np.integer))]
+        rank = {d: k for k, d in enumerate(kept)}
+        return piece.transpose([rank[o] for o in self.order if o in rank])

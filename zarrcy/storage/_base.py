@@ -11,8 +11,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Iterable, Iterator, Sequence
 
+from zarrcy.byte_access import ValueSnapshot
 from zarrcy.byte_range import ByteRequest
-from zarrcy.errors import ReadOnlyError
+from zarrcy.errors import ReadOnlyError, StoreError
 
 __all__ = ["Store"]
 
@@ -87,6 +88,12 @@ class Store(ABC):
             return None
         return self.get_partial_values([(key, r) for r in byte_ranges])
 
+    def snapshot(self, key: str) -> ValueSnapshot:
+        """Reads of one version of ``key`` (``zarrcy.byte_access.ValueSnapshot``).
+        Default: not pinned (each read sees the current value); LocalStore and
+        MemoryStore pin the version they opened."""
+        return _LiveKey(self, key)
+
     def exists(self, key: str) -> bool:
         return self.get(key, None) is not None
 
@@ -100,6 +107,12 @@ class Store(ABC):
         from zarrcy.errors import StoreError
 
         raise StoreError(f"{self.url}: store does not support partial writes")
+
+    def truncate(self, key: str, length: int, identity: object | None = None) -> None:
+        """Cut ``key``'s value back to ``length`` bytes (stores with partial writes: the
+        undo of a failed in-place append); with ``identity`` (from ``snapshot``), only
+        while ``key`` is still that object."""
+        raise StoreError(f"{self.url}: store does not support truncate")
 
     @abstractmethod
     def erase(self, key: str) -> None:
@@ -135,3 +148,20 @@ class Store(ABC):
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class _LiveKey(ValueSnapshot):
+    """``Store.snapshot`` default: every read goes to the store (nothing pinned)."""
+
+    __slots__ = ("store", "key")
+
+    def __init__(self, store: Store, key: str) -> None:
+        self.store = store
+        self.key = key
+        self.in_place_ok = bool(store.supports_partial_writes)
+
+    def get(self, byte_range: ByteRequest = None) -> bytes | None:
+        return self.store.get(self.key, byte_range)
+
+    def get_ranges(self, byte_ranges: Sequence[ByteRequest]) -> list[bytes | None]:
+        return self.store.get_partial_values([(self.key, r) for r in byte_ranges])

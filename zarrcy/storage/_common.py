@@ -11,6 +11,7 @@ from __future__ import annotations
 import operator
 from typing import Iterator, Sequence
 
+from zarrcy.byte_access import ByteSetter, ValueSnapshot
 from zarrcy.byte_range import ByteRequest, RangeRequest, SuffixRequest, resolve
 from zarrcy.errors import StoreError, expected
 
@@ -103,20 +104,19 @@ def join_key(*parts: str) -> str:
     return "/".join(p.strip("/") for p in parts if p and p.strip("/"))
 
 
-class StorePath:
+class StorePath(ByteSetter):
     """A ``(store, path)`` pair: one key (or one prefix) of a store.
 
-    ``sp / "c/0/0"`` joins with ``/``.  It implements the codecs' ``ByteGetter`` /
-    ``ByteSetter`` protocol (``get``, ``get_ranges``, ``set``, ``delete``) for the key
-    ``path``, plus ``set_partial`` for stores with partial writes, so a codec can read
-    and write one chunk or shard without knowing the store.
+    ``sp / "c/0/0"`` joins with ``/``.  It is THE implementation of the codecs'
+    ``ByteGetter`` / ``ByteSetter`` protocol (``zarrcy.byte_access``) for the key
+    ``path``: a codec reads and writes one chunk or shard without knowing the store.
     """
 
     __slots__ = ("store", "path")
 
     def __init__(self, store, path: str = "") -> None:
         self.store = store
-        self.path = join_key(path)
+        self.path = join_key(path) if ("/" in path[:1] or path[-1:] == "/" or "//" in path) else path
 
     def __truediv__(self, other: str) -> "StorePath":
         return StorePath(self.store, join_key(self.path, other))
@@ -131,6 +131,10 @@ class StorePath:
         return hash((id(self.store), self.path))
 
     # -- ByteGetter / ByteSetter ------------------------------------------------------------
+    @property
+    def key(self) -> str:
+        return self.path
+
     def get(self, byte_range: ByteRequest = None) -> bytes | None:
         return self.store.get(self.path, byte_range)
 
@@ -138,16 +142,43 @@ class StorePath:
         key = self.path
         return self.store.get_partial_values([(key, r) for r in byte_ranges])
 
+    def snapshot(self) -> ValueSnapshot:
+        return self.store.snapshot(self.path)
+
+    @property
+    def cache_id(self) -> tuple[str, str]:
+        return (self.store.url, self.path)
+
+    def version(self) -> object | None:
+        return self.store.version(self.path)
+
+    @property
+    def conditional_reads(self) -> bool:
+        return bool(self.store.supports_conditional_reads)
+
+    def get_versioned(self, byte_range: ByteRequest = None) -> tuple[bytes | None, object | None]:
+        return self.store.get_versioned(self.path, byte_range)
+
+    def get_ranges_if_version(self, byte_ranges: Sequence[ByteRequest], version: object) -> list[bytes | None] | None:
+        return self.store.get_ranges_if_version(self.path, byte_ranges, version)
+
     def set(self, value) -> None:
         self.store.set(self.path, value)
+
+    @property
+    def supports_deletes(self) -> bool:
+        return bool(self.store.supports_deletes)
+
+    @property
+    def supports_partial_writes(self) -> bool:
+        return bool(self.store.supports_partial_writes)
 
     def set_partial(self, start: int, value) -> None:
         """Write ``value`` at byte ``start`` of this key (stores with ``supports_partial_writes``)."""
         self.store.set_partial_values([(self.path, start, value)])
 
-    @property
-    def supports_partial_writes(self) -> bool:
-        return bool(self.store.supports_partial_writes)
+    def truncate(self, length: int, identity: object | None = None) -> None:
+        self.store.truncate(self.path, length, identity)
 
     def delete(self) -> None:
         self.store.erase(self.path)

@@ -38,6 +38,7 @@ from typing import Iterable, Iterator, Sequence
 from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
 
+from zarrcy.byte_access import ValueSnapshot
 from zarrcy.byte_range import ByteRequest
 from zarrcy.errors import StoreError, expected
 from zarrcy.storage._base import Store
@@ -223,30 +224,68 @@ class LocalStore(Store):
 
     def _open_read(self, key: str) -> tuple[int, int]:
         """``(fd, size)`` of the regular file of ``key`` (checked), or ``(-1, 0)`` if there is none."""
+        fd, st = self._open_read_stat(key)
+        return fd, (st.st_size if st is not None else 0)
+
+    def _open_read_stat(self, key: str) -> tuple[int, os.stat_result | None]:
+        """``(fd, fstat)`` of the regular file of ``key`` (checked), or ``(-1, None)``."""
         path = self._path(key)
         try:
             fd = os.open(path, _O_READ)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            return -1, 0
+            return -1, None
         except OSError as e:
             if e.errno in (errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG, errno.ELOOP):
-                return -1, 0
+                return -1, None
             raise StoreError(f"{path}: cannot open: {e}") from e
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):  # directories, fifos, devices are not keys
                 os.close(fd)
-                return -1, 0
+                return -1, None
             self._check_fd(fd, path)
         except BaseException:
             os.close(fd)
             raise
-        return fd, st.st_size
+        return fd, st
+
+    def snapshot(self, key: str) -> "_FileSnapshot":
+        """Reads of the file ``key`` names now, through one open descriptor: a
+        concurrent replace (temp + rename, by any process) cannot mix versions, since
+        the descriptor keeps the inode it opened."""
+        return _FileSnapshot(self, key)
+
+    def truncate(self, key: str, length: int, identity: object | None = None) -> None:
+        """Cut the file back to ``length`` bytes (undo of a failed in-place append); with
+        ``identity`` ((st_dev, st_ino) of a snapshot), only if the key is still that file."""
+        self._check_writable()
+        path = self._path(key)
+        try:
+            fd = os.open(path, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError as e:
+            raise StoreError(f"{path}: cannot open for truncate: {e}") from e
+        try:
+            self._check_fd(fd, path)
+            if identity is not None:
+                st = os.fstat(fd)
+                if (st.st_dev, st.st_ino) != identity:
+                    raise StoreError(f"{path}: replaced meanwhile; not truncated")
+            os.ftruncate(fd, length)
+            if self.fsync:
+                os.fsync(fd)
+        except OSError as e:
+            if isinstance(e, StoreError):
+                raise
+            raise StoreError(f"{path}: truncate failed: {e}") from e
+        finally:
+            os.close(fd)
 
     # -- reads ---------------------------------------------------------------------------
     def version(self, key: str) -> object | None:
-        """(inode, size, mtime_ns): an atomic replace changes the inode, an in-place
-        partial write (shard append) the size and mtime."""
+        """(inode, size, mtime_ns): a hint, not a proof -- ext4 reuses a freed inode at
+        once (temp + rename alternates two), a rewrite may keep the size, and mtime is
+        coarse on some file systems, so a token can repeat across versions.  Readers that
+        must not mix versions read through one descriptor (:meth:`snapshot`) instead."""
         try:
             st = os.stat(self._path(key))
         except (OSError, ValueError):
@@ -454,6 +493,10 @@ class LocalStore(Store):
                 raise StoreError(f"{dirpath}: directory vanished repeatedly while writing")
             try:
                 self._check_fd(fd, path)
+                if os.fstat(fd).st_nlink > 1:
+                    # another name (maybe outside the store) shares this inode: an
+                    # in-place write would change it too (issue 12.11)
+                    raise StoreError(f"{path}: has {os.fstat(fd).st_nlink} hard links; refusing an in-place write")
                 for start, value in items:
                     mv = as_bytes_view(value)
                     if not len(mv) and os.fstat(fd).st_size < start:
@@ -678,6 +721,42 @@ class LocalStore(Store):
             raise StoreError(f"{path}: cannot list: {e}") from e
         names.sort()
         return names
+
+
+class _FileSnapshot(ValueSnapshot):
+    """``LocalStore.snapshot``: one open descriptor pins one version of the file."""
+
+    pinned = True
+
+    def __init__(self, store: LocalStore, key: str) -> None:
+        self.store = store
+        self.key = key
+        self.fd, st = store._open_read_stat(key)
+        self.exists = self.fd >= 0
+        self.size = st.st_size if st is not None else None
+        self.identity = (st.st_dev, st.st_ino) if st is not None else None
+        # another hard link shares the inode: in-place writes would change it too
+        self.in_place_ok = st is None or st.st_nlink == 1
+
+    def get(self, byte_range: ByteRequest = None) -> bytes | None:
+        if self.fd < 0:
+            return None
+        size = self.size or 0
+        try:
+            start, stop = (0, size) if byte_range is None else resolve_range(byte_range, size)
+            return _pread_exact(self.fd, start, stop - start)
+        except OSError as e:
+            if isinstance(e, StoreError):
+                raise
+            raise StoreError(f"{self.store._path(self.key)}: read failed: {e}") from e
+
+    def close(self) -> None:
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        self.close()
 
 
 def _pread_exact(fd: int, start: int, length: int) -> bytes:

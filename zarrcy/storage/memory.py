@@ -13,6 +13,7 @@ import threading
 import weakref
 from typing import Iterable, Iterator, Mapping, Sequence
 
+from zarrcy.byte_access import BytesSnapshot, ValueSnapshot
 from zarrcy.byte_range import ByteRequest
 from zarrcy.errors import StoreError, expected
 from zarrcy.storage._base import Store
@@ -92,6 +93,10 @@ class MemoryStore(Store):
         """The stored bytes object itself: values are immutable and replaced on every
         write, so identity (``is``) tells whether it changed."""
         return self._data.get(key)
+
+    def snapshot(self, key: str) -> ValueSnapshot:
+        """The current value object (immutable: replaced, never changed, on writes)."""
+        return BytesSnapshot(self._data.get(check_key(key)))
 
     def exists(self, key: str) -> bool:
         return check_key(key) in self._data

@@ -1,0 +1,169 @@
+"""Access to one stored value (a chunk or a shard) as codecs see it: the one
+``ByteGetter`` / ``ByteSetter`` protocol (DESIGN.md "Codec pipeline"; CONVENTIONS.md
+rule 11: every capability is a declared method with a default, never probed).
+
+Layer 1: stores (layer 2) implement it (``zarrcy.storage.StorePath``, the one
+implementation over a ``Store``); codecs (layer 3) use it and never see a store.
+
+A :class:`ValueSnapshot` reads ONE version of a value: the sharding codec reads a
+shard's index and the inner chunks it points to through one snapshot, so bytes of one
+version are never combined with the index of another.  ``pinned`` says whether the
+store can guarantee that (LocalStore: one open file descriptor, which keeps the inode
+it opened even when the key is replaced by a rename; MemoryStore: the immutable value
+object).  Stores that cannot pin (object stores) offer conditional reads instead
+(``conditional_reads``: ETag + ``If-Match``).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Hashable, Sequence
+
+from zarrcy.byte_range import ByteRequest, resolve
+
+__all__ = ["ByteGetter", "ByteSetter", "ValueSnapshot", "LiveSnapshot", "BytesSnapshot"]
+
+Buffer = Any  # bytes | bytearray | memoryview | numpy uint8 array
+
+
+class ValueSnapshot:
+    """Reads of one stored value; a context manager (``close`` releases what pins it).
+
+    * ``pinned``: True when every read comes from the version that existed when the
+      snapshot was taken, even if the key is replaced meanwhile;
+    * ``size``: that version's size in bytes, or None when unknown (then ``exists`` is
+      None too until the first read);
+    * ``exists``: False when the value did not exist (reads return None);
+    * ``in_place_ok``: a partial write to this key changes this value only (False e.g.
+      for a file with other hard links, which an in-place write would change too).
+    """
+
+    pinned: bool = False
+    size: int | None = None
+    exists: bool | None = None
+    in_place_ok: bool = False
+    #: what the store knows the pinned object by (LocalStore: (st_dev, st_ino)), or None
+    identity: object | None = None
+
+    def get(self, byte_range: ByteRequest = None) -> bytes | None:
+        raise NotImplementedError
+
+    def get_ranges(self, byte_ranges: Sequence[ByteRequest]) -> list[bytes | None]:
+        return [self.get(r) for r in byte_ranges]
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> "ValueSnapshot":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class LiveSnapshot(ValueSnapshot):
+    """The default: reads go to the getter each time (nothing pinned)."""
+
+    __slots__ = ("getter",)
+
+    def __init__(self, getter: "ByteGetter") -> None:
+        self.getter = getter
+
+    def get(self, byte_range: ByteRequest = None) -> bytes | None:
+        return self.getter.get(byte_range)
+
+    def get_ranges(self, byte_ranges: Sequence[ByteRequest]) -> list[bytes | None]:
+        return self.getter.get_ranges(byte_ranges)
+
+
+class BytesSnapshot(ValueSnapshot):
+    """A pinned snapshot of an immutable value (``bytes``; None: missing)."""
+
+    pinned = True
+    in_place_ok = True
+
+    def __init__(self, value: bytes | None) -> None:
+        self.value = value
+        self.exists = value is not None
+        self.size = None if value is None else len(value)
+
+    def get(self, byte_range: ByteRequest = None) -> bytes | None:
+        v = self.value
+        if v is None or byte_range is None:
+            return v
+        start, stop = resolve(byte_range, len(v))
+        return memoryview(v)[start:stop]  # zero-copy: the value is immutable
+
+    def close(self) -> None:
+        self.value = None
+
+
+class ByteGetter(ABC):
+    """Read access to one stored value.  Subclasses implement ``get``; everything else
+    has a conservative default."""
+
+    __slots__ = ()
+
+    @abstractmethod
+    def get(self, byte_range: ByteRequest = None) -> bytes | None:
+        """The value (or a range of it); ``None`` if the value does not exist."""
+
+    def get_ranges(self, byte_ranges: Sequence[ByteRequest]) -> list[bytes | None]:
+        """Several ranges of the value at once (stores may coalesce or batch)."""
+        return [self.get(r) for r in byte_ranges]
+
+    def snapshot(self) -> ValueSnapshot:
+        """Reads of one version of the value (see :class:`ValueSnapshot`)."""
+        return LiveSnapshot(self)
+
+    @property
+    def cache_id(self) -> Hashable | None:
+        """A process-wide identity of the stored object for caches of data derived from
+        it (None: do not cache)."""
+        return None
+
+    @property
+    def conditional_reads(self) -> bool:
+        """True when ``get_ranges_if_version`` is enforced by the store (If-Match)."""
+        return False
+
+    def get_versioned(self, byte_range: ByteRequest = None) -> tuple[bytes | None, object | None]:
+        """``(bytes, version token or None)`` -- used with ``conditional_reads``."""
+        return self.get(byte_range), None
+
+    def get_ranges_if_version(self, byte_ranges: Sequence[ByteRequest], version: object) -> list[bytes | None] | None:
+        """Ranges read from version ``version`` only; None when the value changed.
+        Only meaningful with ``conditional_reads``."""
+        raise NotImplementedError("conditional reads are not supported by this getter")
+
+
+class ByteSetter(ByteGetter):
+    """Read/write access to one stored value."""
+
+    __slots__ = ()
+
+    @abstractmethod
+    def set(self, value: Buffer) -> None:
+        """Replace the value atomically."""
+
+    @abstractmethod
+    def delete(self) -> None:
+        """Remove the value (no error if missing)."""
+
+    @property
+    def supports_deletes(self) -> bool:
+        """False for append-only stores (zip): write an empty value instead of deleting."""
+        return True
+
+    @property
+    def supports_partial_writes(self) -> bool:
+        return False
+
+    def set_partial(self, start: int, value: Buffer) -> None:
+        """Write ``value`` at byte ``start`` in place (not atomic)."""
+        raise NotImplementedError("partial writes are not supported by this setter")
+
+    def truncate(self, length: int, identity: object | None = None) -> None:
+        """Cut the value back to ``length`` bytes (undo of a failed partial write); with
+        ``identity`` (a snapshot's), only if the value is still that object."""
+        raise NotImplementedError("truncate is not supported by this setter")

@@ -1,0 +1,331 @@
+"""The ``sharding_indexed`` codec object: configuration (JSON), metadata-time checks,
+whole-shard encode/decode; partial reads and writes are delegated to
+:mod:`.reader` and :mod:`.writer`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Sequence
+
+import numpy as np
+
+from zarrcy._kernels import _sharding as K
+from zarrcy.codecs._base import ArrayBytesCodec, ArraySpec, ByteGetter, ByteSetter, Codec, Selection
+from zarrcy.codecs.sharding import reader, scatter, writer
+from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, run
+from zarrcy.codecs.sharding.format import SENTINEL, ShardLayout, codecs_from_json, contiguous, flat_bytes
+from zarrcy.config import get as _config_get
+from zarrcy.errors import CorruptChunkError, MetadataError, expected
+
+__all__ = ["ShardingCodec", "IndexLocation"]
+
+IndexLocation = Literal["start", "end"]
+_KEYS = ("chunk_shape", "codecs", "index_codecs", "index_location")
+_DEFAULT_INNER = [{"name": "bytes", "configuration": {"endian": "little"}}]
+_DEFAULT_INDEX = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
+
+
+@dataclass(frozen=True)
+class ShardingCodec(ArrayBytesCodec):
+    """``sharding_indexed``: many inner chunks in one stored object, plus an index."""
+
+    name: ClassVar[str] = "sharding_indexed"
+    supports_partial_decode: ClassVar[bool] = True
+    supports_partial_encode: ClassVar[bool] = True
+
+    chunk_shape: tuple[int, ...]
+    codecs: tuple[Codec, ...] = ()
+    index_codecs: tuple[Codec, ...] = ()
+    index_location: IndexLocation = "end"
+    _layouts: dict = field(default_factory=dict, init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        cs = tuple(self.chunk_shape)
+        if not all(isinstance(c, (int, np.integer)) and not isinstance(c, bool) and c > 0 for c in cs):
+            raise MetadataError(expected("chunk_shape", "an array of positive integers", list(cs)), "chunk_shape")
+        object.__setattr__(self, "chunk_shape", tuple(int(c) for c in cs))
+        if not self.codecs:
+            object.__setattr__(self, "codecs", codecs_from_json(_DEFAULT_INNER, "codecs"))
+        else:
+            object.__setattr__(self, "codecs", tuple(self.codecs))
+        if not self.index_codecs:
+            object.__setattr__(self, "index_codecs", codecs_from_json(_DEFAULT_INDEX, "index_codecs"))
+        else:
+            object.__setattr__(self, "index_codecs", tuple(self.index_codecs))
+        if self.index_location not in ("start", "end"):
+            raise MetadataError(
+                expected("index_location", "one of ('start', 'end')", self.index_location), "index_location"
+            )
+
+    # the per-spec layout cache holds pipelines: keep it out of pickles
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_layouts", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+        object.__setattr__(self, "_layouts", {})
+
+    @property
+    def inner_chunk_shape(self) -> tuple[int, ...]:
+        return self.chunk_shape
+
+    # -- JSON --------------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, configuration: dict[str, Any] | None, path: str = "codecs[0]") -> "ShardingCodec":
+        cfg = f"{path}.configuration"
+        if not isinstance(configuration, dict):
+            raise MetadataError(expected(cfg, "an object", configuration), cfg)
+        for k in configuration:
+            if k not in _KEYS:
+                raise MetadataError(expected(f"{cfg}.{k}", f"one of the keys {_KEYS}", k), f"{cfg}.{k}")
+        if "chunk_shape" not in configuration:
+            raise MetadataError(f"{cfg}.chunk_shape: required key is missing", f"{cfg}.chunk_shape")
+        cs = configuration["chunk_shape"]
+        if (
+            not isinstance(cs, list)
+            or not all(isinstance(c, int) and not isinstance(c, bool) and c > 0 for c in cs)
+        ):
+            raise MetadataError(expected(f"{cfg}.chunk_shape", "an array of positive integers", cs), f"{cfg}.chunk_shape")
+        if "codecs" not in configuration:
+            raise MetadataError(f"{cfg}.codecs: required key is missing", f"{cfg}.codecs")
+        codecs = codecs_from_json(configuration["codecs"], f"{cfg}.codecs")
+        index_codecs = codecs_from_json(configuration.get("index_codecs", _DEFAULT_INDEX), f"{cfg}.index_codecs")
+        loc = configuration.get("index_location", "end")
+        if loc not in ("start", "end") or not isinstance(loc, str):
+            raise MetadataError(
+                expected(f"{cfg}.index_location", "one of ('start', 'end')", loc), f"{cfg}.index_location"
+            )
+        return cls(chunk_shape=tuple(cs), codecs=codecs, index_codecs=index_codecs, index_location=loc)
+
+    def to_dict(self) -> dict[str, Any]:
+        from zarrcy.codecs import codecs_to_json
+
+        return {
+            "name": self.name,
+            "configuration": {
+                "chunk_shape": list(self.chunk_shape),
+                "codecs": codecs_to_json(list(self.codecs)),
+                "index_codecs": codecs_to_json(list(self.index_codecs)),
+                "index_location": self.index_location,
+            },
+        }
+
+    # -- metadata-time checks ------------------------------------------------------------
+    def validate(self, spec: ArraySpec, path: str = "codecs[0]") -> None:
+        self.layout(spec, path)
+
+    def compute_encoded_size(self, input_size: int, spec: ArraySpec) -> int | None:
+        return None
+
+    def layout(self, spec: ArraySpec, path: str = "sharding_indexed") -> ShardLayout:
+        """The :class:`ShardLayout` of shards of ``spec`` (computed once per spec)."""
+        fill = spec.fill_value
+        try:
+            fkey = np.asarray(fill, dtype=spec.dtype).tobytes() if not spec.dtype.hasobject else repr(fill)
+        except (TypeError, ValueError):
+            fkey = repr(fill)
+        key = (tuple(spec.shape), spec.dtype.str, fkey)
+        lay = self._layouts.get(key)
+        if lay is None:
+            lay = ShardLayout(self, spec, path)
+            if len(self._layouts) > 16:  # a codec serves few specs; stay bounded anyway
+                self._layouts.clear()
+            self._layouts[key] = lay
+        return lay
+
+    _layout = layout  # older name
+
+    # -- whole-shard decode ----------------------------------------------------------------
+    def _index_of(self, buf: memoryview, layout: ShardLayout) -> np.ndarray:
+        size = buf.nbytes
+        isz = layout.index_size
+        if size < isz:
+            raise CorruptChunkError(f"shard is {size} bytes, shorter than its index ({isz} bytes)")
+        raw = buf[:isz] if layout.start else buf[size - isz:]
+        flat = layout.decode_index(raw)
+        layout.validate(flat, size)
+        return flat
+
+    def decode(self, data: bytes | bytearray | memoryview, spec: ArraySpec) -> np.ndarray:
+        out = np.empty(spec.shape, dtype=spec.dtype)
+        self.decode_into(data, out, spec)
+        return out
+
+    def decode_into(self, data: bytes | bytearray | memoryview, out: np.ndarray, spec: ArraySpec) -> bool:
+        layout = self.layout(spec)
+        if tuple(out.shape) != tuple(spec.shape):
+            raise ValueError(expected("sharding_indexed.decode_into out.shape", str(tuple(spec.shape)), out.shape))
+        buf = flat_bytes(data)
+        flat = self._index_of(buf, layout)
+        if layout.n > 1 and scatter.usable(layout):
+            self._decode_whole_kernel(layout, buf, flat, out)
+            return True
+        offs = flat[0::2].tolist()
+        nbs = flat[1::2].tolist()
+        inner = layout.inner
+        fill = layout.fill
+        region = layout.region
+
+        def task(i: int) -> None:
+            view = out[region(i)]
+            off = offs[i]
+            if off == SENTINEL:
+                view[...] = fill
+            else:
+                try:
+                    inner.decode_into(buf[off:off + nbs[i]], view)
+                except CorruptChunkError as e:
+                    raise CorruptChunkError(f"{layout.chunk_name(i)}: {e}") from e
+
+        run(layout.n, task, spec.nbytes >= PARALLEL_MIN_BYTES)
+        if reader.decode_stats.enabled:
+            reader.decode_stats.add(int((flat[0::2] != SENTINEL).sum()))
+        return True
+
+    @staticmethod
+    def _decode_whole_kernel(layout: ShardLayout, buf: memoryview, flat: np.ndarray, out: np.ndarray) -> None:
+        """Every inner chunk in one C loop per thread (the whole shard is one buffer)."""
+        proj = reader.whole_projection(layout)
+        offs = flat[0::2]
+        stored = offs != SENTINEL
+        g_task = np.where(stored, 0, -1).astype(np.int64)
+        off_task = np.where(stored, offs, 0).astype(np.int64)
+        nb_task = np.where(stored, flat[1::2], 0).astype(np.int64)
+        inner = layout.inner
+
+        def python_task(k: int, dest: np.ndarray) -> None:  # an ambiguous gzip code: the codec decides
+            o = int(off_task[k])
+            try:
+                inner.decode_into(buf[o:o + int(nb_task[k])], dest[layout.region(k)])
+            except CorruptChunkError as e:
+                raise CorruptChunkError(f"{layout.chunk_name(k)}: {e}") from e
+
+        scatter.decode_tasks(layout, proj, out, [buf], g_task, off_task, nb_task, python_task)
+
+    # -- whole-shard encode ------------------------------------------------------------------
+    def encode(self, chunk: np.ndarray, spec: ArraySpec) -> bytes | bytearray | None:
+        layout = self.layout(spec)
+        arr = contiguous(np.asarray(chunk, dtype=spec.dtype))
+        if arr.shape != tuple(spec.shape):
+            raise ValueError(f"sharding_indexed.encode: expected shape {tuple(spec.shape)}, received {arr.shape}")
+        if layout.n > 1 and scatter.usable(layout):
+            return self._encode_kernel(layout, arr)
+        if _config_get("write_empty_chunks"):
+            todo = list(range(layout.n))
+        else:
+            empty = layout.empty_flags(arr, layout.chunk_shape)
+            todo = np.flatnonzero(empty == 0).tolist()
+        if not todo:
+            return None
+        inner = layout.inner
+        region = layout.region
+        encoded: list[Any] = [None] * len(todo)
+
+        def task(k: int) -> None:
+            encoded[k] = inner.encode(contiguous(arr[region(todo[k])]))
+
+        run(len(todo), task, spec.nbytes >= PARALLEL_MIN_BYTES)
+        nbytes = np.full(layout.n, SENTINEL, np.uint64)
+        pieces = []
+        for i, e in zip(todo, encoded):
+            if e is not None:  # a nested shard may still turn out empty
+                e = flat_bytes(e)
+                nbytes[i] = len(e)
+                pieces.append(e)
+        if not pieces:
+            return None
+        flat = np.empty(2 * layout.n, np.uint64)
+        K.build_index(nbytes, layout.index_size if layout.start else 0, flat)
+        index = layout.encode_index(flat)
+        # one allocation, one copy per piece
+        return b"".join([index, *pieces] if layout.start else [*pieces, index])
+
+    def _encode_kernel(self, layout: ShardLayout, arr: np.ndarray) -> bytearray | None:
+        """Every inner chunk gathered, checked for emptiness and gzip-compressed (or
+        copied) in one C loop per thread (``_inner_chunks.gather_encode``) into slots of
+        one buffer, then packed behind (or after) the index."""
+        from zarrcy._kernels import _inner_chunks as KI
+
+        n = layout.n
+        gz = layout.kernel_kind == "gzip"
+        codec = KI.GZIP if gz else KI.RAW
+        level = int(layout.inner.bytes_bytes[0].to_dict()["configuration"]["level"]) if gz else 0
+        chunk_bytes = layout.inner_spec.nbytes
+        slot = int(KI.slot_size(codec, level, chunk_bytes))
+        slots = np.empty(n * slot, np.uint8)
+        slot_off = np.arange(n + 1, dtype=np.int64) * slot
+        nbytes = np.empty(n, np.int64)
+        empty = np.empty(n, np.uint8)
+        fill = np.asarray(layout.fill, dtype=layout.spec.dtype).tobytes()
+        cshape = np.asarray(layout.chunk_shape, np.int64)
+        keep = bool(_config_get("write_empty_chunks"))
+        threads = max(1, int(_config_get("threads")))
+        parts = min(threads, n) if arr.nbytes >= PARALLEL_MIN_BYTES else 1
+        bounds = [n * k // parts for k in range(parts + 1)]
+        from zarrcy.codecs.sharding._parallel import scratch as _scratch_chunk
+
+        def one(k: int) -> None:
+            buf = _scratch_chunk(layout.inner_spec).reshape(-1).view(np.uint8)
+            bad, code = KI.gather_encode(arr, cshape, layout.itemsize, layout.kernel_swap, codec, level, fill, keep,
+                                         bounds[k], bounds[k + 1], slots, slot_off, nbytes, empty, buf)
+            if bad != -1:  # pragma: no cover - slots are sized for the worst case
+                raise CorruptChunkError(f"{layout.chunk_name(bad)}: {KI.describe(code)}")
+
+        run(parts, one, parts > 1)
+        stored = nbytes >= 0
+        if not stored.any():
+            return None
+        nb = np.where(stored, nbytes, 0).astype(np.uint64)
+        nb[~stored] = SENTINEL
+        start = layout.start
+        isz = layout.index_size
+        flat = np.empty(2 * n, np.uint64)
+        end = K.build_index(nb, isz if start else 0, flat)
+        total = end + (0 if start else isz)
+        result = bytearray(total)  # bytes-like for every caller, no copy at the end
+        out = np.frombuffer(result, np.uint8)
+        sel = np.flatnonzero(stored)
+        K.copy_ranges(slots, slot_off[:-1][sel].astype(np.uint64), nb[sel], out, flat[0::2][sel])
+        mv = memoryview(result)
+        if start:
+            layout.encode_index_into(flat, mv[:isz])
+        else:
+            layout.encode_index_into(flat, mv[total - isz:])
+        return result
+
+    def empty_encoding(self, spec: ArraySpec) -> bytes:
+        """A shard without stored inner chunks (stores without deletes write it instead
+        of erasing an all-fill shard)."""
+        return bytes(writer.empty_shard(self.layout(spec)))
+
+    # -- partial I/O -------------------------------------------------------------------------
+    def decode_partial(
+        self, getter: ByteGetter, selection: Selection, spec: ArraySpec, out: np.ndarray | None = None
+    ) -> np.ndarray | None:
+        """Decode ``selection`` (ints, slices with steps, int64 arrays; see
+        ``zarrcy.codecs._base.Selection``) of the shard behind ``getter``: the index
+        (cached, checked against the shard version) and only the inner chunks the
+        selection touches, in coalesced range reads.  None if the shard is missing."""
+        return reader.decode_partial(self.layout(spec), getter, tuple(selection), out)
+
+    def decode_points(self, getter: ByteGetter, coords: np.ndarray, spec: ArraySpec) -> np.ndarray | None:
+        return reader.decode_points(self.layout(spec), getter, coords)
+
+    def read_point(self, getter: ByteGetter, local: Sequence[int], spec: ArraySpec) -> Any:
+        return reader.read_point(self.layout(spec), getter, local)
+
+    def encode_partial(
+        self, setter: ByteSetter, selection: Selection, value: Any, spec: ArraySpec, *,
+        write_strategy: writer.WriteStrategy | None = None,
+    ) -> None:
+        """Write ``value`` into ``selection`` of the stored shard (strategy
+        ``zarrcy.config(shard_write_strategy=...)`` unless given: see
+        :mod:`zarrcy.codecs.sharding.writer`)."""
+        writer.encode_partial(self.layout(spec), setter, tuple(selection), value, write_strategy)
+
+    def encode_points(self, setter: ByteSetter, coords: np.ndarray, values: Any, spec: ArraySpec) -> None:
+        """vindex writes: only the inner chunks holding the points change."""
+        writer.encode_points(self.layout(spec), setter, coords, values, None)

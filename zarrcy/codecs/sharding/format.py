@@ -1,0 +1,319 @@
+"""The shard format (../shared/specs/v3-codec-sharding-indexed.rst "Binary shard format"):
+index layout, index encode/decode/validate, fault texts, emptiness of inner chunks.
+
+One :class:`ShardLayout` per (codec, shard spec) holds everything that does not depend
+on the data: inner-chunk grid, inner and index pipelines, index size.  The index is a
+flat ``uint64`` array of ``2 * n`` values ``(offset, nbytes)`` in C order of the inner
+chunk grid; ``2^64 - 1`` twice marks an inner chunk that is not stored.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import crc32c as _crc32c
+import numpy as np
+
+from zarrcy._kernels import _sharding as K
+from zarrcy.byte_range import RangeRequest, SuffixRequest
+from zarrcy.codecs._base import ArraySpec, Codec
+from zarrcy.config import get as _config_get
+from zarrcy.errors import CorruptChunkError, MetadataError, expected
+
+__all__ = ["SENTINEL", "ShardLayout", "flat_bytes", "contiguous", "codecs_from_json"]
+
+SENTINEL = K.SENTINEL_U64
+_LITTLE = np.little_endian
+
+FAULT_TEXT = {
+    K.IndexFault.FAULT_HALF_EMPTY: "exactly one of offset/nbytes is 2^64-1 (the empty marker needs both)",
+    K.IndexFault.FAULT_OVERFLOW: "offset + nbytes overflows uint64",
+    K.IndexFault.FAULT_PAST_END: "points past the end of the shard",
+    K.IndexFault.FAULT_INTO_INDEX: "overlaps the shard index",
+}
+
+
+def codecs_from_json(value: Any, path: str) -> tuple[Codec, ...]:
+    from zarrcy.codecs import codec_from_dict
+
+    if not isinstance(value, list) or not value:
+        raise MetadataError(expected(path, "a non-empty array of codecs", value), path)
+    return tuple(codec_from_dict(item, f"{path}[{i}]") for i, item in enumerate(value))
+
+
+def flat_bytes(data: Any) -> memoryview:
+    """A 1-d unsigned-byte view of any bytes-like object (``len`` is then its size)."""
+    mv = data if isinstance(data, memoryview) else memoryview(data)
+    if mv.format != "B" or mv.ndim != 1:
+        mv = mv.cast("B")
+    return mv
+
+
+def contiguous(a: np.ndarray) -> np.ndarray:
+    """C-contiguous ``a`` keeping 0-d arrays 0-d (``np.ascontiguousarray`` makes them 1-d)."""
+    return a if a.flags.c_contiguous else a.copy(order="C")
+
+
+def _uint64_data_type() -> Any:
+    from zarrcy.metadata.data_type import parse_data_type
+
+    return parse_data_type("uint64")
+
+
+class ShardLayout:
+    """Everything about one shard spec that does not depend on the data."""
+
+    __slots__ = (
+        "spec", "chunk_shape", "cps", "n", "inner", "inner_spec", "index_pipeline", "start",
+        "index_size", "fill_row", "coords", "itemsize", "has_object", "fill", "fill_scalar", "fast_index",
+        "has_crc", "inner_limit", "kernel_kind", "kernel_swap",
+    )
+
+    def __init__(self, codec: Any, spec: ArraySpec, path: str) -> None:
+        from zarrcy.codecs.pipeline import CodecPipeline
+
+        cfg = f"{path}.configuration"
+        shape = tuple(int(s) for s in spec.shape)
+        cs = codec.chunk_shape
+        if len(cs) != len(shape):
+            raise MetadataError(
+                expected(f"{cfg}.chunk_shape", f"{len(shape)} dimensions (the shard's rank)", list(cs)),
+                f"{cfg}.chunk_shape",
+            )
+        for d, (s, c) in enumerate(zip(shape, cs)):
+            if s % c:
+                raise MetadataError(
+                    expected(f"{cfg}.chunk_shape[{d}]", f"a divisor of the shard shape {list(shape)}", c),
+                    f"{cfg}.chunk_shape",
+                )
+        self.spec = spec
+        self.chunk_shape = cs
+        self.start = codec.index_location == "start"
+        self.cps = tuple(s // c for s, c in zip(shape, cs))
+        self.n = n = math.prod(self.cps)
+        # the index is held in memory (16 bytes per inner chunk): it counts against
+        # max_chunk_bytes with the decoded shard, checked before anything is allocated
+        # (issue 12.6: a hostile chunk_shape of 1s must not allocate gigabytes)
+        limit = int(_config_get("max_chunk_bytes"))
+        need = 16 * n + 4 + spec.nbytes
+        if need > limit:
+            raise MetadataError(
+                expected(
+                    f"{cfg}.chunk_shape",
+                    f"a shard whose decoded bytes plus index (16 bytes per inner chunk) fit in "
+                    f"max_chunk_bytes={limit} (zarrcy.config), not {need} ({n} inner chunks)",
+                    list(cs),
+                ),
+                f"{cfg}.chunk_shape",
+            )
+        self.inner_spec = ArraySpec(shape=cs, dtype=spec.dtype, fill_value=spec.fill_value, data_type=spec.data_type)
+        self.inner = CodecPipeline.from_codecs(list(codec.codecs), self.inner_spec, f"{cfg}.codecs")
+        self.inner_limit = self.inner.stored_size_limit()
+        index_spec = ArraySpec(
+            shape=self.cps + (2,), dtype=np.dtype(np.uint64), fill_value=np.uint64(SENTINEL),
+            data_type=_uint64_data_type(),
+        )
+        self.index_pipeline = CodecPipeline.from_codecs(list(codec.index_codecs), index_spec, f"{cfg}.index_codecs")
+        size = self.index_pipeline.compute_encoded_size()
+        if size is None:
+            raise MetadataError(
+                f"{cfg}.index_codecs: expected codecs with a fixed encoded size (no compression), "
+                f"received {[c.name for c in codec.index_codecs]!r}",
+                f"{cfg}.index_codecs",
+            )
+        self.index_size = int(size)
+        # the recommended index chain (bytes little-endian [+ crc32c]) is handled by the
+        # index kernels directly: no pipeline round trip per partial read
+        chain = [c.to_dict() for c in self.index_pipeline.codecs]
+        names = [c["name"] for c in chain]
+        little = chain[0].get("configuration", {}).get("endian") == "little"
+        self.fast_index = (names == ["bytes", "crc32c"] or names == ["bytes"]) and little
+        # a torn append is only detectable when the index carries a checksum
+        self.has_crc = "crc32c" in names
+        self.itemsize = spec.dtype.itemsize
+        self.has_object = spec.dtype.hasobject
+        self.fill = self.fill_scalar = spec.fill_value
+        if self.has_object:
+            # str/bytes fill (string/bytes data types): a 0-d array, so that numpy never
+            # passes it through U<n>/S<n> (np.full, broadcasting), which drop trailing NULs
+            self.fill = np.asarray(spec.fill_value, dtype=spec.dtype)
+        row = np.full(cs[-1] if cs else 1, spec.fill_value, dtype=spec.dtype)
+        self.fill_row = None if self.has_object else row.view(np.uint8).reshape(-1)
+        self.coords = [tuple(int(x) for x in c) for c in np.ndindex(*self.cps)] if n <= (1 << 16) else None
+        # inner codec chain the C scatter kernel can run itself ("raw", "gzip"), or None
+        self.kernel_kind, self.kernel_swap = _kernel_kind(self.inner)
+
+    def region(self, i: int) -> tuple[slice, ...]:
+        """Slices of inner chunk ``i`` (C-order linear index) within the shard."""
+        if not self.cps:
+            return (Ellipsis,)
+        c = self.coords[i] if self.coords is not None else np.unravel_index(i, self.cps)
+        return tuple(slice(int(a) * s, (int(a) + 1) * s) for a, s in zip(c, self.chunk_shape))
+
+    def chunk_name(self, i: int) -> str:
+        c = self.coords[i] if self.coords is not None else tuple(int(x) for x in np.unravel_index(i, self.cps))
+        return f"shard index entry {i} (inner chunk {tuple(c)})"
+
+    def index_request(self) -> Any:
+        return RangeRequest(0, self.index_size) if self.start else SuffixRequest(self.index_size)
+
+    # -- index -----------------------------------------------------------------------
+    def decode_index(self, raw: Any) -> np.ndarray:
+        """Encoded index bytes -> flat uint64 array of 2n values (not yet validated).
+
+        The recommended little-endian chain on a little-endian machine gives a read-only
+        view of ``raw`` (no copy: a large index is held once)."""
+        raw = flat_bytes(raw)
+        if len(raw) != self.index_size:
+            raise CorruptChunkError(
+                f"shard index: expected {self.index_size} bytes, received {len(raw)} (shard truncated?)"
+            )
+        if self.fast_index:
+            payload = 16 * self.n
+            if self.index_size == payload + 4:
+                stored = int.from_bytes(raw[payload:], "little")
+                actual = _crc32c.crc32c(raw[:payload])
+                if stored != actual:
+                    raise CorruptChunkError(
+                        f"shard index: crc32c checksum mismatch (stored {stored:#010x}, computed {actual:#010x})"
+                    )
+            if _LITTLE:
+                flat = np.frombuffer(raw, np.uint64, count=2 * self.n)
+                if flat.ctypes.data % 8 == 0:  # kernels take aligned uint64 buffers
+                    return flat
+            flat = np.empty(2 * self.n, np.uint64)
+            K.decode_index(raw[:payload], flat)
+            return flat
+        try:
+            arr = self.index_pipeline.decode(raw)
+        except CorruptChunkError as e:
+            raise CorruptChunkError(f"shard index: {e}") from e
+        flat = np.ascontiguousarray(arr, dtype=np.uint64).reshape(-1)
+        if flat.size != 2 * self.n:
+            raise CorruptChunkError(f"shard index: expected {2 * self.n} values, received {flat.size}")
+        return flat
+
+    def encode_index_into(self, flat: np.ndarray, out: memoryview) -> None:
+        """Write the encoded index of ``flat`` into ``out`` (exactly ``index_size`` bytes)."""
+        if self.fast_index:
+            payload = 16 * self.n
+            K.encode_index(flat, out[:payload])
+            if self.index_size == payload + 4:
+                out[payload:] = _crc32c.crc32c(out[:payload]).to_bytes(4, "little")
+            return
+        enc = self.index_pipeline.encode(flat.reshape(self.cps + (2,)))
+        if enc is None or len(flat_bytes(enc)) != self.index_size:  # pragma: no cover - codec contract
+            raise CorruptChunkError("shard index: index codecs produced an unexpected size")
+        out[:] = flat_bytes(enc)
+
+    def seal_index(self, out: memoryview) -> None:
+        """``out`` already holds the entries in the stored layout (fast index only):
+        append the crc32c when the chain has one."""
+        payload = 16 * self.n
+        if self.index_size == payload + 4:
+            out[payload:] = _crc32c.crc32c(out[:payload]).to_bytes(4, "little")
+
+    def encode_index(self, flat: np.ndarray) -> bytearray:
+        out = bytearray(self.index_size)
+        self.encode_index_into(flat, memoryview(out))
+        return out
+
+    def validate(self, flat: np.ndarray, shard_size: int | None) -> None:
+        """Raise CorruptChunkError naming the first bad index entry.
+
+        ``shard_size`` None: the size is unknown (partial read of an end index on an
+        object store); truncation is then detected when the chunk ranges are read.
+        """
+        start = self.start
+        if shard_size is None:
+            lo, hi, size = (self.index_size if start else 0), SENTINEL, SENTINEL
+        elif start:
+            lo, hi, size = self.index_size, shard_size, shard_size
+        else:
+            lo, hi, size = 0, shard_size - self.index_size, shard_size
+        bad, fault = K.validate_index(flat, lo, hi, size)
+        if bad != -1:
+            raise CorruptChunkError(
+                f"{self.chunk_name(bad)}: {FAULT_TEXT[fault]} "
+                f"(offset={int(flat[2 * bad])}, nbytes={int(flat[2 * bad + 1])}"
+                + (f", shard size {shard_size}, index {self.index_size} bytes at the {'start' if start else 'end'})"
+                   if shard_size is not None else ")")
+            )
+
+    def check_fetch(self, which: np.ndarray, nbs: np.ndarray) -> None:
+        """Hostile-store guard before a range read of inner chunks ``which`` (sizes
+        ``nbs``): an entry may claim any size (the shard may be a huge sparse file), so
+        refuse one larger than its codecs can produce, and a SUM larger than the touched
+        chunks can produce (4,096 entries of 1 MiB each in a 4 KiB shard must not read
+        4 GiB).  Single entries up to 1 MiB are left to the usual checks (short read,
+        decoded size), which give more specific messages."""
+        if not which.size:
+            return
+        cap = max(self.inner_limit, 1 << 20)
+        top = int(nbs.max())
+        if top > cap:
+            bad = int(np.argmax(nbs > np.uint64(cap)))
+            raise CorruptChunkError(
+                f"{self.chunk_name(int(which[bad]))}: expected an inner chunk of at most {cap} bytes, "
+                f"received nbytes={int(nbs[bad])}"
+            )
+        total = int(nbs.sum(dtype=np.uint64)) if which.size * cap < (1 << 63) else sum(int(x) for x in nbs)
+        bound = which.size * self.inner_limit + (1 << 20)
+        if total > bound:
+            raise CorruptChunkError(
+                f"shard index: expected the {which.size} inner chunks read to total at most {bound} bytes, "
+                f"received entries totalling {total} bytes"
+            )
+
+    # -- emptiness -------------------------------------------------------------------
+    def empty_flags(self, arr: np.ndarray, chunk_shape: tuple[int, ...]) -> np.ndarray:
+        """Per inner chunk of ``arr`` (C-contiguous, C order): 1 if all fill value."""
+        shape = arr.shape
+        if self.has_object:
+            grid = [s // c for s, c in zip(shape, chunk_shape)]
+            out = np.empty(int(np.prod(grid)) if grid else 1, np.uint8)
+            for k, c in enumerate(np.ndindex(*grid)):
+                sl = tuple(slice(a * s, (a + 1) * s) for a, s in zip(c, chunk_shape))
+                out[k] = bool(np.all(arr[sl] == self.fill))
+            return out
+        if not shape:
+            shape, chunk_shape = (1,), (1,)
+        grid = [s // c for s, c in zip(shape, chunk_shape)]
+        out = np.empty(int(np.prod(grid)), np.uint8)
+        K.empty_chunks(
+            arr.reshape(-1).view(np.uint8), np.asarray(shape, np.int64), np.asarray(chunk_shape, np.int64),
+            self.itemsize, self.fill_row, out,
+        )
+        return out
+
+    def chunk_is_empty(self, chunk: np.ndarray) -> bool:
+        return bool(self.empty_flags(contiguous(chunk), chunk.shape)[0])
+
+
+def _kernel_kind(inner: Any) -> tuple[str | None, int]:
+    """("raw" | "gzip", byte swap) for inner chains the C scatter kernel runs itself:
+    ``bytes`` (either endianness, for numbers; swap 0 none, 1 whole element, 2/4/8
+    words of a complex) optionally followed by ``gzip``; (None, 0) for everything else
+    (the Python path)."""
+    from zarrcy.codecs.bytes import BytesCodec
+
+    dt = inner.spec.dtype
+    if inner.array_array or not isinstance(inner.array_bytes, BytesCodec) or dt.hasobject or dt.fields is not None:
+        return None, 0
+    swap = 0
+    if inner.array_bytes._swaps(dt):
+        if dt.kind in "biufmM" and dt.itemsize in (2, 4, 8):
+            swap = 1
+        elif dt.kind == "c" and dt.itemsize in (8, 16):
+            swap = dt.itemsize // 2
+        else:
+            return None, 0
+    elif dt.kind not in "biufcmM":
+        return None, 0
+    names = [c.to_dict().get("name") for c in inner.bytes_bytes]
+    if not names:
+        return "raw", swap
+    if names == ["gzip"]:
+        return "gzip", swap
+    return None, 0

@@ -1,0 +1,458 @@
+"""Reading shards: index fetch / cache / version checks, projection of a selection onto
+inner chunks, coalesced range reads, point / partial reads.
+
+**One version per read.**  A read opens ONE snapshot of the shard
+(``ByteGetter.snapshot()``, ``zarrcy.byte_access``) and reads the index and every inner
+chunk through it.  LocalStore pins the file with one open descriptor (a concurrent
+temp + rename replace by any process cannot mix versions: the descriptor keeps the
+inode it opened), MemoryStore pins the immutable value object.  Object stores cannot
+pin: the index GET's ETag is sent as ``If-Match`` with the data request
+(``conditional_reads``); a failed match re-reads the index (at most ``STALE_RETRIES``
+times, then StoreError).
+
+**Index cache** (``zarrcy.config(shard_index_cache=bytes)``): keyed by the shard's
+``cache_id``.  For pinned snapshots a cached index is used only when the index bytes
+just read through the snapshot are byte-for-byte the cached ones (and the shard size is
+the same): the cache saves the checksum, decode and validation, never the read, and a
+stat token that can repeat (inode reuse, same size, coarse mtime -- issue 12.1) is
+never trusted.  For object stores the cache is keyed by ETag (checked by the server).
+
+**Projection.**  A chunk selection arrives intact (ints, slices with steps, integer
+arrays: see ``zarrcy.codecs._base.Selection``) and is projected onto the inner-chunk
+grid per dimension by the same ``_grid`` kernels the array layer uses; only the inner
+chunks the selection touches are fetched and decoded (``decode_stats`` counts them).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from zarrcy._kernels import _sharding as K
+from zarrcy.byte_range import RangeRequest
+from zarrcy.codecs._base import ByteGetter, Selection, ValueSnapshot, assign, select
+from zarrcy.codecs.sharding import scatter
+from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, run, scratch
+from zarrcy.codecs.sharding.projection import Projection, whole_projection
+from zarrcy.codecs.sharding.format import SENTINEL, ShardLayout, flat_bytes
+from zarrcy.config import get as _config_get
+from zarrcy.errors import CorruptChunkError, StoreError
+
+__all__ = ["Projection", "whole_projection", "decode_partial", "read_point", "fetch_ranges", "with_index", "clear_index_cache",
+           "decode_stats"]
+
+STALE_RETRIES = 3
+
+# ------------------------------------------------------------------------------------
+# index cache: cache_id + layout -> (raw index bytes, shard size, validated index)
+# ------------------------------------------------------------------------------------
+
+_CACHE: dict[Any, tuple[Any, Any, np.ndarray]] = {}
+_CACHE_BYTES = [0]
+_CACHE_LOCK = threading.Lock()
+
+
+def _reset_after_fork() -> None:
+    """The child must not inherit a lock held by a parent thread at fork time."""
+    global _CACHE_LOCK
+    _CACHE_LOCK = threading.Lock()
+    _CACHE.clear()
+    _CACHE_BYTES[0] = 0
+    decode_stats.lock = threading.Lock()
+
+
+def clear_index_cache() -> None:
+    """Forget every cached shard index (benchmarks measuring cold reads; tests)."""
+    with _CACHE_LOCK:
+        _CACHE.clear()
+        _CACHE_BYTES[0] = 0
+
+
+def _cache_put(key: Any, token: Any, size: Any, flat: np.ndarray) -> None:
+    limit = int(_config_get("shard_index_cache"))
+    nbytes = flat.nbytes
+    if nbytes > limit:
+        return
+    with _CACHE_LOCK:
+        old = _CACHE.pop(key, None)
+        if old is not None:
+            _CACHE_BYTES[0] -= old[2].nbytes
+        while _CACHE and _CACHE_BYTES[0] + nbytes > limit:  # drop the oldest
+            _CACHE_BYTES[0] -= _CACHE.pop(next(iter(_CACHE)))[2].nbytes
+        _CACHE[key] = (token, size, flat)
+        _CACHE_BYTES[0] += nbytes
+
+
+def drop_index(getter: ByteGetter, layout: ShardLayout) -> None:
+    cid = getter.cache_id
+    if cid is None:
+        return
+    with _CACHE_LOCK:
+        old = _CACHE.pop(_cache_key(cid, layout), None)
+        if old is not None:
+            _CACHE_BYTES[0] -= old[2].nbytes
+
+
+def _cache_key(cid: Any, layout: ShardLayout) -> Any:
+    return (cid, layout.index_size, layout.start, layout.n)
+
+
+class _DecodeStats:
+    """Inner chunks decoded by partial and point reads, when enabled (tests, bench)."""
+
+    def __init__(self) -> None:
+        self.enabled = False
+        self.decoded = 0
+        self.lock = threading.Lock()
+
+    def add(self, n: int) -> None:
+        if self.enabled:
+            with self.lock:
+                self.decoded += n
+
+    def reset(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self.decoded = 0
+
+
+decode_stats = _DecodeStats()
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+class Stale(Exception):
+    """Internal: the shard is no longer the version its index was read from."""
+
+
+# ------------------------------------------------------------------------------------
+# index
+# ------------------------------------------------------------------------------------
+
+
+def _parse_index(raw: Any, layout: ShardLayout, size: int | None) -> np.ndarray:
+    isz = layout.index_size
+    if len(raw) < isz:
+        raise CorruptChunkError(f"shard is {len(raw)} bytes, shorter than its index ({isz} bytes)")
+    flat = layout.decode_index(raw)
+    layout.validate(flat, size)
+    flat.flags.writeable = False  # shared through the cache
+    return flat
+
+
+def load_index(
+    getter: ByteGetter, snap: ValueSnapshot, layout: ShardLayout, fresh: bool = False
+) -> tuple[np.ndarray | None, Any]:
+    """``(validated index or None if the shard does not exist, version)``.
+
+    ``version`` is None, or the ETag the index came from: then every data read must be
+    conditional on it (:func:`read_ranges`).  ``fresh``: skip the cache."""
+    cid = getter.cache_id
+    use_cache = bool(_config_get("shard_index_cache")) and cid is not None
+    ck = _cache_key(cid, layout) if use_cache else None
+    if getter.conditional_reads:
+        if ck is not None and not fresh:
+            hit = _CACHE.get(ck)
+            if hit is not None:
+                return hit[2], hit[0]
+        raw, etag = getter.get_versioned(layout.index_request())
+        if raw is None:
+            drop_index(getter, layout)
+            return None, None
+        flat = _parse_index(flat_bytes(raw), layout, None)
+        if etag is None:  # a server without (strong) ETags: unconditional data reads
+            if ck is not None:
+                drop_index(getter, layout)
+            return flat, None
+        if ck is not None:
+            _cache_put(ck, etag, None, flat)
+        return flat, etag
+    if snap.exists is False:
+        return None, None
+    raw = snap.get(layout.index_request())
+    if raw is None:
+        return None, None
+    if not snap.pinned or len(raw) > int(_config_get("shard_index_cache")):
+        ck = None  # not cached: decode straight from what was read (a view, no copy)
+    elif not isinstance(raw, bytes):
+        raw = bytes(flat_bytes(raw))  # cached: its own copy, never a view into a whole shard
+    size = snap.size
+    if ck is not None:
+        hit = _CACHE.get(ck)
+        # the same index bytes in the same-size object: the validated index applies
+        # (the data are read through the same snapshot, so they belong to this version)
+        if hit is not None and hit[1] == size and hit[0] == raw:
+            return hit[2], None
+    flat = _parse_index(raw, layout, size)
+    if ck is not None:
+        _cache_put(ck, raw, size, flat)
+    return flat, None
+
+
+def read_ranges(snap: ValueSnapshot, getter: ByteGetter, ranges: list[RangeRequest], version: Any) -> list[Any]:
+    """Ranges of the shard, through ``snap`` -- or conditional on ``version`` (ETag):
+    raises :class:`Stale` when the shard is no longer that version."""
+    if version is None:
+        return snap.get_ranges(ranges)
+    got = getter.get_ranges_if_version(ranges, version)
+    if got is None:
+        raise Stale
+    return got
+
+
+def with_index(
+    getter: ByteGetter, layout: ShardLayout, body: Callable[[ValueSnapshot, Any, Any], Any]
+) -> Any:
+    """``body(snapshot, index, version)`` on one snapshot of the shard; when a
+    conditional data read finds the shard changed (:class:`Stale`), drop the cached
+    index, re-read it and run ``body`` again -- at most ``STALE_RETRIES`` times."""
+    fresh = False
+    for _ in range(STALE_RETRIES + 1):
+        with getter.snapshot() as snap:
+            flat, version = load_index(getter, snap, layout, fresh)
+            try:
+                return body(snap, flat, version)
+            except Stale:
+                drop_index(getter, layout)
+                fresh = True
+    where = getter.cache_id
+    where = f"{where[0]}/{where[1]}: " if isinstance(where, tuple) else ""
+    raise StoreError(
+        f"{where}the shard changed between its index read and its data read "
+        f"{STALE_RETRIES + 1} times in a row; giving up (no consistent version to read)"
+    )
+
+
+def fetch_ranges(
+    snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, which: np.ndarray, offs: np.ndarray,
+    nbs: np.ndarray, version: Any = None,
+) -> tuple[list[memoryview], np.ndarray, np.ndarray]:
+    """Read the bytes of inner chunks ``which`` with one coalesced ``get_ranges`` call.
+
+    Returns (group buffers, group of each chunk, group start offsets)."""
+    m = which.size
+    layout.check_fetch(which, nbs)
+    if m and snap.size is not None:  # the size is known: refuse before reading
+        ends = offs + nbs
+        over = ends > np.uint64(snap.size)
+        if over.any():
+            bad = int(np.argmax(over))
+            raise CorruptChunkError(
+                f"{layout.chunk_name(int(which[bad]))}: points past the end of the shard "
+                f"(offset={int(offs[bad])}, nbytes={int(nbs[bad])}, shard size {snap.size}; truncated?)"
+            )
+    g_of = np.zeros(m, np.int64)
+    if m == 1:
+        ng = 1
+        gs = offs.astype(np.uint64)
+        ge = gs + nbs
+    else:
+        order = np.argsort(offs, kind="stable").astype(np.int64)
+        gs = np.empty(m, np.uint64)
+        ge = np.empty(m, np.uint64)
+        ng = K.coalesce(
+            offs, nbs, order, int(_config_get("coalesce_gap")), int(_config_get("coalesce_max")), g_of, gs, ge
+        )
+    starts = gs[:ng].tolist()
+    stops = ge[:ng].tolist()
+    got = read_ranges(snap, getter, [RangeRequest(a, b - a) for a, b in zip(starts, stops)], version) if ng else []
+    bufs: list[memoryview] = []
+    for g, (raw, a, b) in enumerate(zip(got, starts, stops)):
+        if raw is None:
+            raise CorruptChunkError("shard disappeared while its inner chunks were read")
+        raw = flat_bytes(raw)
+        if len(raw) < b - a:
+            avail = a + len(raw)
+            members = np.flatnonzero(g_of == g)
+            ends = offs[members] + nbs[members]
+            bad = int(members[np.argmax(ends > avail)])
+            raise CorruptChunkError(
+                f"{layout.chunk_name(int(which[bad]))}: points past the end of the shard "
+                f"(offset={int(offs[bad])}, nbytes={int(nbs[bad])}, shard ends at {avail}; truncated?)"
+            )
+        bufs.append(raw)
+    return bufs, g_of, gs[:ng]
+
+
+# ------------------------------------------------------------------------------------
+# reads
+# ------------------------------------------------------------------------------------
+
+
+def decode_partial(
+    layout: ShardLayout, getter: ByteGetter, selection: Selection, out: np.ndarray | None
+) -> np.ndarray | None:
+    proj = Projection(selection, layout)
+    if out is None:
+        out = np.empty(proj.out_shape, dtype=layout.spec.dtype)
+    elif tuple(out.shape) != proj.out_shape:
+        raise ValueError(f"decode_partial: expected out of shape {proj.out_shape}, received {tuple(out.shape)}")
+    if out.size == 0:
+        return out
+    return with_index(getter, layout, lambda snap, flat, version: _partial(snap, getter, layout, proj, flat, version, out))
+
+
+def _decode_into(layout: ShardLayout, data: Any, osel: tuple[Any, ...], csel: tuple[Any, ...], full: bool,
+                 proj: Projection, out: np.ndarray) -> None:
+    inner = layout.inner
+    if proj.covers_all(full, osel):
+        inner.decode_into(data, out[osel + (Ellipsis,)])
+    else:  # partly covered: decode into this thread's scratch chunk, copy the part
+        buf = scratch(layout.inner_spec)
+        inner.decode_into(data, buf)
+        assign(out, osel, select(buf, csel))
+    decode_stats.add(1)
+
+
+def _partial(
+    snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, proj: Projection, flat: Any, version: Any,
+    out: np.ndarray,
+) -> np.ndarray | None:
+    if flat is None:
+        return None
+    lin = proj.linear
+    offs = flat[2 * lin]
+    nbs = flat[2 * lin + 1]
+    present = np.flatnonzero(offs != SENTINEL)
+    g_task = np.full(proj.m, -1, np.int64)  # coalesced buffer of each task (-1: not stored)
+    off_task = np.zeros(proj.m, np.int64)
+    nb_task = np.zeros(proj.m, np.int64)
+    bufs: list[memoryview] = []
+    if present.size:
+        p_offs = offs[present]
+        p_nbs = nbs[present]
+        bufs, g_of, gs = fetch_ranges(snap, getter, layout, lin[present], p_offs, p_nbs, version)
+        g_task[present] = g_of
+        off_task[present] = (p_offs - gs[g_of]).astype(np.int64)
+        nb_task[present] = p_nbs.astype(np.int64)
+    fill = layout.fill
+
+    def task(k: int, dest: np.ndarray = out) -> None:
+        csel, osel, full = proj.task(k)
+        g = int(g_task[k])
+        if g < 0:
+            assign(dest, osel, fill)
+        else:
+            o = int(off_task[k])
+            try:
+                _decode_into(layout, bufs[g][o:o + int(nb_task[k])], osel, csel, full, proj, dest)
+            except CorruptChunkError as e:
+                raise CorruptChunkError(f"{layout.chunk_name(int(lin[k]))}: {e}") from e
+
+    if proj.m > 1 and scatter.usable(layout):
+        scatter.decode_tasks(layout, proj, out, bufs, g_task, off_task, nb_task, task)
+        return out
+    run(proj.m, task, present.size * layout.inner_spec.nbytes >= PARALLEL_MIN_BYTES)
+    return out
+
+
+def read_point(layout: ShardLayout, getter: ByteGetter, local: Sequence[int]) -> Any:
+    """One element at in-shard coordinates ``local`` (in bounds): the index (cached),
+    one range read of its inner chunk, a decode into a per-thread scratch chunk."""
+    return with_index(getter, layout, lambda snap, flat, version: _point(snap, getter, layout, local, flat, version))
+
+
+def _point(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, local: Sequence[int], flat: Any,
+           version: Any) -> Any:
+    if flat is None:
+        return layout.fill_scalar
+    lin = 0
+    rel = []
+    for x, c, g in zip(local, layout.chunk_shape, layout.cps):
+        q = x // c
+        lin = lin * g + q
+        rel.append(x - q * c)
+    off = int(flat[2 * lin])
+    nb = int(flat[2 * lin + 1])
+    if off == SENTINEL:
+        return layout.fill_scalar
+    # one range: the checks of fetch_ranges with plain ints (the latency path)
+    if nb > max(layout.inner_limit, 1 << 20) or (snap.size is not None and off + nb > snap.size):
+        fetch_ranges(snap, getter, layout, np.array([lin]), np.array([off], np.uint64),
+                     np.array([nb], np.uint64), version)  # raises with the full message
+    (raw,) = read_ranges(snap, getter, [RangeRequest(off, nb)], version)
+    if raw is None:
+        raise CorruptChunkError("shard disappeared while its inner chunks were read")
+    if len(raw) < nb:
+        raise CorruptChunkError(
+            f"{layout.chunk_name(lin)}: points past the end of the shard "
+            f"(offset={off}, nbytes={nb}, shard ends at {off + len(raw)}; truncated?)"
+        )
+    buf = scratch(layout.inner_spec)
+    try:
+        layout.inner.decode_into(raw, buf)
+    except CorruptChunkError as e:
+        raise CorruptChunkError(f"{layout.chunk_name(lin)}: {e}") from e
+    decode_stats.add(1)
+    value = buf[tuple(rel)]
+    return value.copy() if isinstance(value, np.generic) else value  # str/bytes elements: immutable
+
+
+def decode_points(layout: ShardLayout, getter: ByteGetter, coords: np.ndarray) -> np.ndarray | None:
+    """Elements at in-shard coordinates ``coords`` ((ndim, k) int64, in bounds; vindex):
+    the inner chunks holding them are fetched (coalesced) and decoded once each."""
+    k = coords.shape[1] if coords.ndim == 2 else 0
+    out = np.empty(k, dtype=layout.spec.dtype)
+    if k == 0:
+        return out
+    if not layout.cps:
+        lin = np.zeros(k, np.int64)
+        local = coords
+    else:
+        cs = np.asarray(layout.chunk_shape, np.int64)[:, None]
+        q = coords // cs
+        local = coords - q * cs
+        lin = np.ravel_multi_index(tuple(q), layout.cps).astype(np.int64)
+    order = np.argsort(lin, kind="stable")
+    ls = lin[order]
+    cuts = np.flatnonzero(ls[1:] != ls[:-1]) + 1
+    starts = np.r_[0, cuts]
+    uniq = ls[starts]
+    groups = np.split(order, cuts)
+    return with_index(
+        getter, layout,
+        lambda snap, flat, version: _points(snap, getter, layout, flat, version, uniq, groups, local, out),
+    )
+
+
+def _points(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, flat: Any, version: Any,
+            uniq: np.ndarray, groups: list[np.ndarray], local: np.ndarray, out: np.ndarray) -> np.ndarray | None:
+    if flat is None:
+        return None
+    offs = flat[2 * uniq]
+    nbs = flat[2 * uniq + 1]
+    present = np.flatnonzero(offs != SENTINEL)
+    g_task = np.full(uniq.size, -1, np.int64)
+    off_task = np.zeros(uniq.size, np.int64)
+    nb_task = np.zeros(uniq.size, np.int64)
+    bufs: list[memoryview] = []
+    if present.size:
+        bufs, g_of, gs = fetch_ranges(snap, getter, layout, uniq[present], offs[present], nbs[present], version)
+        g_task[present] = g_of
+        off_task[present] = (offs[present] - gs[g_of]).astype(np.int64)
+        nb_task[present] = nbs[present].astype(np.int64)
+    fill = layout.fill
+
+    def task(j: int) -> None:
+        idx = groups[j]
+        g = int(g_task[j])
+        if g < 0:
+            out[idx] = fill
+            return
+        buf = scratch(layout.inner_spec)
+        o = int(off_task[j])
+        try:
+            layout.inner.decode_into(bufs[g][o:o + int(nb_task[j])], buf)
+        except CorruptChunkError as e:
+            raise CorruptChunkError(f"{layout.chunk_name(int(uniq[j]))}: {e}") from e
+        decode_stats.add(1)
+        out[idx] = buf[tuple(local[:, idx])]
+
+    if uniq.size > 1 and scatter.usable(layout):
+        scatter.decode_point_tasks(layout, out, bufs, uniq, g_task, off_task, nb_task, groups, local, task)
+        return out
+    run(uniq.size, task, present.size * layout.inner_spec.nbytes >= PARALLEL_MIN_BYTES)
+    return out
