@@ -255,3 +255,56 @@ def test_zip_store_lock_reset_after_fork(tmp_path):
         p.kill()
     assert not alive, "forked child hung on an inherited ZipStore lock"
     assert q.get(timeout=5) == b"value"
+
+
+def test_module_locks_held_at_fork(tmp_path):
+    """Parent threads hold the codec registry, pipeline cache and zstd library locks at
+    the fork: the child still resolves codecs and decodes zstd chunks (it hung before)."""
+    import importlib
+    import multiprocessing as mp
+    import threading
+
+    import numpy as np
+
+    import zarrcy
+    from zarrcy.codecs import ZstdCodec
+
+    path = str(tmp_path / "z.zarr")
+    a = zarrcy.create_array(path, shape=(64, 64), chunks=(16, 16), dtype="int32", compressors=[ZstdCodec(level=1)])
+    a[...] = np.arange(64 * 64, dtype="int32").reshape(64, 64)
+    mods = [importlib.import_module(m) for m in ("zarrcy.codecs.registry", "zarrcy.codecs.pipeline", "zarrcy.codecs.zstd")]
+    locks = [mods[0]._lock, mods[1]._CACHE_LOCK, mods[2]._lib_lock]
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        for lk in locks:
+            lk.acquire()
+        held.set()
+        release.wait(60)
+        for lk in locks:
+            lk.release()
+
+    t = threading.Thread(target=hold)
+    t.start()
+    held.wait(10)
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+
+    def child(q) -> None:
+        try:
+            b = zarrcy.create_array(path + "2", shape=(32,), chunks=(8,), dtype="uint8", compressors=[ZstdCodec(level=3)])
+            b[...] = 7
+            q.put((int(zarrcy.open_array(path)[...].sum()), int(b[...].sum())))
+        except BaseException as e:
+            q.put(repr(e))
+
+    p = ctx.Process(target=child, args=(q,))
+    p.start()
+    p.join(timeout=60)
+    release.set()
+    t.join()
+    alive = p.is_alive()
+    if alive:
+        p.kill()
+    assert not alive, "forked child hung on a module lock held at fork time"
+    assert q.get(timeout=5) == (int(np.arange(64 * 64).sum()), 7 * 32)

@@ -37,6 +37,7 @@ from zarrcy.codecs._base import (
     selection_shape,
 )
 from zarrcy.codecs.registry import resolve_codecs
+from zarrcy.config import at_fork_reset
 from zarrcy.errors import CorruptChunkError, expected
 
 __all__ = ["CodecPipeline"]
@@ -44,6 +45,14 @@ __all__ = ["CodecPipeline"]
 
 _CACHE: dict[Any, "CodecPipeline"] = {}
 _CACHE_LOCK = threading.Lock()
+
+
+@at_fork_reset
+def _reset_cache_after_fork() -> None:
+    """A forked child starts with a fresh lock (one held by another parent thread at the
+    fork would never be released there); the cached pipelines hold no thread state."""
+    global _CACHE_LOCK
+    _CACHE_LOCK = threading.Lock()
 
 
 class CodecPipeline:

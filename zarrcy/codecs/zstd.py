@@ -34,6 +34,7 @@ from typing import Any, ClassVar, Self
 
 import numpy as np
 
+from zarrcy.config import at_fork_reset
 from zarrcy.config import get as _config_get
 from zarrcy.codecs._base import ArraySpec, BytesBytesCodec
 from zarrcy.codecs._common import as_uint8, config_dict, get_bool, get_int, max_compressed_size
@@ -132,6 +133,12 @@ class _Buf(ctypes.Structure):  # ZSTD_inBuffer / ZSTD_outBuffer: {ptr, size, pos
 _lib: Any = None
 _lib_lock = threading.Lock()
 _tls = threading.local()
+
+
+@at_fork_reset
+def _reset_lock_after_fork() -> None:
+    global _lib_lock
+    _lib_lock = threading.Lock()
 
 
 def _zstd_lib() -> Any:

@@ -46,12 +46,14 @@ import json
 import math
 import os
 import threading
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
 import numpy as np
 
 from zarrcy.byte_range import ByteRequest
+from zarrcy.config import at_fork_reset
 from zarrcy.errors import ReadOnlyError, StoreError, ZarrcyError, expected
 from zarrcy.storage._base import Store
 from zarrcy.storage._common import check_prefix, resolve_range
@@ -159,6 +161,16 @@ class _Var:
             return self.index
 
 
+_FILES: "weakref.WeakSet[_File]" = weakref.WeakSet()
+
+
+@at_fork_reset
+def _reset_locks_after_fork() -> None:
+    """Fresh per-file locks in a forked child (a parent thread may have held one)."""
+    for f in list(_FILES):
+        f.lock = threading.RLock()
+
+
 class _File:
     """One open HDF5 file: h5py handle (metadata, fallback reads) + a raw descriptor."""
 
@@ -168,6 +180,7 @@ class _File:
         if not is_hdf5(path):
             raise HDF5SourceError(expected(path, "an HDF5 / NetCDF-4 file (HDF5 signature)", "no signature"))
         self.lock = threading.RLock()
+        _FILES.add(self)
         try:
             self.h5 = h5py.File(path, "r")
         except (OSError, ValueError, RuntimeError) as e:
