@@ -1,6 +1,7 @@
 """Runtime configuration: thread count and tunables.
 
-``zarrcy.config(threads=N)`` sets values; ``zarrcy.config()`` returns the current dict.
+``zarrcy.config(threads=N)`` sets values; ``zarrcy.config()`` returns the current dict;
+``zarrcy.config.set({...})`` / ``zarrcy.config.get(key)`` as in zarr-python.
 The environment variable ``ZARRCY_THREADS`` sets the initial thread count.
 """
 
@@ -11,7 +12,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-__all__ = ["config", "get", "executor", "named_pool"]
+__all__ = ["config", "Config", "get", "executor", "named_pool"]
 
 _lock = threading.Lock()
 _values: dict[str, Any] = {
@@ -36,9 +37,7 @@ _executor: ThreadPoolExecutor | None = None
 _executor_threads = 0
 
 
-def config(**kwargs: Any) -> dict[str, Any]:
-    """Update configuration values; return a copy of the current configuration."""
-    global _executor
+def _set(kwargs: dict[str, Any]) -> dict[str, Any]:
     with _lock:
         for k, v in kwargs.items():
             if k not in _values:
@@ -47,8 +46,74 @@ def config(**kwargs: Any) -> dict[str, Any]:
                 v = int(v)
                 if v < 1:
                     raise ValueError(f"config.threads: expected >= 1, received {v}")
-            _values[k] = v
+        _values.update({k: (int(v) if k == "threads" else v) for k, v in kwargs.items()})
         return dict(_values)
+
+
+#: zarr-python's dotted option names that mean one of zarrcy's options
+_ZARR_NAMES = {
+    "array.write_empty_chunks": "write_empty_chunks",
+    "threading.max_workers": "threads",
+    "array.sharding_coalesce_max_gap_bytes": "coalesce_gap",
+    "array.sharding_coalesce_max_bytes": "coalesce_max",
+}
+_foreign: dict[str, Any] = {}  # other dotted (zarr-python) options: kept for get(), no effect
+
+
+class _Restore:
+    """What ``config.set`` returns: the change is already made; used as a context
+    manager, it is undone on exit (as zarr-python's ``zarr.config.set``)."""
+
+    def __init__(self, old: dict[str, Any], old_foreign: dict[str, Any]) -> None:
+        self._old, self._old_foreign = old, old_foreign
+
+    def __enter__(self) -> "_Restore":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _set(self._old)
+        _foreign.clear()
+        _foreign.update(self._old_foreign)
+
+
+class Config:
+    """``zarrcy.config``: call it as before (``zarrcy.config(threads=4)`` sets options and
+    returns the current dict), or use zarr-python's spelling ``zarrcy.config.set({...})``
+    / ``zarrcy.config.get(key)``.  ``set`` also works as a context manager.  Dotted
+    zarr-python names map to zarrcy's options where one exists (``array.write_empty_chunks``,
+    ``threading.max_workers``, ``array.sharding_coalesce_max_*``); other dotted names are
+    remembered (``get`` returns them) but have no effect."""
+
+    def __call__(self, **kwargs: Any) -> dict[str, Any]:
+        return _set(kwargs)
+
+    def set(self, options: dict[str, Any] | None = None, **kwargs: Any) -> _Restore:
+        merged = {**(options or {}), **kwargs}
+        mine, foreign = {}, {}
+        for k, v in merged.items():
+            k2 = _ZARR_NAMES.get(k, k)
+            if k2 in _values:
+                mine[k2] = v
+            elif "." in k:
+                foreign[k] = v
+            else:
+                raise KeyError(f"config: unknown option {k!r}; known: {sorted(_values)}")
+        restore = _Restore({k: _values[k] for k in mine}, dict(_foreign))
+        _set(mine)
+        _foreign.update(foreign)
+        return restore
+
+    def get(self, key: str, default: Any = None) -> Any:
+        k2 = _ZARR_NAMES.get(key, key)
+        if k2 in _values:
+            return _values[k2]
+        return _foreign.get(key, default)
+
+    def __repr__(self) -> str:
+        return f"zarrcy.config({dict(_values)!r})"
+
+
+config = Config()
 
 
 def get(name: str) -> Any:

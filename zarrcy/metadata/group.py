@@ -13,7 +13,7 @@ from typing import Any
 from zarrcy.metadata._parse import dumps, load_json_object
 from zarrcy.metadata.array import check_format, parse_attributes, split_extra
 
-__all__ = ["GroupMetadata"]
+__all__ = ["GroupMetadata", "ConsolidatedMetadata"]
 
 _KNOWN = frozenset(("zarr_format", "node_type", "attributes"))
 
@@ -48,5 +48,40 @@ class GroupMetadata:
         return 3
 
     @property
+    def consolidated_metadata(self) -> "ConsolidatedMetadata | None":
+        """zarr-python's ``consolidated_metadata`` field (zarrcy.consolidated) parsed, or
+        None when the group has none."""
+        cm = self.extra.get("consolidated_metadata")
+        if cm is None:
+            return None
+        return ConsolidatedMetadata.from_json(cm, "consolidated_metadata")
+
+    @property
     def node_type(self) -> str:
         return "group"
+
+
+@dataclass(frozen=True)
+class ConsolidatedMetadata:
+    """The node documents of a group's consolidated metadata: relative path ->
+    ``ArrayMetadata`` / ``GroupMetadata`` (as zarr-python's class of the same name)."""
+
+    metadata: dict[str, Any] = field(default_factory=dict)
+    kind: str = "inline"
+    must_understand: bool = False
+
+    @classmethod
+    def from_json(cls, data: Any, path: str = "consolidated_metadata") -> "ConsolidatedMetadata":
+        from zarrcy.errors import MetadataError, expected
+        from zarrcy.metadata.node import parse_node_metadata
+
+        if not isinstance(data, dict):
+            raise MetadataError(expected(path, "an object", data), path)
+        kind = data.get("kind", "inline")
+        if kind != "inline":
+            raise MetadataError(expected(f"{path}.kind", "'inline'", kind), f"{path}.kind")
+        docs = data.get("metadata", {})
+        if not isinstance(docs, dict):
+            raise MetadataError(expected(f"{path}.metadata", "an object", docs), f"{path}.metadata")
+        meta = {k: parse_node_metadata(v, f"{path}.metadata[{k!r}]") for k, v in docs.items()}
+        return cls(metadata=meta, kind=kind, must_understand=bool(data.get("must_understand", False)))
