@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
+import threading
 from typing import Any, Iterable
 
 import numpy as np
@@ -51,27 +53,96 @@ except ImportError:  # pragma: no cover
 from zarrcy.byte_range import SuffixRequest
 from zarrcy.codecs._base import ArraySpec
 from zarrcy.codecs.pipeline import CodecPipeline
-from zarrcy.errors import ZarrcyError
+from zarrcy.errors import UnknownExtensionError, ZarrcyError
 from zarrcy.metadata.data_type import parse_data_type
 
-__all__ = ["ZarrcyCodecPipeline"]
+__all__ = ["ZarrcyCodecPipeline", "fallback_counts", "reset_fallback_counts"]
 
 
-def _zarrcy_pipeline(codecs_json: str, spec: Any) -> CodecPipeline | None:
-    """zarrcy's resolved pipeline for zarr-python codecs (as JSON) and chunk spec, or None."""
+_log = logging.getLogger("zarrcy.zarr_plugin")
+_reported: set[str] = set()
+_fallbacks: dict[str, int] = {}
+_fallback_lock = threading.Lock()
+
+
+def _fallback(reason: str) -> None:
+    """Count one call that zarr-python's own pipeline serves, and log the reason the
+    first time it occurs in this process (logging, not ``warnings``: a user's
+    ``-W error`` must not turn a supported fallback into a failure)."""
+    with _fallback_lock:
+        _fallbacks[reason] = _fallbacks.get(reason, 0) + 1
+        first = reason not in _reported
+        _reported.add(reason)
+    if first:
+        _log.warning("zarrcy codec pipeline: %s; zarr-python's own pipeline handles it "
+                     "(reported once per reason)", reason)
+
+
+def fallback_counts() -> dict[str, int]:
+    """Calls served by zarr-python's pipeline since the start (or the last reset), by reason."""
+    with _fallback_lock:
+        return dict(_fallbacks)
+
+
+def reset_fallback_counts() -> None:
+    with _fallback_lock:
+        _fallbacks.clear()
+        _reported.clear()
+
+
+class _NoPipeline(Exception):
+    """zarrcy cannot run this chain (the message is the reason)."""
+
+
+def _zarrcy_spec(spec: Any, data_type: Any) -> ArraySpec:
+    np_dtype = np.dtype(spec.dtype.to_native_dtype())
+    if np_dtype.kind == "O":  # zarr-python's variable-length bytes: its own codec (its object chunks
+        raise _NoPipeline("variable-length object data type")  # may hold 0-d arrays, not bytes)
+    if np_dtype.byteorder not in "=|":  # (StringDType has no byte order to change)
+        np_dtype = np_dtype.newbyteorder("=")
+    fill = np.asarray(spec.fill_value, dtype=np_dtype)[()]
+    return ArraySpec(tuple(spec.shape), np_dtype, fill, data_type)
+
+
+def _zarrcy_pipeline(codecs_json: str, spec: Any) -> CodecPipeline:
+    """zarrcy's resolved pipeline for zarr-python codecs (as JSON) and chunk spec, or
+    _NoPipeline (with the reason)."""
     try:
-        dtype_json = spec.dtype.to_json(zarr_format=3)
-        data_type = parse_data_type(dtype_json)
-        np_dtype = np.dtype(spec.dtype.to_native_dtype())
-        if np_dtype.kind == "O":  # zarr-python's variable-length bytes: its own codec (its object chunks
-            return None           # may hold 0-d arrays, not bytes)
-        if np_dtype.byteorder not in "=|":  # (StringDType has no byte order to change)
-            np_dtype = np_dtype.newbyteorder("=")
-        fill = np.asarray(spec.fill_value, dtype=np_dtype)[()]
-        zspec = ArraySpec(tuple(spec.shape), np_dtype, fill, data_type)
-        return CodecPipeline.from_codecs(json.loads(codecs_json), zspec)
-    except (ZarrcyError, TypeError, ValueError, AttributeError, KeyError):
-        return None
+        data_type = parse_data_type(spec.dtype.to_json(zarr_format=3))
+        return CodecPipeline.from_codecs(json.loads(codecs_json), _zarrcy_spec(spec, data_type))
+    except (ZarrcyError, TypeError, ValueError, AttributeError, KeyError) as e:
+        raise _NoPipeline(_reason(e)) from None
+
+
+def _reason(e: BaseException) -> str:
+    if isinstance(e, _NoPipeline):
+        return str(e)
+    if isinstance(e, UnknownExtensionError):
+        return str(e).split(": ", 1)[-1]  # "expected a known codec, received 'x'": no array path
+    return f"{type(e).__name__}: {e}"
+
+
+def _zarrcy_pipeline_v2(codec: Any, spec: Any) -> CodecPipeline:
+    """A Zarr v2 array (zarr-python's ``V2Codec``: numcodecs filters + compressor): the
+    chain zarrcy's own v2 arrays use (zarrcy/v2/codecs.py): blosc, zstd and gzip run
+    natively, other compressors and filters through numcodecs inside zarrcy's pipeline."""
+    from zarrcy.v2.codecs import v2_codecs
+    from zarrcy.v2.dtypes import parse_v2_dtype
+
+    try:
+        filters = [f.get_config() for f in (codec.filters or ())]
+        comp = codec.compressor.get_config() if codec.compressor is not None else None
+        if any(c.get("id") == "pickle" for c in [*filters, comp or {}]):
+            raise _NoPipeline("the pickle codec (zarr-python guards its use)")
+        dt_json = spec.dtype.to_json(zarr_format=2)
+        data_type = parse_v2_dtype(dt_json["name"] if isinstance(dt_json, dict) else dt_json, filters=filters or None)
+        if data_type.vlen is not None or data_type.stored_dtype.kind == "O":
+            raise _NoPipeline("variable-length object data type (Zarr v2)")
+        order = getattr(spec.config, "order", "C") or "C"
+        chain = v2_codecs(data_type, order, filters or None, comp, len(spec.shape))
+        return CodecPipeline.from_codecs(chain, _zarrcy_spec(spec, data_type.v3))
+    except (ZarrcyError, TypeError, ValueError, AttributeError, KeyError) as e:
+        raise _NoPipeline(_reason(e)) from None
 
 
 class ZarrcyCodecPipeline(BatchedCodecPipeline):
@@ -87,30 +158,44 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
             object.__setattr__(self, "_zarrcy_json", cached)
         return cached
 
+    def _v2_codec(self) -> Any:
+        """zarr-python's ``V2Codec`` when this pipeline is a Zarr v2 array's, else None."""
+        codecs = list(self)
+        if len(codecs) == 1 and type(codecs[0]).__name__ == "V2Codec" and hasattr(codecs[0], "compressor"):
+            return codecs[0]
+        return None
+
     def _pipelines(self, specs: list[Any]) -> list[CodecPipeline] | None:
-        cj = self._json()
-        if cj is None:
+        v2 = self._v2_codec()
+        cj = self._json() if v2 is None else None
+        if v2 is None and cj is None:
+            _fallback("codecs without a JSON form: " + ", ".join(sorted({type(c).__name__ for c in self})))
             return None
         # one resolved zarrcy pipeline per distinct chunk spec (zarr-python hands us one
         # spec per chunk; building a pipeline per chunk would cost more than decoding it)
-        cache: dict[Any, CodecPipeline | None] | None = self.__dict__.get("_zarrcy_cache")
+        cache: dict[Any, Any] | None = self.__dict__.get("_zarrcy_cache")
         if cache is None:
             cache = {}
             object.__setattr__(self, "_zarrcy_cache", cache)
         out = []
         for spec in specs:
             try:
-                key: Any = (tuple(spec.shape), repr(spec.dtype), repr(spec.fill_value))
+                key: Any = (tuple(spec.shape), repr(spec.dtype), repr(spec.fill_value),
+                            getattr(spec.config, "order", "C"))
             except Exception:  # noqa: BLE001  (an exotic spec: no caching)
                 key = None
             p = cache.get(key, False) if key is not None else False
             if p is False:
-                p = _zarrcy_pipeline(cj, spec)
+                try:
+                    p = _zarrcy_pipeline_v2(v2, spec) if v2 is not None else _zarrcy_pipeline(cj, spec)  # type: ignore[arg-type]
+                except _NoPipeline as e:
+                    p = str(e)
                 if key is not None:
                     if len(cache) > 64:
                         cache.clear()
                     cache[key] = p
-            if p is None:
+            if isinstance(p, str):
+                _fallback(p)
                 return None
             out.append(p)
         return out
@@ -145,7 +230,7 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
                 if nd is None:
                     out.append(None)
                     continue
-                data = pipe.encode(np.ascontiguousarray(nd.as_numpy_array()))
+                data = pipe.encode(_contiguous(nd.as_numpy_array()))
                 out.append(None if data is None else spec.prototype.buffer.from_bytes(bytes(data)))
             return out
 
@@ -251,7 +336,7 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
             merged = _merge_chunk_array(existing, value, out_sel, spec, chunk_sel, complete, drop_axes)
             if chunk_is_empty(merged, spec):
                 return None
-            data = pipe.encode(np.ascontiguousarray(merged.as_numpy_array()))
+            data = pipe.encode(_contiguous(merged.as_numpy_array()))
             return None if data is None else spec.prototype.buffer.from_bytes(bytes(data))
 
         encoded = await _in_groups(one, len(items), _nbytes(pipes))
@@ -349,6 +434,12 @@ def _bounding_box(sel: Any, shape: tuple[int, ...]) -> tuple[tuple[slice, ...], 
     return tuple(box), (None if trivial else tuple(rel))
 
 
+def _contiguous(x: Any) -> np.ndarray:
+    """C-contiguous, same shape (np.ascontiguousarray turns a 0-d array into 1-d)."""
+    x = np.asarray(x)
+    return x if x.flags.c_contiguous else np.array(x, order="C")
+
+
 def _nbytes(pipes: list[CodecPipeline]) -> int:
     return sum(math.prod(p.spec.shape) * p.spec.dtype.itemsize for p in pipes)
 
@@ -405,7 +496,7 @@ def _basic_view(out: np.ndarray, sel: Any, shape: tuple[int, ...]) -> np.ndarray
     """``out[sel]`` as a view of chunk shape, or None when ``sel`` is not basic indexing."""
     if not isinstance(sel, tuple) or not all(isinstance(s, slice) for s in sel):
         return None
-    view = out[sel]
+    view = out[sel + (Ellipsis,)]  # always a view, even when 0-d (out[()] would be a scalar)
     return view if tuple(view.shape) == tuple(shape) else None
 
 
