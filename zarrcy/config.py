@@ -12,7 +12,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-__all__ = ["config", "Config", "get", "executor", "named_pool"]
+__all__ = ["config", "Config", "get", "override", "executor", "named_pool"]
 
 _lock = threading.Lock()
 _values: dict[str, Any] = {
@@ -117,7 +117,41 @@ config = Config()
 
 
 def get(name: str) -> Any:
+    if _n_overrides:  # some thread has an override (cheap test in the common case)
+        over = getattr(_thread, "over", None)
+        if over and name in over:
+            return over[name]
     return _values[name]
+
+
+_thread = threading.local()
+_n_overrides = 0
+
+
+class override:
+    """``with override(coalesce_gap=...):`` values seen by :func:`get` in this thread
+    only (e.g. zarr-python's per-array sharding coalescing settings through the codec
+    pipeline plugin), restored on exit; other threads see the global values."""
+
+    def __init__(self, **values: Any) -> None:
+        for k in values:
+            if k not in _values:
+                raise KeyError(f"config: unknown option {k!r}; known: {sorted(_values)}")
+        self._values = values
+
+    def __enter__(self) -> "override":
+        global _n_overrides
+        self._old = getattr(_thread, "over", None)
+        _thread.over = {**(self._old or {}), **self._values}
+        with _lock:
+            _n_overrides += 1
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        global _n_overrides
+        _thread.over = self._old
+        with _lock:
+            _n_overrides -= 1
 
 
 def executor() -> ThreadPoolExecutor:

@@ -52,6 +52,7 @@ except ImportError:  # pragma: no cover
 
 from zarrcy.byte_range import SuffixRequest
 from zarrcy.codecs._base import ArraySpec
+from zarrcy.config import override as _config_override
 from zarrcy.codecs.pipeline import CodecPipeline
 from zarrcy.errors import UnknownExtensionError, ZarrcyError
 from zarrcy.metadata.data_type import parse_data_type
@@ -99,6 +100,10 @@ def _zarrcy_spec(spec: Any, data_type: Any) -> ArraySpec:
     if np_dtype.kind == "O":  # zarr-python's variable-length bytes: its own codec (its object chunks
         raise _NoPipeline("variable-length object data type")  # may hold 0-d arrays, not bytes)
     if np_dtype.byteorder not in "=|":  # (StringDType has no byte order to change)
+        if np_dtype.kind in "Mm" and np.datetime_data(np_dtype)[0] == "generic":
+            # numpy copies between byte orders of generic datetime64/timedelta64 without
+            # swapping: zarr-python's non-native output buffers would get swapped values
+            raise _NoPipeline("non-native byte order of a generic datetime64/timedelta64 (Zarr v2)")
         np_dtype = np_dtype.newbyteorder("=")
     fill = np.asarray(spec.fill_value, dtype=np_dtype)[()]
     return ArraySpec(tuple(spec.shape), np_dtype, fill, data_type)
@@ -165,7 +170,28 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
             return codecs[0]
         return None
 
-    def _pipelines(self, specs: list[Any]) -> list[CodecPipeline] | None:
+    def _write_order(self) -> str | None:
+        """Why zarrcy must not write this chain's shards (None: it may).  zarr-python
+        places a shard's inner chunks in its codec's ``subchunk_write_order`` (default
+        "morton"); zarrcy's sharding writer uses C order, so its shards would differ
+        byte for byte (both valid: readers follow the index) -- zarr-python writes them."""
+        for c in self:
+            order = getattr(c, "subchunk_write_order", None)
+            if order is not None and order not in _ZARRCY_SUBCHUNK_ORDERS:
+                return f"sharded writes with subchunk_write_order={order!r} (zarrcy writes inner chunks in C order)"
+        return None
+
+    def _pipelines(self, specs: list[Any], writing: bool = False) -> list[CodecPipeline] | None:
+        if writing:
+            why = self._write_order()
+            if why is not None:
+                _fallback(why)
+                return None
+        custom = sorted({f"{type(c).__module__}.{type(c).__qualname__}" for c in self
+                         if not type(c).__module__.startswith("zarr.")})
+        if custom:  # a codec implementation the user configured (zarr.config "codecs.<name>"): it must run
+            _fallback("codec classes other than zarr-python's own: " + ", ".join(custom))
+            return None
         v2 = self._v2_codec()
         cj = self._json() if v2 is None else None
         if v2 is None and cj is None:
@@ -220,7 +246,7 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
 
     async def encode_batch(self, chunk_arrays_and_specs: Iterable[tuple[Any, Any]]) -> Iterable[Any]:
         items = list(chunk_arrays_and_specs)
-        pipes = self._pipelines([s for _, s in items])
+        pipes = self._pipelines([s for _, s in items], writing=True)
         if pipes is None:
             return await super().encode_batch(items)
 
@@ -278,7 +304,8 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
             getter, spec, _, out_sel, _ = items[i]
             bbox, rel = boxes[i]  # type: ignore[misc]
             sync = _SyncGetter(getter, spec.prototype)
-            arr = pipes[i].decode_partial(sync, bbox)  # type: ignore[index]
+            with _coalescing(spec):
+                arr = pipes[i].decode_partial(sync, bbox)  # type: ignore[index]
             if arr is None or sync.missing:
                 return scatter_chunk(None, out, chunk_spec=spec, out_selection=out_sel, drop_axes=drop_axes)
             if rel is not None:
@@ -294,14 +321,14 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
         """Sharded arrays: zarrcy's sharding codec merges each shard's selection (untouched
         inner chunks copied byte for byte, touched ones encoded in parallel) and stores the
         shard with one synchronous set -- instead of zarr-python's per-inner-chunk path."""
-        pipes = self._pipelines([it[1] for it in items])
+        pipes = self._pipelines([it[1] for it in items], writing=True)
         boxes = [_slice_box(it[2], it[1].shape) for it in items]
         if (pipes is None or not all(p.supports_partial_encode for p in pipes) or any(b is None for b in boxes)
                 or any(getattr(it[1].config, "write_empty_chunks", False) for it in items)
                 or not all(_store_supports_sync_io(getattr(it[0], "store", None)) for it in items)):
             return await super().write(items, value, drop_axes)
         scalar = len(value.shape) == 0
-        src = value.as_numpy_array()
+        src = _native(value.as_numpy_array())
 
         def one(i: int) -> None:
             setter, spec, _, out_sel, _ = items[i]
@@ -310,7 +337,9 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
             piece = src if scalar else np.asarray(src[out_sel])
             if not scalar and piece.size == math.prod(shape):
                 piece = piece.reshape(shape)  # dims dropped by integer selections come back
-            pipes[i].encode_partial(_SyncGetter(setter, spec.prototype), box, piece)  # type: ignore[index, arg-type]
+            # one read of the whole old shard (as zarr-python), not index + inner chunks:
+            # the rewrite needs every untouched inner chunk's bytes anyway
+            pipes[i].encode_partial(_WholeGetter(setter, spec.prototype), box, piece)  # type: ignore[index, arg-type]
 
         work = sum(math.prod(b.stop - b.start for b in box) * p.spec.dtype.itemsize  # type: ignore[union-attr]
                    for box, p in zip(boxes, pipes))
@@ -321,7 +350,7 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
         items = list(batch_info)
         if _FAST and items and self.supports_partial_encode:
             return await self._write_partial(items, value, drop_axes)
-        pipes = None if not _FAST or not items else self._pipelines([it[1] for it in items])
+        pipes = None if not _FAST or not items else self._pipelines([it[1] for it in items], writing=True)
         if pipes is None:
             return await super().write(items, value, drop_axes)
         old = await concurrent_map([(None if it[4] else it[0], it[1].prototype) for it in items], _get,
@@ -343,6 +372,25 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
         await concurrent_map([(it[0], b) for it, b in zip(items, encoded)], _put,
                              zarr_config.get("async.concurrency"))
         return None
+
+
+#: zarr-python ``subchunk_write_order`` values whose shard layout zarrcy's writer produces
+#: ("unordered" is zarr-python's C order too)
+_ZARRCY_SUBCHUNK_ORDERS = ("lexicographic", "unordered")
+
+
+def _coalescing(spec: Any) -> Any:
+    """zarr-python's per-array ``sharding_coalesce_max_gap_bytes`` / ``_max_bytes`` as
+    zarrcy's coalescing settings for this thread's shard reads."""
+    cfg = spec.config
+    gap = getattr(cfg, "sharding_coalesce_max_gap_bytes", None)
+    most = getattr(cfg, "sharding_coalesce_max_bytes", None)
+    values = {}
+    if gap is not None:
+        values["coalesce_gap"] = int(gap)
+    if most is not None:
+        values["coalesce_max"] = int(most)
+    return _config_override(**values)
 
 
 class _SyncGetter:
@@ -378,6 +426,34 @@ class _SyncGetter:
 
     def delete(self) -> None:
         self.path.delete_sync()
+
+
+class _WholeGetter(_SyncGetter):
+    """A ``_SyncGetter`` that reads the whole object once and serves every range from it
+    (partial shard writes: one read, as zarr-python's)."""
+
+    __slots__ = ("_whole", "_loaded")
+
+    def __init__(self, path: Any, prototype: Any) -> None:
+        super().__init__(path, prototype)
+        self._whole: Any = None
+        self._loaded = False
+
+    def get(self, byte_range: Any = None) -> Any:
+        if not self._loaded:
+            self._whole = super().get(None)
+            self._loaded = True
+        data = self._whole
+        if data is None or byte_range is None:
+            return data
+        from zarrcy.byte_range import resolve
+
+        start, stop = resolve(byte_range, len(data))
+        return data[start:stop]
+
+    def set(self, value: Any) -> None:
+        super().set(value)
+        self._whole, self._loaded = None, False
 
 
 def _slice_box(sel: Any, shape: tuple[int, ...]) -> tuple[slice, ...] | None:
@@ -438,6 +514,15 @@ def _contiguous(x: Any) -> np.ndarray:
     """C-contiguous, same shape (np.ascontiguousarray turns a 0-d array into 1-d)."""
     x = np.asarray(x)
     return x if x.flags.c_contiguous else np.array(x, order="C")
+
+
+def _native(x: np.ndarray) -> np.ndarray:
+    """``x`` in native byte order.  (numpy's astype between byte orders of a *generic*
+    datetime64/timedelta64 -- "M8" without unit -- keeps the input's byte order, so
+    values given big-endian would be stored swapped.)"""
+    if x.dtype.byteorder in "<>" and not x.dtype.isnative:
+        return x.byteswap().view(x.dtype.newbyteorder("="))
+    return x
 
 
 def _nbytes(pipes: list[CodecPipeline]) -> int:

@@ -120,3 +120,115 @@ def test_fallback_reported_once_per_reason(caplog):
     assert len(records) == 1 and "pickle" in records[0].getMessage()
     counts = plugin.fallback_counts()
     assert len(counts) == 1 and next(iter(counts.values())) >= 2
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_big_endian_generic_datetime(zarr_format):
+    """numpy's astype between byte orders of generic "M8"/"m8" does not swap: values
+    given big-endian were stored swapped (zarr-python's test_generic_time_array_roundtrip)."""
+    counts = np.array([0, 1, -2, 100], dtype=">i8")
+
+    def go():
+        a = zarr.create_array(store={}, data=counts.view(">M8"), chunks=2, zarr_format=zarr_format, compressors=None)
+        a.resize((6,))
+        r = np.asarray(zarr.open_array(a.store, mode="r")[:])
+        return r.view(r.dtype.byteorder.replace("=", "") + "i8" if r.dtype.byteorder in "<>" else "i8")
+
+    np.testing.assert_array_equal(_run(PLUGIN, go)[:4], counts)
+    np.testing.assert_array_equal(_run(PLUGIN, go), _run(DEFAULT, go))
+
+
+def test_zarrcy_big_endian_generic_datetime():
+    """The same numpy behaviour in zarrcy's own pipeline (CodecPipeline.encode)."""
+    import zarrcy
+
+    x = np.array([0, 1, -2, 100], dtype=">i8").view(">M8")
+    a = zarrcy.create_array(zarrcy.MemoryStore(), data=x, chunks=(2,))
+    assert a[:].view("i8").tolist() == [0, 1, -2, 100]
+
+
+def test_scale_offset_error_texts():
+    """zarrcy's scale_offset errors carry zarr-python's wording."""
+    from zarr.codecs import ScaleOffset
+
+    def go():
+        arr = zarr.create_array(store={}, shape=(3,), dtype="uint8", chunks=(3,), filters=[ScaleOffset(offset=10, scale=1)],
+                                compressors=None, fill_value=10)
+        arr[:] = np.array([20, 5, 30], dtype="uint8")
+
+    with pytest.raises(ValueError, match="outside the range of dtype uint8"):
+        _run(PLUGIN, go)
+
+
+def test_sharding_coalescing_settings_are_honoured(monkeypatch):
+    """zarr-python's array.sharding_coalesce_max_gap_bytes / _max_bytes reach zarrcy's
+    coalescing of inner-chunk reads (the plugin's partial shard reads)."""
+    from zarrcy.config import get as config_get
+
+    seen = []
+    import zarrcy.codecs.sharding as sh
+
+    orig = sh._config_get
+    monkeypatch.setattr(sh, "_config_get", lambda k: seen.append((k, config_get(k))) or orig(k))
+
+    def go():
+        a = zarr.create_array(zarr.storage.MemoryStore(), shape=(64,), chunks=(4,), shards=(64,), dtype="i4",
+                              fill_value=-1, config={"sharding_coalesce_max_gap_bytes": 7, "sharding_coalesce_max_bytes": 777})
+        a[:] = np.arange(64)
+        return a[0:40:5]
+
+    np.testing.assert_array_equal(_run(PLUGIN, go), np.arange(0, 40, 5))
+    assert ("coalesce_gap", 7) in seen and ("coalesce_max", 777) in seen
+
+
+def test_index_read_returning_nothing_gives_fill_value(monkeypatch):
+    """The behaviour zarr-python's (white-box) test_sharding_partial_shard_read__index_load_fails
+    checks, through the synchronous reads the plugin makes."""
+
+    def go():
+        st = zarr.storage.MemoryStore()
+        a = zarr.create_array(st, shape=(16,), chunks=(8,), shards=(16,), dtype="f4", fill_value=-999)
+        a[:] = np.arange(16)
+        monkeypatch.setattr(type(st), "get_sync", lambda self, *args, **kw: None)
+        return a[0]
+
+    assert _run(PLUGIN, go) == -999
+
+
+def test_configured_codec_class_is_used():
+    """A codec implementation configured in zarr-python (``codecs.<name>``) runs: the
+    plugin leaves chains with codec classes other than zarr-python's own to zarr-python."""
+    from zarr.codecs import BloscCodec
+
+    calls = []
+
+    class MyBlosc(BloscCodec):
+        def _encode_sync(self, chunk_bytes, chunk_spec):
+            calls.append(1)
+            return super()._encode_sync(chunk_bytes, chunk_spec)
+
+        async def _encode_single(self, chunk_bytes, chunk_spec):
+            calls.append(1)
+            return await super()._encode_single(chunk_bytes, chunk_spec)
+
+    def go():
+        a = zarr.create_array(zarr.storage.MemoryStore(), shape=(10,), chunks=(5,), dtype="i4", compressors=[MyBlosc()])
+        a[:] = np.arange(10)
+        return a[:]
+
+    np.testing.assert_array_equal(_run(PLUGIN, go), np.arange(10))
+    assert calls
+
+
+def test_morton_shards_are_written_by_zarr_python():
+    """zarr-python lays a shard's inner chunks out in ``subchunk_write_order`` (default
+    morton); zarrcy's writer uses C order, so such writes go to zarr-python: identical bytes."""
+
+    def go():
+        st = zarr.storage.MemoryStore()
+        a = zarr.create_array(st, shape=(12, 8), chunks=(4, 4), shards=(12, 8), dtype="u1", compressors=None)
+        a[:] = np.arange(96, dtype="u1").reshape(12, 8)
+        a[1:3, 1] = 7
+        return _stored(st)
+
+    assert _run(PLUGIN, go) == _run(DEFAULT, go)
