@@ -187,8 +187,14 @@ def test_array_and_group_are_callable_modules() -> None:
 
 
 def test_memory_url_read_mode_does_not_create() -> None:
-    with pytest.raises(zarrcy.StoreError):
-        zarrcy.open_array(f"memory://parity-missing-{next(_names)}", mode="r")
+    name = f"memory://parity-missing-{next(_names)}"
+    for mode in ("r", "r+"):
+        with pytest.raises(zarrcy.StoreError):
+            zarrcy.open_array(name, mode=mode)
+    g = zarrcy.open_group(name)  # mode "a": made, and found again by name
+    g.attrs["x"] = 1
+    assert zarrcy.open_group(name, mode="r").attrs["x"] == 1
+    zarrcy.MemoryStore.forget(name[len("memory://"):])
 
 
 def test_config_call_and_set() -> None:
