@@ -839,8 +839,16 @@ class Array(Node):
     # -- zarr-python API parity (issue 14): keep these together ------------------------
     def _codec_parts(self) -> tuple[tuple[Any, ...], Any, tuple[Any, ...]]:
         """(filters, serializer, compressors) as zarr-python reports them: for a sharded
-        array, those of the inner chunks."""
-        codecs = tuple(self.metadata.codecs)
+        array, those of the inner chunks; for a Zarr v2 array, numcodecs objects (and no
+        serializer)."""
+        m = self.metadata
+        if getattr(m, "zarr_format", 3) == 2:
+            import numcodecs
+
+            filters = tuple(numcodecs.get_codec(dict(f)) for f in (getattr(m, "filters", None) or ()))
+            comp = getattr(m, "compressor", None)
+            return filters, None, (numcodecs.get_codec(dict(comp)),) if comp else ()
+        codecs = tuple(m.codecs)
         if self.shards is not None:
             codecs = tuple(self._pipeline.array_bytes.codecs)  # type: ignore[attr-defined]
         from zarrcy.codecs._base import ArrayArrayCodec, BytesBytesCodec

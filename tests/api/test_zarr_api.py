@@ -85,6 +85,10 @@ SNIPPETS = {
         print("No. bytes stored" in str(z.info_complete()), "Storage ratio" in str(z.info_complete()))
         z3 = z2.update_attributes({"a": 1})
         print(dict(z3.attrs), dict(z2.attrs))
+        import numcodecs
+        v2 = zarr.create_array(zarr.storage.MemoryStore(), shape=(16,), chunks=(4,), dtype="i4", zarr_format=2,
+                               filters=[numcodecs.Delta("i4")], compressors=numcodecs.Zlib(1))
+        print(v2.filters, v2.serializer, v2.compressors)  # numcodecs objects (their reprs agree)
     """,
     "array_config": """
         arr = zarr.create_array({}, shape=(10,), chunks=(5,), dtype="int8", config={"write_empty_chunks": True})
