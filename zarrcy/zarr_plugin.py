@@ -13,9 +13,22 @@ selected, parallel decode; a write re-encodes only the touched inner chunks and 
 the shard once.  Elsewhere (async-only stores, boolean-mask reads, orthogonal writes,
 ``write_empty_chunks=True``) zarr-python's sharding codec runs, with its inner chunks
 again decoded/encoded by this class (it builds its inner pipeline from the configured
-class).  A chain zarrcy cannot run (an unknown codec,
-an unsupported data type) falls back to zarr-python's own ``BatchedCodecPipeline``
-for that array, so enabling the plugin never makes an array unreadable.
+class).  Zarr v2 arrays (zarr-python's ``V2Codec``: numcodecs filters + compressor) run
+through the chain zarrcy's own v2 arrays use (blosc, zstd, gzip natively; other
+numcodecs codecs inside zarrcy's pipeline).
+
+zarr-python's own ``BatchedCodecPipeline`` serves, for that call, whatever zarrcy must
+not or cannot run, so enabling the plugin never makes an array unreadable: an unknown
+codec or data type, variable-length object data, the pickle codec, codec classes other
+than zarr-python's (a user's ``codecs.<name>`` configuration), a generic datetime64 in
+non-native byte order (numpy copies those without swapping), and sharded *writes* whose
+``subchunk_write_order`` zarrcy's writer does not produce (zarr-python's default
+"morton"; zarrcy lays inner chunks out in C order -- both valid, but the bytes would
+differ from zarr-python's).  Each reason is logged once per process on the
+``zarrcy.zarr_plugin`` logger (a logging warning, never a ``warnings`` warning) and
+counted: :func:`fallback_counts`.  zarr-python's per-array
+``sharding_coalesce_max_gap_bytes`` / ``sharding_coalesce_max_bytes`` set zarrcy's
+coalescing of inner-chunk reads (``zarrcy.config.override``, per thread).
 
 Uses zarr-python's codec-pipeline interface (``zarr.abc.codec.CodecPipeline``) via its
 default implementation, overriding ``decode_batch``/``encode_batch`` and, for chains
