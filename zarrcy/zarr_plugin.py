@@ -118,7 +118,10 @@ def _zarrcy_spec(spec: Any, data_type: Any) -> ArraySpec:
             # swapping: zarr-python's non-native output buffers would get swapped values
             raise _NoPipeline("non-native byte order of a generic datetime64/timedelta64 (Zarr v2)")
         np_dtype = np_dtype.newbyteorder("=")
-    fill = np.asarray(spec.fill_value, dtype=np_dtype)[()]
+    if spec.fill_value is None:  # Zarr v2 "fill_value": null -- missing chunks are zarr-python's to fill
+        fill = np.zeros((), dtype=np_dtype)[()]
+    else:
+        fill = np.asarray(spec.fill_value, dtype=np_dtype)[()]
     return ArraySpec(tuple(spec.shape), np_dtype, fill, data_type)
 
 

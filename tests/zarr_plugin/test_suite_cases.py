@@ -232,3 +232,34 @@ def test_morton_shards_are_written_by_zarr_python():
         return _stored(st)
 
     assert _run(PLUGIN, go) == _run(DEFAULT, go)
+
+
+@pytest.mark.parametrize("dtype, value", [("U1", "a"), ("S1", b"a"), ("V2", b"ab")])
+def test_zero_dimensional_v2_fixed_size_strings(dtype, value):
+    """zarrcy's generic v2 chunk codec made a 0-d chunk 1-d (np.ascontiguousarray):
+    zarr-python's test_scalar_array[2-a]."""
+    import zarrcy
+
+    def go():
+        a = zarr.create_array(zarr.storage.MemoryStore(), shape=(), dtype=dtype, zarr_format=2)
+        a[...] = np.array(value, dtype=dtype)
+        return a[...]
+
+    assert _run(PLUGIN, go) == _run(DEFAULT, go) == np.array(value, dtype=dtype)[()]
+    z = zarrcy.create_array(zarrcy.MemoryStore(), shape=(), dtype=dtype, zarr_format=2)
+    z[...] = np.array(value, dtype=dtype)
+    assert z[...] == np.array(value, dtype=dtype)[()]
+
+
+def test_v2_null_fill_value_runs_natively():
+    """A v2 array with ``fill_value: null`` (zarr-python hands the pipeline None)."""
+    plugin.reset_fallback_counts()
+
+    def go():
+        a = zarr.create_array(zarr.storage.MemoryStore(), shape=(6,), chunks=(4,), dtype="i2", zarr_format=2,
+                              fill_value=None, compressors=numcodecs.Zstd(1))
+        a[:3] = [1, 2, 3]
+        return a[:3]
+
+    np.testing.assert_array_equal(_run(PLUGIN, go), [1, 2, 3])
+    assert plugin.fallback_counts() == {}
