@@ -62,3 +62,23 @@ def test_corrupt_chunk_is_a_corrupt_chunk_error():
     a.store.set("c/0", b"not zlib")
     with pytest.raises(zarrcy.CorruptChunkError):
         a[:]
+
+
+@pytest.mark.parametrize("name", ["CRC32", "Adler32", "Fletcher32", "CRC32C"])
+def test_checksums_have_a_fixed_size_and_can_guard_a_shard_index(name):
+    """zarr-python accepts index_codecs=[bytes, numcodecs.crc32]: a fixed-size index."""
+    from zarr.codecs import BytesCodec, ShardingCodec
+
+    data = np.arange(64, dtype="int16")
+    store = zarr.storage.MemoryStore()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        shard = ShardingCodec(chunk_shape=(8,), index_codecs=[BytesCodec(), getattr(znc, name)()])
+        a = zarr.create_array(store, shape=(64,), chunks=(32,), dtype="int16", serializer=shard, compressors=None,
+                              filters=None)
+        a[:] = data
+    raw = {k: v.to_bytes() for k, v in store._store_dict.items()}
+    ours = zarrcy.open_array(zarrcy.MemoryStore(raw), mode="r")
+    np.testing.assert_array_equal(ours[:], data)
+    np.testing.assert_array_equal(ours[3:40:3], data[3:40:3])
+    assert nc.Zlib(level=1).compute_encoded_size(10, None) is None

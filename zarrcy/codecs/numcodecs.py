@@ -87,6 +87,10 @@ class _Numcodec:
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in json.loads(self.config_json).items())})"
 
 
+#: checksum codecs: a fixed 4-byte checksum beside the data (so they may be shard index codecs)
+_CHECKSUM_IDS = frozenset(("crc32", "crc32c", "adler32", "fletcher32"))
+
+
 def _decode_error(codec_id: str, e: BaseException) -> CorruptChunkError:
     return CorruptChunkError(expected(PREFIX + codec_id, "decodable bytes", f"{type(e).__name__}: {e}"))
 
@@ -99,6 +103,9 @@ class _BytesBytes(_Numcodec, BytesBytesCodec):
         src = data if isinstance(data, np.ndarray) else np.frombuffer(data, dtype=np.uint8)
         out = self.codec().encode(src)
         return out if isinstance(out, (bytes, bytearray, memoryview)) else memoryview(np.ascontiguousarray(out)).cast("B")
+
+    def compute_encoded_size(self, input_size: int, spec: ArraySpec) -> int | None:
+        return input_size + 4 if self.codec_id in _CHECKSUM_IDS else None
 
     def decode(self, data: Any, spec: ArraySpec) -> Any:
         if self.codec_id == "zstd":
