@@ -186,20 +186,27 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
             return codecs[0]
         return None
 
-    def _write_order(self) -> str | None:
+    def _write_order(self, specs: list[Any]) -> str | None:
         """Why zarrcy must not write this chain's shards (None: it may).  zarr-python
         places a shard's inner chunks in its codec's ``subchunk_write_order`` (default
         "morton"); zarrcy's sharding writer uses C order, so its shards would differ
-        byte for byte (both valid: readers follow the index) -- zarr-python writes them."""
+        byte for byte (both valid: readers follow the index) -- zarr-python writes them.
+        The orders agree when at most one dimension of the shard holds more than one
+        inner chunk (e.g. 1-d arrays): zarrcy writes those."""
         for c in self:
             order = getattr(c, "subchunk_write_order", None)
-            if order is not None and order not in _ZARRCY_SUBCHUNK_ORDERS:
-                return f"sharded writes with subchunk_write_order={order!r} (zarrcy writes inner chunks in C order)"
+            if order is None or order in _ZARRCY_SUBCHUNK_ORDERS:
+                continue
+            inner = tuple(getattr(c, "chunk_shape", ()) or ())
+            for spec in specs:
+                shape = tuple(spec.shape)
+                if len(inner) != len(shape) or sum(1 for n, k in zip(shape, inner) if -(-n // k) > 1) > 1:
+                    return f"sharded writes with subchunk_write_order={order!r} (zarrcy writes inner chunks in C order)"
         return None
 
     def _pipelines(self, specs: list[Any], writing: bool = False) -> list[CodecPipeline] | None:
         if writing:
-            why = self._write_order()
+            why = self._write_order(specs)
             if why is not None:
                 _fallback(why)
                 return None

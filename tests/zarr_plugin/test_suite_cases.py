@@ -263,3 +263,24 @@ def test_v2_null_fill_value_runs_natively():
 
     np.testing.assert_array_equal(_run(PLUGIN, go), [1, 2, 3])
     assert plugin.fallback_counts() == {}
+
+
+def test_one_dimensional_morton_shards_are_written_by_zarrcy(monkeypatch):
+    """With at most one dimension split into inner chunks, morton order is C order:
+    zarrcy writes those shards itself, and the bytes equal zarr-python's."""
+    from zarrcy.codecs.pipeline import CodecPipeline
+
+    calls = []
+    orig = CodecPipeline.encode_partial
+    monkeypatch.setattr(CodecPipeline, "encode_partial", lambda self, s, sel, v: calls.append(1) or orig(self, s, sel, v))
+
+    def go():
+        st = zarr.storage.MemoryStore()
+        a = zarr.create_array(st, shape=(64, 3), chunks=(4, 3), shards=(32, 3), dtype="i4", compressors=None)
+        a[:] = np.arange(192, dtype="i4").reshape(64, 3)
+        a[5:9, 1] = -1
+        return _stored(st)
+
+    ours = _run(PLUGIN, go)
+    assert calls
+    assert ours == _run(DEFAULT, go)
