@@ -11,6 +11,8 @@ from typing import Any
 from zarrcy.config import config
 from zarrcy.errors import (
     CastError,
+    ContainsArrayError,
+    ContainsGroupError,
     ContainsNodeError,
     CorruptChunkError,
     MetadataError,
@@ -32,8 +34,26 @@ _LAZY = {
     "open_array": "zarrcy.api",
     "create_group": "zarrcy.api",
     "open_group": "zarrcy.api",
-    "group": "zarrcy.api",
     "open": "zarrcy.api",
+    "create": "zarrcy.api",
+    "zeros": "zarrcy.api",
+    "ones": "zarrcy.api",
+    "full": "zarrcy.api",
+    "empty": "zarrcy.api",
+    "zeros_like": "zarrcy.api",
+    "ones_like": "zarrcy.api",
+    "full_like": "zarrcy.api",
+    "empty_like": "zarrcy.api",
+    "from_array": "zarrcy.api",
+    "open_consolidated": "zarrcy.api",
+    "save": "zarrcy.api",
+    "save_array": "zarrcy.api",
+    "save_group": "zarrcy.api",
+    "load": "zarrcy.api",
+    "copy": "zarrcy.api",
+    "copy_all": "zarrcy.api",
+    "create_hierarchy": "zarrcy.api",
+    "tree": "zarrcy.api",
     "consolidate_metadata": "zarrcy.consolidated",
     "cast_value": "zarrcy.casting",
     "scale_offset_encode": "zarrcy.casting",
@@ -44,7 +64,9 @@ _LAZY = {
     "MemoryStore": "zarrcy.storage",
     "ZipStore": "zarrcy.storage",
 }
-_SUBMODULES = {"codecs", "storage", "metadata", "indexing", "api", "casting"}
+# ``array`` and ``group`` are modules that are also callable: zarrcy.array(data, ...) and
+# zarrcy.group(store, ...) are zarr-python's functions (zarrcy/array.py, zarrcy/group.py)
+_SUBMODULES = {"codecs", "storage", "metadata", "indexing", "api", "casting", "array", "group", "core"}
 
 __all__ = [
     "config",
@@ -57,9 +79,13 @@ __all__ = [
     "OutOfRangeError",
     "NodeNotFoundError",
     "ContainsNodeError",
+    "ContainsGroupError",
+    "ContainsArrayError",
     "ReadOnlyError",
     "StoreError",
     *_LAZY,
+    "array",
+    "group",
 ]
 
 

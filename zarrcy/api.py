@@ -9,7 +9,14 @@ from typing import Any, Iterable, Literal, Sequence
 import numpy as np
 
 from zarrcy.array import META_KEY, Array, _prefix
-from zarrcy.errors import ContainsNodeError, MetadataError, NodeNotFoundError
+from zarrcy.errors import (
+    ContainsArrayError,
+    ContainsGroupError,
+    ContainsNodeError,
+    MetadataError,
+    NodeNotFoundError,
+    UnknownCodecError,
+)
 from zarrcy.group import Group, _parse_node, ensure_parents, open_node
 from zarrcy.metadata import normalize_path
 from zarrcy.metadata.array import ArrayMetadata
@@ -27,6 +34,25 @@ __all__ = [
     "open",
     "array",
     "guess_chunks",
+    "create",
+    "zeros",
+    "ones",
+    "full",
+    "empty",
+    "zeros_like",
+    "ones_like",
+    "full_like",
+    "empty_like",
+    "from_array",
+    "open_consolidated",
+    "save",
+    "save_array",
+    "save_group",
+    "load",
+    "copy",
+    "copy_all",
+    "create_hierarchy",
+    "tree",
 ]
 
 Mode = Literal["r", "r+", "a", "w", "w-"]
@@ -40,6 +66,14 @@ _STORES: dict[tuple[str, str], Store] = {}
 def _store(store: StoreLike, mode: str, storage_options: dict | None = None) -> Store:
     if mode not in ("r", "r+", "a", "w", "w-"):
         raise ValueError(f"mode: expected one of 'r', 'r+', 'a', 'w', 'w-', received {mode!r}")
+    if isinstance(store, dict):  # zarr-python: a dict is an in-memory store (here: a copy of it)
+        from zarrcy.storage import MemoryStore
+
+        store = MemoryStore(store, read_only=mode == "r")
+    elif store is None:  # zarr-python: no store means a new in-memory one
+        from zarrcy.storage import MemoryStore
+
+        store = MemoryStore()
     # LocalStores are stateless apart from their resolved root: reuse them for repeated
     # opens of the same path (opening 200 arrays should not resolve the root 200 times)
     key = (store, mode) if isinstance(store, str) and mode in ("r", "r+") and not storage_options else None
@@ -66,8 +100,19 @@ def guess_chunks(shape: Sequence[int], itemsize: int, target: int = 1 << 20) -> 
     return tuple(chunks)
 
 
-def _codec_json(c: Any) -> Any:
-    if isinstance(c, (dict, str)):
+def _codec_json(c: Any, role: str = "codecs") -> Any:
+    if isinstance(c, str):
+        from zarrcy.codecs.registry import CODECS, get_codec_class
+
+        try:
+            get_codec_class(c)
+        except UnknownCodecError:
+            hint = " (lz4, lz4hc, zlib, zstd and snappy are BloscCodec(cname=...))" if c in ("lz4", "lz4hc", "snappy", "zlib") else ""
+            raise UnknownCodecError(
+                f"{role}: unknown codec {c!r}; known codecs: {', '.join(sorted(CODECS))}{hint}", role
+            ) from None
+        return c
+    if isinstance(c, dict):
         return c
     if hasattr(c, "to_dict"):
         return c.to_dict()
@@ -119,6 +164,9 @@ def _build_metadata(
         if chunks is None:
             chunks = guess_chunks(shards, dt.itemsize)
     chunks = tuple(int(c) for c in chunks)
+    if shards is not None and len(shards) == len(chunks) and any(c > 0 and s % c for s, c in zip(shards, chunks)):
+        # the user's words, not the sharding codec's JSON path (v3-codec-sharding-indexed "chunk_shape")
+        raise MetadataError(f"shards {shards} must be a multiple of chunks {chunks}", "shards")
     if fill_value is None:
         fill_json = dt.fill_value_to_json(dt.default_fill_value())
     elif dt.category == "fixed_string" or dt.category == "fixed_bytes":
@@ -155,7 +203,11 @@ def _build_metadata(
             serializer = (
                 {"name": "bytes", "configuration": {"endian": "little"}} if dt.itemsize > 1 else {"name": "bytes"}
             )
-    inner = [*map(_codec_json, _as_list(filters)), _codec_json(serializer), *map(_codec_json, _as_list(compressors))]
+    inner = [
+        *(_codec_json(c, "filters") for c in _as_list(filters)),
+        _codec_json(serializer, "serializer"),
+        *(_codec_json(c, "compressors") for c in _as_list(compressors)),
+    ]
     if shards is not None:
         codecs = [
             {
@@ -193,10 +245,25 @@ def _build_metadata(
 
 def _check_new_node(store: Store, path: str, overwrite: bool) -> None:
     key = _prefix(path) + META_KEY
-    if get_metadata(store, key) is not None:
+    raw = get_metadata(store, key)
+    if raw is not None:
         if not overwrite:
-            raise ContainsNodeError(f"{store.url}: a node already exists at '/{path}' (pass overwrite=True)")
+            kind = _node_type(raw)
+            err = ContainsGroupError if kind == "group" else ContainsArrayError if kind == "array" else ContainsNodeError
+            what = f"an {kind}" if kind == "array" else f"a {kind}" if kind else "a node"
+            raise err(f"{store.url}: {what} already exists at '/{path}' (pass overwrite=True)")
         store.erase_prefix(_prefix(path))
+
+
+def _node_type(raw: bytes) -> str | None:
+    import json
+
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return None
+    nt = doc.get("node_type") if isinstance(doc, dict) else None
+    return nt if nt in ("array", "group") else None
 
 
 def create_array(
@@ -219,13 +286,54 @@ def create_array(
     metadata: dict | None = None,
     storage_options: dict | None = None,
     zarr_format: int = 3,
+    config: dict | None = None,
+    order: str | None = None,
+    write_data: bool = True,
 ) -> Array:
     """Create a Zarr v3 array (parents groups are created as needed).
 
     Either give the parts (``shape``, ``dtype``, ``chunks``, ``shards``, codecs...) or a
     complete ``zarr.json`` document as ``metadata=`` for exact control.  ``data``
-    (array-like) sets shape/dtype when they are omitted and is written after creation.
+    (array-like) sets shape/dtype when they are omitted and is written after creation
+    (unless ``write_data=False``).  ``config`` is the array's runtime configuration
+    (``{"write_empty_chunks": bool, "order": "C"|"F"}``, as zarr-python's ``ArrayConfig``).
     """
+    arr = _create_array(store, name=name, shape=shape, dtype=dtype, data=data if write_data else None,
+                        shape_from=data, chunks=chunks, shards=shards, filters=filters, compressors=compressors,
+                        serializer=serializer, fill_value=fill_value, attributes=attributes,
+                        chunk_key_encoding=chunk_key_encoding, dimension_names=dimension_names, overwrite=overwrite,
+                        metadata=metadata, storage_options=storage_options, zarr_format=zarr_format)
+    if config is not None or order is not None:
+        arr = arr.with_config({**(config or {}), **({"order": order} if order is not None else {})})
+    return arr
+
+
+def _create_array(
+    store: StoreLike,
+    *,
+    name: str | None,
+    shape: Any,
+    dtype: Any,
+    data: Any,
+    shape_from: Any,
+    chunks: Any,
+    shards: Any,
+    filters: Any,
+    compressors: Any,
+    serializer: Any,
+    fill_value: Any,
+    attributes: dict | None,
+    chunk_key_encoding: Any,
+    dimension_names: Any,
+    overwrite: bool,
+    metadata: dict | None,
+    storage_options: dict | None,
+    zarr_format: int,
+) -> Array:
+    if data is None and shape_from is not None:  # write_data=False: shape and dtype still come from it
+        shape_from = np.asarray(shape_from) if not hasattr(shape_from, "dtype") else shape_from
+        shape = shape_from.shape if shape is None else shape
+        dtype = shape_from.dtype if dtype is None else dtype
     st = _store(store, "w" if overwrite else "a", storage_options)
     path = normalize_path(name or "")
     if zarr_format == 2:  # Zarr v2 (.zarray/.zattrs): zarrcy.v2
@@ -406,18 +514,36 @@ def open_group(
         v2node = open_v2_node(st, p)
         if v2node is not None:
             if not isinstance(v2node, Group):
-                raise ContainsNodeError(f"{st.url}: '/{p}' is an array, not a group")
+                raise ContainsArrayError(f"{st.url}: '/{p}' is an array, not a group")
             return v2node
         if mode == "a":
             return create_group(st, path=p, attributes=attributes, zarr_format=fmt)
         raise NodeNotFoundError(f"{st.url}: no group at path '/{p}'")
     node = _parse_node(st, p, raw)
     if not isinstance(node, Group):
-        raise ContainsNodeError(f"{st.url}: '/{p}' is an array, not a group")
+        raise ContainsArrayError(f"{st.url}: '/{p}' is an array, not a group")
+    if use_consolidated is False and "consolidated_metadata" in node.metadata.extra:
+        # as zarr-python: the group is seen without its consolidated metadata
+        import dataclasses
+
+        extra = {k: v for k, v in node.metadata.extra.items() if k != "consolidated_metadata"}
+        node = Group(node.store, node.path, dataclasses.replace(node.metadata, extra=extra))
     return node
 
 
-group = open_group
+def group(
+    store: StoreLike = None,
+    *,
+    overwrite: bool = False,
+    path: str | None = None,
+    attributes: dict | None = None,
+    zarr_format: int | None = None,
+    storage_options: dict | None = None,
+) -> Group:
+    """zarr-python's ``zarr.group``: open the group at ``path``, creating it if missing
+    (``overwrite=True``: replace whatever is there)."""
+    return open_group(store, path=path, mode="w" if overwrite else "a", attributes=attributes,
+                      zarr_format=zarr_format, storage_options=storage_options)
 
 
 def open(
@@ -445,3 +571,265 @@ def open(
     elif use_consolidated:
         raise ValueError(f"use_consolidated=True: needs mode='r', received mode={mode!r}")
     return open_node(st, p)
+
+
+# -- zarr-python's convenience functions ------------------------------------------------------
+def create(shape: Sequence[int] | int, *, store: StoreLike = None, path: str | None = None, dtype: Any = None,
+           **kwargs: Any) -> Array:
+    """zarr-python's ``zarr.create``: :func:`create_array` with ``store`` optional (in
+    memory) and ``path`` as the array's name; ``dtype`` defaults to float64."""
+    name = kwargs.pop("name", None) or path
+    return create_array(store, name=name, shape=shape, dtype="float64" if dtype is None else dtype, **kwargs)
+
+
+def zeros(shape: Sequence[int] | int, **kwargs: Any) -> Array:
+    """An array of zeros (only its metadata is written: fill value 0)."""
+    return create(shape, fill_value=0, **kwargs)
+
+
+def ones(shape: Sequence[int] | int, **kwargs: Any) -> Array:
+    """An array of ones (only its metadata is written: fill value 1)."""
+    return create(shape, fill_value=1, **kwargs)
+
+
+def full(shape: Sequence[int] | int, fill_value: Any, **kwargs: Any) -> Array:
+    """An array of ``fill_value`` (only its metadata is written)."""
+    return create(shape, fill_value=fill_value, **kwargs)
+
+
+def empty(shape: Sequence[int] | int, **kwargs: Any) -> Array:
+    """An array with no chunks written (reads give the fill value, as in zarr-python)."""
+    return create(shape, **kwargs)
+
+
+def _like(a: Any, kwargs: dict) -> dict:
+    kwargs.setdefault("dtype", a.dtype)
+    if isinstance(a, Array):
+        kwargs.setdefault("chunks", a.chunks)
+        if a.shards is not None:
+            kwargs.setdefault("shards", a.shards)
+    return kwargs
+
+
+def zeros_like(a: Any, **kwargs: Any) -> Array:
+    return zeros(np.shape(a) if not isinstance(a, Array) else a.shape, **_like(a, kwargs))
+
+
+def ones_like(a: Any, **kwargs: Any) -> Array:
+    return ones(np.shape(a) if not isinstance(a, Array) else a.shape, **_like(a, kwargs))
+
+
+def full_like(a: Any, fill_value: Any = None, **kwargs: Any) -> Array:
+    if fill_value is None and isinstance(a, Array):
+        fill_value = a.fill_value
+    return full(np.shape(a) if not isinstance(a, Array) else a.shape, fill_value, **_like(a, kwargs))
+
+
+def empty_like(a: Any, **kwargs: Any) -> Array:
+    return empty(np.shape(a) if not isinstance(a, Array) else a.shape, **_like(a, kwargs))
+
+
+def from_array(
+    store: StoreLike,
+    *,
+    data: Any,
+    write_data: bool = True,
+    name: str | None = None,
+    chunks: Any = "keep",
+    shards: Any = "keep",
+    filters: Any = "keep",
+    compressors: Any = "keep",
+    serializer: Any = "keep",
+    fill_value: Any = None,
+    attributes: dict | None = None,
+    dimension_names: Any = None,
+    overwrite: bool = False,
+    **kwargs: Any,
+) -> Array:
+    """A new array holding a copy of ``data`` (a zarrcy Array or an array-like).  For a
+    zarrcy source, ``"keep"`` copies its chunks, shards, codecs, fill value, attributes
+    and dimension names; for anything else it means zarrcy's defaults."""
+    src = data if isinstance(data, Array) else None
+    if src is None:
+        data = np.asarray(data)
+    v2 = src is not None and getattr(src.metadata, "zarr_format", 3) == 2
+
+    def keep(value: Any, from_src: Any, default: Any) -> Any:
+        if isinstance(value, str) and value == "keep":
+            return from_src() if src is not None and not v2 else default
+        return value
+
+    meta = None if src is None or v2 else src.metadata
+    chunks = keep(chunks, lambda: src.chunks, "auto")
+    shards = keep(shards, lambda: src.shards, None)
+    filters = keep(filters, lambda: list(src.filters), "auto")
+    compressors = keep(compressors, lambda: list(src.compressors), "auto")
+    serializer = keep(serializer, lambda: src.serializer, "auto")
+    if src is not None:
+        fill_value = src.fill_value if fill_value is None else fill_value
+        attributes = dict(src.attrs) if attributes is None else attributes
+        if dimension_names is None and meta is not None:
+            dimension_names = meta.dimension_names
+    arr = create_array(store, name=name, shape=data.shape, dtype=data.dtype, chunks=chunks, shards=shards,
+                       filters=filters, compressors=compressors, serializer=serializer, fill_value=fill_value,
+                       attributes=attributes, dimension_names=dimension_names, overwrite=overwrite, **kwargs)
+    if write_data and arr.size:
+        _copy_data(data, arr)
+    return arr
+
+
+def _copy_data(src: Any, dst: Array, target_bytes: int = 64 << 20) -> int:
+    """Copy ``src`` (array-like with numpy indexing) into ``dst`` in slabs along axis 0
+    aligned to ``dst``'s stored chunks (bounded memory); return the bytes copied."""
+    if dst.ndim == 0:
+        dst[...] = src[...]
+        return dst.nbytes
+    stored = dst.shards or dst.chunks
+    row = max(1, dst.nbytes // max(1, dst.shape[0]))
+    step = max(stored[0], (target_bytes // row) // stored[0] * stored[0])
+    for i in range(0, dst.shape[0], step):
+        dst[i : i + step] = src[i : i + step]
+    return dst.nbytes
+
+
+def open_consolidated(store: StoreLike, *, path: str | None = None, mode: Mode = "r", **kwargs: Any) -> Group:
+    """Open a group through its consolidated metadata (an error if it has none)."""
+    return open_group(store, path=path, mode=mode, use_consolidated=True, **kwargs)
+
+
+def save_array(store: StoreLike, arr: Any, *, path: str | None = None, zarr_format: int = 3, mode: Mode = "w",
+               **kwargs: Any) -> None:
+    """Write ``arr`` (array-like) as a new array at ``path``, replacing whatever is there
+    (``mode="w-"``: fail instead if a node exists there)."""
+    if mode not in ("w", "w-", "a", "r+"):
+        raise ValueError(f"mode: expected 'w', 'w-', 'a' or 'r+' to save, received {mode!r}")
+    arr = np.asarray(arr)
+    create_array(store, name=path, data=arr, overwrite=mode != "w-", zarr_format=zarr_format, **kwargs)
+
+
+def save_group(store: StoreLike, *args: Any, path: str | None = None, zarr_format: int = 3,
+               storage_options: dict | None = None, **kwargs: Any) -> None:
+    """Write several arrays into a group: positional ones as ``arr_0, arr_1, ...``,
+    keyword ones under their names (the group is replaced)."""
+    if not args and not kwargs:
+        raise ValueError("save_group: at least one array is required")
+    g = open_group(store, path=path, mode="w", zarr_format=zarr_format, storage_options=storage_options)
+    for i, a in enumerate(args):
+        g.create_array(f"arr_{i}", data=np.asarray(a), overwrite=True)
+    for k, a in kwargs.items():
+        g.create_array(k, data=np.asarray(a), overwrite=True)
+
+
+def save(store: StoreLike, *args: Any, path: str | None = None, zarr_format: int = 3, **kwargs: Any) -> None:
+    """One array: :func:`save_array`; several (or keyword ones): :func:`save_group`."""
+    if len(args) == 1 and not kwargs:
+        save_array(store, args[0], path=path, zarr_format=zarr_format)
+    else:
+        save_group(store, *args, path=path, zarr_format=zarr_format, **kwargs)
+
+
+def load(store: StoreLike, path: str | None = None, zarr_format: int | None = None) -> Any:
+    """The data at ``path``: a numpy array for an array, a dict name -> numpy array of
+    a group's arrays (read when loaded: prefer open_group for large groups)."""
+    node = open(store, path=path, mode="r")
+    if isinstance(node, Array):
+        return node[...]
+    return {name: a[...] for name, a in node.arrays()}
+
+
+def copy(source: Array | Group, dest: Group, name: str | None = None, *, if_exists: str = "raise",
+         without_attrs: bool = False, dry_run: bool = False) -> tuple[int, int, int]:
+    """Copy an array or a group (recursively) into the group ``dest`` under ``name``
+    (default: the source's basename), keeping chunks, shards, codecs and attributes.
+    ``if_exists``: "raise", "replace" or "skip".  Returns (copied, skipped, bytes copied)
+    as zarr 2's ``copy``."""
+    if if_exists not in ("raise", "replace", "skip"):
+        raise ValueError(f"if_exists: expected 'raise', 'replace' or 'skip', received {if_exists!r}")
+    name = name or source.basename
+    if not name:
+        raise ValueError("copy: a name is required to copy a root group")
+    if name in dest:
+        if if_exists == "raise":
+            err = ContainsGroupError if isinstance(dest[name], Group) else ContainsArrayError
+            raise err(f"{dest.store.url}: '{name}' exists in group '/{dest.path}' (if_exists='replace' or 'skip')")
+        if if_exists == "skip":
+            return (0, 1, 0)
+    attrs = {} if without_attrs else dict(source.attrs)
+    if isinstance(source, Array):
+        if dry_run:
+            return (1, 0, source.nbytes)
+        target = from_array(dest.store, data=source, name=_join(dest.path, name), attributes=attrs,
+                            overwrite=if_exists == "replace")
+        return (1, 0, target.nbytes)
+    if not dry_run:
+        dest.create_group(name, attributes=attrs, overwrite=if_exists == "replace")
+    sub = dest if dry_run else dest[name]
+    return _copy_members(source, sub, if_exists, without_attrs, dry_run, (1, 0, 0))
+
+
+def _copy_members(source: Group, dest: Group, if_exists: str, without_attrs: bool, dry_run: bool,
+                  total: tuple[int, int, int]) -> tuple[int, int, int]:
+    n, skipped, nbytes = total
+    for child, _node in source.members():
+        a, b, c = copy(_node, dest, child, if_exists=if_exists, without_attrs=without_attrs, dry_run=dry_run)
+        n, skipped, nbytes = n + a, skipped + b, nbytes + c
+    return n, skipped, nbytes
+
+
+def copy_all(source: Group, dest: Group, **kwargs: Any) -> tuple[int, int, int]:
+    """Copy every member of ``source`` into ``dest`` (see :func:`copy`)."""
+    return _copy_members(source, dest, kwargs.pop("if_exists", "raise"), kwargs.pop("without_attrs", False),
+                         kwargs.pop("dry_run", False), (0, 0, 0))
+
+
+def _join(parent: str, name: str) -> str:
+    return f"{parent}/{name}" if parent else name
+
+
+def create_hierarchy(*, store: StoreLike, nodes: dict[str, Any], overwrite: bool = False) -> Iterable[tuple[str, Array | Group]]:
+    """Create the nodes ``{path: metadata}`` (``GroupMetadata`` / ``ArrayMetadata``, their
+    JSON dicts, or zarr-python metadata objects with ``to_dict``), and the missing parent
+    groups of each; yield ``(path, node)`` for every node created, parents included.
+    Only metadata is written (copy data separately, e.g. with :func:`from_array`)."""
+    st = _store(store, "w" if overwrite else "a")
+    parsed: dict[str, Any] = {}
+    for key, meta in nodes.items():
+        p = normalize_path(key)
+        if isinstance(meta, (ArrayMetadata, GroupMetadata)):
+            doc = meta
+        else:
+            d = meta if isinstance(meta, dict) else meta.to_dict()
+            from zarrcy.metadata.node import parse_node_metadata
+
+            doc = parse_node_metadata(dict(d), f"nodes[{key!r}]")
+        parsed[p] = doc
+    # implicit parents (not given): groups
+    for p in list(parsed):
+        parts = p.split("/") if p else []
+        for i in range(len(parts)):
+            parent = "/".join(parts[:i])
+            if parent not in parsed:
+                parsed[parent] = None
+            elif isinstance(parsed[parent], ArrayMetadata):
+                raise ContainsArrayError(f"{st.url}: cannot create '/{p}' below the array at '/{parent}'")
+    created = []
+    for p in sorted(parsed, key=lambda q: (q.count("/") if q else -1, q)):
+        meta = parsed[p]
+        if meta is None:
+            raw = st.get(_prefix(p) + META_KEY)
+            if raw is not None:
+                if _node_type(raw) == "array":
+                    raise ContainsArrayError(f"{st.url}: cannot create nodes below the array at '/{p}'")
+                continue  # an existing group stays as it is
+            meta = GroupMetadata()
+        else:
+            _check_new_node(st, p, overwrite)
+        st.set(_prefix(p) + META_KEY, meta.to_bytes())
+        node = Array(st, p, meta) if isinstance(meta, ArrayMetadata) else Group(st, p, meta)
+        created.append((p, node))
+    return iter(created)
+
+
+def tree(grp: Group, expand: bool | None = None, level: int | None = None) -> str:
+    """zarr-python's ``zarr.tree``: ``grp.tree()``."""
+    return grp.tree()

@@ -11,6 +11,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import itertools
+import sys as _sys
+import types as _types
 import math
 import operator
 import threading
@@ -27,6 +29,7 @@ from zarrcy._kernels import _grid
 from zarrcy.byte_range import ByteRequest, RangeRequest
 from zarrcy.codecs.pipeline import CodecPipeline
 from zarrcy.errors import (
+    REOPEN_HINT,
     CastError,
     CastTypeError,
     CorruptChunkError,
@@ -52,7 +55,7 @@ from zarrcy.indexing import (
 from zarrcy.metadata.array import ArrayMetadata
 from zarrcy.storage import Store, StorePath
 
-__all__ = ["Array", "Attributes", "StoreValue"]
+__all__ = ["Array", "ArrayConfig", "Attributes", "StoreValue"]
 
 META_KEY = "zarr.json"
 _SCRATCH = threading.local()
@@ -197,6 +200,16 @@ class Node:
     @property
     def attrs(self) -> Attributes:
         return Attributes(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class ArrayConfig:
+    """Per-Array runtime settings (zarr-python's ``ArrayConfig``): ``order`` is kept for
+    compatibility (reads return C-ordered arrays); ``write_empty_chunks`` overrides
+    ``zarrcy.config(write_empty_chunks=...)`` for this Array object."""
+
+    order: str = "C"
+    write_empty_chunks: bool = False
 
 
 class Array(Node):
@@ -347,7 +360,7 @@ class Array(Node):
 
     def _check_writable(self) -> None:
         if self.read_only:
-            raise ReadOnlyError(f"{self.store.url}/{self.path}: array is read-only")
+            raise ReadOnlyError(f"{self.store.url}/{self.path}: array {REOPEN_HINT}")
 
     def __repr__(self) -> str:
         return f"<zarrcy.Array {self.store.url!s} /{self.path} shape={self.shape} dtype={self.dtype}>"
@@ -737,7 +750,7 @@ class Array(Node):
 
     def _store_chunk(self, key: str, chunk: np.ndarray) -> None:
         """Encode and store a full chunk; erase it instead when it is all fill value."""
-        if not _config_get("write_empty_chunks") and self.store.supports_deletes:
+        if not self._write_empty_chunks() and self.store.supports_deletes:
             c = _c_contiguous(chunk)
             if self._fill_bytes is None:
                 empty = bool(np.all(c == self._fill))  # variable-length: compare values
@@ -930,6 +943,106 @@ class Array(Node):
         self[sel] = data
         return self.shape
 
+    # -- zarr-python API parity (issue 14): keep these together ------------------------
+    def _codec_parts(self) -> tuple[tuple[Any, ...], Any, tuple[Any, ...]]:
+        """(filters, serializer, compressors) as zarr-python reports them: for a sharded
+        array, those of the inner chunks; for a Zarr v2 array, numcodecs objects (and no
+        serializer)."""
+        m = self.metadata
+        if getattr(m, "zarr_format", 3) == 2:
+            import numcodecs
+
+            filters = tuple(numcodecs.get_codec(dict(f)) for f in (getattr(m, "filters", None) or ()))
+            comp = getattr(m, "compressor", None)
+            return filters, None, (numcodecs.get_codec(dict(comp)),) if comp else ()
+        codecs = tuple(m.codecs)
+        if self.shards is not None:
+            codecs = tuple(self._pipeline.array_bytes.codecs)  # type: ignore[attr-defined]
+        from zarrcy.codecs._base import ArrayArrayCodec, BytesBytesCodec
+
+        filters = tuple(c for c in codecs if isinstance(c, ArrayArrayCodec))
+        compressors = tuple(c for c in codecs if isinstance(c, BytesBytesCodec))
+        rest = [c for c in codecs if not isinstance(c, (ArrayArrayCodec, BytesBytesCodec))]
+        return filters, (rest[0] if rest else None), compressors
+
+    @property
+    def filters(self) -> tuple[Any, ...]:
+        """The array -> array codecs (of the inner chunks when sharded)."""
+        return self._codec_parts()[0]
+
+    @property
+    def serializer(self) -> Any:
+        """The array -> bytes codec (of the inner chunks when sharded)."""
+        return self._codec_parts()[1]
+
+    @property
+    def compressors(self) -> tuple[Any, ...]:
+        """The bytes -> bytes codecs (of the inner chunks when sharded)."""
+        return self._codec_parts()[2]
+
+    @property
+    def config(self) -> "ArrayConfig":
+        """Runtime settings of this Array object (zarr-python's ``ArrayConfig``)."""
+        cfg = self.__dict__.get("_array_config")
+        if cfg is None:
+            cfg = ArrayConfig(write_empty_chunks=bool(_config_get("write_empty_chunks")))
+        return cfg
+
+    @property
+    def order(self) -> str:
+        return self.config.order
+
+    def with_config(self, config: Any = None, **kwargs: Any) -> "Array":
+        """A new Array object over the same stored array with other runtime settings
+        (``{"write_empty_chunks": bool, "order": "C" | "F"}``)."""
+        cfg = config if isinstance(config, ArrayConfig) else dataclasses.replace(self.config, **{**(config or {}), **kwargs})
+        if cfg.order not in ("C", "F"):
+            raise ValueError(f"config.order: expected 'C' or 'F', received {cfg.order!r}")
+        new = type(self).__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new._array_config = cfg
+        return new
+
+    def _write_empty_chunks(self) -> bool:
+        cfg = self.__dict__.get("_array_config")
+        return bool(_config_get("write_empty_chunks")) if cfg is None else cfg.write_empty_chunks
+
+    def nbytes_stored(self) -> int:
+        """Bytes stored for this array: its metadata and every chunk (or shard)."""
+        return sum(self.store.getsize(k) or 0 for k in self.store.list_prefix(self._prefix))
+
+    def info_complete(self) -> str:
+        """:attr:`info` plus what needs listing the store: bytes stored, storage ratio."""
+        stored = self.nbytes_stored()
+        ratio = self.nbytes / stored if stored else 0.0
+        return "\n".join([self.info, f"No. bytes stored   : {stored}", f"Storage ratio      : {ratio:.1f}"])
+
+    def update_attributes(self, new_attributes: dict) -> "Array":
+        """Merge ``new_attributes`` into the attributes (one metadata write); return self."""
+        self.attrs.update(new_attributes)
+        return self
+
+    def get_basic_selection(self, selection: Any = Ellipsis) -> Any:
+        return self[selection]
+
+    def set_basic_selection(self, selection: Any, value: Any) -> None:
+        self[selection] = value
+
+    def _mask_coords(self, mask: Any) -> tuple[np.ndarray, ...]:
+        m = np.asarray(mask)
+        if m.dtype != np.bool_ or m.shape != self.shape:
+            raise IndexError(f"mask selection: expected a boolean array of shape {self.shape}, "
+                             f"received {m.dtype} of shape {m.shape}")
+        return np.nonzero(m)
+
+    def get_mask_selection(self, mask: Any) -> np.ndarray:
+        """The elements where ``mask`` (a boolean array of the array's shape) is True, in C order."""
+        return self.get_coordinate_selection(self._mask_coords(mask))
+
+    def set_mask_selection(self, mask: Any, value: Any) -> None:
+        """Set the elements where ``mask`` is True (``value``: a scalar or one value per True)."""
+        self.set_coordinate_selection(self._mask_coords(mask), value)
+
 
 def _chunk_error(e: ZarrcyError, key: str) -> ZarrcyError | None:
     """``e`` (a CorruptChunkError or CastError from a chunk's codecs) as the same class
@@ -1006,3 +1119,16 @@ def _reopen(url: Any, path: str, read_only: bool) -> Array:
     from zarrcy.api import open_array
 
     return open_array(url, path=path, mode="r" if read_only else "r+")
+
+
+# ``zarrcy.array(data, ...)`` (zarr-python's function) while ``zarrcy.array`` stays this
+# module (``from zarrcy.array import Array``): the module object is callable.
+class _ArrayModule(_types.ModuleType):
+    def __call__(self, data: Any, **kwargs: Any) -> Array:
+        """``zarrcy.array(data, store=None, **kwargs)``: see :func:`zarrcy.api.array`."""
+        from zarrcy.api import array
+
+        return array(data, **kwargs)
+
+
+_sys.modules[__name__].__class__ = _ArrayModule

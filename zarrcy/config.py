@@ -1,6 +1,7 @@
 """Runtime configuration: thread count and tunables; the process-wide thread pools.
 
-``zarrcy.config(threads=N)`` sets values; ``zarrcy.config()`` returns the current dict.
+``zarrcy.config(threads=N)`` sets values; ``zarrcy.config()`` returns the current dict;
+``zarrcy.config.set({...})`` / ``zarrcy.config.get(key)`` as in zarr-python.
 The environment variable ``ZARRCY_THREADS`` sets the initial thread count.
 
 Fork safety (CONVENTIONS.md 13).  A forked child has only the thread that called
@@ -23,7 +24,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, TypeVar
 
-__all__ = ["config", "get", "executor", "named_pool", "at_fork_reset"]
+__all__ = ["config", "Config", "get", "override", "executor", "named_pool", "at_fork_reset"]
 
 _F = TypeVar("_F", bound=Callable[[], None])
 _AT_FORK: list[Callable[[], None]] = []
@@ -81,9 +82,7 @@ _executor: ThreadPoolExecutor | None = None
 _executor_threads = 0
 
 
-def config(**kwargs: Any) -> dict[str, Any]:
-    """Update configuration values; return a copy of the current configuration."""
-    global _executor
+def _set(kwargs: dict[str, Any]) -> dict[str, Any]:
     with _lock:
         for k, v in kwargs.items():
             if k not in _values:
@@ -92,12 +91,112 @@ def config(**kwargs: Any) -> dict[str, Any]:
                 v = int(v)
                 if v < 1:
                     raise ValueError(f"config.threads: expected >= 1, received {v}")
-            _values[k] = v
+        _values.update({k: (int(v) if k == "threads" else v) for k, v in kwargs.items()})
         return dict(_values)
 
 
+#: zarr-python's dotted option names that mean one of zarrcy's options
+_ZARR_NAMES = {
+    "array.write_empty_chunks": "write_empty_chunks",
+    "threading.max_workers": "threads",
+    "array.sharding_coalesce_max_gap_bytes": "coalesce_gap",
+    "array.sharding_coalesce_max_bytes": "coalesce_max",
+}
+_foreign: dict[str, Any] = {}  # other dotted (zarr-python) options: kept for get(), no effect
+
+
+class _Restore:
+    """What ``config.set`` returns: the change is already made; used as a context
+    manager, it is undone on exit (as zarr-python's ``zarr.config.set``)."""
+
+    def __init__(self, old: dict[str, Any], old_foreign: dict[str, Any]) -> None:
+        self._old, self._old_foreign = old, old_foreign
+
+    def __enter__(self) -> "_Restore":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _set(self._old)
+        _foreign.clear()
+        _foreign.update(self._old_foreign)
+
+
+class Config:
+    """``zarrcy.config``: call it as before (``zarrcy.config(threads=4)`` sets options and
+    returns the current dict), or use zarr-python's spelling ``zarrcy.config.set({...})``
+    / ``zarrcy.config.get(key)``.  ``set`` also works as a context manager.  Dotted
+    zarr-python names map to zarrcy's options where one exists (``array.write_empty_chunks``,
+    ``threading.max_workers``, ``array.sharding_coalesce_max_*``); other dotted names are
+    remembered (``get`` returns them) but have no effect."""
+
+    def __call__(self, **kwargs: Any) -> dict[str, Any]:
+        return _set(kwargs)
+
+    def set(self, options: dict[str, Any] | None = None, **kwargs: Any) -> _Restore:
+        merged = {**(options or {}), **kwargs}
+        mine, foreign = {}, {}
+        for k, v in merged.items():
+            k2 = _ZARR_NAMES.get(k, k)
+            if k2 in _values:
+                mine[k2] = v
+            elif "." in k:
+                foreign[k] = v
+            else:
+                raise KeyError(f"config: unknown option {k!r}; known: {sorted(_values)}")
+        restore = _Restore({k: _values[k] for k in mine}, dict(_foreign))
+        _set(mine)
+        _foreign.update(foreign)
+        return restore
+
+    def get(self, key: str, default: Any = None) -> Any:
+        k2 = _ZARR_NAMES.get(key, key)
+        if k2 in _values:
+            return _values[k2]
+        return _foreign.get(key, default)
+
+    def __repr__(self) -> str:
+        return f"zarrcy.config({dict(_values)!r})"
+
+
+config = Config()
+
+
 def get(name: str) -> Any:
+    if _n_overrides:  # some thread has an override (cheap test in the common case)
+        over = getattr(_thread, "over", None)
+        if over and name in over:
+            return over[name]
     return _values[name]
+
+
+_thread = threading.local()
+_n_overrides = 0
+
+
+class override:
+    """``with override(coalesce_gap=...):`` values seen by :func:`get` in this thread
+    only (e.g. zarr-python's per-array sharding coalescing settings through the codec
+    pipeline plugin), restored on exit; other threads see the global values."""
+
+    def __init__(self, **values: Any) -> None:
+        for k in values:
+            if k not in _values:
+                raise KeyError(f"config: unknown option {k!r}; known: {sorted(_values)}")
+        self._values = values
+
+    def __enter__(self) -> "override":
+        global _n_overrides
+        self._old = getattr(_thread, "over", None)
+        _thread.over = {**(self._old or {}), **self._values}
+        with _lock:
+            _n_overrides += 1
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        global _n_overrides
+        _thread.over = self._old
+        with _lock:
+            _n_overrides -= 1
 
 
 def executor() -> ThreadPoolExecutor:

@@ -19,6 +19,8 @@ __all__ = [
     "CastTypeError",
     "NodeNotFoundError",
     "ContainsNodeError",
+    "ContainsGroupError",
+    "ContainsArrayError",
     "ReadOnlyError",
     "StoreError",
     "expected",
@@ -83,6 +85,18 @@ class NodeNotFoundError(ZarrcyError, KeyError):
 
 class ContainsNodeError(ZarrcyError, FileExistsError):
     """A node already exists where a new one was to be created (and overwrite is off)."""
+
+
+class ContainsGroupError(ContainsNodeError):
+    """A group is where an array was expected or was to be created (zarr-python's name)."""
+
+
+class ContainsArrayError(ContainsNodeError):
+    """An array is where a group was expected or was to be created (zarr-python's name)."""
+
+
+#: the end of a ReadOnlyError for a node opened read-only
+REOPEN_HINT = 'opened read-only; reopen it with mode="r+" (or "a") to write'
 
 
 class ReadOnlyError(ZarrcyError, PermissionError):

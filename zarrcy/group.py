@@ -8,10 +8,20 @@ Creating a node creates its missing parent groups; deleting one erases its prefi
 from __future__ import annotations
 
 import dataclasses
+import sys as _sys
+import types as _types
 from typing import Any, Iterator
 
 from zarrcy.array import META_KEY, Array, Node, _prefix, write_metadata
-from zarrcy.errors import ContainsNodeError, MetadataError, NodeNotFoundError, ReadOnlyError
+from zarrcy.errors import (
+    REOPEN_HINT,
+    ContainsArrayError,
+    ContainsGroupError,
+    ContainsNodeError,
+    MetadataError,
+    NodeNotFoundError,
+    ReadOnlyError,
+)
 from zarrcy.metadata.array import ArrayMetadata
 from zarrcy.metadata.group import GroupMetadata
 from zarrcy.metadata.node import parse_node_metadata
@@ -90,7 +100,7 @@ class Group(Node):
 
     def _set_attributes(self, attributes: dict) -> None:
         if self.read_only:
-            raise ReadOnlyError(f"{self.store.url}/{self.path}: group is read-only")
+            raise ReadOnlyError(f"{self.store.url}/{self.path}: group {REOPEN_HINT}")
         meta = dataclasses.replace(self.metadata, attributes=attributes)
         write_metadata(self.store, _prefix(self.path), meta)
         self.metadata = meta
@@ -131,13 +141,79 @@ class Group(Node):
 
     def __delitem__(self, name: str) -> None:
         if self.read_only:
-            raise ReadOnlyError(f"{self.store.url}/{self.path}: group is read-only")
+            raise ReadOnlyError(f"{self.store.url}/{self.path}: group {REOPEN_HINT}")
         path = self._child_path(name)
         if _load_node(self.store, path) is None:
             raise NodeNotFoundError(f"{self.store.url}: '{name}' is not a member of group '/{self.path}'")
         self.store.erase_prefix(_prefix(path))
 
-    def members(self) -> Iterator[tuple[str, Array | "Group"]]:
+    def members(self, max_depth: int | None = 0) -> tuple[tuple[str, Array | "Group"], ...]:
+        """(name, node) for each child, sorted by name; ``max_depth`` (zarr-python's
+        keyword): also the descendants down to that many levels below the children
+        (None: all), as (path relative to this group, node), depth first."""
+        if max_depth == 0:
+            return tuple(self._children())
+        if max_depth is not None and max_depth < 0:
+            raise ValueError(f"max_depth: expected None or >= 0, received {max_depth}")
+        out: list[tuple[str, Array | Group]] = []
+        stack: list[tuple[str, Group, int]] = [("", self, 0)]
+        while stack:  # iterative: deep hierarchies cannot exhaust the recursion limit
+            base, g, depth = stack.pop()
+            kids = list(g._children())
+            below = []
+            for name, node in kids:
+                rel = f"{base}/{name}" if base else name
+                out.append((rel, node))
+                if isinstance(node, Group) and (max_depth is None or depth < max_depth):
+                    below.append((rel, node, depth + 1))
+            stack.extend(reversed(below))
+        return tuple(out)
+
+    def nmembers(self, max_depth: int | None = 0) -> int:
+        """Number of members (``max_depth`` as in :meth:`members`)."""
+        return len(self.members(max_depth=max_depth))
+
+    def get_array(self, name: str) -> Array:
+        """The array ``name``: NodeNotFoundError (a KeyError) if missing, ContainsGroupError if a group."""
+        node = self[name]
+        if not isinstance(node, Array):
+            raise ContainsGroupError(f"{self.store.url}: '{name}' in group '/{self.path}' is a group, not an array")
+        return node
+
+    def get_group(self, name: str) -> "Group":
+        """The group ``name``: NodeNotFoundError (a KeyError) if missing, ContainsArrayError if an array."""
+        node = self[name]
+        if not isinstance(node, Group):
+            raise ContainsArrayError(f"{self.store.url}: '{name}' in group '/{self.path}' is an array, not a group")
+        return node
+
+    def update_attributes(self, new_attributes: dict) -> "Group":
+        """Merge ``new_attributes`` into the attributes (one metadata write); return self."""
+        self.attrs.update(new_attributes)
+        return self
+
+    @property
+    def info(self) -> str:
+        return "\n".join([
+            f"Name        : {self.name if self.path else ''}",
+            "Type        : Group",
+            f"Zarr format : {self._zarr_format}",
+            f"Read-only   : {self.read_only}",
+            f"Store type  : {type(self.store).__name__}",
+        ])
+
+    def info_complete(self) -> str:
+        """:attr:`info` plus the member counts (lists the store)."""
+        kids = self.members()
+        n_arrays = sum(1 for _, m in kids if isinstance(m, Array))
+        return "\n".join([
+            self.info,
+            f"No. members : {len(kids)}",
+            f"No. arrays  : {n_arrays}",
+            f"No. groups  : {len(kids) - n_arrays}",
+        ])
+
+    def _children(self) -> Iterator[tuple[str, Array | "Group"]]:
         """(name, node) for each child, sorted by name."""
         prefix = _prefix(self.path)
         for name in self.store.list_dir(prefix):
@@ -225,7 +301,7 @@ class Group(Node):
         if isinstance(node, Group):
             return node
         if node is not None:
-            raise ContainsNodeError(f"{self.store.url}: '{name}' exists and is an array")
+            raise ContainsArrayError(f"{self.store.url}: '{name}' exists and is an array")
         return self.create_group(name, **kwargs)
 
     def create_array(self, name: str, **kwargs: Any) -> Array:
@@ -239,7 +315,7 @@ class Group(Node):
         if isinstance(node, Array):
             return node
         if node is not None:
-            raise ContainsNodeError(f"{self.store.url}: '{name}' exists and is a group")
+            raise ContainsGroupError(f"{self.store.url}: '{name}' exists and is a group")
         return self.create_array(name, **kwargs)
 
 
@@ -247,3 +323,17 @@ def _reopen_group(url: Any, path: str, read_only: bool) -> Group:
     from zarrcy.api import open_group
 
     return open_group(url, path=path, mode="r" if read_only else "r+")
+
+
+# ``zarrcy.group(store, ...)`` (zarr-python's function) while ``zarrcy.group`` stays this
+# module (``from zarrcy.group import Group``): the module object is callable.
+class _GroupModule(_types.ModuleType):
+    def __call__(self, store: Any = None, **kwargs: Any) -> Group:
+        """``zarrcy.group(store=None, *, overwrite=False, path=None, attributes=None, ...)``:
+        see :func:`zarrcy.api.group`."""
+        from zarrcy.api import group
+
+        return group(store, **kwargs)
+
+
+_sys.modules[__name__].__class__ = _GroupModule

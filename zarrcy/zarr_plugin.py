@@ -13,9 +13,22 @@ selected, parallel decode; a write re-encodes only the touched inner chunks and 
 the shard once.  Elsewhere (async-only stores, boolean-mask reads, orthogonal writes,
 ``write_empty_chunks=True``) zarr-python's sharding codec runs, with its inner chunks
 again decoded/encoded by this class (it builds its inner pipeline from the configured
-class).  A chain zarrcy cannot run (an unknown codec,
-an unsupported data type) falls back to zarr-python's own ``BatchedCodecPipeline``
-for that array, so enabling the plugin never makes an array unreadable.
+class).  Zarr v2 arrays (zarr-python's ``V2Codec``: numcodecs filters + compressor) run
+through the chain zarrcy's own v2 arrays use (blosc, zstd, gzip natively; other
+numcodecs codecs inside zarrcy's pipeline).
+
+zarr-python's own ``BatchedCodecPipeline`` serves, for that call, whatever zarrcy must
+not or cannot run, so enabling the plugin never makes an array unreadable: an unknown
+codec or data type, variable-length object data, the pickle codec, codec classes other
+than zarr-python's (a user's ``codecs.<name>`` configuration), a generic datetime64 in
+non-native byte order (numpy copies those without swapping), and sharded *writes* whose
+``subchunk_write_order`` zarrcy's writer does not produce (zarr-python's default
+"morton"; zarrcy lays inner chunks out in C order -- both valid, but the bytes would
+differ from zarr-python's).  Each reason is logged once per process on the
+``zarrcy.zarr_plugin`` logger (a logging warning, never a ``warnings`` warning) and
+counted: :func:`fallback_counts`.  zarr-python's per-array
+``sharding_coalesce_max_gap_bytes`` / ``sharding_coalesce_max_bytes`` set zarrcy's
+coalescing of inner-chunk reads (``zarrcy.config.override``, per thread).
 
 Uses zarr-python's codec-pipeline interface (``zarr.abc.codec.CodecPipeline``) via its
 default implementation, overriding ``decode_batch``/``encode_batch`` and, for chains
@@ -29,7 +42,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
+import threading
 from typing import Any, Iterable
 
 import numpy as np
@@ -51,28 +66,105 @@ except ImportError:  # pragma: no cover
 from zarrcy.byte_access import ByteSetter
 from zarrcy.byte_range import SuffixRequest
 from zarrcy.codecs._base import ArraySpec
+from zarrcy.config import override as _config_override
 from zarrcy.codecs.pipeline import CodecPipeline
-from zarrcy.errors import ZarrcyError
+from zarrcy.errors import UnknownExtensionError, ZarrcyError
 from zarrcy.metadata.data_type import parse_data_type
 
-__all__ = ["ZarrcyCodecPipeline"]
+__all__ = ["ZarrcyCodecPipeline", "fallback_counts", "reset_fallback_counts"]
 
 
-def _zarrcy_pipeline(codecs_json: str, spec: Any) -> CodecPipeline | None:
-    """zarrcy's resolved pipeline for zarr-python codecs (as JSON) and chunk spec, or None."""
-    try:
-        dtype_json = spec.dtype.to_json(zarr_format=3)
-        data_type = parse_data_type(dtype_json)
-        np_dtype = np.dtype(spec.dtype.to_native_dtype())
-        if np_dtype.kind == "O":  # zarr-python's variable-length bytes: its own codec (its object chunks
-            return None           # may hold 0-d arrays, not bytes)
-        if np_dtype.byteorder not in "=|":  # (StringDType has no byte order to change)
-            np_dtype = np_dtype.newbyteorder("=")
+_log = logging.getLogger("zarrcy.zarr_plugin")
+_reported: set[str] = set()
+_fallbacks: dict[str, int] = {}
+_fallback_lock = threading.Lock()
+
+
+def _fallback(reason: str) -> None:
+    """Count one call that zarr-python's own pipeline serves, and log the reason the
+    first time it occurs in this process (logging, not ``warnings``: a user's
+    ``-W error`` must not turn a supported fallback into a failure)."""
+    with _fallback_lock:
+        _fallbacks[reason] = _fallbacks.get(reason, 0) + 1
+        first = reason not in _reported
+        _reported.add(reason)
+    if first:
+        _log.warning("zarrcy codec pipeline: %s; zarr-python's own pipeline handles it "
+                     "(reported once per reason)", reason)
+
+
+def fallback_counts() -> dict[str, int]:
+    """Calls served by zarr-python's pipeline since the start (or the last reset), by reason."""
+    with _fallback_lock:
+        return dict(_fallbacks)
+
+
+def reset_fallback_counts() -> None:
+    with _fallback_lock:
+        _fallbacks.clear()
+        _reported.clear()
+
+
+class _NoPipeline(Exception):
+    """zarrcy cannot run this chain (the message is the reason)."""
+
+
+def _zarrcy_spec(spec: Any, data_type: Any) -> ArraySpec:
+    np_dtype = np.dtype(spec.dtype.to_native_dtype())
+    if np_dtype.kind == "O":  # zarr-python's variable-length bytes: its own codec (its object chunks
+        raise _NoPipeline("variable-length object data type")  # may hold 0-d arrays, not bytes)
+    if np_dtype.byteorder not in "=|":  # (StringDType has no byte order to change)
+        if np_dtype.kind in "Mm" and np.datetime_data(np_dtype)[0] == "generic":
+            # numpy copies between byte orders of generic datetime64/timedelta64 without
+            # swapping: zarr-python's non-native output buffers would get swapped values
+            raise _NoPipeline("non-native byte order of a generic datetime64/timedelta64 (Zarr v2)")
+        np_dtype = np_dtype.newbyteorder("=")
+    if spec.fill_value is None:  # Zarr v2 "fill_value": null -- missing chunks are zarr-python's to fill
+        fill = np.zeros((), dtype=np_dtype)[()]
+    else:
         fill = np.asarray(spec.fill_value, dtype=np_dtype)[()]
-        zspec = ArraySpec(tuple(spec.shape), np_dtype, fill, data_type)
-        return CodecPipeline.from_codecs(json.loads(codecs_json), zspec)
-    except (ZarrcyError, TypeError, ValueError, AttributeError, KeyError):
-        return None
+    return ArraySpec(tuple(spec.shape), np_dtype, fill, data_type)
+
+
+def _zarrcy_pipeline(codecs_json: str, spec: Any) -> CodecPipeline:
+    """zarrcy's resolved pipeline for zarr-python codecs (as JSON) and chunk spec, or
+    _NoPipeline (with the reason)."""
+    try:
+        data_type = parse_data_type(spec.dtype.to_json(zarr_format=3))
+        return CodecPipeline.from_codecs(json.loads(codecs_json), _zarrcy_spec(spec, data_type))
+    except (ZarrcyError, TypeError, ValueError, AttributeError, KeyError) as e:
+        raise _NoPipeline(_reason(e)) from None
+
+
+def _reason(e: BaseException) -> str:
+    if isinstance(e, _NoPipeline):
+        return str(e)
+    if isinstance(e, UnknownExtensionError):
+        return str(e).split(": ", 1)[-1]  # "expected a known codec, received 'x'": no array path
+    return f"{type(e).__name__}: {e}"
+
+
+def _zarrcy_pipeline_v2(codec: Any, spec: Any) -> CodecPipeline:
+    """A Zarr v2 array (zarr-python's ``V2Codec``: numcodecs filters + compressor): the
+    chain zarrcy's own v2 arrays use (zarrcy/v2/codecs.py): blosc, zstd and gzip run
+    natively, other compressors and filters through numcodecs inside zarrcy's pipeline."""
+    from zarrcy.v2.codecs import v2_codecs
+    from zarrcy.v2.dtypes import parse_v2_dtype
+
+    try:
+        filters = [f.get_config() for f in (codec.filters or ())]
+        comp = codec.compressor.get_config() if codec.compressor is not None else None
+        if any(c.get("id") == "pickle" for c in [*filters, comp or {}]):
+            raise _NoPipeline("the pickle codec (zarr-python guards its use)")
+        dt_json = spec.dtype.to_json(zarr_format=2)
+        data_type = parse_v2_dtype(dt_json["name"] if isinstance(dt_json, dict) else dt_json, filters=filters or None)
+        if data_type.vlen is not None or data_type.stored_dtype.kind == "O":
+            raise _NoPipeline("variable-length object data type (Zarr v2)")
+        order = getattr(spec.config, "order", "C") or "C"
+        chain = v2_codecs(data_type, order, filters or None, comp, len(spec.shape))
+        return CodecPipeline.from_codecs(chain, _zarrcy_spec(spec, data_type.v3))
+    except (ZarrcyError, TypeError, ValueError, AttributeError, KeyError) as e:
+        raise _NoPipeline(_reason(e)) from None
 
 
 class ZarrcyCodecPipeline(BatchedCodecPipeline):
@@ -88,30 +180,72 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
             object.__setattr__(self, "_zarrcy_json", cached)
         return cached
 
-    def _pipelines(self, specs: list[Any]) -> list[CodecPipeline] | None:
-        cj = self._json()
-        if cj is None:
+    def _v2_codec(self) -> Any:
+        """zarr-python's ``V2Codec`` when this pipeline is a Zarr v2 array's, else None."""
+        codecs = list(self)
+        if len(codecs) == 1 and type(codecs[0]).__name__ == "V2Codec" and hasattr(codecs[0], "compressor"):
+            return codecs[0]
+        return None
+
+    def _write_order(self, specs: list[Any]) -> str | None:
+        """Why zarrcy must not write this chain's shards (None: it may).  zarr-python
+        places a shard's inner chunks in its codec's ``subchunk_write_order`` (default
+        "morton"); zarrcy's sharding writer uses C order, so its shards would differ
+        byte for byte (both valid: readers follow the index) -- zarr-python writes them.
+        The orders agree when at most one dimension of the shard holds more than one
+        inner chunk (e.g. 1-d arrays): zarrcy writes those."""
+        for c in self:
+            order = getattr(c, "subchunk_write_order", None)
+            if order is None or order in _ZARRCY_SUBCHUNK_ORDERS:
+                continue
+            inner = tuple(getattr(c, "chunk_shape", ()) or ())
+            for spec in specs:
+                shape = tuple(spec.shape)
+                if len(inner) != len(shape) or sum(1 for n, k in zip(shape, inner) if -(-n // k) > 1) > 1:
+                    return f"sharded writes with subchunk_write_order={order!r} (zarrcy writes inner chunks in C order)"
+        return None
+
+    def _pipelines(self, specs: list[Any], writing: bool = False) -> list[CodecPipeline] | None:
+        if writing:
+            why = self._write_order(specs)
+            if why is not None:
+                _fallback(why)
+                return None
+        custom = sorted({f"{type(c).__module__}.{type(c).__qualname__}" for c in self
+                         if not type(c).__module__.startswith("zarr.")})
+        if custom:  # a codec implementation the user configured (zarr.config "codecs.<name>"): it must run
+            _fallback("codec classes other than zarr-python's own: " + ", ".join(custom))
+            return None
+        v2 = self._v2_codec()
+        cj = self._json() if v2 is None else None
+        if v2 is None and cj is None:
+            _fallback("codecs without a JSON form: " + ", ".join(sorted({type(c).__name__ for c in self})))
             return None
         # one resolved zarrcy pipeline per distinct chunk spec (zarr-python hands us one
         # spec per chunk; building a pipeline per chunk would cost more than decoding it)
-        cache: dict[Any, CodecPipeline | None] | None = self.__dict__.get("_zarrcy_cache")
+        cache: dict[Any, Any] | None = self.__dict__.get("_zarrcy_cache")
         if cache is None:
             cache = {}
             object.__setattr__(self, "_zarrcy_cache", cache)
         out = []
         for spec in specs:
             try:
-                key: Any = (tuple(spec.shape), repr(spec.dtype), repr(spec.fill_value))
+                key: Any = (tuple(spec.shape), repr(spec.dtype), repr(spec.fill_value),
+                            getattr(spec.config, "order", "C"))
             except Exception:  # noqa: BLE001  (an exotic spec: no caching)
                 key = None
             p = cache.get(key, False) if key is not None else False
             if p is False:
-                p = _zarrcy_pipeline(cj, spec)
+                try:
+                    p = _zarrcy_pipeline_v2(v2, spec) if v2 is not None else _zarrcy_pipeline(cj, spec)  # type: ignore[arg-type]
+                except _NoPipeline as e:
+                    p = str(e)
                 if key is not None:
                     if len(cache) > 64:
                         cache.clear()
                     cache[key] = p
-            if p is None:
+            if isinstance(p, str):
+                _fallback(p)
                 return None
             out.append(p)
         return out
@@ -136,7 +270,7 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
 
     async def encode_batch(self, chunk_arrays_and_specs: Iterable[tuple[Any, Any]]) -> Iterable[Any]:
         items = list(chunk_arrays_and_specs)
-        pipes = self._pipelines([s for _, s in items])
+        pipes = self._pipelines([s for _, s in items], writing=True)
         if pipes is None:
             return await super().encode_batch(items)
 
@@ -146,7 +280,7 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
                 if nd is None:
                     out.append(None)
                     continue
-                data = pipe.encode(np.ascontiguousarray(nd.as_numpy_array()))
+                data = pipe.encode(_contiguous(nd.as_numpy_array()))
                 out.append(None if data is None else spec.prototype.buffer.from_bytes(bytes(data)))
             return out
 
@@ -194,7 +328,8 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
             getter, spec, _, out_sel, _ = items[i]
             bbox, rel = boxes[i]  # type: ignore[misc]
             sync = _SyncGetter(getter, spec.prototype)
-            arr = pipes[i].decode_partial(sync, bbox)  # type: ignore[index]
+            with _coalescing(spec):
+                arr = pipes[i].decode_partial(sync, bbox)  # type: ignore[index]
             if arr is None or sync.missing:
                 return scatter_chunk(None, out, chunk_spec=spec, out_selection=out_sel, drop_axes=drop_axes)
             if rel is not None:
@@ -210,14 +345,14 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
         """Sharded arrays: zarrcy's sharding codec merges each shard's selection (untouched
         inner chunks copied byte for byte, touched ones encoded in parallel) and stores the
         shard with one synchronous set -- instead of zarr-python's per-inner-chunk path."""
-        pipes = self._pipelines([it[1] for it in items])
+        pipes = self._pipelines([it[1] for it in items], writing=True)
         boxes = [_slice_box(it[2], it[1].shape) for it in items]
         if (pipes is None or not all(p.supports_partial_encode for p in pipes) or any(b is None for b in boxes)
                 or any(getattr(it[1].config, "write_empty_chunks", False) for it in items)
                 or not all(_store_supports_sync_io(getattr(it[0], "store", None)) for it in items)):
             return await super().write(items, value, drop_axes)
         scalar = len(value.shape) == 0
-        src = value.as_numpy_array()
+        src = _native(value.as_numpy_array())
 
         def one(i: int) -> None:
             setter, spec, _, out_sel, _ = items[i]
@@ -226,7 +361,9 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
             piece = src if scalar else np.asarray(src[out_sel])
             if not scalar and piece.size == math.prod(shape):
                 piece = piece.reshape(shape)  # dims dropped by integer selections come back
-            pipes[i].encode_partial(_SyncGetter(setter, spec.prototype), box, piece)  # type: ignore[index, arg-type]
+            # one read of the whole old shard (as zarr-python), not index + inner chunks:
+            # the rewrite needs every untouched inner chunk's bytes anyway
+            pipes[i].encode_partial(_WholeGetter(setter, spec.prototype), box, piece)  # type: ignore[index, arg-type]
 
         work = sum(math.prod(b.stop - b.start for b in box) * p.spec.dtype.itemsize  # type: ignore[union-attr]
                    for box, p in zip(boxes, pipes))
@@ -237,7 +374,7 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
         items = list(batch_info)
         if _FAST and items and self.supports_partial_encode:
             return await self._write_partial(items, value, drop_axes)
-        pipes = None if not _FAST or not items else self._pipelines([it[1] for it in items])
+        pipes = None if not _FAST or not items else self._pipelines([it[1] for it in items], writing=True)
         if pipes is None:
             return await super().write(items, value, drop_axes)
         old = await concurrent_map([(None if it[4] else it[0], it[1].prototype) for it in items], _get,
@@ -252,13 +389,32 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
             merged = _merge_chunk_array(existing, value, out_sel, spec, chunk_sel, complete, drop_axes)
             if chunk_is_empty(merged, spec):
                 return None
-            data = pipe.encode(np.ascontiguousarray(merged.as_numpy_array()))
+            data = pipe.encode(_contiguous(merged.as_numpy_array()))
             return None if data is None else spec.prototype.buffer.from_bytes(bytes(data))
 
         encoded = await _in_groups(one, len(items), _nbytes(pipes))
         await concurrent_map([(it[0], b) for it, b in zip(items, encoded)], _put,
                              zarr_config.get("async.concurrency"))
         return None
+
+
+#: zarr-python ``subchunk_write_order`` values whose shard layout zarrcy's writer produces
+#: ("unordered" is zarr-python's C order too)
+_ZARRCY_SUBCHUNK_ORDERS = ("lexicographic", "unordered")
+
+
+def _coalescing(spec: Any) -> Any:
+    """zarr-python's per-array ``sharding_coalesce_max_gap_bytes`` / ``_max_bytes`` as
+    zarrcy's coalescing settings for this thread's shard reads."""
+    cfg = spec.config
+    gap = getattr(cfg, "sharding_coalesce_max_gap_bytes", None)
+    most = getattr(cfg, "sharding_coalesce_max_bytes", None)
+    values = {}
+    if gap is not None:
+        values["coalesce_gap"] = int(gap)
+    if most is not None:
+        values["coalesce_max"] = int(most)
+    return _config_override(**values)
 
 
 class _SyncGetter(ByteSetter):
@@ -294,6 +450,34 @@ class _SyncGetter(ByteSetter):
 
     def delete(self) -> None:
         self.path.delete_sync()
+
+
+class _WholeGetter(_SyncGetter):
+    """A ``_SyncGetter`` that reads the whole object once and serves every range from it
+    (partial shard writes: one read, as zarr-python's)."""
+
+    __slots__ = ("_whole", "_loaded")
+
+    def __init__(self, path: Any, prototype: Any) -> None:
+        super().__init__(path, prototype)
+        self._whole: Any = None
+        self._loaded = False
+
+    def get(self, byte_range: Any = None) -> Any:
+        if not self._loaded:
+            self._whole = super().get(None)
+            self._loaded = True
+        data = self._whole
+        if data is None or byte_range is None:
+            return data
+        from zarrcy.byte_range import resolve
+
+        start, stop = resolve(byte_range, len(data))
+        return data[start:stop]
+
+    def set(self, value: Any) -> None:
+        super().set(value)
+        self._whole, self._loaded = None, False
 
 
 def _slice_box(sel: Any, shape: tuple[int, ...]) -> tuple[slice, ...] | None:
@@ -348,6 +532,21 @@ def _bounding_box(sel: Any, shape: tuple[int, ...]) -> tuple[tuple[slice, ...], 
         else:
             return None
     return tuple(box), (None if trivial else tuple(rel))
+
+
+def _contiguous(x: Any) -> np.ndarray:
+    """C-contiguous, same shape (np.ascontiguousarray turns a 0-d array into 1-d)."""
+    x = np.asarray(x)
+    return x if x.flags.c_contiguous else np.array(x, order="C")
+
+
+def _native(x: np.ndarray) -> np.ndarray:
+    """``x`` in native byte order.  (numpy's astype between byte orders of a *generic*
+    datetime64/timedelta64 -- "M8" without unit -- keeps the input's byte order, so
+    values given big-endian would be stored swapped.)"""
+    if x.dtype.byteorder in "<>" and not x.dtype.isnative:
+        return x.byteswap().view(x.dtype.newbyteorder("="))
+    return x
 
 
 def _nbytes(pipes: list[CodecPipeline]) -> int:
@@ -406,7 +605,7 @@ def _basic_view(out: np.ndarray, sel: Any, shape: tuple[int, ...]) -> np.ndarray
     """``out[sel]`` as a view of chunk shape, or None when ``sel`` is not basic indexing."""
     if not isinstance(sel, tuple) or not all(isinstance(s, slice) for s in sel):
         return None
-    view = out[sel]
+    view = out[sel + (Ellipsis,)]  # always a view, even when 0-d (out[()] would be a scalar)
     return view if tuple(view.shape) == tuple(shape) else None
 
 

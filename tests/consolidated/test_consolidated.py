@@ -203,3 +203,22 @@ def test_open_reads_groups_through_consolidated(tmp_path):
     assert isinstance(zarrcy.open(p, path="a", mode="r"), zarrcy.Array)
     with pytest.raises(ValueError):
         zarrcy.open(p, mode="r+", use_consolidated=True)
+
+
+def test_consolidated_metadata_view_matches_zarr_python(tmp_path):
+    """GroupMetadata.consolidated_metadata: direct children in ``metadata`` (a child
+    group's own consolidated_metadata holds its children), all in ``flattened_metadata``."""
+    p = str(tmp_path / "n.zarr")
+    g = zarrcy.open_group(p, mode="w")
+    g.create_group("child", attributes={"kind": "child"}).create_group("grand").create_array("x", shape=(2,), dtype="i1")
+    g.create_array("top", shape=(3,), dtype="f8")
+    zarrcy.consolidate_metadata(p)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = zarr.open_consolidated(p).metadata.consolidated_metadata
+    ours = zarrcy.open_consolidated(p).metadata.consolidated_metadata
+    assert sorted(ours.metadata) == sorted(theirs.metadata) == ["child", "top"]
+    assert sorted(ours.flattened_metadata) == sorted(theirs.flattened_metadata)
+    assert sorted(ours.metadata["child"].consolidated_metadata.metadata) == ["grand"]
+    assert ours.metadata["child"].attributes == {"kind": "child"} and ours.metadata["top"].shape == (3,)
+    assert zarrcy.open_group(p, mode="r", use_consolidated=False).metadata.consolidated_metadata is None

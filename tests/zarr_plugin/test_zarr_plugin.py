@@ -8,7 +8,15 @@ import numpy as np
 import pytest
 
 zarr = pytest.importorskip("zarr")
-from zarr.codecs import BloscCodec, Crc32cCodec, GzipCodec, TransposeCodec, ZstdCodec  # noqa: E402
+from zarr.codecs import (  # noqa: E402
+    BloscCodec,
+    BytesCodec,
+    Crc32cCodec,
+    GzipCodec,
+    ShardingCodec,
+    TransposeCodec,
+    ZstdCodec,
+)
 
 import zarrcy.zarr_plugin  # noqa: E402,F401  (registers the pipeline class; installed builds use the entry point)
 
@@ -190,8 +198,12 @@ def test_sharded_writes_use_zarrcy_partial_encode(tmp_path, monkeypatch):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             with zarr.config.set({"codec_pipeline.path": pipeline}):
-                a = zarr.create_array(str(path), shape=data.shape, dtype=data.dtype, chunks=(4, 4),
-                                      shards=(16, 16), compressors=[GzipCodec(level=1)], fill_value=0)
+                # zarrcy writes inner chunks in C order: zarr-python's "lexicographic" (its
+                # default "morton" layout is left to zarr-python: test_suite_cases.py)
+                shard = ShardingCodec(chunk_shape=(4, 4), codecs=[BytesCodec(), GzipCodec(level=1)],
+                                      subchunk_write_order="lexicographic")
+                a = zarr.create_array(str(path), shape=data.shape, dtype=data.dtype, chunks=(16, 16),
+                                      serializer=shard, compressors=None, filters=None, fill_value=0)
                 a[...] = data
                 a[3, 5:30] = -1  # integer selection: a dropped dimension
                 a[10:20, 10:20] = 7  # scalar over four shards

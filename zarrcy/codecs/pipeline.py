@@ -194,6 +194,10 @@ class CodecPipeline:
             raise ValueError(expected("chunk shape", str(self.spec.shape), tuple(chunk.shape)))
         if chunk.dtype != self.spec.dtype:
             chunk = chunk.astype(self.spec.dtype)
+            if chunk.dtype.byteorder in "<>" and not chunk.dtype.isnative and self.spec.dtype.isnative:
+                # numpy: astype between byte orders of *generic* datetime64/timedelta64
+                # ("M8"/"m8" without unit) returns the input's byte order unchanged
+                chunk = chunk.byteswap().view(chunk.dtype.newbyteorder("="))
         x: Any = chunk
         for c, s in self._aa_exec:
             x = c.encode(x, s)

@@ -54,6 +54,24 @@ CODECS: dict[str, str] = {
     "vlen-bytes": "zarrcy.codecs.vlen:VLenBytesCodec",
     # internal, read-only: HDF5 chunks as zarrcy.storage.hdf5 serves them (never written)
     "zarrcy.hdf5_chunk": "zarrcy.codecs.hdf5:HDF5ChunkCodec",
+    # zarr-python 3's numcodecs.<id> codecs (zarrcy/codecs/numcodecs.py)
+    "numcodecs.blosc": "zarrcy.codecs.numcodecs:Blosc",
+    "numcodecs.lz4": "zarrcy.codecs.numcodecs:LZ4",
+    "numcodecs.zstd": "zarrcy.codecs.numcodecs:Zstd",
+    "numcodecs.zlib": "zarrcy.codecs.numcodecs:Zlib",
+    "numcodecs.gzip": "zarrcy.codecs.numcodecs:GZip",
+    "numcodecs.bz2": "zarrcy.codecs.numcodecs:BZ2",
+    "numcodecs.lzma": "zarrcy.codecs.numcodecs:LZMA",
+    "numcodecs.shuffle": "zarrcy.codecs.numcodecs:Shuffle",
+    "numcodecs.crc32": "zarrcy.codecs.numcodecs:CRC32",
+    "numcodecs.crc32c": "zarrcy.codecs.numcodecs:CRC32C",
+    "numcodecs.adler32": "zarrcy.codecs.numcodecs:Adler32",
+    "numcodecs.fletcher32": "zarrcy.codecs.numcodecs:Fletcher32",
+    "numcodecs.jenkins_lookup3": "zarrcy.codecs.numcodecs:JenkinsLookup3",
+    "numcodecs.delta": "zarrcy.codecs.numcodecs:Delta",
+    "numcodecs.bitround": "zarrcy.codecs.numcodecs:BitRound",
+    "numcodecs.quantize": "zarrcy.codecs.numcodecs:Quantize",
+    "numcodecs.astype": "zarrcy.codecs.numcodecs:AsType",
 }
 
 #: older identifiers -> today's name (draft-2020-codecs-gzip-blosc.txt, v3-codec-bytes.rst change log)

@@ -70,9 +70,9 @@ def _raise_so(direction: str, fmt: Format, a: np.ndarray, flat: int, o: Any, s: 
     what = "(x - offset) * scale" if direction == "encode" else "x / scale + offset"
     if fmt.is_int and direction == "decode" and int(value) % int(s) != 0:
         raise CastError(f"scale_offset decode ({fmt.name}): element {index} ({value!r}) is not divisible by "
-                        f"scale {int(s)}", index=index, value=value)
+                        f"scale {int(s)} (non-zero remainder)", index=index, value=value)
     raise OutOfRangeError(f"scale_offset {direction} ({fmt.name}): {what} for element {index} ({value!r}) with "
-                          f"offset={o.item()!r}, scale={s.item()!r} is not representable in {fmt.name}",
+                          f"offset={o.item()!r}, scale={s.item()!r} is not representable: outside the range of dtype {fmt.name}",
                           index=index, value=value)
 
 

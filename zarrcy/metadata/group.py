@@ -13,7 +13,7 @@ from typing import Any
 from zarrcy.metadata._parse import dumps, load_json_object
 from zarrcy.metadata.array import check_format, checked_attributes, parse_attributes, split_extra
 
-__all__ = ["GroupMetadata"]
+__all__ = ["GroupMetadata", "ConsolidatedMetadata"]
 
 _KNOWN = frozenset(("zarr_format", "node_type", "attributes"))
 
@@ -55,5 +55,78 @@ class GroupMetadata:
         return 3
 
     @property
+    def consolidated_metadata(self) -> "ConsolidatedMetadata | None":
+        """zarr-python's ``consolidated_metadata`` field (zarrcy.consolidated) parsed, or
+        None when the group has none."""
+        cm = self.extra.get("consolidated_metadata")
+        if cm is None:
+            return None
+        return ConsolidatedMetadata.from_json(cm, "consolidated_metadata")
+
+    @property
     def node_type(self) -> str:
         return "group"
+
+
+@dataclass(frozen=True)
+class ConsolidatedMetadata:
+    """A group's consolidated metadata as zarr-python shows it: ``metadata`` holds the
+    direct children (relative name -> ``ArrayMetadata`` / ``GroupMetadata``; a child
+    group's own ``consolidated_metadata`` holds its children, and so on), and
+    ``flattened_metadata`` every descendant by relative path ("a", "a/b")."""
+
+    metadata: dict[str, Any] = field(default_factory=dict)
+    kind: str = "inline"
+    must_understand: bool = False
+    flat_docs: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, data: Any, path: str = "consolidated_metadata") -> "ConsolidatedMetadata":
+        from zarrcy.errors import MetadataError, expected
+        from zarrcy.metadata.node import parse_node_metadata
+
+        if not isinstance(data, dict):
+            raise MetadataError(expected(path, "an object", data), path)
+        kind = data.get("kind", "inline")
+        if kind != "inline":
+            raise MetadataError(expected(f"{path}.kind", "'inline'", kind), f"{path}.kind")
+        flat: dict[str, dict] = {}
+        _flatten_docs(data.get("metadata", {}), f"{path}.metadata", "", flat)
+        children: dict[str, Any] = {}
+        for rel, doc in flat.items():
+            if "/" in rel:
+                continue
+            if doc.get("node_type") == "group":
+                pref = rel + "/"
+                below = {r[len(pref):]: d for r, d in flat.items() if r.startswith(pref)}
+                doc = {**doc, "consolidated_metadata": {"kind": "inline", "must_understand": False, "metadata": below}}
+            children[rel] = parse_node_metadata(doc, f"{path}.metadata[{rel!r}]")
+        return cls(metadata=children, kind=kind, must_understand=bool(data.get("must_understand", False)),
+                   flat_docs=flat)
+
+    @property
+    def flattened_metadata(self) -> dict[str, Any]:
+        from zarrcy.metadata.node import parse_node_metadata
+
+        return {rel: parse_node_metadata(doc, f"consolidated_metadata.metadata[{rel!r}]")
+                for rel, doc in self.flat_docs.items()}
+
+
+def _flatten_docs(meta: Any, where: str, base: str, out: dict[str, dict]) -> None:
+    """Relative path -> node document (without its nested consolidated metadata), from
+    zarr-python's layout (flat keys at the root, possibly nested entries below)."""
+    from zarrcy.errors import MetadataError, expected
+
+    if not isinstance(meta, dict):
+        raise MetadataError(expected(where, "an object", meta), where)
+    for rel, doc in meta.items():
+        if not isinstance(rel, str) or not rel or rel.startswith("/") or rel.endswith("/"):
+            raise MetadataError(expected(where, "relative node paths as keys", rel), where)
+        if not isinstance(doc, dict):
+            raise MetadataError(expected(f"{where}[{rel!r}]", "a node document", doc), where)
+        full = f"{base}/{rel}" if base else rel
+        doc = dict(doc)
+        nested = doc.pop("consolidated_metadata", None)
+        out.setdefault(full, doc)
+        if isinstance(nested, dict) and nested.get("metadata"):
+            _flatten_docs(nested["metadata"], f"{where}[{rel!r}].consolidated_metadata.metadata", full, out)

@@ -83,7 +83,7 @@ def store_from_url(
     if scheme == "memory":
         if storage_options:
             raise StoreError("storage_options: not supported for memory:// stores")
-        store = lookup_memory_store(target)
+        store = lookup_memory_store(target, create=mode in ("a", "w", "w-"))  # memory://NAME may name a new store
         if writable and store.read_only:
             raise ReadOnlyError(f"{target}: store is read-only but mode={mode!r} asks to write")
         return store.with_read_only(True) if not writable and not store.read_only else store

@@ -97,6 +97,12 @@ class Store(ABC):
     def exists(self, key: str) -> bool:
         return self.get(key, None) is not None
 
+    def getsize(self, key: str) -> int | None:
+        """Size in bytes of the value at ``key`` (None if missing); stores override this
+        with a metadata call (the default reads the value)."""
+        value = self.get(key, None)
+        return None if value is None else len(value)
+
     # -- writes --------------------------------------------------------------------------
     @abstractmethod
     def set(self, key: str, value: Buffer) -> None:

@@ -4,6 +4,11 @@ Its URL is ``memory://<name>``; each store registers itself in a process-wide we
 registry under that name, so ``store_from_url`` (and unpickling, within the same
 process) finds the very same store again while it is alive.  A MemoryStore does not
 cross process boundaries: unpickling it in another process raises ``StoreError``.
+
+``memory://NAME`` opened with a mode that may create (zarr-python's spelling, e.g.
+``create_array("memory://demo", ...)``) makes a store of that name when none is live;
+such a named store lives until the end of the process (like fsspec's memory file
+system, which zarr-python uses for these URLs) or until ``MemoryStore.forget(NAME)``.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ __all__ = ["MemoryStore", "lookup_memory_store"]
 _registry: "weakref.WeakValueDictionary[str, MemoryStore]" = weakref.WeakValueDictionary()
 _registry_lock = threading.Lock()
 _names = itertools.count(1)
+_named: dict[str, "MemoryStore"] = {}  # stores made from ``memory://NAME`` URLs: kept alive
 
 
 class MemoryStore(Store):
@@ -49,10 +55,36 @@ class MemoryStore(Store):
                 self._data[check_key(k)] = bytes(as_bytes_view(v))
         self._register()
 
-    def _register(self) -> None:
+    def _register(self, name: str | None = None) -> None:
         with _registry_lock:
-            self.name = f"{next(_names)}-{id(self):x}"
+            if name is not None and name in _registry:
+                raise StoreError(f"memory://{name}: a MemoryStore of that name already exists")
+            self.name = f"{next(_names)}-{id(self):x}" if name is None else name
             _registry[self.name] = self
+
+    @classmethod
+    def named(cls, name: str) -> "MemoryStore":
+        """The live store ``memory://name``, made (empty, kept alive until the end of the
+        process or :meth:`forget`) if there is none."""
+        with _registry_lock:
+            store = _registry.get(name)
+        if store is not None:
+            return store
+        store = cls.__new__(cls)
+        Store.__init__(store, read_only=False)
+        store._data = {}
+        store._lock = threading.Lock()
+        try:
+            store._register(name)
+        except StoreError:  # made meanwhile by another thread
+            return cls.named(name)
+        _named[name] = store
+        return store
+
+    @staticmethod
+    def forget(name: str) -> None:
+        """Release the named store ``memory://name`` made by :meth:`named`."""
+        _named.pop(name, None)
 
     # -- identity ------------------------------------------------------------------------
     @property
@@ -176,12 +208,15 @@ class MemoryStore(Store):
         return sorted(names)
 
 
-def lookup_memory_store(url: str, read_only: bool | None = None) -> MemoryStore:
+def lookup_memory_store(url: str, read_only: bool | None = None, *, create: bool = False) -> MemoryStore:
     """The live MemoryStore registered under ``memory://<name>`` in this process
-    (as a view with the given ``read_only`` flag if it differs)."""
+    (as a view with the given ``read_only`` flag if it differs); with ``create``, a
+    new named store when there is none (see the module docstring)."""
     name = url[len("memory://") :] if url.startswith("memory://") else url
     with _registry_lock:
         store = _registry.get(name)
+    if store is None and create and name:
+        store = MemoryStore.named(name)
     if store is None:
         raise StoreError(
             f"{url}: no MemoryStore of that name in this process (memory stores cannot be "

@@ -257,7 +257,10 @@ class ZipStore(Store):
         *,
         compression: int = zipfile.ZIP_STORED,
         compresslevel: int | None = None,
+        read_only: bool | None = None,
     ) -> None:
+        if read_only and mode != "r":  # zarr-python's keyword: read_only=True is mode "r"
+            raise StoreError(f"read_only=True contradicts mode={mode!r}")
         if mode not in ("r", "w", "a", "x"):
             raise StoreError(expected("mode", "one of 'r', 'w', 'a', 'x'", mode))
         try:

@@ -346,7 +346,8 @@ class V2ChunkCodec(ArrayBytesCodec):
         arr = flat.reshape(spec.shape, order=self.order)
         if arr.dtype != spec.dtype:
             arr = arr.astype(spec.dtype)
-        return np.ascontiguousarray(arr)
+        # (np.ascontiguousarray would make a 0-d chunk 1-d)
+        return arr if arr.flags.c_contiguous else np.array(arr, order="C")
 
 
 def native_compressor(config: dict[str, Any] | None, itemsize: int) -> Codec | None:

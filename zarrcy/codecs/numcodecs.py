@@ -1,0 +1,221 @@
+"""zarr-python 3's ``numcodecs.<id>`` codecs in Zarr v3 metadata (not in the core spec).
+
+zarr-python writes a numcodecs codec into a v3 ``codecs`` list as
+``{"name": "numcodecs.<id>", "configuration": {<the numcodecs configuration without "id">}}``
+(``zarr.codecs.numcodecs``).  zarrcy reads and writes the same, running numcodecs itself:
+
+* bytes -> bytes: ``blosc, lz4, zstd, zlib, gzip, bz2, lzma, shuffle, crc32, crc32c,
+  adler32, fletcher32, jenkins_lookup3``;
+* array -> array (same shape): ``delta, bitround, quantize, astype`` -- ``delta``
+  (``astype``) and ``astype`` (``encode_dtype``) change the encoded data type.
+
+The classes take numcodecs' keyword arguments, as zarr-python's do:
+``LZMA(preset=1)``, ``Delta(dtype="int32")``.  ``numcodecs.fixedscaleoffset`` is
+:mod:`zarrcy.codecs.scale_offset`'s (read as scale_offset + cast_value).
+Prefer zarrcy's native ``blosc``/``zstd``/``gzip`` codecs for new arrays.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Self
+
+import numpy as np
+
+from zarrcy.codecs._base import ArrayArrayCodec, ArraySpec, BytesBytesCodec
+from zarrcy.errors import CorruptChunkError, MetadataError, expected
+
+__all__ = [
+    "Blosc", "LZ4", "Zstd", "Zlib", "GZip", "BZ2", "LZMA", "Shuffle", "CRC32", "CRC32C", "Adler32", "Fletcher32",
+    "JenkinsLookup3", "Delta", "BitRound", "Quantize", "AsType", "BYTES_BYTES", "ARRAY_ARRAY",
+]
+
+PREFIX = "numcodecs."
+
+
+def _numcodec(codec_id: str, config: dict[str, Any], path: str) -> Any:
+    import numcodecs
+
+    try:
+        return numcodecs.get_codec({"id": codec_id, **config})
+    except Exception as e:  # numcodecs constructors raise anything on bad configurations
+        raise MetadataError(expected(path, f"a valid numcodecs.{codec_id} configuration",
+                                     f"{config!r} ({type(e).__name__}: {e})"), path) from None
+
+
+class _Numcodec:
+    """What both kinds share: the configuration (canonical JSON, hashable) and the
+    numcodecs object, made once."""
+
+    codec_id: ClassVar[str]
+    config_json: str
+
+    def __init__(self, **config: Any) -> None:
+        config.pop("id", None)
+        object.__setattr__(self, "config_json", json.dumps(config, sort_keys=True))
+        self.codec("configuration")  # bad configurations fail now, not per chunk
+
+    @classmethod
+    def from_dict(cls, configuration: dict[str, Any] | None, path: str) -> Self:
+        if configuration is not None and not isinstance(configuration, dict):
+            raise MetadataError(expected(f"{path}.configuration", "an object", configuration), f"{path}.configuration")
+        cfg = dict(configuration or {})
+        if "id" in cfg and cfg["id"] != cls.codec_id:
+            raise MetadataError(expected(f"{path}.configuration.id", repr(cls.codec_id), cfg["id"]), path)
+        obj = cls.__new__(cls)
+        cfg.pop("id", None)
+        object.__setattr__(obj, "config_json", json.dumps(cfg, sort_keys=True))
+        obj.codec(f"{path}.configuration")
+        return obj
+
+    @property
+    def codec_config(self) -> dict[str, Any]:
+        return {"id": self.codec_id, **json.loads(self.config_json)}
+
+    def codec(self, path: str = "configuration") -> Any:
+        cached = self.__dict__.get("_codec")
+        if cached is None:
+            cached = _numcodec(self.codec_id, json.loads(self.config_json), path)
+            object.__setattr__(self, "_codec", cached)
+        return cached
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": PREFIX + self.codec_id, "configuration": json.loads(self.config_json)}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in json.loads(self.config_json).items())})"
+
+
+#: checksum codecs: a fixed 4-byte checksum beside the data (so they may be shard index codecs)
+_CHECKSUM_IDS = frozenset(("crc32", "crc32c", "adler32", "fletcher32"))
+
+
+def _decode_error(codec_id: str, e: BaseException) -> CorruptChunkError:
+    return CorruptChunkError(expected(PREFIX + codec_id, "decodable bytes", f"{type(e).__name__}: {e}"))
+
+
+@dataclass(frozen=True, init=False, repr=False)
+class _BytesBytes(_Numcodec, BytesBytesCodec):
+    config_json: str
+
+    def encode(self, data: Any, spec: ArraySpec) -> Any:
+        src = data if isinstance(data, np.ndarray) else np.frombuffer(data, dtype=np.uint8)
+        out = self.codec().encode(src)
+        return out if isinstance(out, (bytes, bytearray, memoryview)) else memoryview(np.ascontiguousarray(out)).cast("B")
+
+    def compute_encoded_size(self, input_size: int, spec: ArraySpec) -> int | None:
+        return input_size + 4 if self.codec_id in _CHECKSUM_IDS else None
+
+    def decode(self, data: Any, spec: ArraySpec) -> Any:
+        if self.codec_id == "zstd":
+            from zarrcy.codecs.zstd import check_frames
+
+            check_frames(data)  # numcodecs' streaming decoder can hang on truncated frames
+        try:
+            out = self.codec().decode(data)
+        except Exception as e:  # third-party decoders raise anything on bad input
+            raise _decode_error(self.codec_id, e) from None
+        return out if isinstance(out, (bytes, bytearray, memoryview)) else memoryview(np.ascontiguousarray(out)).cast("B")
+
+
+@dataclass(frozen=True, init=False, repr=False)
+class _ArrayArray(_Numcodec, ArrayArrayCodec):
+    """A numcodecs filter over the whole chunk (shape kept; the data type may change)."""
+
+    config_json: str
+
+    def encoded_dtype(self, dtype: np.dtype) -> np.dtype:
+        return dtype
+
+    def resolve(self, spec: ArraySpec) -> ArraySpec:
+        dt = self.encoded_dtype(spec.dtype)
+        if dt == spec.dtype:
+            return spec
+        fill = np.zeros((), dtype=dt)[()]
+        try:
+            with np.errstate(all="ignore"):
+                fill = np.asarray(spec.fill_value).astype(dt)[()]
+        except (TypeError, ValueError):
+            pass
+        return replace(spec, dtype=dt, fill_value=fill, data_type=None)
+
+    def encode(self, chunk: np.ndarray, spec: ArraySpec) -> np.ndarray:
+        out = np.asarray(self.codec().encode(np.ascontiguousarray(chunk)))
+        dt = self.encoded_dtype(spec.dtype)
+        return out.view(dt).reshape(spec.shape) if out.dtype != dt and out.dtype.itemsize == dt.itemsize else \
+            out.astype(dt, copy=False).reshape(spec.shape)
+
+    def decode(self, chunk: np.ndarray, spec: ArraySpec) -> np.ndarray:
+        try:
+            out = np.asarray(self.codec().decode(np.ascontiguousarray(chunk)))
+        except Exception as e:  # noqa: BLE001
+            raise _decode_error(self.codec_id, e) from None
+        if out.dtype != spec.dtype:
+            out = out.view(spec.dtype) if out.dtype.itemsize == spec.dtype.itemsize and out.dtype.kind == "u" else \
+                out.astype(spec.dtype)
+        return out.reshape(spec.shape)
+
+
+def _bytes_codec(cls_name: str, codec_id: str) -> type:
+    cls = dataclass(frozen=True, init=False, repr=False)(
+        type(cls_name, (_BytesBytes,), {"codec_id": codec_id, "name": PREFIX + codec_id, "__module__": __name__,
+                                         "__qualname__": cls_name, "__annotations__": {}})
+    )
+    return cls
+
+
+Blosc = _bytes_codec("Blosc", "blosc")
+LZ4 = _bytes_codec("LZ4", "lz4")
+Zstd = _bytes_codec("Zstd", "zstd")
+Zlib = _bytes_codec("Zlib", "zlib")
+GZip = _bytes_codec("GZip", "gzip")
+BZ2 = _bytes_codec("BZ2", "bz2")
+LZMA = _bytes_codec("LZMA", "lzma")
+Shuffle = _bytes_codec("Shuffle", "shuffle")
+CRC32 = _bytes_codec("CRC32", "crc32")
+CRC32C = _bytes_codec("CRC32C", "crc32c")
+Adler32 = _bytes_codec("Adler32", "adler32")
+Fletcher32 = _bytes_codec("Fletcher32", "fletcher32")
+JenkinsLookup3 = _bytes_codec("JenkinsLookup3", "jenkins_lookup3")
+
+
+@dataclass(frozen=True, init=False, repr=False)
+class Delta(_ArrayArray):
+    codec_id: ClassVar[str] = "delta"
+    name: ClassVar[str] = PREFIX + "delta"
+
+    def encoded_dtype(self, dtype: np.dtype) -> np.dtype:
+        astype = json.loads(self.config_json).get("astype")
+        return np.dtype(astype) if astype else dtype
+
+
+@dataclass(frozen=True, init=False, repr=False)
+class BitRound(_ArrayArray):
+    codec_id: ClassVar[str] = "bitround"
+    name: ClassVar[str] = PREFIX + "bitround"
+
+
+@dataclass(frozen=True, init=False, repr=False)
+class Quantize(_ArrayArray):
+    codec_id: ClassVar[str] = "quantize"
+    name: ClassVar[str] = PREFIX + "quantize"
+
+    def encoded_dtype(self, dtype: np.dtype) -> np.dtype:
+        astype = json.loads(self.config_json).get("astype")
+        return np.dtype(astype) if astype else dtype
+
+
+@dataclass(frozen=True, init=False, repr=False)
+class AsType(_ArrayArray):
+    codec_id: ClassVar[str] = "astype"
+    name: ClassVar[str] = PREFIX + "astype"
+
+    def encoded_dtype(self, dtype: np.dtype) -> np.dtype:
+        return np.dtype(json.loads(self.config_json)["encode_dtype"])
+
+
+#: registry entries (zarrcy/codecs/registry.py): codec name -> "module:Class"
+BYTES_BYTES = {PREFIX + c.codec_id: f"{__name__}:{c.__qualname__}" for c in (
+    Blosc, LZ4, Zstd, Zlib, GZip, BZ2, LZMA, Shuffle, CRC32, CRC32C, Adler32, Fletcher32, JenkinsLookup3)}
+ARRAY_ARRAY = {PREFIX + c.codec_id: f"{__name__}:{c.__qualname__}" for c in (Delta, BitRound, Quantize, AsType)}
