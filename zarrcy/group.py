@@ -248,7 +248,7 @@ class Group(Node):
         """Every descendant, depth first: (path relative to this group, node).
 
         Iterative (a stack of member iterators), so any hierarchy depth works."""
-        stack: list[tuple[str, Iterator[tuple[str, Array | Group]]]] = [("", self.members())]
+        stack: list[tuple[str, Iterator[tuple[str, Array | Group]]]] = [("", iter(self.members()))]
         while stack:
             base, it = stack[-1]
             item = next(it, None)
@@ -259,7 +259,7 @@ class Group(Node):
             rel = base + name
             yield rel, node
             if isinstance(node, Group):
-                stack.append((rel + "/", node.members()))
+                stack.append((rel + "/", iter(node.members())))
 
     def tree(self) -> str:
         """A text rendering of the hierarchy below this group (iterative: any depth)."""

@@ -166,7 +166,7 @@ def test_sharding_coalescing_settings_are_honoured(monkeypatch):
     from zarrcy.config import get as config_get
 
     seen = []
-    import zarrcy.codecs.sharding as sh
+    import zarrcy.codecs.sharding.reader as sh  # where the coalescing settings are read
 
     orig = sh._config_get
     monkeypatch.setattr(sh, "_config_get", lambda k: seen.append((k, config_get(k))) or orig(k))
