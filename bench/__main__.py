@@ -26,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("workloads", nargs="*", default=[], help=f"any of {sorted(WORKLOADS)} (default: all)")
     p.add_argument("--quick", action="store_true", help="tiny sizes, one repeat: a smoke run for CI")
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--peers", default=None, help="comma-separated peers to run beside zarrcy (workloads that support it)")
     p.add_argument("--markdown", default=None, help="append the result tables to this file")
     args = p.parse_args(argv)
     names = args.workloads or list(WORKLOADS)
@@ -45,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
         kwargs = {"quick": args.quick}
         if args.threads and "threads" in mod.run.__code__.co_varnames:
             kwargs["threads"] = args.threads
+        if args.peers and "peers" in mod.run.__code__.co_varnames:
+            kwargs["peers"] = args.peers.split(",")
         tables.append(mod.run(**kwargs))
     if args.markdown:
         with open(args.markdown, "a") as f:

@@ -8,7 +8,10 @@ single-inner-chunk writes into existing shards; selections with steps and index 
 (issue 13): ``a[::64, :, :]``, ``a[::100, ::100, ::100]``, ``a.oindex[[3, 200, 450], :, :]``
 and 200 strided boxes ``[z:z+64:4, y:y+64:4, x:x+64:4]``.  For those, rows "inner chunks
 decoded" give zarrcy's count per op (``zarrcy.codecs.sharding.decode_stats``) next to
-the number the selection touches.  ``--quick``: (128,)*3 / (64,)*3 / (16,)*3 and a tenth
+the number the selection touches.  Implementations are interleaved: each op runs once per
+implementation in turn, one warm-up round and ``repeat`` timed rounds (median reported),
+so load changes hit all of them alike.  ``--peers zarrcy,tensorstore`` limits the peers.
+``--quick``: (128,)*3 / (64,)*3 / (16,)*3 and a tenth
 of the random ops.
 """
 
@@ -16,11 +19,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import statistics
+import time
 from typing import Any, Callable
 
 import numpy as np
 
-from bench.common import Table, scratch_dir, timeit
+from bench.common import Table, scratch_dir
 
 
 def _data(n: int) -> np.ndarray:
@@ -31,7 +36,7 @@ def _data(n: int) -> np.ndarray:
     return a
 
 
-def run(quick: bool = False, threads: int | None = None) -> Table:
+def run(quick: bool = False, threads: int | None = None, peers: list[str] | None = None) -> Table:
     import zarrcy
     from zarrcy.codecs import GzipCodec
 
@@ -51,57 +56,38 @@ def run(quick: bool = False, threads: int | None = None) -> Table:
     writes = [tuple(int(x) * inner for x in rng.integers(0, n // inner, 3)) for _ in range(nops)]
     block = (rng.integers(0, 4096, (inner,) * 3)).astype(np.uint16)
 
-    peers = ["zarrcy", "zarr-python", "zarrs", "tensorstore"]
+    all_peers = ["zarrcy", "zarr-python", "zarrs", "tensorstore"]
+    wanted = [p for p in all_peers if peers is None or p in peers or p == "zarrcy"]
     table = Table(
         f"Sharded workload: uint16 {data.shape}, shards ({shard},)*3, inner ({inner},)*3, gzip 1 "
         f"({mb:.0f} MiB), {threads} threads",
-        peers,
+        wanted,
     )
     d = scratch_dir()
-    paths = {k: f"{d}/{k}" for k in ("zc", "zp", "zs", "ts")}
+    paths = {k: f"{d}/{k}" for k in ("zarrcy", "zarr-python", "zarrs", "tensorstore")}
     strided = [tuple(int(x) for x in rng.integers(0, n - 64, 3)) for _ in range(nops)]
     oidx = [3, 200, 450] if not quick else [3, 50, 110]
     step_ops = {
         "every 64th plane a[::64, :, :]": (slice(None, None, 64), slice(None), slice(None)),
         "sample grid a[::100, ::100, ::100]": (slice(None, None, 100),) * 3,
     }
-    res: dict[str, dict[str, float | None]] = {
-        op: {} for op in ("write", "read", "points", "aligned", "unaligned", "chunk_writes", "oindex", "strided",
-                          *step_ops)
-    }
-
-    def ops(prefix: str, arr_get: Callable[[Any], Any], arr_set: Callable[[Any, Any], None], a: Any,
-            arr_oget: Callable[[Any], Any] | None = None) -> None:
-        for name, sel in step_ops.items():
-            res[name][prefix] = _supported(lambda: timeit(lambda: arr_get(sel), repeat))
-        if arr_oget is not None:
-            res["oindex"][prefix] = _supported(
-                lambda: timeit(lambda: arr_oget((oidx, slice(None), slice(None))), repeat))
-        res["strided"][prefix] = _supported(lambda: timeit(
-            lambda: [arr_get(tuple(slice(o, o + 64, 4) for o in c)) for c in strided], repeat))
-        res["read"][prefix] = timeit(lambda: arr_get((slice(None),) * 3), repeat)
-        res["points"][prefix] = timeit(lambda: [arr_get(p) for p in points], repeat)
-        res["aligned"][prefix] = timeit(
-            lambda: [arr_get(tuple(slice(o, o + inner) for o in c)) for c in aligned], repeat)
-        res["unaligned"][prefix] = timeit(
-            lambda: [arr_get(tuple(slice(o, o + unal) for o in c)) for c in unaligned], repeat)
-        res["chunk_writes"][prefix] = timeit(
-            lambda: [arr_set(tuple(slice(o, o + inner) for o in c), block) for c in writes], repeat)
+    # per implementation: (full write, get, set, orthogonal get), filled below
+    impls: dict[str, tuple[Callable[[], None], Callable[[Any], Any], Callable[[Any, Any], None], Callable[[Any], Any]]] = {}
 
     # -- zarrcy ----------------------------------------------------------------------
     def zc_write() -> None:
-        a = zarrcy.create_array(paths["zc"], shape=data.shape, dtype=data.dtype, chunks=(inner,) * 3,
+        a = zarrcy.create_array(paths["zarrcy"], shape=data.shape, dtype=data.dtype, chunks=(inner,) * 3,
                                 shards=(shard,) * 3, compressors=[GzipCodec(level=1)], overwrite=True)
         a[...] = data
 
-    res["write"]["zarrcy"] = timeit(zc_write, repeat)
-    zc = zarrcy.open_array(paths["zc"], mode="r+")
+    zc_write()
+    zc = zarrcy.open_array(paths["zarrcy"], mode="r+")
     assert np.array_equal(zc[...], data)
 
     def zc_set(sel: Any, v: Any) -> None:
         zc[sel] = v
 
-    ops("zarrcy", lambda s: zc[s], zc_set, zc, lambda s: zc.oindex[s])
+    impls["zarrcy"] = (zc_write, lambda s: zc[s], zc_set, lambda s: zc.oindex[s])
     decoded = _decoded_counts(zc, step_ops, oidx, strided, inner)
 
     # -- zarr-python (+ zarrs) -------------------------------------------------------------
@@ -109,64 +95,114 @@ def run(quick: bool = False, threads: int | None = None) -> Table:
         import zarr
         from zarr.codecs import GzipCodec as ZGzip
 
-        def zp_write(path: str) -> None:
-            a = zarr.create_array(path, shape=data.shape, dtype=data.dtype, chunks=(inner,) * 3,
-                                  shards=(shard,) * 3, compressors=[ZGzip(level=1)], overwrite=True)
-            a[...] = data
+        def zp_impl(name: str, cfg: dict[str, Any]) -> None:
+            path = paths[name]
 
-        def zp_ops(name: str, path: str) -> None:
-            res["write"][name] = timeit(lambda: zp_write(path), repeat)
-            z = zarr.open_array(path, mode="r+")
+            def write() -> None:
+                with zarr.config.set(cfg):
+                    a = zarr.create_array(path, shape=data.shape, dtype=data.dtype, chunks=(inner,) * 3,
+                                          shards=(shard,) * 3, compressors=[ZGzip(level=1)], overwrite=True)
+                    a[...] = data
+
+            write()
+            with zarr.config.set(cfg):
+                z = zarr.open_array(path, mode="r+")
+
+            def get(sel: Any) -> Any:
+                with zarr.config.set(cfg):
+                    return z[sel]
+
+            def oget(sel: Any) -> Any:
+                with zarr.config.set(cfg):
+                    return z.oindex[sel]
 
             def zset(sel: Any, v: Any) -> None:
-                z[sel] = v
+                with zarr.config.set(cfg):
+                    z[sel] = v
 
-            ops(name, lambda s: z[s], zset, z, lambda s: z.oindex[s])
+            impls[name] = (write, get, zset, oget)
 
-        zp_ops("zarr-python", paths["zp"])
-        try:
-            import zarrs  # noqa: F401
+        if "zarr-python" in wanted:
+            zp_impl("zarr-python", {})
+        if "zarrs" in wanted:
+            try:
+                import zarrs  # noqa: F401
 
-            with zarr.config.set({"codec_pipeline.path": "zarrs.ZarrsCodecPipeline", "codec_pipeline.strict": True}):
-                zp_ops("zarrs", paths["zs"])
-        except ImportError:
-            pass
+                zp_impl("zarrs", {"codec_pipeline.path": "zarrs.ZarrsCodecPipeline", "codec_pipeline.strict": True})
+            except ImportError:
+                pass
     except ImportError:
         pass
 
     # -- tensorstore -------------------------------------------------------------------------
-    try:
-        import tensorstore as ts
+    if "tensorstore" in wanted:
+        try:
+            import tensorstore as ts
 
-        bytes_le = {"name": "bytes", "configuration": {"endian": "little"}}
-        spec = {
-            "driver": "zarr3",
-            "kvstore": {"driver": "file", "path": paths["ts"]},
-            "metadata": {
-                "shape": list(data.shape), "data_type": "uint16",
-                "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [shard] * 3}},
-                "codecs": [{"name": "sharding_indexed", "configuration": {
-                    "chunk_shape": [inner] * 3,
-                    "codecs": [bytes_le, {"name": "gzip", "configuration": {"level": 1}}],
-                    "index_codecs": [bytes_le, {"name": "crc32c"}],
-                    "index_location": "end"}}],
-            },
-        }
+            bytes_le = {"name": "bytes", "configuration": {"endian": "little"}}
+            spec = {
+                "driver": "zarr3",
+                "kvstore": {"driver": "file", "path": paths["tensorstore"]},
+                "metadata": {
+                    "shape": list(data.shape), "data_type": "uint16",
+                    "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [shard] * 3}},
+                    "codecs": [{"name": "sharding_indexed", "configuration": {
+                        "chunk_shape": [inner] * 3,
+                        "codecs": [bytes_le, {"name": "gzip", "configuration": {"level": 1}}],
+                        "index_codecs": [bytes_le, {"name": "crc32c"}],
+                        "index_location": "end"}}],
+                },
+            }
 
-        def ts_write() -> None:
-            t = ts.open(spec, create=True, delete_existing=True).result()
-            t.write(data).result()
+            def ts_write() -> None:
+                t = ts.open(spec, create=True, delete_existing=True).result()
+                t.write(data).result()
 
-        res["write"]["tensorstore"] = timeit(ts_write, repeat)
-        tt = ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": paths["ts"]}},
-                     context=ts.Context({"cache_pool": {"total_bytes_limit": 0}})).result()
+            ts_write()
+            tt = ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": paths["tensorstore"]}},
+                         context=ts.Context({"cache_pool": {"total_bytes_limit": 0}})).result()
 
-        def tset(sel: Any, v: Any) -> None:
-            tt[sel].write(v).result()
+            def tset(sel: Any, v: Any) -> None:
+                tt[sel].write(v).result()
 
-        ops("tensorstore", lambda s: tt[s].read().result(), tset, tt, lambda s: tt.oindex[s].read().result())
-    except ImportError:
-        pass
+            impls["tensorstore"] = (ts_write, lambda s: tt[s].read().result(), tset,
+                                    lambda s: tt.oindex[s].read().result())
+        except ImportError:
+            pass
+
+    # -- the ops, implementations interleaved round by round (one warm-up round) -------------
+    def op_fns(write: Callable[[], None], get: Callable[[Any], Any], put: Callable[[Any, Any], None],
+               oget: Callable[[Any], Any]) -> dict[str, Callable[[], Any]]:
+        fns: dict[str, Callable[[], Any]] = {"write": write, "read": lambda: get((slice(None),) * 3)}
+        fns["points"] = lambda: [get(p) for p in points]
+        fns["aligned"] = lambda: [get(tuple(slice(o, o + inner) for o in c)) for c in aligned]
+        fns["unaligned"] = lambda: [get(tuple(slice(o, o + unal) for o in c)) for c in unaligned]
+        fns["chunk_writes"] = lambda: [put(tuple(slice(o, o + inner) for o in c), block) for c in writes]
+        for name, sel in step_ops.items():
+            fns[name] = (lambda sel=sel: get(sel))
+        fns["oindex"] = lambda: oget((oidx, slice(None), slice(None)))
+        fns["strided"] = lambda: [get(tuple(slice(o, o + 64, 4) for o in c)) for c in strided]
+        return fns
+
+    fns = {name: op_fns(*impl) for name, impl in impls.items()}
+    res: dict[str, dict[str, float | None]] = {op: {} for op in next(iter(fns.values()))}
+    for op in res:
+        times: dict[str, list[float]] = {name: [] for name in fns}
+        refused: set[str] = set()
+        for rnd in range(repeat + 1):
+            for name in fns:
+                if name in refused:
+                    continue
+                t0 = time.perf_counter()
+                try:
+                    fns[name][op]()
+                except Exception:  # noqa: BLE001 - a peer's limitation (zarrs strict: no steps), n/a
+                    refused.add(name)
+                    continue
+                if rnd:  # round 0 warms up
+                    times[name].append(time.perf_counter() - t0)
+        for name in fns:
+            res[op][name] = None if name in refused else statistics.median(times[name])
 
     table.add(f"full write {mb:.0f} MiB", res["write"])
     table.add(f"full read {mb:.0f} MiB", res["read"])
@@ -182,15 +218,6 @@ def run(quick: bool = False, threads: int | None = None) -> Table:
         table.add(f"inner chunks decoded: {name} (touched: {touched})", {"zarrcy": got}, unit="")
     shutil.rmtree(d, ignore_errors=True)
     return table
-
-
-def _supported(fn: Callable[[], float]) -> float | None:
-    """A timing, or None (n/a) when the implementation refuses the selection (the zarrs
-    pipeline in strict mode has no steps)."""
-    try:
-        return fn()
-    except Exception:  # noqa: BLE001 - a peer's limitation, reported as n/a
-        return None
 
 
 def _decoded_counts(zc: Any, step_ops: dict[str, Any], oidx: list[int], strided: list[Any],
