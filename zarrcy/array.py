@@ -1024,6 +1024,8 @@ class Array(Node):
         for d in range(nd):  # the gained region as disjoint slabs: coords[d] >= old, earlier dims < old
             ranges = [range(old_grid[k]) if k < d else range(old_grid[d], new_grid[d]) if k == d else range(new_grid[k])
                       for k in range(nd)]
+            if any(len(r) == 0 for r in ranges):
+                continue  # an empty slab (itertools.product would first copy 2**40-long ranges)
             keys.extend(self._key(c) for c in itertools.product(*ranges))
         self.store.erase_values(keys)
 
