@@ -403,3 +403,121 @@ def test_regular_append_on_huge_grid_erases_only_the_gained_slab():
     a = zarrcy.create_array(zarrcy.MemoryStore(), shape=(n, 3), dtype="uint8", chunks=(1, 2), fill_value=0)
     a.resize(n + 1, 3)
     assert a.cdata_shape == (n + 1, 2)
+
+
+# -- interop with zarr-python 3.4 (array.rectilinear_chunks on) -----------------------------------
+zarr = pytest.importorskip("zarr", reason="zarr-python is needed for the interop tests")
+
+INTEROP_GRIDS = [
+    pytest.param((60, 100), [[10, 20, 30], [[50, 2]]], id="explicit+rle"),
+    pytest.param((40, 30), [[10, 10, 10, 10], [15, 15]], id="regular-looking"),
+    pytest.param((37, 11, 5), [[[4, 3], 13, [6, 2], 9], 4, [[1, 5]]], id="mixed-int-overflow"),
+    pytest.param((9,), [[[2, 3], 1, 1, 50]], id="overflow-edge"),
+]
+
+
+@pytest.fixture
+def rect_flag():
+    with zarr.config.set({"array.rectilinear_chunks": True}):
+        yield
+
+
+def _ref(shape, dtype="float64"):
+    rng = np.random.default_rng(sum(shape))
+    return rng.normal(size=shape).astype(dtype)
+
+
+def _zarr_sizes(za):
+    return tuple(tuple(int(x) for x in axis) for axis in za.write_chunk_sizes)
+
+
+@pytest.mark.parametrize("shape, forms", INTEROP_GRIDS)
+def test_zarrcy_writes_zarr_python_reads(tmp_path, rect_flag, shape, forms):
+    doc = _doc(shape, forms, dtype="float64", fill=0.0)
+    doc["codecs"] = [BYTES, {"name": "zstd", "configuration": {"level": 3, "checksum": False}}]
+    a = zarrcy.create_array(str(tmp_path / "a.zarr"), metadata=doc)
+    ref = _ref(shape)
+    a[...] = ref
+    za = zarr.open_array(str(tmp_path / "a.zarr"), mode="r")
+    np.testing.assert_array_equal(za[...], ref)
+    assert _zarr_sizes(za) == a.write_chunk_sizes == tuple(clipped(f, n) for f, n in zip(forms, shape))
+
+
+@pytest.mark.parametrize("shape, forms", INTEROP_GRIDS)
+def test_zarr_python_writes_zarrcy_reads(tmp_path, rect_flag, shape, forms):
+    chunks = [list(clipped(f, n)) for f, n in zip(forms, shape)]  # its create_array wants sums == shape
+    za = zarr.create_array(str(tmp_path / "z.zarr"), shape=shape, dtype="float64", chunks=chunks, fill_value=0.0)
+    ref = _ref(shape)
+    za[...] = ref
+    a = zarrcy.open_array(str(tmp_path / "z.zarr"), mode="r")
+    assert a.write_chunk_sizes == _zarr_sizes(za)
+    np.testing.assert_array_equal(a[...], ref)
+    sel = tuple(slice(1, None, 3) for _ in shape)
+    np.testing.assert_array_equal(a[sel], ref[sel])
+
+
+def test_resize_append_interop_both_ways(tmp_path, rect_flag):
+    ref = _ref((60, 10))
+    # zarrcy resizes and appends; zarr-python reads
+    a = zarrcy.create_array(str(tmp_path / "a.zarr"), shape=(60, 10), dtype="float64",
+                            chunks=[[10, 10, 10, 30], [5, 5]], fill_value=0.0)
+    a[...] = ref
+    a.resize(25, 10)
+    a.append(ref[25:40])
+    a.append(ref[:30])  # past the edges (60): one new chunk of 10 rows covering 60..70
+    expected = np.concatenate([ref[:40], ref[:30]])
+    za = zarr.open_array(str(tmp_path / "a.zarr"), mode="r")
+    np.testing.assert_array_equal(za[...], expected)
+    assert _zarr_sizes(za) == a.write_chunk_sizes
+    # zarr-python resizes and appends; zarrcy reads
+    zb = zarr.create_array(str(tmp_path / "b.zarr"), shape=(60, 10), dtype="float64",
+                           chunks=[[10, 10, 10, 30], [5, 5]], fill_value=0.0)
+    zb[...] = ref
+    zb.resize((25, 10))
+    zb.append(ref[25:40])
+    zb.append(ref[:30])
+    b = zarrcy.open_array(str(tmp_path / "b.zarr"), mode="r")
+    np.testing.assert_array_equal(b[...], expected)
+    assert b.write_chunk_sizes == _zarr_sizes(zb) == a.write_chunk_sizes
+    # zarrcy keeps writing the array zarr-python grew; zarr-python reads the result
+    b2 = zarrcy.open_array(str(tmp_path / "b.zarr"), mode="r+")
+    b2.append(ref[:7])
+    expected = np.concatenate([expected, ref[:7]])
+    np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "b.zarr"), mode="r")[...], expected)
+
+
+def test_sharded_interop_both_ways(tmp_path, rect_flag):
+    ref = np.arange(6000, dtype=np.int32).reshape(60, 100)
+    a = zarrcy.create_array(str(tmp_path / "a.zarr"), shape=(60, 100), dtype="int32", chunks=(10, 25),
+                            shards=[[20, 40], [50, 50]], fill_value=0)
+    a[...] = ref
+    a[3:57:5, 7:93:3] = -ref[3:57:5, 7:93:3]
+    exp = ref.copy()
+    exp[3:57:5, 7:93:3] = -ref[3:57:5, 7:93:3]
+    za = zarr.open_array(str(tmp_path / "a.zarr"), mode="r")
+    np.testing.assert_array_equal(za[...], exp)
+    assert za.chunks == (10, 25)
+    zb = zarr.create_array(str(tmp_path / "b.zarr"), shape=(60, 100), dtype="int32", chunks=(10, 25),
+                           shards=[[20, 40], [50, 50]], fill_value=0)
+    zb[...] = exp
+    b = zarrcy.open_array(str(tmp_path / "b.zarr"), mode="r")
+    assert b.write_chunk_sizes == ((20, 40), (50, 50))
+    np.testing.assert_array_equal(b[...], exp)
+    np.testing.assert_array_equal(b.oindex[[0, 59, 21], 3:99:7], exp[np.ix_([0, 59, 21], range(3, 99, 7))])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_random_grids_read_in_zarr_python(data):
+    import tempfile
+
+    sharded = data.draw(st.booleans())
+    shape, forms, inner = data.draw(rect_array(sharded))
+    with tempfile.TemporaryDirectory() as d, zarr.config.set({"array.rectilinear_chunks": True}):
+        a = zarrcy.create_array(d, metadata=_doc(shape, forms, inner))
+        ref = np.arange(int(np.prod(shape)), dtype=np.int32).reshape(shape) - 5
+        a[...] = ref
+        za = zarr.open_array(d, mode="r")
+        np.testing.assert_array_equal(za[...], ref)
+        if not sharded:
+            assert _zarr_sizes(za) == a.write_chunk_sizes
