@@ -226,6 +226,9 @@ class Array(Node):
             self._rect: RectilinearChunkGrid | None = grid
             self._chunk_shape = tuple(metadata.spec.shape)
             self._axis_grids: tuple[Any, ...] = tuple(grid.tables(a) for a in range(grid.ndim))
+            # per axis: chunk index -> (origin, edge), filled as chunks are touched
+            # (bounded; a binary search per axis per chunk otherwise costs ~10% of a read)
+            self._extents: tuple[dict[int, tuple[int, int]], ...] = tuple({} for _ in range(grid.ndim))
         else:
             self._rect = None
             self._chunk_shape = tuple(grid.chunk_shape)
@@ -535,8 +538,18 @@ class Array(Node):
         if self._rect is None:
             cs = self._chunk_shape
             return cs, tuple(min(c, s - i * c) for i, c, s in zip(coords, cs, self._shape))
-        origin, cs = self._rect.chunk_extent(coords)
-        return cs, tuple(min(c, s - o) for o, c, s in zip(origin, cs, self._shape))
+        cs_l = []
+        valid = []
+        for a, c in enumerate(coords):
+            cache = self._extents[a]
+            ext = cache.get(c)
+            if ext is None:
+                ext = self._rect._extent(a, c)
+                if len(cache) < 1 << 16:
+                    cache[c] = ext
+            cs_l.append(ext[1])
+            valid.append(min(ext[1], self._shape[a] - ext[0]))
+        return tuple(cs_l), tuple(valid)
 
     def _pipeline_for(self, shape: tuple[int, ...]) -> CodecPipeline:
         """The codec pipeline of chunks of ``shape`` (one per distinct rectilinear chunk
