@@ -109,14 +109,17 @@ def _rectilinear_json(chunks: Sequence[Any], what: str) -> dict:
             continue
         if not isinstance(axis, (list, tuple, np.ndarray)) or not len(axis):
             raise ValueError(f"{what}[{i}]: expected an integer or a non-empty sequence of edge lengths, received {axis!r}")
-        runs: list[list[int]] = []
+        runs: list[list[Any]] = []
         for e in axis:
-            if isinstance(e, bool) or not isinstance(e, (int, np.integer)):
-                raise ValueError(f"{what}[{i}]: expected integer edge lengths, received {e!r}")
+            k: Any = 1
+            if isinstance(e, (list, tuple)) and len(e) == 2:  # a run-length pair [edge, count]
+                e, k = e
+            if any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) for x in (e, k)):
+                raise ValueError(f"{what}[{i}]: expected integer edge lengths or [edge, count] pairs, received {e!r}")
             if runs and runs[-1][0] == int(e):
-                runs[-1][1] += 1
+                runs[-1][1] += int(k)
             else:
-                runs.append([int(e), 1])
+                runs.append([int(e), int(k)])
         axes.append([e if n == 1 else [e, n] for e, n in runs])
     return {"name": "rectilinear", "configuration": {"kind": "inline", "chunk_shapes": axes}}
 

@@ -551,6 +551,14 @@ class Array(Node):
             valid.append(min(ext[1], self._shape[a] - ext[0]))
         return tuple(cs_l), tuple(valid)
 
+    def _pipeline_of_key(self, key: str) -> CodecPipeline:
+        """The pipeline of the chunk stored at ``key`` (a rectilinear chunk's shape
+        follows from its coordinates; keys that name no chunk get the largest)."""
+        coords = self.metadata.chunk_key_encoding.decode_chunk_key(key[len(self._prefix):])
+        if coords is None or len(coords) != self._ndim or any(c < 0 for c in coords):
+            return self._pipeline
+        return self._pipeline_for(self._chunk_geometry(tuple(coords))[0])
+
     def _pipeline_for(self, shape: tuple[int, ...]) -> CodecPipeline:
         """The codec pipeline of chunks of ``shape`` (one per distinct rectilinear chunk
         shape, resolved once and cached; the regular grid has one)."""
@@ -646,8 +654,10 @@ class Array(Node):
         return data
 
     def _decode(self, key: str, data, pipeline: CodecPipeline | None = None) -> np.ndarray:
+        if pipeline is None:
+            pipeline = self._pipeline if self._rect is None else self._pipeline_of_key(key)
         try:
-            return (self._pipeline if pipeline is None else pipeline).decode(data)
+            return pipeline.decode(data)
         except CorruptChunkError as e:
             raise CorruptChunkError(f"{key}: {e}", key=key) from e
 

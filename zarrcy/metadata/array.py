@@ -143,11 +143,16 @@ class ArrayShapeViews:
 
     @property
     def chunks(self) -> tuple[int, ...]:
-        return self.chunk_grid.chunk_shape
+        return self.chunk_shape
 
     @property
     def chunk_shape(self) -> tuple[int, ...]:
-        return self.chunk_grid.chunk_shape
+        """The regular grid's chunk shape (NotImplementedError for a rectilinear grid,
+        whose chunks differ: see ``chunk_grid``)."""
+        grid = self.chunk_grid
+        if isinstance(grid, RectilinearChunkGrid):
+            raise NotImplementedError("chunk_shape: the chunk grid is rectilinear (chunks differ in shape)")
+        return grid.chunk_shape
 
     @property
     def dtype(self) -> np.dtype:
