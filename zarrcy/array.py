@@ -8,6 +8,7 @@ arithmetic) runs in C with the GIL released, so tasks overlap.
 
 from __future__ import annotations
 
+import bisect
 import copy
 import dataclasses
 import itertools
@@ -229,8 +230,12 @@ class Array(Node):
             # per axis: chunk index -> (origin, edge), filled as chunks are touched
             # (bounded; a binary search per axis per chunk otherwise costs ~10% of a read)
             self._extents: tuple[dict[int, tuple[int, int]], ...] = tuple({} for _ in range(grid.ndim))
+            # the run tables as Python lists, for single-element reads (bisect)
+            self._runs: tuple[tuple[list[int], list[int], list[int]], ...] | None = tuple(
+                (o.tolist(), f.tolist(), e.tolist()) for o, f, e in self._axis_grids)
         else:
             self._rect = None
+            self._runs = None
             self._chunk_shape = tuple(grid.chunk_shape)
             self._axis_grids = self._chunk_shape
         self._pipelines: dict[tuple[int, ...], CodecPipeline] = {self._chunk_shape: self._pipeline}
@@ -457,10 +462,10 @@ class Array(Node):
         """``a[i, j, ...]`` with one integer per dimension: the latency path.  Decodes the
         one chunk (inner chunk when sharded) holding the element into a per-thread
         scratch buffer, with none of the general selection machinery."""
-        if self._rect is not None:  # the general path (binary searches in the kernel)
-            return _NOT_A_POINT
         coords = []
         local = []
+        runs = self._runs  # None: the regular grid
+        edges: list[int] = []  # a rectilinear chunk's shape
         for axis, (i, n, c) in enumerate(zip(selection, self._shape, self._chunk_shape)):
             if type(i) is not int:
                 if isinstance(i, np.integer) and not isinstance(i, np.bool_):
@@ -471,21 +476,32 @@ class Array(Node):
                 i += n
             if i < 0 or i >= n:
                 raise IndexError(f"index {i - n if i < 0 else i} is out of bounds for axis {axis} with size {n}")
-            q = i // c
-            coords.append(q)
-            local.append(i - q * c)
+            if runs is None:
+                q = i // c
+                coords.append(q)
+                local.append(i - q * c)
+            else:  # the run holding i (ext-chunk-grid-rectilinear.md "Indexing"), then divide
+                origin, first, edge = runs[axis]
+                r = bisect.bisect_right(origin, i) - 1
+                e = edge[r]
+                q, rem = divmod(i - origin[r], e)
+                coords.append(first[r] + q)
+                local.append(rem)
+                edges.append(e)
         key = self._prefix + self._encode_key(tuple(coords))
+        cshape = self._chunk_shape if runs is None else tuple(edges)
+        pipeline = self._pipeline if runs is None else self._pipeline_for(cshape)
         try:
             if self._partial:
-                return self._pipeline.read_point(StorePath(self.store, key), local)
+                return pipeline.read_point(StorePath(self.store, key), local)
             data = self._get_stored(key)
             if data is None:
                 # a missing chunk: is the array itself still there?  (sharded point reads
                 # skip this check: they cannot tell a missing shard from a fill value)
                 self._check_node_exists()
                 return self._fill[()]
-            scratch = self._scratch()
-            self._pipeline.decode_into(data, scratch)
+            scratch = self._scratch(cshape)
+            pipeline.decode_into(data, scratch)
             value = scratch[tuple(local)]
             return value.copy() if isinstance(value, np.generic) else value  # str/bytes: immutable
         except (CorruptChunkError, CastError) as e:

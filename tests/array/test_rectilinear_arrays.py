@@ -291,6 +291,10 @@ def test_rectilinear_shards():
     ref = np.arange(6000, dtype=np.int32).reshape(60, 100)
     a[...] = ref
     np.testing.assert_array_equal(a[5:59:4, ::3], ref[5:59:4, ::3])
+    for i, j in itertools.product(range(0, 60, 7), range(0, 100, 9)):
+        assert a[i, j] == ref[i, j]
+    a[59, 99] = -5
+    assert a[59, 99] == -5 and a[-1, -1] == -5
     with pytest.raises(ValueError, match="rectilinear"):
         zarrcy.create_array(zarrcy.MemoryStore(), shape=(60,), dtype="i4", chunks=[[30, 30]], shards=(60,))
 
