@@ -55,11 +55,17 @@ from zarrcy.indexing import (
 from zarrcy.metadata.array import ArrayMetadata
 from zarrcy.storage import Store, StorePath
 
-__all__ = ["Array", "Attributes", "StoreValue"]
+__all__ = ["Array", "Attributes", "RectilinearChunksError", "StoreValue"]
 
 META_KEY = "zarr.json"
 _SCRATCH = threading.local()
 _NOT_A_POINT = object()
+
+
+class RectilinearChunksError(NotImplementedError, AttributeError):
+    """``chunks``/``shards`` of a rectilinear grid (chunks differ in shape): a
+    NotImplementedError as in zarr-python 3.4, and an AttributeError so duck-typed
+    ``getattr(a, "chunks", None)`` (dask's ``from_array``) treats it as absent."""
 
 
 # the one ByteGetter/ByteSetter implementation (zarrcy.byte_access) over a store key
@@ -291,7 +297,7 @@ class Array(Node):
         :attr:`write_chunk_sizes`."""
         inner = self._inner_chunk_shape()
         if inner is not None and self._rect is not None:
-            raise NotImplementedError(
+            raise RectilinearChunksError(
                 "shards: the shard grid is rectilinear (shards differ in shape); use write_chunk_sizes"
             )
         return self._chunk_shape if inner is not None else None
@@ -303,7 +309,7 @@ class Array(Node):
         see :attr:`read_chunk_sizes`."""
         inner = self._inner_chunk_shape()
         if inner is None and self._rect is not None:
-            raise NotImplementedError(
+            raise RectilinearChunksError(
                 "chunks: the chunk grid is rectilinear (chunks differ in shape); use read_chunk_sizes"
             )
         return inner if inner is not None else self._chunk_shape

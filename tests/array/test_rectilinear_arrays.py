@@ -536,3 +536,23 @@ def test_check_decodes_every_rectilinear_chunk(tmp_path, capsys):
     assert check_store(str(tmp_path / "c.zarr"), data=True, as_json=True) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["ok"] and report["chunks_checked"] == 9
+
+
+def test_dask_with_the_arrays_own_chunks():
+    da = pytest.importorskip("dask.array", reason="dask is needed for this test")
+    a, ref = _make((37, 11), [[[4, 3], 13, [6, 2], 9], [[3, 3], 2]])
+    x = da.from_array(a, chunks=a.read_chunk_sizes)
+    assert x.chunks == a.write_chunk_sizes
+    np.testing.assert_array_equal(x.compute(scheduler="synchronous"), ref)
+    b = zarrcy.create_array(zarrcy.MemoryStore(), shape=(37, 11), dtype="int32", chunks=[list(c) for c in x.chunks])
+    da.store(x + 1, b, lock=False, scheduler="synchronous")  # chunk-aligned: no locks needed
+    np.testing.assert_array_equal(b[...], ref + 1)
+
+
+def test_convert_refuses_rectilinear_sources_clearly(tmp_path):
+    from zarrcy.convert import ConvertError, convert
+
+    a = zarrcy.create_array(str(tmp_path / "s.zarr"), shape=(9,), dtype="int32", chunks=[[2, 3, 4]])
+    a[...] = 1
+    with pytest.raises(ConvertError, match="rectilinear chunk grids are not supported"):
+        convert(str(tmp_path / "s.zarr"), str(tmp_path / "d.zarr"))
