@@ -556,3 +556,18 @@ def test_convert_refuses_rectilinear_sources_clearly(tmp_path):
     a[...] = 1
     with pytest.raises(ConvertError, match="rectilinear chunk grids are not supported"):
         convert(str(tmp_path / "s.zarr"), str(tmp_path / "d.zarr"))
+
+
+def test_xarray_backend_prefers_the_arrays_own_chunks(tmp_path):
+    xr = pytest.importorskip("xarray", reason="xarray is needed for this test")
+    from zarrcy.xarray import ZarrcyBackendEntrypoint
+
+    g = zarrcy.create_group(str(tmp_path / "x.zarr"))
+    a = zarrcy.create_array(g.store, name="v", shape=(37, 11), dtype="float32", chunks=[[[4, 3], 13, [6, 2], 9], 4],
+                            dimension_names=("y", "x"), fill_value=0.0)
+    ref = np.arange(37 * 11, dtype=np.float32).reshape(37, 11)
+    a[...] = ref
+    ds = xr.open_dataset(str(tmp_path / "x.zarr"), engine=ZarrcyBackendEntrypoint, chunks={})
+    assert ds["v"].encoding["preferred_chunks"] == {"y": (4, 4, 4, 13, 6, 6), "x": (4, 4, 3)}
+    assert ds["v"].chunks == ((4, 4, 4, 13, 6, 6), (4, 4, 3))
+    np.testing.assert_array_equal(ds["v"].values, ref)
