@@ -55,7 +55,7 @@ from zarrcy.indexing import (
 from zarrcy.metadata.array import ArrayMetadata
 from zarrcy.storage import Store, StorePath
 
-__all__ = ["Array", "Attributes", "RectilinearChunksError", "StoreValue"]
+__all__ = ["Array", "Attributes", "StoreValue"]
 
 META_KEY = "zarr.json"
 _SCRATCH = threading.local()
