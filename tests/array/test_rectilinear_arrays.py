@@ -571,3 +571,27 @@ def test_xarray_backend_prefers_the_arrays_own_chunks(tmp_path):
     assert ds["v"].encoding["preferred_chunks"] == {"y": (4, 4, 4, 13, 6, 6), "x": (4, 4, 3)}
     assert ds["v"].chunks == ((4, 4, 4, 13, 6, 6), (4, 4, 3))
     np.testing.assert_array_equal(ds["v"].values, ref)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_resize_sequences_match_zarr_python(data):
+    # the same grid resized the same way in both libraries: the same chunk sizes, and
+    # each library reads the other's metadata with those sizes
+    shape, forms, _ = data.draw(rect_array())
+    sizes = [list(clipped(f, n)) for f, n in zip(forms, shape)]
+    steps = data.draw(st.lists(st.tuples(*(st.integers(0, 2 * n + 5) for n in shape)), min_size=1, max_size=4))
+    with zarr.config.set({"array.rectilinear_chunks": True}):
+        za = zarr.create_array(zarr.storage.MemoryStore(), shape=shape, dtype="int8", chunks=sizes, fill_value=0)
+        st_ = zarrcy.MemoryStore()
+        a = zarrcy.create_array(st_, shape=shape, dtype="int8", chunks=sizes, fill_value=0)
+        for new in steps:
+            za.resize(new)
+            a.resize(new)
+            assert a.write_chunk_sizes == _zarr_sizes(za), new
+        zs = zarr.storage.MemoryStore()
+        zs._store_dict["zarr.json"] = zarr.core.buffer.cpu.Buffer.from_bytes(st_.get("zarr.json"))
+        assert _zarr_sizes(zarr.open_array(zs, mode="r")) == a.write_chunk_sizes
+        doc = za.metadata.to_dict()
+        back = zarrcy.create_array(zarrcy.MemoryStore(), metadata=json.loads(json.dumps(doc)))
+        assert back.write_chunk_sizes == a.write_chunk_sizes
