@@ -302,6 +302,20 @@ def test_rectilinear_shards():
 def test_inner_chunks_must_divide_every_shard_edge():
     with pytest.raises(MetadataError, match=r"^metadata\.codecs\[0\]\.configuration\.chunk_shape"):
         zarrcy.create_array(zarrcy.MemoryStore(), metadata=_doc((30,), [[20, 10]], inner=(4,)))
+    # the edge that fails need not be the largest, nor the first
+    with pytest.raises(MetadataError, match=r"^metadata\.codecs\[0\]\.configuration\.chunk_shape\[1\]"):
+        zarrcy.create_array(zarrcy.MemoryStore(), metadata=_doc((8, 30), [4, [[8, 2], 6, 8]], inner=(4, 4)))
+    # behind an array->array codec every edge's chain is resolved
+    doc = _doc((8, 30), [4, [[8, 2], 6, 8]], inner=(4, 4))
+    doc["codecs"].insert(0, {"name": "transpose", "configuration": {"order": [1, 0]}})
+    doc["codecs"][1]["configuration"]["chunk_shape"] = [4, 4]
+    with pytest.raises(MetadataError, match=r"^metadata\.codecs\[1\]\.configuration\.chunk_shape\[0\]"):
+        zarrcy.create_array(zarrcy.MemoryStore(), metadata=doc)
+    doc["codecs"][1]["configuration"]["chunk_shape"] = [2, 4]
+    a = zarrcy.create_array(zarrcy.MemoryStore(), metadata=doc)
+    ref = np.arange(240, dtype=np.int32).reshape(8, 30)
+    a[...] = ref
+    np.testing.assert_array_equal(a[1:8:3, 2:29:5], ref[1:8:3, 2:29:5])
 
 
 def test_resize_and_append_semantics():

@@ -64,9 +64,26 @@ def _check_codecs_per_edge(
     """A rectilinear grid's codecs must accept every chunk shape (e.g. sharding's inner
     chunks divide every shard edge, as zarr-python requires).  Codec constraints are per
     axis, so each distinct edge is checked once against the largest other edges: work
-    bounded by the runs, never by the product of distinct edges."""
+    bounded by the runs, never by the product of distinct edges.  The common chains are
+    checked directly: without array->array codecs only the array->bytes codec's inner
+    chunks constrain the shape (by divisibility; resolving a sharding layout per edge
+    would cost ~1 ms each)."""
+    from zarrcy.codecs._base import ArrayArrayCodec, ArrayBytesCodec
     from zarrcy.codecs.registry import resolve_codecs
 
+    if not any(isinstance(c, ArrayArrayCodec) for c in codecs):
+        for i, c in enumerate(codecs):
+            if isinstance(c, ArrayBytesCodec):
+                inner = c.inner_chunk_shape
+                if inner is None:
+                    return
+                for axis, size in enumerate(shape):
+                    for e in grid.axis_edges(axis, size):
+                        if e % inner[axis]:
+                            p = f"{path}[{i}].configuration.chunk_shape[{axis}]"
+                            raise MetadataError(
+                                expected(p, f"a divisor of every shard edge of axis {axis} (edge {e})", inner[axis]), p)
+                return
     for axis, size in enumerate(shape):
         for e in grid.axis_edges(axis, size)[:-1]:
             s = spec.shape[:axis] + (e,) + spec.shape[axis + 1 :]
