@@ -609,3 +609,16 @@ def test_resize_sequences_match_zarr_python(data):
         doc = za.metadata.to_dict()
         back = zarrcy.create_array(zarrcy.MemoryStore(), metadata=json.loads(json.dumps(doc)))
         assert back.write_chunk_sizes == a.write_chunk_sizes
+
+
+def test_the_spec_example(tmp_path, rect_flag):
+    # ext-chunk-grid-rectilinear.md "Example": every form of chunk_shapes in one grid
+    forms = [4, [1, 2, 3], [[4, 2]], [[1, 3], 3], [4, 4, 4]]
+    a = zarrcy.create_array(str(tmp_path / "e.zarr"), metadata=_doc((6,) * 5, forms, dtype="int32", fill=0))
+    assert a.write_chunk_sizes == ((4, 2), (1, 2, 3), (4, 2), (1, 1, 1, 3), (4, 2))
+    assert a.metadata.to_json()["chunk_grid"]["configuration"]["chunk_shapes"] == forms
+    ref = np.arange(6**5, dtype=np.int32).reshape((6,) * 5)
+    a[...] = ref
+    assert a.nchunks_initialized == 2 * 3 * 2 * 4 * 2
+    np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "e.zarr"), mode="r")[...], ref)
+    np.testing.assert_array_equal(a[1::2, ::3, 2:5, 3, -2:], ref[1::2, ::3, 2:5, 3, -2:])
