@@ -27,6 +27,7 @@ LAYERS = [
     ("zarrcy.metadata._parse", 2),
     ("zarrcy.metadata.names", 2),
     ("zarrcy.chunk_grid", 2),
+    ("zarrcy.chunk_grid_rectilinear", 2),
     ("zarrcy.chunk_key_encoding", 2),
     ("zarrcy.codecs", 3),
     ("zarrcy.metadata", 4),

@@ -137,6 +137,38 @@ def _normalize_key_encoding(cke: Any) -> Any:
     return cke
 
 
+def _is_rectilinear_spec(chunks: Any) -> bool:
+    """A sequence whose items include a sequence: per-axis edge lengths."""
+    return (isinstance(chunks, (list, tuple))
+            and any(isinstance(c, (list, tuple, np.ndarray)) for c in chunks))
+
+
+def _rectilinear_json(chunks: Sequence[Any], what: str) -> dict:
+    """``chunks=[[10, 20, 30], [50, 50]]`` -> the rectilinear ``chunk_grid`` JSON, each
+    axis run-length compacted as zarr-python 3.4 writes it (``[[50, 2]]``; an integer
+    axis stays an integer)."""
+    axes: list[Any] = []
+    for i, axis in enumerate(chunks):
+        if isinstance(axis, (int, np.integer)) and not isinstance(axis, bool):
+            axes.append(int(axis))
+            continue
+        if not isinstance(axis, (list, tuple, np.ndarray)) or not len(axis):
+            raise ValueError(f"{what}[{i}]: expected an integer or a non-empty sequence of edge lengths, received {axis!r}")
+        runs: list[list[Any]] = []
+        for e in axis:
+            k: Any = 1
+            if isinstance(e, (list, tuple)) and len(e) == 2:  # a run-length pair [edge, count]
+                e, k = e
+            if any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) for x in (e, k)):
+                raise ValueError(f"{what}[{i}]: expected integer edge lengths or [edge, count] pairs, received {e!r}")
+            if runs and runs[-1][0] == int(e):
+                runs[-1][1] += int(k)
+            else:
+                runs.append([int(e), int(k)])
+        axes.append([e if n == 1 else [e, n] for e, n in runs])
+    return {"name": "rectilinear", "configuration": {"kind": "inline", "chunk_shapes": axes}}
+
+
 def _build_metadata(
     *,
     shape: Sequence[int],
@@ -153,6 +185,20 @@ def _build_metadata(
 ) -> dict:
     dt = DataType.from_numpy(dtype) if not isinstance(dtype, DataType) else dtype
     shape = tuple(int(s) for s in shape)
+    # a nested sequence of edge lengths (chunks=[[10, 20, 30], [50, 50]], or shards= with
+    # regular inner chunks) is a rectilinear grid, as in zarr-python 3.4
+    rect_grid = None
+    if shards is not None and _is_rectilinear_spec(shards):
+        rect_grid, shards = _rectilinear_json(shards, "shards"), None
+        if chunks in (None, "auto") or _is_rectilinear_spec(chunks):
+            raise ValueError("create_array: a rectilinear shards= grid needs regular inner chunks=(size, ...)")
+        shards_rect = True
+    elif _is_rectilinear_spec(chunks):
+        if shards is not None:
+            raise ValueError("create_array: rectilinear chunks= cannot be sharded; use regular chunks= with "
+                             "rectilinear shards=[[...], ...]")
+        rect_grid, chunks = _rectilinear_json(chunks, "chunks"), (1,) * len(shape)
+        shards_rect = False
     if chunks in (None, "auto"):
         chunks = guess_chunks(shape, dt.itemsize) if shards is None else None
     elif isinstance(chunks, int):
@@ -224,6 +270,22 @@ def _build_metadata(
             }
         ]
         grid_chunks = shards
+    elif rect_grid is not None and shards_rect:
+        codecs = [
+            {
+                "name": "sharding_indexed",
+                "configuration": {
+                    "chunk_shape": list(chunks),
+                    "codecs": inner,
+                    "index_codecs": [
+                        {"name": "bytes", "configuration": {"endian": "little"}},
+                        {"name": "crc32c"},
+                    ],
+                    "index_location": "end",
+                },
+            }
+        ]
+        grid_chunks = chunks
     else:
         codecs = inner
         grid_chunks = chunks
@@ -232,7 +294,7 @@ def _build_metadata(
         "node_type": "array",
         "shape": list(shape),
         "data_type": dt.to_json(),
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(grid_chunks)}},
+        "chunk_grid": rect_grid if rect_grid is not None else {"name": "regular", "configuration": {"chunk_shape": list(grid_chunks)}},
         "chunk_key_encoding": _normalize_key_encoding(chunk_key_encoding),
         "fill_value": fill_json,
         "codecs": codecs,

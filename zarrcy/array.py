@@ -8,6 +8,7 @@ arithmetic) runs in C with the GIL released, so tasks overlap.
 
 from __future__ import annotations
 
+import bisect
 import copy
 import dataclasses
 import itertools
@@ -25,8 +26,10 @@ from zarrcy.config import at_fork_reset as _at_fork_reset
 from zarrcy.config import executor as _executor
 from zarrcy.config import get as _config_get
 from zarrcy.config import named_pool as _named_pool
-from zarrcy._kernels import _grid
+from zarrcy._kernels import _grid, _rectilinear
 from zarrcy.byte_range import ByteRequest, RangeRequest
+from zarrcy.chunk_grid_rectilinear import RectilinearChunkGrid
+from zarrcy.codecs._base import ArraySpec
 from zarrcy.codecs.pipeline import CodecPipeline
 from zarrcy.errors import (
     REOPEN_HINT,
@@ -60,6 +63,12 @@ __all__ = ["Array", "ArrayConfig", "Attributes", "StoreValue"]
 META_KEY = "zarr.json"
 _SCRATCH = threading.local()
 _NOT_A_POINT = object()
+
+
+class RectilinearChunksError(NotImplementedError, AttributeError):
+    """``chunks``/``shards`` of a rectilinear grid (chunks differ in shape): a
+    NotImplementedError as in zarr-python 3.4, and an AttributeError so duck-typed
+    ``getattr(a, "chunks", None)`` (dask's ``from_array``) treats it as absent."""
 
 
 # the one ByteGetter/ByteSetter implementation (zarrcy.byte_access) over a store key
@@ -124,12 +133,15 @@ def _check_chunk_bytes(metadata: Any, where: str) -> None:
     ``zarrcy.config(max_chunk_bytes=...)``: reads and writes hold up to one whole chunk
     per thread, so a hostile ``chunk_shape`` must fail here, before any allocation."""
     limit = int(_config_get("max_chunk_bytes"))
-    cs = tuple(metadata.chunk_grid.chunk_shape)
+    grid = metadata.chunk_grid
+    rect = isinstance(grid, RectilinearChunkGrid)
+    # a rectilinear grid: the largest edge per axis (the largest chunk it can hold)
+    cs = grid.max_chunk_shape(tuple(metadata.shape)) if rect else tuple(grid.chunk_shape)
     n = metadata.data_type.dtype.itemsize
     for c in cs:
         n *= c
     if n > limit:
-        p = f"{where}.chunk_grid.configuration.chunk_shape"
+        p = f"{where}.chunk_grid.configuration.{'chunk_shapes' if rect else 'chunk_shape'}"
         raise MetadataError(
             expected(p, f"a chunk of at most max_chunk_bytes={limit} bytes (zarrcy.config), not {n}", list(cs)), p
         )
@@ -226,7 +238,26 @@ class Array(Node):
         self.metadata = metadata
         self._pipeline = CodecPipeline.from_codecs(metadata.codecs, metadata.spec)
         self._stored_limit = self._pipeline.stored_size_limit()
-        self._chunk_shape = tuple(metadata.chunk_grid.chunk_shape)
+        grid = metadata.chunk_grid
+        if isinstance(grid, RectilinearChunkGrid):
+            # ext-chunk-grid-rectilinear.md: chunks differ in shape; ``_chunk_shape`` is
+            # the largest (the pipeline above, scratch bounds), each chunk's codec shape
+            # is its full edge lengths and gets its own (cached) pipeline
+            self._rect: RectilinearChunkGrid | None = grid
+            self._chunk_shape = tuple(metadata.spec.shape)
+            self._axis_grids: tuple[Any, ...] = tuple(grid.tables(a) for a in range(grid.ndim))
+            # per axis: chunk index -> (origin, edge), filled as chunks are touched
+            # (bounded; a binary search per axis per chunk otherwise costs ~10% of a read)
+            self._extents: tuple[dict[int, tuple[int, int]], ...] = tuple({} for _ in range(grid.ndim))
+            # the run tables as Python lists, for single-element reads (bisect)
+            self._runs: tuple[tuple[list[int], list[int], list[int]], ...] | None = tuple(
+                (o.tolist(), f.tolist(), e.tolist()) for o, f, e in self._axis_grids)
+        else:
+            self._rect = None
+            self._runs = None
+            self._chunk_shape = tuple(grid.chunk_shape)
+            self._axis_grids = self._chunk_shape
+        self._pipelines: dict[tuple[int, ...], CodecPipeline] = {self._chunk_shape: self._pipeline}
         self._encode_key = metadata.chunk_key_encoding.encode_chunk_key
         self._prefix = _prefix(self.path)
         dt = metadata.data_type.dtype
@@ -274,15 +305,44 @@ class Array(Node):
 
     @property
     def shards(self) -> tuple[int, ...] | None:
-        """Shard shape if the array is sharded (the stored-object grid), else None."""
+        """Shard shape if the array is sharded (the stored-object grid), else None.
+        NotImplementedError for a rectilinear shard grid (as zarr-python 3.4): see
+        :attr:`write_chunk_sizes`."""
         inner = self._inner_chunk_shape()
+        if inner is not None and self._rect is not None:
+            raise RectilinearChunksError(
+                "shards: the shard grid is rectilinear (shards differ in shape); use write_chunk_sizes"
+            )
         return self._chunk_shape if inner is not None else None
 
     @property
     def chunks(self) -> tuple[int, ...]:
-        """The (inner) chunk shape: the unit of encoding, as in zarr-python 3."""
+        """The (inner) chunk shape: the unit of encoding, as in zarr-python 3.
+        NotImplementedError for an unsharded rectilinear array (as zarr-python 3.4):
+        see :attr:`read_chunk_sizes`."""
         inner = self._inner_chunk_shape()
+        if inner is None and self._rect is not None:
+            raise RectilinearChunksError(
+                "chunks: the chunk grid is rectilinear (chunks differ in shape); use read_chunk_sizes"
+            )
         return inner if inner is not None else self._chunk_shape
+
+    @property
+    def write_chunk_sizes(self) -> tuple[tuple[int, ...], ...]:
+        """Per axis, the sizes of the stored chunks (shards when sharded) clipped to the
+        array (dask's ``chunks`` convention), for regular and rectilinear grids."""
+        if self._rect is not None:
+            return tuple(self._rect.axis_chunk_sizes(a, s) for a, s in enumerate(self._shape))
+        return tuple(_regular_sizes(s, c) for s, c in zip(self._shape, self._chunk_shape))
+
+    @property
+    def read_chunk_sizes(self) -> tuple[tuple[int, ...], ...]:
+        """Per axis, the sizes of the chunks read (inner chunks when sharded: they tile
+        the array regularly, since they divide every shard edge), clipped to the array."""
+        inner = self._inner_chunk_shape()
+        if inner is None:
+            return self.write_chunk_sizes
+        return tuple(_regular_sizes(s, c) for s, c in zip(self._shape, inner))
 
     def _inner_chunk_shape(self) -> tuple[int, ...] | None:
         inner = self._pipeline.array_bytes.inner_chunk_shape
@@ -298,6 +358,8 @@ class Array(Node):
 
     @property
     def cdata_shape(self) -> tuple[int, ...]:
+        if self._rect is not None:
+            return self._rect.grid_shape(self.shape)
         return tuple(-(-s // c) for s, c in zip(self.shape, self._chunk_shape))
 
     @property
@@ -374,14 +436,24 @@ class Array(Node):
             f"Store              : {self.store.url}",
             f"Data type          : {m.data_type.to_json()}",
             f"Shape              : {self.shape}",
-            f"Chunk shape        : {self.chunks}",
-            f"Shard shape        : {self.shards}",
+            f"Chunk shape        : {self._info_chunks()}",
+            f"Shard shape        : {self._info_shards()}",
             f"Fill value         : {m.fill_value!r}",
             f"Codecs             : {[c.to_dict() for c in m.codecs]}",
             f"No. bytes          : {self.nbytes}",
             f"Chunks initialized : {self.nchunks_initialized}/{self.nchunks}",
         ]
         return "\n".join(lines)
+
+    def _info_chunks(self) -> Any:
+        if self._rect is not None and self._inner_chunk_shape() is None:
+            return f"<variable> {self._rect.to_dict()['configuration']['chunk_shapes']}"
+        return self.chunks
+
+    def _info_shards(self) -> Any:
+        if self._rect is not None and self._inner_chunk_shape() is not None:
+            return f"<variable> {self._rect.to_dict()['configuration']['chunk_shapes']}"
+        return self.shards
 
     # -- pickling: (store URL, path, read_only) --------------------------------------
     def __reduce__(self):
@@ -411,6 +483,8 @@ class Array(Node):
         scratch buffer, with none of the general selection machinery."""
         coords = []
         local = []
+        runs = self._runs  # None: the regular grid
+        edges: list[int] = []  # a rectilinear chunk's shape
         for axis, (i, n, c) in enumerate(zip(selection, self._shape, self._chunk_shape)):
             if type(i) is not int:
                 if isinstance(i, np.integer) and not isinstance(i, np.bool_):
@@ -421,21 +495,32 @@ class Array(Node):
                 i += n
             if i < 0 or i >= n:
                 raise IndexError(f"index {i - n if i < 0 else i} is out of bounds for axis {axis} with size {n}")
-            q = i // c
-            coords.append(q)
-            local.append(i - q * c)
+            if runs is None:
+                q = i // c
+                coords.append(q)
+                local.append(i - q * c)
+            else:  # the run holding i (ext-chunk-grid-rectilinear.md "Indexing"), then divide
+                origin, first, edge = runs[axis]
+                r = bisect.bisect_right(origin, i) - 1
+                e = edge[r]
+                q, rem = divmod(i - origin[r], e)
+                coords.append(first[r] + q)
+                local.append(rem)
+                edges.append(e)
         key = self._prefix + self._encode_key(tuple(coords))
+        cshape = self._chunk_shape if runs is None else tuple(edges)
+        pipeline = self._pipeline if runs is None else self._pipeline_for(cshape)
         try:
             if self._partial:
-                return self._pipeline.read_point(StorePath(self.store, key), local)
+                return pipeline.read_point(StorePath(self.store, key), local)
             data = self._get_stored(key)
             if data is None:
                 # a missing chunk: is the array itself still there?  (sharded point reads
                 # skip this check: they cannot tell a missing shard from a fill value)
                 self._check_node_exists()
                 return self._fill[()]
-            scratch = self._scratch()
-            self._pipeline.decode_into(data, scratch)
+            scratch = self._scratch(cshape)
+            pipeline.decode_into(data, scratch)
             value = scratch[tuple(local)]
             return value.copy() if isinstance(value, np.generic) else value  # str/bytes: immutable
         except (CorruptChunkError, CastError) as e:
@@ -456,7 +541,7 @@ class Array(Node):
         return out.reshape(out_shape)
 
     def get_block_selection(self, selection: Any) -> Any:
-        sel = normalize_blocks(selection, self.shape, self._chunk_shape)
+        sel = normalize_blocks(selection, self.shape, self._axis_grids)
         return self._finish(self._read(sel), sel)
 
     @property
@@ -479,13 +564,53 @@ class Array(Node):
         return out
 
     def _chunk_valid_shape(self, coords: tuple[int, ...]) -> tuple[int, ...]:
-        return tuple(min(c, s - i * c) for i, c, s in zip(coords, self._chunk_shape, self.shape))
+        return self._chunk_geometry(coords)[1]
+
+    def _chunk_geometry(self, coords: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """(codec shape, valid shape) of a chunk: the codec shape is the declared chunk
+        shape (a rectilinear chunk's full edge lengths; only the last one along an axis
+        may extend past the array), the valid shape its part inside the array."""
+        if self._rect is None:
+            cs = self._chunk_shape
+            return cs, tuple(min(c, s - i * c) for i, c, s in zip(coords, cs, self._shape))
+        cs_l = []
+        valid = []
+        for a, c in enumerate(coords):
+            cache = self._extents[a]
+            ext = cache.get(c)
+            if ext is None:
+                ext = self._rect._extent(a, c)
+                if len(cache) < 1 << 16:
+                    cache[c] = ext
+            cs_l.append(ext[1])
+            valid.append(min(ext[1], self._shape[a] - ext[0]))
+        return tuple(cs_l), tuple(valid)
+
+    def _pipeline_of_key(self, key: str) -> CodecPipeline:
+        """The pipeline of the chunk stored at ``key`` (a rectilinear chunk's shape
+        follows from its coordinates; keys that name no chunk get the largest)."""
+        coords = self.metadata.chunk_key_encoding.decode_chunk_key(key[len(self._prefix):])
+        if coords is None or len(coords) != self._ndim or any(c < 0 for c in coords):
+            return self._pipeline
+        return self._pipeline_for(self._chunk_geometry(tuple(coords))[0])
+
+    def _pipeline_for(self, shape: tuple[int, ...]) -> CodecPipeline:
+        """The codec pipeline of chunks of ``shape`` (one per distinct rectilinear chunk
+        shape, resolved once and cached; the regular grid has one)."""
+        p = self._pipelines.get(shape)
+        if p is None:
+            spec = self.metadata.spec
+            p = CodecPipeline.from_codecs(self.metadata.codecs, ArraySpec(shape, spec.dtype, spec.fill_value, spec.data_type))
+            if len(self._pipelines) >= 1024:  # hostile grids: many distinct edges per axis
+                self._pipelines = {self._chunk_shape: self._pipeline}
+            self._pipelines[shape] = p
+        return p
 
     def _read(self, sel: BasicSelection) -> np.ndarray:
         out = np.empty(sel.out_shape, dtype=self._dtype)
         if out.size == 0:
             return out
-        projections = iter_chunk_projections(sel, self._chunk_shape)
+        projections = iter_chunk_projections(sel, self._axis_grids)
         self._run(lambda p: self._keyed(lambda q: self._read_chunk(q, out), p, _proj_coords), projections)
         if self._may_be_all_fill(out):
             self._check_node_exists()
@@ -540,13 +665,14 @@ class Array(Node):
                 raise
             raise named from e
 
-    def _scratch(self) -> np.ndarray:
+    def _scratch(self, shape: tuple[int, ...] | None = None) -> np.ndarray:
         """A per-thread decode buffer of one chunk (bounded memory: one chunk per thread)."""
         local = _SCRATCH.__dict__
-        k = (self._chunk_shape, self._dtype.str)
+        shape = self._chunk_shape if shape is None else shape
+        k = (shape, self._dtype.str)
         buf = local.get("buf")
         if buf is None or local.get("key") != k:
-            buf = np.empty(self._chunk_shape, dtype=self._dtype)
+            buf = np.empty(shape, dtype=self._dtype)
             local["buf"], local["key"] = buf, k
         return buf
 
@@ -564,40 +690,42 @@ class Array(Node):
             )
         return data
 
-    def _decode(self, key: str, data) -> np.ndarray:
+    def _decode(self, key: str, data, pipeline: CodecPipeline | None = None) -> np.ndarray:
+        if pipeline is None:
+            pipeline = self._pipeline if self._rect is None else self._pipeline_of_key(key)
         try:
-            return self._pipeline.decode(data)
+            return pipeline.decode(data)
         except CorruptChunkError as e:
             raise CorruptChunkError(f"{key}: {e}", key=key) from e
 
     def _read_chunk(self, p: ChunkProjection, out: np.ndarray) -> None:
         key = self._key(p.chunk_coords)
         osel = p.out_selection
-        pipeline = self._pipeline
-        valid = self._chunk_valid_shape(p.chunk_coords)
+        cshape, valid = self._chunk_geometry(p.chunk_coords)
+        pipeline = self._pipeline if cshape is self._chunk_shape else self._pipeline_for(cshape)
         if p.is_complete or not self._partial:
             data = self._get_stored(key)
             if data is None:
                 ortho_set(out, osel, self._fill)
                 return
-            if p.is_complete and valid == self._chunk_shape and all(isinstance(s, slice) for s in osel):
+            if p.is_complete and valid == cshape and all(isinstance(s, slice) for s in osel):
                 # a fully covered interior chunk decodes straight into the caller's array
                 target = out[osel + (Ellipsis,)]  # always a view, even when 0-d
-                if target.shape != self._chunk_shape:
-                    target = target.reshape(self._chunk_shape)  # only unit dims differ: a view
+                if target.shape != cshape:
+                    target = target.reshape(cshape)  # only unit dims differ: a view
                 try:
                     if target.flags.c_contiguous:
                         pipeline.decode_into(data, target)
                     else:
                         # strided destination: decode into this thread's reusable scratch
                         # chunk (no per-chunk allocation), then one strided copy
-                        scratch = self._scratch()
+                        scratch = self._scratch(cshape)
                         pipeline.decode_into(data, scratch)
                         np.copyto(target, scratch)
                 except CorruptChunkError as e:
                     raise CorruptChunkError(f"{key}: {e}", key=key) from e
                 return
-            chunk = self._decode(key, data)
+            chunk = self._decode(key, data, pipeline)
             ortho_set(out, osel, ortho_get(chunk, p.chunk_selection))
             return
         # partial decode (sharding): the selection reaches the codec intact (steps,
@@ -622,7 +750,7 @@ class Array(Node):
             out[...] = self._read(normalize_basic((), ()))
             return out
         cs = np.asarray(self._chunk_shape, dtype=np.int64)[:, None]
-        chunk_coords = coords // cs
+        chunk_coords, in_chunk = self._locate_points(coords)
         grid = np.asarray(self.cdata_shape, dtype=np.int64)
         linear = np.ravel_multi_index(tuple(chunk_coords), tuple(grid))
         order = np.argsort(linear, kind="stable")
@@ -633,13 +761,18 @@ class Array(Node):
 
         def task(idx: np.ndarray) -> None:
             cc = tuple(int(x) for x in chunk_coords[:, idx[0]])
-            local = coords[:, idx] - cs * np.asarray(cc, dtype=np.int64)[:, None]
+            if in_chunk is None:
+                local = coords[:, idx] - cs * np.asarray(cc, dtype=np.int64)[:, None]
+                pipeline = self._pipeline
+            else:
+                local = in_chunk[:, idx]
+                pipeline = self._pipeline_for(self._chunk_geometry(cc)[0])
             key = self._key(cc)
             if self._partial:
                 # the points reach the codec as they are: only the inner chunks holding
                 # them are decoded (sharding)
                 try:
-                    piece = self._pipeline.decode_points(StorePath(self.store, key), local)
+                    piece = pipeline.decode_points(StorePath(self.store, key), local)
                 except CorruptChunkError as e:
                     raise CorruptChunkError(f"{key}: {e}", key=key) from e
                 out[idx] = self._fill if piece is None else piece
@@ -648,10 +781,22 @@ class Array(Node):
             if data is None:
                 out[idx] = self._fill
             else:
-                out[idx] = self._decode(key, data)[tuple(local)]
+                out[idx] = self._decode(key, data, pipeline)[tuple(local)]
 
         self._run(lambda idx: self._keyed(task, idx, lambda i: tuple(int(x) for x in chunk_coords[:, i[0]])), groups)
         return out
+
+    def _locate_points(self, coords: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """(chunk coordinates, in-chunk coordinates or None) of points ``coords``
+        ((ndim, N) int64): regular grids divide (in-chunk coordinates are then computed
+        per chunk by the caller), rectilinear axes search their runs in the kernel."""
+        if self._rect is None:
+            return coords // np.asarray(self._chunk_shape, dtype=np.int64)[:, None], None
+        chunk_coords = np.empty_like(coords)
+        in_chunk = np.empty_like(coords)
+        for a, tables in enumerate(self._axis_grids):
+            chunk_coords[a], in_chunk[a] = _rectilinear.locate(*tables, np.ascontiguousarray(coords[a]))
+        return chunk_coords, in_chunk
 
     # -- writing -----------------------------------------------------------------------
     def __setitem__(self, selection: Any, value: Any) -> None:
@@ -666,7 +811,7 @@ class Array(Node):
         self._write(normalize_orthogonal(selection, self.shape), value)
 
     def set_block_selection(self, selection: Any, value: Any) -> None:
-        self._write(normalize_blocks(selection, self.shape, self._chunk_shape), value)
+        self._write(normalize_blocks(selection, self.shape, self._axis_grids), value)
 
     def _asarray(self, value: Any) -> np.ndarray:
         """``value`` as an array, converted the way numpy's ``__setitem__`` converts it.
@@ -745,10 +890,10 @@ class Array(Node):
         v = self._prepare_value(v, sel.out_shape)
         if math.prod(sel.out_shape) == 0:
             return
-        projections = iter_chunk_projections(sel, self._chunk_shape)
+        projections = iter_chunk_projections(sel, self._axis_grids)
         self._run(lambda p: self._keyed(lambda q: self._write_chunk(q, v), p, _proj_coords), projections)
 
-    def _store_chunk(self, key: str, chunk: np.ndarray) -> None:
+    def _store_chunk(self, key: str, chunk: np.ndarray, pipeline: CodecPipeline | None = None) -> None:
         """Encode and store a full chunk; erase it instead when it is all fill value."""
         if not self._write_empty_chunks() and self.store.supports_deletes:
             c = _c_contiguous(chunk)
@@ -760,12 +905,13 @@ class Array(Node):
                 self.store.erase(key)
                 return
             chunk = c
-        data = self._pipeline.encode(chunk)
+        pipeline = self._pipeline if pipeline is None else pipeline
+        data = pipeline.encode(chunk)
         if data is None:
             if self.store.supports_deletes:
                 self.store.erase(key)
             elif self.store.exists(key):  # append-only store (zip): an all-fill stored form
-                self.store.set(key, self._pipeline.encode_empty())
+                self.store.set(key, pipeline.encode_empty())
         else:
             self.store.set(key, data)
 
@@ -776,20 +922,20 @@ class Array(Node):
 
     def _write_chunk_locked(self, key: str, p: ChunkProjection, value: np.ndarray) -> None:
         piece = ortho_get(value, p.out_selection) if value.ndim else value
-        valid = self._chunk_valid_shape(p.chunk_coords)
-        pipeline = self._pipeline
+        cshape, valid = self._chunk_geometry(p.chunk_coords)
+        pipeline = self._pipeline if cshape is self._chunk_shape else self._pipeline_for(cshape)
         if p.is_complete:
-            if valid == self._chunk_shape:
+            if valid == cshape:
                 src = np.broadcast_to(piece, valid) if piece.size != math.prod(valid) else piece.reshape(valid)
                 if src.flags.c_contiguous:
                     chunk = src
                 else:  # gather the strided block into this thread's scratch chunk
-                    chunk = self._scratch()
+                    chunk = self._scratch(cshape)
                     np.copyto(chunk, src)
             else:
-                chunk = np.full(self._chunk_shape, self._fill, dtype=self._dtype)
+                chunk = np.full(cshape, self._fill, dtype=self._dtype)
                 chunk[tuple(slice(0, v) for v in valid)] = np.asarray(piece).reshape(valid) if np.ndim(piece) else piece
-            self._store_chunk(key, chunk)
+            self._store_chunk(key, chunk, pipeline)
             return
         if pipeline.supports_partial_encode:
             # the selection reaches the codec intact: only touched inner chunks change
@@ -800,11 +946,11 @@ class Array(Node):
             return
         data = self._get_stored(key)
         if data is None:
-            chunk = np.full(self._chunk_shape, self._fill, dtype=self._dtype)
+            chunk = np.full(cshape, self._fill, dtype=self._dtype)
         else:
-            chunk = np.array(self._decode(key, data))  # writable copy
+            chunk = np.array(self._decode(key, data, pipeline))  # writable copy
         ortho_set(chunk, p.chunk_selection, piece)
-        self._store_chunk(key, chunk)
+        self._store_chunk(key, chunk, pipeline)
 
     def set_coordinate_selection(self, selection: Any, value: Any) -> None:
         self._check_writable()
@@ -815,7 +961,7 @@ class Array(Node):
         if n == 0:
             return
         cs = np.asarray(self._chunk_shape, dtype=np.int64)[:, None]
-        chunk_coords = coords // cs
+        chunk_coords, in_chunk = self._locate_points(coords)
         linear = np.ravel_multi_index(tuple(chunk_coords), self.cdata_shape)
         order = np.argsort(linear, kind="stable")
         lin_sorted = linear[order]
@@ -824,19 +970,25 @@ class Array(Node):
 
         def task(idx: np.ndarray) -> None:
             cc = tuple(int(x) for x in chunk_coords[:, idx[0]])
-            local = tuple(coords[:, idx] - cs * np.asarray(cc, dtype=np.int64)[:, None])
+            if in_chunk is None:
+                local = tuple(coords[:, idx] - cs * np.asarray(cc, dtype=np.int64)[:, None])
+                cshape, pipeline = self._chunk_shape, self._pipeline
+            else:
+                local = tuple(in_chunk[:, idx])
+                cshape = self._chunk_geometry(cc)[0]
+                pipeline = self._pipeline_for(cshape)
             key = self._key(cc)
             with _object_lock(self.store, key):
                 if self._partial:  # sharded: only the inner chunks holding the points change
                     try:
-                        self._pipeline.encode_points(StorePath(self.store, key), np.stack(local), v[idx])
+                        pipeline.encode_points(StorePath(self.store, key), np.stack(local), v[idx])
                     except CorruptChunkError as e:
                         raise CorruptChunkError(f"{key}: {e}", key=key) from e
                     return
                 data = self._get_stored(key)
-                chunk = np.full(self._chunk_shape, self._fill, self._dtype) if data is None else np.array(self._decode(key, data))
+                chunk = np.full(cshape, self._fill, self._dtype) if data is None else np.array(self._decode(key, data, pipeline))
                 chunk[local] = v[idx]
-                self._store_chunk(key, chunk)
+                self._store_chunk(key, chunk, pipeline)
 
         self._run(lambda idx: self._keyed(task, idx, lambda i: tuple(int(x) for x in chunk_coords[:, i[0]])),
                   [order[a:b] for a, b in zip(starts.tolist(), ends.tolist())])
@@ -880,9 +1032,18 @@ class Array(Node):
         if any(s < 0 for s in new_shape):
             raise ValueError(f"resize: expected non-negative sizes, received {new_shape}")
         old_grid = self.cdata_shape
-        new_meta = dataclasses.replace(self.metadata, shape=new_shape)
+        if self._rect is not None:
+            # zarr-python 3.4's rule: growing past the edges appends one chunk covering
+            # the new extent; shrinking keeps the edges (the spec allows overflow)
+            new_meta = dataclasses.replace(self.metadata, shape=new_shape,
+                                           chunk_grid=self._rect.resized(self._shape, new_shape))
+        else:
+            new_meta = dataclasses.replace(self.metadata, shape=new_shape)
         new_meta = type(self.metadata).from_json(new_meta.to_json())  # full validation
-        new_grid = tuple(-(-s // c) for s, c in zip(new_shape, self._chunk_shape))
+        if isinstance(new_meta.chunk_grid, RectilinearChunkGrid):
+            new_grid = new_meta.chunk_grid.grid_shape(new_shape)
+        else:
+            new_grid = tuple(-(-s // c) for s, c in zip(new_shape, self._chunk_shape))
         if delete_outside:
             # erase first, then write the metadata (a kill in between leaves no chunk
             # outside the shape that is stored in zarr.json).  Stores without deletes
@@ -923,6 +1084,8 @@ class Array(Node):
         for d in range(nd):  # the gained region as disjoint slabs: coords[d] >= old, earlier dims < old
             ranges = [range(old_grid[k]) if k < d else range(old_grid[d], new_grid[d]) if k == d else range(new_grid[k])
                       for k in range(nd)]
+            if any(len(r) == 0 for r in ranges):
+                continue  # an empty slab (itertools.product would first copy 2**40-long ranges)
             keys.extend(self._key(c) for c in itertools.product(*ranges))
         self.store.erase_values(keys)
 
@@ -1074,6 +1237,12 @@ def _convert_python_value(value: Any, dtype: np.dtype) -> np.ndarray:
         if isinstance(e, ZarrcyError):
             raise
         raise CastError(str(e)) from None
+
+
+def _regular_sizes(size: int, chunk: int) -> tuple[int, ...]:
+    """Clipped chunk sizes of a regular axis (dask's ``chunks`` convention)."""
+    full, rest = divmod(size, chunk)
+    return (chunk,) * full + ((rest,) if rest else ())
 
 
 def _proj_coords(p: ChunkProjection) -> tuple[int, ...]:

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
 from zarrcy.errors import MetadataError, UnknownExtensionError, expected
+
+if TYPE_CHECKING:
+    from zarrcy.chunk_grid_rectilinear import RectilinearChunkGrid
 
 __all__ = ["RegularChunkGrid", "parse_chunk_grid"]
 
@@ -109,7 +112,7 @@ class RegularChunkGrid:
         return np.indices(g, dtype=np.int64).reshape(len(g), -1).T.copy()
 
 
-def parse_chunk_grid(value: Any, path: str = "chunk_grid") -> RegularChunkGrid:
+def parse_chunk_grid(value: Any, path: str = "chunk_grid") -> RegularChunkGrid | RectilinearChunkGrid:
     """The ``chunk_grid`` member -> a chunk grid object.
 
     ``must_understand: false`` is not allowed for chunk grids (v3-core.rst
@@ -133,6 +136,11 @@ def parse_chunk_grid(value: Any, path: str = "chunk_grid") -> RegularChunkGrid:
             expected(f"{path}.must_understand", "true (must_understand=false is not allowed for chunk grids)", mu),
             f"{path}.must_understand",
         )
+    if name == "rectilinear":
+        # ext-chunk-grid-rectilinear.md; imported here (it imports this module's peers)
+        from zarrcy.chunk_grid_rectilinear import parse_rectilinear
+
+        return parse_rectilinear(value, path)
     if name != "regular":
         raise UnknownExtensionError(f"{path}.name: unknown chunk grid {name!r}", f"{path}.name")
     config = value.get("configuration")

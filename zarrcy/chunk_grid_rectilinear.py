@@ -138,6 +138,11 @@ class RectilinearChunkGrid:
         """The chunk's edge lengths (its stored shape: not clipped at the array edge)."""
         return tuple(self._extent(a, c)[1] for a, c in enumerate(chunk_coords))
 
+    def chunk_extent(self, chunk_coords: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """``(chunk_origin, chunk_shape_at)`` of one chunk, with one search per axis."""
+        ext = [self._extent(a, c) for a, c in enumerate(chunk_coords)]
+        return tuple(o for o, _ in ext), tuple(e for _, e in ext)
+
     def chunk_region(self, array_shape: tuple[int, ...], chunk_coords: tuple[int, ...]) -> tuple[slice, ...]:
         """The slices of the array that chunk ``chunk_coords`` covers, clipped at the edge."""
         grid = self.grid_shape(array_shape)
@@ -160,6 +165,45 @@ class RectilinearChunkGrid:
 
     def all_chunk_coords(self, array_shape: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
         return itertools.product(*(range(g) for g in self.grid_shape(array_shape)))
+
+    def axis_edges(self, axis: int, size: int) -> tuple[int, ...]:
+        """The distinct edge lengths of the chunks of ``axis`` that hold elements of an
+        axis of length ``size`` (the first edge when ``size`` is 0), sorted.  At most one
+        per run: never proportional to the number of chunks."""
+        origin, _first, edge = self._tables[axis]
+        if size <= 0:
+            return (int(edge[0]),)
+        r = int(np.searchsorted(origin, size - 1, side="right"))
+        return tuple(sorted(set(edge[:r].tolist())))
+
+    def max_chunk_shape(self, array_shape: tuple[int, ...]) -> tuple[int, ...]:
+        """The largest edge per axis among chunks holding elements (the largest codec
+        shape: bounds per-chunk memory)."""
+        return tuple(self.axis_edges(a, s)[-1] for a, s in enumerate(array_shape))
+
+    def chunk_shapes_in(self, array_shape: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+        """Every distinct chunk (codec) shape of an array of ``array_shape``: the product
+        of the distinct edges per axis (small: bounded by the runs, not the chunks)."""
+        return itertools.product(*(self.axis_edges(a, s) for a, s in enumerate(array_shape)))
+
+    def resized(self, old_shape: tuple[int, ...], new_shape: tuple[int, ...]) -> RectilinearChunkGrid:
+        """The grid after ``resize(new_shape)``, with zarr-python 3.4's semantics
+        (``VaryingDimension.resize``): an explicit axis grown past the sum of its edges
+        gains one chunk covering the new extent (a plain edge appended to the written
+        form, which stays run-length compact); shrinking keeps every edge; the integer
+        form is unchanged."""
+        forms: list[AxisForm] = []
+        changed = False
+        for form, old, new in zip(self.chunk_shapes, old_shape, new_shape):
+            runs = _axis_runs(form)
+            if runs is not None and new != old:
+                total = sum(e * n for e, n in runs)
+                if new > total:
+                    assert not isinstance(form, int)
+                    form = tuple(form) + (new - total,)
+                    changed = True
+            forms.append(form)
+        return RectilinearChunkGrid(tuple(forms)) if changed else self
 
 
 def _check_axis(value: Any, path: str) -> AxisForm:

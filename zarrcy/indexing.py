@@ -5,6 +5,11 @@ A user selection is normalised into one :class:`DimSelection` per array dimensio
 of ``np.newaxis`` entries.  Each dimension is projected onto the chunk grid by the
 Cython kernel ``_kernels._grid``; :func:`iter_chunk_projections` yields the product.
 
+A grid is given per axis (:data:`AxisGrid`): an ``int`` chunk length (the regular grid,
+closed-form arithmetic in ``_grid``) or a rectilinear axis's run tables
+``(origin, first_chunk, edge)`` (binary searches in ``_rectilinear``).  The dispatch is
+once per axis, never per chunk.
+
 Semantics follow numpy: basic indexing (``a[...]``), orthogonal indexing
 (``a.oindex[...]``: one index array or boolean mask per dimension, applied
 independently), and vectorised/coordinate indexing (``a.vindex[...]``: integer arrays
@@ -20,7 +25,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from zarrcy._kernels import _grid
+from zarrcy._kernels import _grid, _rectilinear
 
 __all__ = [
     "DimSelection",
@@ -258,7 +263,26 @@ def normalize_vectorized(selection: Any, shape: Sequence[int]) -> tuple[np.ndarr
     return coords.astype(np.int64, copy=False), out_shape
 
 
-def normalize_blocks(selection: Any, shape: Sequence[int], chunk_shape: Sequence[int]) -> BasicSelection:
+# one axis of a chunk grid: a regular chunk length, or rectilinear run tables
+AxisGrid = Any  # int | tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _rect_nblocks(tables: tuple[np.ndarray, np.ndarray, np.ndarray], n: int) -> int:
+    if n <= 0:
+        return 0
+    ch, _ = _rectilinear.locate(*tables, np.array([n - 1], dtype=np.int64))
+    return int(ch[0]) + 1
+
+
+def _rect_block_span(tables: tuple[np.ndarray, np.ndarray, np.ndarray], b0: int, b1: int, n: int) -> tuple[int, int]:
+    """Element span ``[lo, hi)`` of chunks ``b0 .. b1 - 1`` of a rectilinear axis, clipped to ``n``."""
+    if b1 <= b0:
+        return n, n
+    st, ln = _rectilinear.chunk_extents(*tables, np.array([b0, b1 - 1], dtype=np.int64))
+    return min(int(st[0]), n), min(int(st[1]) + int(ln[1]), n)
+
+
+def normalize_blocks(selection: Any, shape: Sequence[int], chunk_shape: Sequence[AxisGrid]) -> BasicSelection:
     """``a.blocks[selection]``: ints / step-1 slices over the chunk grid -> element slices."""
     ndim = len(shape)
     entries, newaxis = _expand(selection, ndim)
@@ -266,7 +290,8 @@ def normalize_blocks(selection: Any, shape: Sequence[int], chunk_shape: Sequence
         raise IndexError("blocks: np.newaxis is not supported")
     dims = []
     for axis, (e, n, c) in enumerate(zip(entries, shape, chunk_shape)):
-        nblocks = -(-n // c) if n else 0
+        rect = isinstance(c, tuple)
+        nblocks = _rect_nblocks(c, n) if rect else -(-n // c) if n else 0
         if isinstance(e, slice):
             if e.step not in (None, 1):
                 raise IndexError(f"blocks: slice step for axis {axis}: expected 1, received {e.step}")
@@ -277,7 +302,11 @@ def normalize_blocks(selection: Any, shape: Sequence[int], chunk_shape: Sequence
         else:
             b0 = _index_int(e, nblocks, axis)
             b1 = b0 + 1
-        dims.append(DimSelection("slice", n, min(b0 * c, n), min(b1 * c, n), 1))
+        if rect:
+            lo, hi = _rect_block_span(c, b0, b1, n)
+            dims.append(DimSelection("slice", n, lo, hi, 1))
+        else:
+            dims.append(DimSelection("slice", n, min(b0 * c, n), min(b1 * c, n), 1))
     return BasicSelection(tuple(dims))
 
 
@@ -296,8 +325,10 @@ class ChunkProjection:
     is_complete: bool  # the selection covers the chunk's whole valid region
 
 
-def _dim_projection(d: DimSelection, chunk_len: int) -> list[tuple[int, Any, Any, bool]]:
+def _dim_projection(d: DimSelection, chunk_len: AxisGrid) -> list[tuple[int, Any, Any, bool]]:
     """[(chunk index, chunk selection, out selection or None, covers the chunk's valid part)]"""
+    if type(chunk_len) is tuple:
+        return _rect_dim_projection(d, chunk_len)
     n = d.dim_len
     if d.kind == "int":
         c, r = divmod(d.start, chunk_len)
@@ -321,7 +352,33 @@ def _dim_projection(d: DimSelection, chunk_len: int) -> list[tuple[int, Any, Any
     return res
 
 
-def iter_chunk_projections(sel: BasicSelection, chunk_shape: Sequence[int]) -> Iterator[ChunkProjection]:
+def _rect_dim_projection(d: DimSelection, tables: tuple[np.ndarray, np.ndarray, np.ndarray]) -> list[tuple[int, Any, Any, bool]]:
+    """:func:`_dim_projection` on a rectilinear axis (ext-chunk-grid-rectilinear.md
+    "Indexing"): the same tuples, from the ``_rectilinear`` kernels."""
+    origin, first, edge = tables
+    n = d.dim_len
+    if d.kind == "int":
+        ch, loc = _rectilinear.locate(origin, first, edge, np.array([d.start], dtype=np.int64))
+        st, ln = _rectilinear.chunk_extents(origin, first, edge, ch)
+        return [(int(ch[0]), int(loc[0]), None, min(int(ln[0]), n - int(st[0])) == 1)]
+    if d.kind == "slice":
+        ch, cs, ce, os_, oe = _rectilinear.slice_projection(origin, first, edge, d.start, d.stop, d.step)
+        st, ln = _rectilinear.chunk_extents(origin, first, edge, ch)
+        valid = np.minimum(ln, n - st).tolist()
+        res = []
+        step = d.step
+        for c, a, b, o0, o1, v in zip(ch.tolist(), cs.tolist(), ce.tolist(), os_.tolist(), oe.tolist(), valid):
+            res.append((c, slice(a, b, step), slice(o0, o1), step == 1 and a == 0 and b == v))
+        return res
+    ch, bounds, in_chunk, order = _rectilinear.array_projection(origin, first, edge, d.indices)
+    res = []
+    bl = bounds.tolist()
+    for j, c in enumerate(ch.tolist()):
+        res.append((c, in_chunk[bl[j] : bl[j + 1]], order[bl[j] : bl[j + 1]], False))
+    return res
+
+
+def iter_chunk_projections(sel: BasicSelection, chunk_shape: Sequence[AxisGrid]) -> Iterator[ChunkProjection]:
     per_dim = [_dim_projection(d, c) for d, c in zip(sel.dims, chunk_shape)]
     for combo in itertools.product(*per_dim):
         coords = tuple(p[0] for p in combo)

@@ -93,7 +93,8 @@ def test_large_grid_is_lazy() -> None:
     [
         ("regular", "chunk_grid.configuration", MetadataError),
         ("rectilinear", "chunk_grid", UnknownExtensionError),
-        ({"name": "rectilinear"}, "chunk_grid.name", UnknownExtensionError),
+        ({"name": "rectilinear"}, "chunk_grid.configuration", MetadataError),
+        ({"name": "rectangular"}, "chunk_grid.name", UnknownExtensionError),
         ({"name": "regular", "configuration": {"chunk_shape": [2]}, "must_understand": False}, "chunk_grid.must_understand", MetadataError),
         ({"name": "regular", "configuration": {"chunk_shape": [0]}}, r"chunk_grid.configuration.chunk_shape\[0\]", MetadataError),
         ({"name": "regular", "configuration": {"chunk_shape": 4}}, "chunk_grid.configuration.chunk_shape", MetadataError),

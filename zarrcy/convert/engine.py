@@ -353,6 +353,8 @@ def _default_compressors(src: Array) -> list[dict[str, Any]]:
 
 def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions) -> ArrayPlan:
     m = src.metadata
+    if getattr(m.chunk_grid, "name", "regular") == "rectilinear":  # planning assumes a regular grid
+        raise _Unsupported("rectilinear chunk grids are not supported by convert yet")
     chunks = parse_shape(o.chunks, "--chunks")
     shards = parse_shape(o.shards, "--shards")
     codecs = parse_codecs_json(o.codecs)

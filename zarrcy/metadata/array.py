@@ -27,6 +27,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from zarrcy.chunk_grid import RegularChunkGrid, parse_chunk_grid
+from zarrcy.chunk_grid_rectilinear import RectilinearChunkGrid
 from zarrcy.chunk_key_encoding import ChunkKeyEncoding, parse_chunk_key_encoding
 from zarrcy.codecs._base import ArraySpec, Codec
 from zarrcy.errors import MetadataError, UnknownExtensionError, expected
@@ -55,6 +56,38 @@ def _parse_codecs(value: list[Any], spec: ArraySpec, path: str) -> list[Codec]:
     from zarrcy.codecs import parse_codecs
 
     return parse_codecs(value, spec, path)
+
+
+def _check_codecs_per_edge(
+    codecs: Sequence[Codec], grid: RectilinearChunkGrid, shape: tuple[int, ...], spec: ArraySpec, path: str
+) -> None:
+    """A rectilinear grid's codecs must accept every chunk shape (e.g. sharding's inner
+    chunks divide every shard edge, as zarr-python requires).  Codec constraints are per
+    axis, so each distinct edge is checked once against the largest other edges: work
+    bounded by the runs, never by the product of distinct edges.  The common chains are
+    checked directly: without array->array codecs only the array->bytes codec's inner
+    chunks constrain the shape (by divisibility; resolving a sharding layout per edge
+    would cost ~1 ms each)."""
+    from zarrcy.codecs._base import ArrayArrayCodec, ArrayBytesCodec
+    from zarrcy.codecs.registry import resolve_codecs
+
+    if not any(isinstance(c, ArrayArrayCodec) for c in codecs):
+        for i, c in enumerate(codecs):
+            if isinstance(c, ArrayBytesCodec):
+                inner = c.inner_chunk_shape
+                if inner is None:
+                    return
+                for axis, size in enumerate(shape):
+                    for e in grid.axis_edges(axis, size):
+                        if e % inner[axis]:
+                            p = f"{path}[{i}].configuration.chunk_shape[{axis}]"
+                            raise MetadataError(
+                                expected(p, f"a divisor of every shard edge of axis {axis} (edge {e})", inner[axis]), p)
+                return
+    for axis, size in enumerate(shape):
+        for e in grid.axis_edges(axis, size)[:-1]:
+            s = spec.shape[:axis] + (e,) + spec.shape[axis + 1 :]
+            resolve_codecs(list(codecs), ArraySpec(s, spec.dtype, spec.fill_value, spec.data_type), path)
 
 
 def _join(prefix: str, key: str) -> str:
@@ -127,11 +160,16 @@ class ArrayShapeViews:
 
     @property
     def chunks(self) -> tuple[int, ...]:
-        return self.chunk_grid.chunk_shape
+        return self.chunk_shape
 
     @property
     def chunk_shape(self) -> tuple[int, ...]:
-        return self.chunk_grid.chunk_shape
+        """The regular grid's chunk shape (NotImplementedError for a rectilinear grid,
+        whose chunks differ: see ``chunk_grid``)."""
+        grid = self.chunk_grid
+        if isinstance(grid, RectilinearChunkGrid):
+            raise NotImplementedError("chunk_shape: the chunk grid is rectilinear (chunks differ in shape)")
+        return grid.chunk_shape
 
     @property
     def dtype(self) -> np.dtype:
@@ -144,7 +182,7 @@ class ArrayMetadata(ArrayShapeViews):
 
     shape: tuple[int, ...]
     data_type: DataType
-    chunk_grid: RegularChunkGrid
+    chunk_grid: RegularChunkGrid | RectilinearChunkGrid
     chunk_key_encoding: ChunkKeyEncoding
     fill_value: Any
     codecs: tuple[Codec, ...]
@@ -192,8 +230,15 @@ class ArrayMetadata(ArrayShapeViews):
 
         p_grid = _join(path, "chunk_grid")
         chunk_grid = parse_chunk_grid(doc["chunk_grid"], p_grid)
-        chunk_shape = chunk_grid.chunk_shape
-        p_cs = f"{p_grid}.configuration.chunk_shape"
+        if isinstance(chunk_grid, RectilinearChunkGrid):
+            chunk_grid.validate(shape, p_grid)
+            # the codecs see each chunk's full edge lengths (zarr-python's "codec shape");
+            # they are parsed against the largest and checked against every edge below
+            chunk_shape = chunk_grid.max_chunk_shape(shape)
+            p_cs = f"{p_grid}.configuration.chunk_shapes"
+        else:
+            chunk_shape = chunk_grid.chunk_shape
+            p_cs = f"{p_grid}.configuration.chunk_shape"
         if len(chunk_shape) != ndim:
             raise MetadataError(expected(p_cs, f"{ndim} dimensions (the rank of shape)", list(chunk_shape)), p_cs)
         if _product(chunk_shape) > INT64_MAX:
@@ -239,6 +284,8 @@ class ArrayMetadata(ArrayShapeViews):
             raise MetadataError(expected(p_codecs, "a non-empty array of codecs (an array->bytes codec is required)", codecs_json), p_codecs)
         spec = ArraySpec(chunk_shape, data_type.dtype, fill_value, data_type)
         codecs = tuple(_parse_codecs(codecs_json, spec, p_codecs))
+        if isinstance(chunk_grid, RectilinearChunkGrid):
+            _check_codecs_per_edge(codecs, chunk_grid, shape, spec, p_codecs)
 
         meta = cls(
             shape=shape,
@@ -286,7 +333,9 @@ class ArrayMetadata(ArrayShapeViews):
     @cached_property
     def spec(self) -> ArraySpec:
         """The chunk's decoded representation, as the codec pipeline sees it."""
-        return ArraySpec(self.chunk_grid.chunk_shape, self.data_type.dtype, self.fill_value, self.data_type)
+        grid = self.chunk_grid
+        shape = grid.max_chunk_shape(self.shape) if isinstance(grid, RectilinearChunkGrid) else grid.chunk_shape
+        return ArraySpec(shape, self.data_type.dtype, self.fill_value, self.data_type)
 
 
     def __eq__(self, other: object) -> bool:

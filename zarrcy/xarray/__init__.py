@@ -136,11 +136,16 @@ class ZarrcyDataStore(AbstractDataStore):
     def _variable(self, name: str, arr: Any) -> xr.Variable:
         dims, attrs = _dims_and_attrs(arr, name)
         data = indexing.LazilyIndexedArray(ZarrcyBackendArray(arr))
-        chunks = tuple(arr.chunks)
-        shards = arr.shards
+        try:
+            chunks: tuple[int, ...] | None = tuple(arr.chunks)
+            shards = arr.shards
+            preferred: dict[Any, Any] = dict(zip(dims, shards or chunks))
+        except NotImplementedError:  # a rectilinear grid: per-dimension chunk sizes (xarray accepts tuples)
+            chunks, shards = None, None
+            preferred = dict(zip(dims, arr.write_chunk_sizes))
         encoding: dict[str, Any] = {
             "chunks": chunks,
-            "preferred_chunks": dict(zip(dims, shards or chunks)),
+            "preferred_chunks": preferred,
             "shards": shards,
         }
         if np.dtype(arr.dtype).kind == "T":  # as xarray's zarr engine: keep StringDType on rewrite

@@ -131,7 +131,7 @@ class ShardingCodec(ArrayBytesCodec):
         lay = self._layouts.get(key)
         if lay is None:
             lay = ShardLayout(self, spec, path)
-            if len(self._layouts) > 16:  # a codec serves few specs; stay bounded anyway
+            if len(self._layouts) > 256:  # few specs (a rectilinear grid: one per shard shape); bounded
                 self._layouts.clear()
             self._layouts[key] = lay
         return lay
