@@ -664,12 +664,24 @@ def empty(shape: Sequence[int] | int, **kwargs: Any) -> Array:
     return create(shape, **kwargs)
 
 
+def _chunking(a: Array) -> tuple[Any, Any]:
+    """``(chunks, shards)`` to create an array chunked like ``a`` (a rectilinear grid is
+    given by its ``chunk_shapes``, as written)."""
+    grid = a.metadata.chunk_grid
+    if getattr(grid, "name", "regular") != "rectilinear":
+        return a.chunks, a.shards
+    edges = grid.to_dict()["configuration"]["chunk_shapes"]
+    inner = a._inner_chunk_shape()
+    return (inner, edges) if inner is not None else (edges, None)
+
+
 def _like(a: Any, kwargs: dict) -> dict:
     kwargs.setdefault("dtype", a.dtype)
     if isinstance(a, Array):
-        kwargs.setdefault("chunks", a.chunks)
-        if a.shards is not None:
-            kwargs.setdefault("shards", a.shards)
+        chunks, shards = _chunking(a)
+        kwargs.setdefault("chunks", chunks)
+        if shards is not None:
+            kwargs.setdefault("shards", shards)
     return kwargs
 
 
@@ -722,8 +734,8 @@ def from_array(
         return value
 
     meta = None if src is None or v2 else src.metadata
-    chunks = keep(chunks, lambda: src.chunks, "auto")
-    shards = keep(shards, lambda: src.shards, None)
+    chunks = keep(chunks, lambda: _chunking(src)[0], "auto")
+    shards = keep(shards, lambda: _chunking(src)[1], None)
     filters = keep(filters, lambda: list(src.filters), "auto")
     compressors = keep(compressors, lambda: list(src.compressors), "auto")
     serializer = keep(serializer, lambda: src.serializer, "auto")
@@ -746,11 +758,16 @@ def _copy_data(src: Any, dst: Array, target_bytes: int = 64 << 20) -> int:
     if dst.ndim == 0:
         dst[...] = src[...]
         return dst.nbytes
-    stored = dst.shards or dst.chunks
     row = max(1, dst.nbytes // max(1, dst.shape[0]))
-    step = max(stored[0], (target_bytes // row) // stored[0] * stored[0])
-    for i in range(0, dst.shape[0], step):
-        dst[i : i + step] = src[i : i + step]
+    rows = max(1, target_bytes // row)
+    start = stop = 0
+    for edge in dst.write_chunk_sizes[0]:  # stored chunks along axis 0 (any chunk grid)
+        stop += edge
+        if stop - start >= rows:
+            dst[start:stop] = src[start:stop]
+            start = stop
+    if start < dst.shape[0]:
+        dst[start:] = src[start:]
     return dst.nbytes
 
 

@@ -1119,7 +1119,7 @@ class Array(Node):
             comp = getattr(m, "compressor", None)
             return filters, None, (numcodecs.get_codec(dict(comp)),) if comp else ()
         codecs = tuple(m.codecs)
-        if self.shards is not None:
+        if self._inner_chunk_shape() is not None:  # sharded (also on a rectilinear shard grid)
             codecs = tuple(self._pipeline.array_bytes.codecs)  # type: ignore[attr-defined]
         from zarrcy.codecs._base import ArrayArrayCodec, BytesBytesCodec
 
