@@ -77,6 +77,10 @@ _values: dict[str, Any] = {
     # rewritten tightly once dead bytes would exceed this fraction of it
     "shard_write_strategy": "rewrite",
     "shard_append_dead_ratio": 0.5,
+    # physical order of the inner chunks inside a written shard (the index is always in
+    # C order): "morton" (zarr-python 3.4's default: shard bytes equal zarr-python's) or
+    # "lexicographic" (C order)
+    "subchunk_write_order": "morton",
 }
 _executor: ThreadPoolExecutor | None = None
 _executor_threads = 0

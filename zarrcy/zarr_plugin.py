@@ -22,9 +22,8 @@ not or cannot run, so enabling the plugin never makes an array unreadable: an un
 codec or data type, variable-length object data, the pickle codec, codec classes other
 than zarr-python's (a user's ``codecs.<name>`` configuration), a generic datetime64 in
 non-native byte order (numpy copies those without swapping), and sharded *writes* whose
-``subchunk_write_order`` zarrcy's writer does not produce (zarr-python's default
-"morton"; zarrcy lays inner chunks out in C order -- both valid, but the bytes would
-differ from zarr-python's).  Each reason is logged once per process on the
+``subchunk_write_order`` zarrcy's writer does not produce ("colexicographic"; zarrcy
+writes "morton" -- zarr-python's default -- and C order byte for byte as zarr-python).  Each reason is logged once per process on the
 ``zarrcy.zarr_plugin`` logger (a logging warning, never a ``warnings`` warning) and
 counted: :func:`fallback_counts`.  zarr-python's per-array
 ``sharding_coalesce_max_gap_bytes`` / ``sharding_coalesce_max_bytes`` set zarrcy's
@@ -190,10 +189,10 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
     def _write_order(self, specs: list[Any]) -> str | None:
         """Why zarrcy must not write this chain's shards (None: it may).  zarr-python
         places a shard's inner chunks in its codec's ``subchunk_write_order`` (default
-        "morton"); zarrcy's sharding writer uses C order, so its shards would differ
-        byte for byte (both valid: readers follow the index) -- zarr-python writes them.
-        The orders agree when at most one dimension of the shard holds more than one
-        inner chunk (e.g. 1-d arrays): zarrcy writes those."""
+        "morton"); zarrcy's writer produces "morton" and "lexicographic" ("unordered" is
+        C order in zarr-python too), so its shards are byte for byte zarr-python's.  Any
+        other order ("colexicographic"): zarr-python writes those shards, unless at most
+        one dimension of the shard holds more than one inner chunk (the orders agree)."""
         for c in self:
             order = getattr(c, "subchunk_write_order", None)
             if order is None or order in _ZARRCY_SUBCHUNK_ORDERS:
@@ -202,8 +201,16 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
             for spec in specs:
                 shape = tuple(spec.shape)
                 if len(inner) != len(shape) or sum(1 for n, k in zip(shape, inner) if -(-n // k) > 1) > 1:
-                    return f"sharded writes with subchunk_write_order={order!r} (zarrcy writes inner chunks in C order)"
+                    return f"sharded writes with subchunk_write_order={order!r} (zarrcy writes morton or C order)"
         return None
+
+    def _order_override(self) -> Any:
+        """zarrcy's ``subchunk_write_order`` for this chain's shard writes (this thread)."""
+        for c in self:
+            order = getattr(c, "subchunk_write_order", None)
+            if order in _ZARRCY_SUBCHUNK_ORDERS:
+                return _config_override(subchunk_write_order=_ZARRCY_SUBCHUNK_ORDERS[order])
+        return _config_override()
 
     def _pipelines(self, specs: list[Any], writing: bool = False) -> list[CodecPipeline] | None:
         if writing:
@@ -274,14 +281,17 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
         if pipes is None:
             return await super().encode_batch(items)
 
+        order = self._order_override
+
         def run() -> list[Any]:
             out = []
-            for (nd, spec), pipe in zip(items, pipes):
-                if nd is None:
-                    out.append(None)
-                    continue
-                data = pipe.encode(_contiguous(nd.as_numpy_array()))
-                out.append(None if data is None else spec.prototype.buffer.from_bytes(bytes(data)))
+            with order():
+                for (nd, spec), pipe in zip(items, pipes):
+                    if nd is None:
+                        out.append(None)
+                        continue
+                    data = pipe.encode(_contiguous(nd.as_numpy_array()))
+                    out.append(None if data is None else spec.prototype.buffer.from_bytes(bytes(data)))
             return out
 
         return await asyncio.to_thread(run)
@@ -363,7 +373,8 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
                 piece = piece.reshape(shape)  # dims dropped by integer selections come back
             # one read of the whole old shard (as zarr-python), not index + inner chunks:
             # the rewrite needs every untouched inner chunk's bytes anyway
-            pipes[i].encode_partial(_WholeGetter(setter, spec.prototype), box, piece)  # type: ignore[index, arg-type]
+            with self._order_override():
+                pipes[i].encode_partial(_WholeGetter(setter, spec.prototype), box, piece)  # type: ignore[index, arg-type]
 
         work = sum(math.prod(b.stop - b.start for b in box) * p.spec.dtype.itemsize  # type: ignore[union-attr]
                    for box, p in zip(boxes, pipes))
@@ -389,7 +400,8 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
             merged = _merge_chunk_array(existing, value, out_sel, spec, chunk_sel, complete, drop_axes)
             if chunk_is_empty(merged, spec):
                 return None
-            data = pipe.encode(_contiguous(merged.as_numpy_array()))
+            with self._order_override():
+                data = pipe.encode(_contiguous(merged.as_numpy_array()))
             return None if data is None else spec.prototype.buffer.from_bytes(bytes(data))
 
         encoded = await _in_groups(one, len(items), _nbytes(pipes))
@@ -398,9 +410,9 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
         return None
 
 
-#: zarr-python ``subchunk_write_order`` values whose shard layout zarrcy's writer produces
-#: ("unordered" is zarr-python's C order too)
-_ZARRCY_SUBCHUNK_ORDERS = ("lexicographic", "unordered")
+#: zarr-python ``subchunk_write_order`` values whose shard layout zarrcy's writer
+#: produces -> zarrcy's name ("unordered" is zarr-python's C order too)
+_ZARRCY_SUBCHUNK_ORDERS = {"morton": "morton", "lexicographic": "lexicographic", "unordered": "lexicographic"}
 
 
 def _coalescing(spec: Any) -> Any:

@@ -284,3 +284,29 @@ def test_one_dimensional_morton_shards_are_written_by_zarrcy(monkeypatch):
     ours = _run(PLUGIN, go)
     assert calls
     assert ours == _run(DEFAULT, go)
+
+
+@pytest.mark.parametrize("order", ["morton", "lexicographic", "unordered"])
+def test_sharded_writes_in_zarr_python_order_stay_native(order):
+    """zarr-python's subchunk_write_order (default "morton") is produced by zarrcy's
+    writer: the plugin writes those shards itself (no fallback), byte for byte as
+    zarr-python's own pipeline, for whole and partial shard writes."""
+    from zarr.codecs import BytesCodec, ShardingCodec  # no gzip: zlib and libdeflate bytes differ
+
+    def go():
+        st = zarr.storage.MemoryStore()
+        a = zarr.create_array(st, shape=(24, 40), dtype="u2", chunks=(12, 20), fill_value=0,
+                              serializer=ShardingCodec(chunk_shape=(3, 5), codecs=[BytesCodec()],
+                                                       subchunk_write_order=order),
+                              compressors=None)
+        a[...] = (np.arange(960, dtype="u2").reshape(24, 40) % 97) + 1
+        a[4:9, 7:31] = 5
+        return a[...], _stored(st)
+
+    plugin.reset_fallback_counts()
+    ours = _run(PLUGIN, go)
+    counts = plugin.fallback_counts()
+    theirs = _run(DEFAULT, go)
+    assert not any("subchunk_write_order" in k for k in counts), counts
+    np.testing.assert_array_equal(ours[0], theirs[0])
+    assert ours[1] == theirs[1]

@@ -13,7 +13,15 @@ from zarrcy._kernels import _sharding as K
 from zarrcy.codecs._base import ArrayBytesCodec, ArraySpec, ByteGetter, ByteSetter, Codec, Selection
 from zarrcy.codecs.sharding import reader, scatter, writer
 from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, run
-from zarrcy.codecs.sharding.format import SENTINEL, ShardLayout, codecs_from_json, contiguous, flat_bytes
+from zarrcy.codecs.sharding.format import (
+    SENTINEL,
+    ShardLayout,
+    codecs_from_json,
+    contiguous,
+    flat_bytes,
+    lay_out,
+    write_order,
+)
 from zarrcy.config import get as _config_get
 from zarrcy.errors import CorruptChunkError, MetadataError, expected
 
@@ -238,8 +246,12 @@ class ShardingCodec(ArrayBytesCodec):
         if not pieces:
             return None
         flat = np.empty(2 * layout.n, np.uint64)
-        K.build_index(nbytes, layout.index_size if layout.start else 0, flat)
+        order = write_order(layout)
+        lay_out(nbytes, layout.index_size if layout.start else 0, flat, order)
         index = layout.encode_index(flat)
+        if order is not None:  # pieces in their physical order (offsets ascend)
+            stored_ids = [i for i in todo if nbytes[i] != SENTINEL]
+            pieces = [p for _, p in sorted(zip(flat[0::2][stored_ids].tolist(), pieces))]
         # one allocation, one copy per piece
         return b"".join([index, *pieces] if layout.start else [*pieces, index])
 
@@ -283,7 +295,7 @@ class ShardingCodec(ArrayBytesCodec):
         start = layout.start
         isz = layout.index_size
         flat = np.empty(2 * n, np.uint64)
-        end = K.build_index(nb, isz if start else 0, flat)
+        end = lay_out(nb, isz if start else 0, flat, write_order(layout))
         total = end + (0 if start else isz)
         result = bytearray(total)  # bytes-like for every caller, no copy at the end
         out = np.frombuffer(result, np.uint8)

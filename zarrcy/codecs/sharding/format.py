@@ -9,6 +9,7 @@ chunk grid; ``2^64 - 1`` twice marks an inner chunk that is not stored.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -32,6 +33,60 @@ FAULT_TEXT = {
     K.IndexFault.FAULT_PAST_END: "points past the end of the shard",
     K.IndexFault.FAULT_INTO_INDEX: "overlaps the shard index",
 }
+
+
+SUBCHUNK_WRITE_ORDERS = ("morton", "lexicographic")
+
+
+@functools.lru_cache(maxsize=64)
+def morton_order(cps: tuple[int, ...]) -> np.ndarray:
+    """C-order linear indices of a ``cps`` grid of inner chunks, sorted by their
+    compressed Morton (Z-order) code: bit ``b`` of every axis that still has a bit ``b``
+    (axes of ``k`` chunks have ``(k - 1).bit_length()`` bits), axis 0 first, lowest bits
+    first.  This is the order zarr-python 3.4 writes inner chunks in by default, so the
+    shard bytes match (read-only result, cached per grid)."""
+    n = math.prod(cps)
+    coords = np.indices(cps, dtype=np.int64).reshape(len(cps), n) if cps else np.zeros((0, 1), np.int64)
+    bits = [(c - 1).bit_length() for c in cps]
+    code = np.zeros(n, np.int64)
+    out_bit = 0
+    for b in range(max(bits, default=0)):
+        for d, nb in enumerate(bits):
+            if b < nb:
+                code |= ((coords[d] >> b) & 1) << out_bit
+                out_bit += 1
+    order = np.argsort(code, kind="stable")
+    order.flags.writeable = False
+    return order
+
+
+def write_order(layout: "ShardLayout") -> np.ndarray | None:
+    """The physical order of inner chunks for a shard write (None: C order)."""
+    mode = _config_get("subchunk_write_order")
+    if mode == "lexicographic" or layout.n <= 1:
+        return None
+    if mode != "morton":
+        raise MetadataError(expected("config.subchunk_write_order", f"one of {SUBCHUNK_WRITE_ORDERS}", mode))
+    return morton_order(tuple(layout.cps))
+
+
+def lay_out(nbytes: np.ndarray, base: int, flat: np.ndarray, order: np.ndarray | None) -> int:
+    """Fill the index ``flat`` (C order of the inner chunks) for inner chunks of sizes
+    ``nbytes`` (``SENTINEL``: not stored) placed back to back from ``base`` in the
+    physical ``order`` (None: C order); returns the end offset."""
+    if order is None:
+        return int(K.build_index(nbytes, base, flat))
+    nb = nbytes[order]
+    present = nb != SENTINEL
+    sizes = np.where(present, nb, np.uint64(0))
+    if sizes.size and int(sizes.max()) > (1 << 62) // max(1, sizes.size):
+        raise OverflowError("shard index: shard larger than 2^62 bytes")
+    ends = np.cumsum(sizes, dtype=np.uint64) + np.uint64(base)
+    flat[:] = SENTINEL
+    idx = order[present]
+    flat[2 * idx] = (ends - sizes)[present]
+    flat[2 * idx + 1] = nb[present]
+    return int(ends[-1]) if ends.size else int(base)
 
 
 def codecs_from_json(value: Any, path: str) -> tuple[Codec, ...]:

@@ -24,7 +24,7 @@ import numpy as np
 from zarrcy._kernels import _sharding as K
 from zarrcy.codecs._base import ByteSetter, Selection, ValueSnapshot, assign, select
 from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, run
-from zarrcy.codecs.sharding.format import SENTINEL, ShardLayout, contiguous, flat_bytes
+from zarrcy.codecs.sharding.format import SENTINEL, ShardLayout, contiguous, flat_bytes, lay_out, write_order
 from zarrcy.codecs.sharding.projection import Projection
 from zarrcy.codecs.sharding.reader import drop_index, fetch_ranges, with_index
 from zarrcy.config import get as _config_get
@@ -275,7 +275,7 @@ def _rewrite(
     # build the index straight into the output when it has the stored layout (no copy)
     direct = layout.fast_index and _LITTLE and (out.ctypes.data + idx_off) % 8 == 0
     new_flat = out[idx_off:idx_off + 16 * n].view(np.uint64) if direct else np.empty(2 * n, np.uint64)
-    end = K.build_index(new_nb, base, new_flat)
+    end = lay_out(new_nb, base, new_flat, write_order(layout))
     if end != base + data_end:  # pragma: no cover - kernel contract
         raise CorruptChunkError("shard index: inconsistent sizes while assembling")
     del new_nb
