@@ -335,19 +335,35 @@ def chain_report(values: Any, codecs: Any) -> CastReport:
         back = scale_offset_decode_array(back_y, so.offset, so.scale)
     except CastError:
         return check_cast(x, chain)
-    with np.errstate(invalid="ignore", over="ignore"):
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         orig = flat.astype(np.float64, copy=False)
         back = back.astype(np.float64, copy=False)
+        if not dec_bad.any():
+            # common case in few passes: |back - orig| is NaN where either is NaN (ignored, as
+            # check_cast ignores them) and infinite only when an infinity is involved -> the
+            # general rules below
+            err = np.subtract(back, orig)
+            np.abs(err, out=err)
+            max_abs = float(np.fmax.reduce(err)) if err.size else 0.0
+            if math.isfinite(max_abs) or math.isnan(max_abs):
+                rep.round_trip_mismatches = int(np.count_nonzero(np.isnan(orig) ^ np.isnan(back)))
+                rep.max_abs_error = 0.0 if math.isnan(max_abs) else max_abs
+                a = np.abs(orig)
+                zero = a == 0
+                np.divide(err, a, out=a)  # inf / NaN where orig is 0: handled next
+                a[zero] = 0.0
+                rel = float(np.fmax.reduce(a)) if a.size else 0.0
+                rep.max_rel_error = 0.0 if math.isnan(rel) else rel
+                if np.count_nonzero(zero & (err > 0)):
+                    rep.max_rel_error = math.inf
+                return rep
         nan_o, nan_b = np.isnan(orig), np.isnan(back)
         fin_o, fin_b = np.isfinite(orig), np.isfinite(back)
         # same rule as check_cast: NaN-ness, finiteness or an infinity changed, or decode failed
         mismatch = dec_bad | (nan_o != nan_b) | (fin_o != fin_b) | (~fin_o & ~nan_o & (orig != back))
         rep.round_trip_mismatches = int(np.count_nonzero(mismatch))
         sel = fin_o & fin_b & ~dec_bad
-        if sel.all():
-            o_s, b_s = orig, back
-        else:
-            o_s, b_s = orig[sel], back[sel]
+        o_s, b_s = orig[sel], back[sel]
         if o_s.size:
             err = np.abs(b_s - o_s)
             rep.max_abs_error = float(err.max())
@@ -363,15 +379,33 @@ def chain_report(values: Any, codecs: Any) -> CastReport:
 # CLI: zarrcy cast-check
 # ---------------------------------------------------------------------------------------
 
-def _load_npy(path: str) -> np.ndarray:
-    """The values of a ``.npy`` file (the ``zarrcy`` CLI passes a loader that also opens
-    Zarr arrays); failures are ``ValueError`` with a one-line message."""
+def _load_values(path: str) -> np.ndarray:
+    """The values of a ``.npy`` file or of the Zarr array at ``path``; every failure is a
+    ``ValueError`` with a one-line message (the CLI prints it, no traceback)."""
+    import os
+
+    if path.endswith(".npy") or os.path.isfile(path):
+        try:
+            return np.load(path, allow_pickle=False)
+        except FileNotFoundError:
+            raise ValueError(f"{path}: no such file") from None
+        except IsADirectoryError:
+            raise ValueError(f"{path}: is a directory, expected a .npy file") from None
+        except (OSError, ValueError, EOFError) as e:
+            why = f" ({e})" if path.endswith(".npy") else ""
+            raise ValueError(f"{path}: expected a .npy file or a Zarr array, received a file that is not .npy{why}") from None
+    if not os.path.exists(path) and "://" not in path:
+        raise ValueError(f"{path}: no such file or directory")
+    # through the package (this module sits below the API layer; the CLI is what calls it)
+    import zarrcy
+
     try:
-        return np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise ValueError(f"{path}: no such file") from None
-    except (OSError, ValueError, EOFError) as e:
-        raise ValueError(f"{path}: expected a .npy file, cannot read it ({e})") from None
+        node = zarrcy.open(path, mode="r")
+    except (ZarrcyError, OSError) as e:
+        raise ValueError(f"{path}: expected a .npy file or a Zarr array, received no array there ({e})") from None
+    if not isinstance(node, zarrcy.Array):
+        raise ValueError(f"{path}: expected a Zarr array, received a group (give the array's path, e.g. {path}/NAME)")
+    return np.asarray(node[...])
 
 
 def cast_check_main(argv: Sequence[str] | None = None, load: Any = None) -> int:
@@ -410,7 +444,7 @@ def cast_check_main(argv: Sequence[str] | None = None, load: Any = None) -> int:
                 codecs.append({"name": "cast_value", "configuration": cv})
             if not codecs:
                 ap.error("give --codecs or --dtype/--scale/--offset")
-        values = (load or _load_npy)(args.input)
+        values = (load or _load_values)(args.input)
         rep = check_cast(values, codecs)
     except (ZarrcyError, ValueError, OSError) as e:  # MetadataError, bad JSON, unreadable input
         print(f"zarrcy cast-check: error: {e}", file=sys.stderr)

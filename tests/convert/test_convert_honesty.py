@@ -84,15 +84,23 @@ def test_nan_code_collision_is_refused_before_writing(tmp_path, capsys, check):
 
 
 def test_chain_report_matches_check_cast():
-    rng = np.random.default_rng(1)
-    for dt in ("float32", "float64"):
-        x = (rng.random(5000) * 3 - 1).astype(dt)
-        x[::50] = np.nan
-        for q in ("scale=100,offset=-1,dtype=uint8,out_of_range=clamp,nan=255",
-                  "scale=300,dtype=uint8,out_of_range=wrap,nan=7", "scale=1000,offset=0.5,dtype=int16,nan=0",
-                  "scale=10,dtype=uint8"):  # the last one fails on negative values: falls back to check_cast
-            chain = parse_quantize(q)
-            assert chain_report(x, chain).to_json() == check_cast(x, chain).to_json(), (dt, q)
+    """The fast report equals check_cast's (the element-wise oracle) on every counter, with
+    NaN, +-Infinity, zeros, clamping, wrapping and failing data."""
+    rng = np.random.default_rng(5)
+    chains = ["scale=100,offset=-1,dtype=uint8,out_of_range=clamp,nan=255", "scale=300,dtype=uint8,out_of_range=wrap,nan=7",
+              "scale=1000,offset=0.5,dtype=int16,nan=0,out_of_range=clamp", "scale=10,dtype=uint8",
+              "scale=1,dtype=float16,nan=0", "scale=2,dtype=int32,out_of_range=clamp"]
+    for trial in range(48):
+        x = (rng.random(3000) * (1, 3, 300)[trial % 3] - trial % 2).astype(("float32", "float64")[trial % 2])
+        kind = (trial // 6) % 4
+        if kind >= 1:
+            x[::37] = np.nan
+        if kind >= 2:
+            x[5] = np.inf
+        if kind >= 3:
+            x[9], x[11] = -np.inf, 0.0
+        chain = parse_quantize(chains[trial % len(chains)])
+        assert chain_report(x, chain).to_json() == check_cast(x, chain).to_json(), (trial, chains[trial % len(chains)])
 
 
 def test_quantize_report_survives_resume(tmp_path):

@@ -138,40 +138,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(args.output, size=args.size)
 
 
-def _load_values(path: str) -> Any:
-    """The values of a ``.npy`` file or of the Zarr array at ``path``; every failure is a
-    ``ValueError`` with a one-line message (the CLI prints it, no traceback)."""
-    import numpy as np
-
-    if path.endswith(".npy") or os.path.isfile(path):
-        try:
-            return np.load(path, allow_pickle=False)
-        except FileNotFoundError:
-            raise ValueError(f"{path}: no such file") from None
-        except IsADirectoryError:
-            raise ValueError(f"{path}: is a directory, expected a .npy file") from None
-        except (OSError, ValueError, EOFError) as e:
-            why = f" ({e})" if path.endswith(".npy") else ""
-            raise ValueError(f"{path}: expected a .npy file or a Zarr array, received a file that is not .npy{why}") from None
-    if not os.path.exists(path) and "://" not in path:
-        raise ValueError(f"{path}: no such file or directory")
-    from zarrcy.api import open as open_node
-    from zarrcy.array import Array
-    from zarrcy.errors import ZarrcyError
-
-    try:
-        node = open_node(path, mode="r")
-    except (ZarrcyError, OSError) as e:
-        raise ValueError(f"{path}: expected a .npy file or a Zarr array, received no array there ({e})") from None
-    if not isinstance(node, Array):
-        raise ValueError(f"{path}: expected a Zarr array, received a group (give the array's path, e.g. {path}/NAME)")
-    return np.asarray(node[...])
-
-
 def _cmd_cast_check(argv: Sequence[str]) -> int:
     from zarrcy.casting import cast_check_main
 
-    return cast_check_main(list(argv), load=_load_values)
+    return cast_check_main(list(argv))
 
 
 def _version() -> str:
