@@ -7,7 +7,8 @@ sources and fail (``cannot import name '_deflate' from 'zarrcy._kernels'``).  Th
 
 * the source tree has its kernels compiled in place (``python setup.py build_ext
   --inplace``, the developer setup): test the source tree;
-* it has not: drop it from ``sys.path`` and test the installed package (``pip install .``);
+* it has not: drop it from ``sys.path`` and test the installed package (``pip install .``),
+  unless ``PYTHONPATH`` names the tree (then: a message saying to build it in place);
 * neither works: stop with a message saying what to run.
 
 The header of the pytest run names the zarrcy under test.
@@ -48,6 +49,11 @@ def _is_root(entry: str) -> bool:
 def _select() -> str:
     if _tree_is_built():
         return "source tree (kernels compiled in place)"
+    if any(_is_root(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p):
+        # the developer asked for this tree explicitly: do not test another package instead
+        raise pytest.UsageError(
+            f"PYTHONPATH names the source tree {ROOT}, whose kernels are not all compiled: run "
+            "`python setup.py build_ext --inplace` (or drop it from PYTHONPATH to test the installed package)")
     sys.path[:] = [p for p in sys.path if not _is_root(p)]
     for name in [m for m in sys.modules if m == "zarrcy" or m.startswith("zarrcy.")]:
         del sys.modules[name]
