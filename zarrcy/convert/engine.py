@@ -928,8 +928,16 @@ def convert(src: Any, dst: Any, **kwargs: Any) -> ConvertReport:
         raise ConvertError(expected("--on-error", "'stop' or 'skip'", o.on_error), 2)
     if o.on_unsupported not in ("stop", "skip"):
         raise ConvertError(expected("--on-unsupported", "'stop' or 'skip'", o.on_unsupported), 2)
-    if o.workers is not None and (isinstance(o.workers, bool) or not isinstance(o.workers, int) or o.workers < 1):
-        raise ConvertError(expected("--workers", "a positive integer", o.workers), 2)
+    if o.workers is not None:
+        import operator
+
+        try:
+            ok = not isinstance(o.workers, bool) and operator.index(o.workers) >= 1
+        except TypeError:
+            ok = False
+        if not ok:
+            raise ConvertError(expected("--workers", "a positive integer", o.workers), 2)
+        o.workers = operator.index(o.workers)
     from zarrcy.storage import Store
 
     new_dir = _new_local_dir(dst)
