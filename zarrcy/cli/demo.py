@@ -28,15 +28,59 @@ def _du(path: str) -> int:
     return total
 
 
+#: file that marks a directory as written by ``zarrcy demo`` (so a rerun may replace it)
+MARKER = ".zarrcy-demo"
+#: what the demo writes at the top of its output directory (and all it ever deletes)
+_OWN = frozenset((MARKER, "zarr.json", "dense", "volume", "quantized", "legacy_v2", "converted"))
+
+
+class DemoOutputError(Exception):
+    """The ``--output`` directory cannot be used without deleting someone else's files."""
+
+
+def prepare_output(output: str) -> None:
+    """Make ``output`` ready for the demo without ever deleting what zarrcy did not create:
+    a missing or empty directory is used as is; an earlier demo output (it has the marker
+    file and nothing but what the demo writes) is cleared; anything else is refused."""
+    if not os.path.exists(output):
+        os.makedirs(output)
+    elif not os.path.isdir(output):
+        raise DemoOutputError(f"--output {output}: exists and is not a directory")
+    entries = set(os.listdir(output))
+    if entries:
+        if MARKER not in entries:
+            raise DemoOutputError(
+                f"--output {output}: the directory is not empty and is not an earlier zarrcy demo output; "
+                "nothing was deleted (give a new or empty directory)")
+        foreign = sorted(entries - _OWN)
+        if foreign:
+            raise DemoOutputError(
+                f"--output {output}: an earlier demo output, but it also holds {', '.join(foreign[:5])}"
+                f"{' ...' if len(foreign) > 5 else ''}, which the demo did not write; nothing was deleted")
+        for name in sorted(entries - {MARKER}):
+            path = os.path.join(output, name)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            else:
+                os.remove(path)
+    with open(os.path.join(output, MARKER), "w") as f:
+        f.write("written by `zarrcy demo`; a later `zarrcy demo` may replace this directory\n")
+
+
 def run_demo(output: str = "zarrcy-demo.zarr", size: str = "default") -> int:
+    import sys
+
     import zarrcy
     from zarrcy.codecs import BloscCodec, GzipCodec, ZstdCodec
 
     n = 2048 if size == "default" else 256
     n3 = 256 if size == "default" else 64
-    if os.path.exists(output):
-        shutil.rmtree(output)
-    root = zarrcy.open_group(output, mode="w", attributes={"title": "zarrcy demo", "created_by": f"zarrcy {zarrcy.__version__}"})
+    try:
+        prepare_output(output)
+    except DemoOutputError as e:
+        print(f"zarrcy demo: error: {e}", file=sys.stderr)
+        return 2
+    root = zarrcy.open_group(output, mode="w-", attributes={"title": "zarrcy demo", "created_by": f"zarrcy {zarrcy.__version__}"})
     dense = _field((n, n))
     vol = (np.clip(_field((n3, n3, n3), 1) + 3, 0, 6) * 600).astype(np.uint16)
     cases = [

@@ -53,6 +53,7 @@ from zarrcy.convert.options import (
     parse_quantize,
     parse_shape,
 )
+from zarrcy.casting import merge_reports
 from zarrcy.convert.progress import Progress, human_bytes
 
 __all__ = ["ConvertError", "ConvertOptions", "ConvertReport", "convert", "JOURNAL_DIR"]
@@ -129,6 +130,15 @@ class ArrayPlan:
     src_stored_bytes: int | None = None
     estimated_output_bytes: int | None = None
     src_format: int = 3
+    # what changed besides what the options asked for, and why (compressor substituted,
+    # filters without a v3 equivalent dropped, --quantize not applied to a non-float array)
+    notes: list[str] = field(default_factory=list)
+    # --quantize: what the chain did to this array's values (CastReport.to_json(), summed
+    # over the regions: exact/rounded/clamped/wrapped/scalar-mapped counts, round-trip errors)
+    quantize_report: dict[str, Any] | None = None
+    # lossy source filters kept as v3 codecs (fixedscaleoffset -> scale_offset + cast_value):
+    # --verify expects the values after their encode -> decode
+    kept_filters: list[dict[str, Any]] | None = None
 
     def to_json(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -156,6 +166,7 @@ class ConvertReport:
     corrupt_chunks: list[str] = field(default_factory=list)
     plans: list[ArrayPlan] = field(default_factory=list)
     already_complete: bool = False
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def compression_ratio(self) -> float | None:
@@ -180,6 +191,7 @@ class ConvertReport:
                     f"{p.region_shape}; decoded {human_bytes(p.nbytes)}, stored {src}, estimated output {est}")
             for path, why in self.skipped_arrays:
                 lines.append(f"  /{path}: skipped ({why})")
+            lines.extend(self._notes())
             return "\n".join(lines)
         ratio = self.compression_ratio
         lines = [
@@ -196,12 +208,46 @@ class ConvertReport:
         if self.corrupt_chunks:
             lines.append(f"  corrupt source chunks replaced by the fill value: {', '.join(self.corrupt_chunks[:20])}"
                          + (" ..." if len(self.corrupt_chunks) > 20 else ""))
+        for p in self.plans:
+            q = p.quantize_report
+            if q is None:
+                continue
+            lines.append(
+                f"  quantized /{p.rel}: {p.dtype} -> {q.get('encoded_dtype')} ({' -> '.join(q.get('stages') or [])}), "
+                f"{q['count']:,} values: {q['exact']:,} exact, {q['rounded']:,} rounded, {q['clamped']:,} clamped, "
+                f"{q['wrapped']:,} wrapped, {q['scalar_mapped']:,} scalar-mapped; max round-trip error "
+                f"{_num(q['max_abs_error'])} (abs), {_num(q['max_rel_error'])} (rel)"
+                + (f"; {q['round_trip_mismatches']:,} read back as a different kind of value"
+                   if q.get("round_trip_mismatches") else "")
+                + (" (regions completed by an earlier run not counted)" if q.get("partial") else ""))
+        lines.extend(self._notes())
         return "\n".join(lines)
+
+    def _notes(self) -> list[str]:
+        out = [f"  note /{p.rel}: {n}" for p in self.plans for n in p.notes]
+        out += [f"  warning: {w}" for w in self.warnings]
+        return out
 
 
 # --------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------
+def _num(v: Any) -> str:
+    return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+
+def _cast_report_from_json(d: dict[str, Any]) -> Any:
+    from zarrcy.casting import CastReport
+
+    d = dict(d)
+    d.pop("partial", None)
+    for k in ("max_abs_error", "max_rel_error"):
+        d[k] = float(d.get(k, 0.0))
+    if isinstance(d.get("first_failing_index"), list):
+        d["first_failing_index"] = tuple(d["first_failing_index"])
+    return CastReport(**d)
+
+
 def _prefix(path: str) -> str:
     return path + "/" if path else ""
 
@@ -339,19 +385,114 @@ def _copy_doc_v3(src: Array) -> dict[str, Any]:
     return doc
 
 
-def _default_compressors(src: Array) -> list[dict[str, Any]]:
+_ZSTD0 = {"name": "zstd", "configuration": {"level": 0, "checksum": False}}
+_BLOSC_SHUFFLES = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}
+# v2 filters the default chain leaves out without a note (the v3 data type / serializer
+# already does their work)
+_V2_SILENT_FILTERS = frozenset(("vlen-utf8", "vlen-bytes"))
+
+
+def _v2_compressor_to_v3(comp: dict[str, Any], itemsize: int) -> tuple[dict[str, Any] | None, str | None]:
+    """A numcodecs compressor config -> (its v3 codec, or None; a note when it is not the same)."""
+    cid = comp.get("id")
+    if cid == "blosc":
+        shuffle = int(comp.get("shuffle", 1))
+        if shuffle == -1:  # numcodecs AUTOSHUFFLE: bit shuffle for 1-byte items, else byte shuffle
+            shuffle = 2 if itemsize == 1 else 1
+        cfg = {"cname": comp.get("cname", "lz4"), "clevel": int(comp.get("clevel", 5)),
+               "shuffle": _BLOSC_SHUFFLES.get(shuffle, "shuffle"), "blocksize": int(comp.get("blocksize", 0) or 0)}
+        return {"name": "blosc", "configuration": cfg}, None
+    if cid == "zstd":
+        return {"name": "zstd", "configuration": {"level": int(comp.get("level", 0)),
+                                                  "checksum": bool(comp.get("checksum", False))}}, None
+    if cid == "gzip":
+        return {"name": "gzip", "configuration": {"level": int(comp.get("level", 5))}}, None
+    if cid == "zlib":
+        level = int(comp.get("level", 1))
+        return ({"name": "gzip", "configuration": {"level": level}},
+                f"compressor zlib level {level} has no Zarr v3 codec: gzip level {level} (the same deflate) is used")
+    return None, None
+
+
+def _default_codecs(src: Array) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+    """The destination's default (array->array filters, bytes->bytes compressors, notes)
+    when neither ``--codecs`` nor ``--compressor`` is given: the source's compressor (blosc,
+    zstd, gzip; zlib as gzip) and the filters that have a v3 equivalent
+    (``fixedscaleoffset`` -> ``scale_offset`` + ``cast_value``); anything else is dropped or
+    replaced by zstd level 0, and a note says so."""
     m = src.metadata
-    for c in reversed(m.codecs):
-        name = getattr(c, "name", None)
-        if name in ("blosc", "zstd", "gzip") and c.kind == "bytes->bytes":
-            d = c.to_dict()
-            cfg = dict(d.get("configuration") or {})
+    notes: list[str] = []
+    filters: list[dict[str, Any]] = []
+    if _is_v2(m):
+        from zarrcy.codecs.scale_offset import expand_fixedscaleoffset
+
+        for f in m.filters or []:
+            fid = f.get("id")
+            if fid in _V2_SILENT_FILTERS:
+                continue
+            if fid == "fixedscaleoffset":
+                try:
+                    cfg = {k: v for k, v in f.items() if k != "id"}
+                    filters.extend(c.to_dict() for c in expand_fixedscaleoffset(cfg, "filters"))
+                    continue
+                except (MetadataError, ValueError):
+                    pass
+            notes.append(f"filter {fid} dropped: Zarr v3 has no equivalent codec, the values are stored unfiltered")
+        comp = m.compressor
+        if comp is None:
+            notes.append("the source has no compressor: zstd level 0 is used (--compressor none keeps it uncompressed)")
+            return filters, [dict(_ZSTD0)], notes
+        v3, note = _v2_compressor_to_v3(comp, src.dtype.itemsize)
+        if v3 is None:
+            notes.append(f"compressor {comp.get('id')} has no Zarr v3 codec: zstd level 0 is used instead "
+                         "(choose one with --compressor)")
+            return filters, [dict(_ZSTD0)], notes
+        if note:
+            notes.append(note)
+        return filters, [v3], notes
+    chain = list(m.to_json().get("codecs") or [])
+    # a sharded source: its inner chain holds the compressor
+    while len(chain) == 1 and chain[0].get("name") == "sharding_indexed":
+        chain = list((chain[0].get("configuration") or {}).get("codecs") or [])
+    out: list[dict[str, Any]] = []
+    kinds = {c.name: c.kind for c in m.codecs}
+    for c in chain:
+        name = c.get("name")
+        if name in ("blosc", "zstd", "gzip", "crc32c"):
+            cfg = dict(c.get("configuration") or {})
             cfg.pop("typesize", None)  # re-derived from the destination data type
-            return [{"name": name, "configuration": cfg}]
-    return [{"name": "zstd", "configuration": {"level": 0, "checksum": False}}]
+            out.append({"name": name, "configuration": cfg} if cfg or name != "crc32c" else {"name": name})
+        elif name in ("bytes", "vlen-utf8", "vlen-bytes", "transpose", "sharding_indexed"):
+            continue
+        elif kinds.get(name) != "array->bytes":
+            notes.append(f"codec {name} of the source not kept (give the chain with --codecs to keep it)")
+    if not any(c["name"] != "crc32c" for c in out):
+        notes.append("the source has no blosc/zstd/gzip compressor: zstd level 0 is used "
+                     "(--compressor none keeps it uncompressed)")
+        out.insert(0, dict(_ZSTD0))
+    return filters, out, notes
 
 
-def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions) -> ArrayPlan:
+def _default_compressors(src: Array) -> list[dict[str, Any]]:
+    """The compressors of :func:`_default_codecs` (the ``--format 2`` default uses them)."""
+    return [c for c in _default_codecs(src)[1] if c["name"] != "crc32c"]
+
+
+def _quantizable(dtype: np.dtype) -> bool:
+    """--quantize applies to floating-point arrays (numpy float16/32/64, ml_dtypes floats)."""
+    if dtype.kind == "f":
+        return True
+    try:
+        import ml_dtypes
+
+        return dtype in (np.dtype(ml_dtypes.bfloat16), np.dtype(ml_dtypes.float8_e4m3), np.dtype(ml_dtypes.float8_e5m2))
+    except (ImportError, AttributeError, TypeError):  # pragma: no cover
+        return False
+
+
+def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions, single: bool = False) -> ArrayPlan:
+    """The plan of one array; ``single``: the source node is this array (not a hierarchy),
+    so options that cannot apply to it are errors rather than notes."""
     m = src.metadata
     if getattr(m.chunk_grid, "name", "regular") == "rectilinear":  # planning assumes a regular grid
         raise _Unsupported("rectilinear chunk grids are not supported by convert yet")
@@ -361,6 +502,18 @@ def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions) -> Array
     comp = parse_compressor(o.compressor)
     quant = parse_quantize(o.quantize)
     ndim = src.ndim
+    notes: list[str] = []
+    if quant and not _quantizable(src.dtype):
+        if single:
+            raise ConvertError(f"--quantize: /{src.path} is {src.dtype}; --quantize applies to floating-point arrays "
+                               "only", 2)
+        quant = None
+        notes.append(f"not quantized: {src.dtype} is not a floating-point type (--quantize applies to float arrays "
+                     "only; use --include/--exclude to choose the arrays)")
+    if single:
+        for name, shape, raw in (("--chunks", chunks, o.chunks), ("--shards", shards, o.shards)):
+            if shape is not None and len(shape) != ndim:
+                raise ConvertError(expected(name, f"{ndim} sizes (the rank of /{src.path}, shape {src.shape})", raw), 2)
     # in a hierarchy, --chunks/--shards apply to the arrays of their rank; the others keep
     # their source chunking (still re-encoded with the requested codecs)
     if chunks is not None and len(chunks) != ndim:
@@ -402,50 +555,73 @@ def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions) -> Array
             obj = tuple(m.chunk_grid.chunk_shape)
             region = _region_shape(src.shape, obj, itemsize, o.region_bytes, False)
             return ArrayPlan(src.path, dst_path, rel, "copy", 3, doc, src.shape, str(src.dtype), tuple(src.chunks),
-                             tuple(src.chunks), src.shards, region, math.prod(_region_grid(src.shape, region)), src.nbytes)
+                             tuple(src.chunks), src.shards, region, math.prod(_region_grid(src.shape, region)), src.nbytes,
+                             notes=notes)
         if shards is None and chunks is None and src.shards is not None:
             shards, chunks = src.shards, src.chunks
         if chunks is None:
             chunks = tuple(src.chunks) if shards is None or all(s % c == 0 for s, c in zip(shards, src.chunks)) else tuple(shards)
         if shards is not None and any(s % c for s, c in zip(shards, chunks)):
             raise ConvertError(expected(f"/{rel} --shards", f"multiples of the chunk shape {chunks}", ",".join(map(str, shards))), 2)
+        kept: list[dict[str, Any]] = []  # source filters kept as v3 codecs (lossy: verify expects them)
         if codecs is not None:
             inner = list(codecs)
         else:
             serializer = {"name": "bytes", "configuration": {"endian": "little"}}
             if getattr(dt3, "variable_length", False):  # string / bytes (zarr-extensions)
                 serializer = {"name": "vlen-utf8" if dt3.category == "string" else "vlen-bytes"}
-            inner = [serializer, *(comp if comp is not None else _default_compressors(src))]
+            if comp is not None:
+                inner = [serializer, *comp]
+            else:
+                kept, compressors, why = _default_codecs(src)
+                notes.extend(why)
+                if kept and quant:
+                    notes.append(f"source filters {[f['name'] for f in kept]} replaced by --quantize")
+                    kept = []
+                inner = [*kept, serializer, *compressors]
         if codecs is not None and any(isinstance(c, dict) and c.get("name") == "zarrcy.hdf5_chunk" for c in inner):
             raise ConvertError("--codecs: zarrcy.hdf5_chunk is internal to HDF5 sources (it only decodes)", 2)
         if quant:
             inner = [*quant, *inner]
-        codec_chain: list[Any]
-        if shards is not None:
-            codec_chain = [{"name": "sharding_indexed", "configuration": {
-                "chunk_shape": list(chunks), "codecs": inner,
-                "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
-                "index_location": "end"}}]
-        else:
-            codec_chain = inner
-        doc = {
-            "zarr_format": 3,
-            "node_type": "array",
-            "shape": list(src.shape),
-            "data_type": dt3.to_json(),
-            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(shards or chunks)}},
-            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-            "fill_value": _fill_json(dt3, m.fill_value),
-            "codecs": codec_chain,
-            "attributes": dict(m.attributes),
-        }
-        if m.dimension_names is not None:
-            doc["dimension_names"] = list(m.dimension_names)
-        obj = tuple(shards or chunks)
-        region = _region_shape(src.shape, obj, itemsize, o.region_bytes, shards is not None)
-        return ArrayPlan(src.path, dst_path, rel, "rewrite", 3, doc, src.shape, str(src.dtype), tuple(src.chunks),
-                         tuple(chunks), tuple(shards) if shards else None, region,
-                         math.prod(_region_grid(src.shape, region)), src.nbytes, quantize=quant)
+
+        def make(inner: list[Any]) -> ArrayPlan:
+            codec_chain: list[Any]
+            if shards is not None:
+                codec_chain = [{"name": "sharding_indexed", "configuration": {
+                    "chunk_shape": list(chunks), "codecs": inner,
+                    "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
+                    "index_location": "end"}}]
+            else:
+                codec_chain = inner
+            doc = {
+                "zarr_format": 3,
+                "node_type": "array",
+                "shape": list(src.shape),
+                "data_type": dt3.to_json(),
+                "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(shards or chunks)}},
+                "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+                "fill_value": _fill_json(dt3, m.fill_value),
+                "codecs": codec_chain,
+                "attributes": dict(m.attributes),
+            }
+            if m.dimension_names is not None:
+                doc["dimension_names"] = list(m.dimension_names)
+            obj = tuple(shards or chunks)
+            region = _region_shape(src.shape, obj, itemsize, o.region_bytes, shards is not None)
+            return ArrayPlan(src.path, dst_path, rel, "rewrite", 3, doc, src.shape, str(src.dtype), tuple(src.chunks),
+                             tuple(chunks), tuple(shards) if shards else None, region,
+                             math.prod(_region_grid(src.shape, region)), src.nbytes, quantize=quant, notes=notes,
+                             kept_filters=kept or None)
+
+        plan = make(inner)
+        if kept:
+            try:  # e.g. a NaN fill value cannot go through fixedscaleoffset's integer type
+                _dst_metadata(plan)
+            except (MetadataError, ValueError) as e:
+                notes.append(f"source filters {[f['name'] for f in kept]} dropped: not valid in Zarr v3 here ({e})")
+                plan = make(inner[len(kept):] if not quant else inner)
+                plan.kept_filters = None
+        return plan
     if dst_format != 2:
         raise ConvertError(expected("--format", "2 or 3", dst_format), 2)
     # ---- Zarr v2 destination
@@ -531,6 +707,11 @@ class RegionTask:
     quantize: list[dict[str, Any]] | None
     journal: bool = True
     src_path: str = ""
+    # --quantize: this region's report from the pre-pass (CastReport), or None to compute it
+    # here (inline check, resumed runs)
+    cast: Any = None
+    # lossy codecs the destination applies besides --quantize (kept source filters)
+    kept_filters: list[dict[str, Any]] | None = None
 
 
 @dataclass
@@ -542,6 +723,7 @@ class RegionResult:
     bytes_out: int = 0
     objects: int = 0
     corrupt: list[str] = field(default_factory=list)
+    cast: Any = None  # --quantize: CastReport of this region
 
 
 def _journal_ok(task: RegionTask) -> RegionResult | None:
@@ -564,8 +746,10 @@ def _journal_ok(task: RegionTask) -> RegionResult | None:
         if data is not None:
             out += len(data)
             n += 1
+    cast = entry.get("cast")
     return RegionResult(task.rid, skipped=True, decoded_bytes=int(entry.get("decoded_bytes", 0)),
-                        bytes_in=int(entry.get("bytes_in", 0)), bytes_out=out, objects=n)
+                        bytes_in=int(entry.get("bytes_in", 0)), bytes_out=out, objects=n,
+                        cast=_cast_report_from_json(cast) if isinstance(cast, dict) else None)
 
 
 def _read_source(task: RegionTask, sel: tuple[slice, ...], corrupt: list[str]) -> np.ndarray:
@@ -594,15 +778,17 @@ def _read_source(task: RegionTask, sel: tuple[slice, ...], corrupt: list[str]) -
 
 
 def _expected_after_codecs(task: RegionTask, data: np.ndarray) -> np.ndarray:
-    """What a read of quantized data gives back: encode then decode through the quantize chain."""
-    if not task.quantize:
+    """What a read of quantized data gives back: encode then decode through the quantize chain
+    (and the lossy source filters the destination kept)."""
+    chain = [*(task.quantize or ()), *(task.kept_filters or ())]
+    if not chain:
         return data
     from zarrcy.codecs._base import ArraySpec
     from zarrcy.codecs.pipeline import CodecPipeline
 
     m = task.dst.metadata
     spec = ArraySpec(tuple(data.shape), m.data_type.dtype, m.fill_value, m.data_type)
-    pipe = CodecPipeline.from_codecs([*task.quantize, {"name": "bytes", "configuration": {"endian": "little"}}], spec)
+    pipe = CodecPipeline.from_codecs([*chain, {"name": "bytes", "configuration": {"endian": "little"}}], spec)
     enc = pipe.encode(np.ascontiguousarray(data))
     return pipe.decode(enc)
 
@@ -643,6 +829,9 @@ def run_region(task: RegionTask) -> RegionResult:
                     raise ConvertError(f"verify: /{dst.path} object {dst._key(coords)} differs from the source", 4)
     else:
         data = _read_source(task, sel, res.corrupt)
+        if task.quantize:
+            res.cast = task.cast if task.cast is not None else _region_cast_report(task.src_path or src.path, data, sel,
+                                                                                 task.quantize)
         try:
             dst[sel] = data
         except CastError:
@@ -664,6 +853,8 @@ def run_region(task: RegionTask) -> RegionResult:
         del data
     if task.journal:
         entry = {"keys": keys, "decoded_bytes": res.decoded_bytes, "bytes_in": res.bytes_in}
+        if res.cast is not None:
+            entry["cast"] = res.cast.to_json()
         dst.store.set(task.journal_key, json.dumps(entry, sort_keys=True).encode())
     return res
 
@@ -771,15 +962,61 @@ def convert(src: Any, dst: Any, **kwargs: Any) -> ConvertReport:
         raise ConvertError(expected("--on-unsupported", "'stop' or 'skip'", o.on_unsupported), 2)
     if o.cf_packing not in ("keep", "chain"):
         raise ConvertError(expected("--cf-packing", "'keep' or 'chain'", o.cf_packing), 2)
+    if o.workers is not None:
+        import operator
+
+        try:
+            ok = not isinstance(o.workers, bool) and operator.index(o.workers) >= 1
+        except TypeError:
+            ok = False
+        if not ok:
+            raise ConvertError(expected("--workers", "a positive integer", o.workers), 2)
+        o.workers = operator.index(o.workers)
     from zarrcy.storage import Store
 
+    new_dir = _new_local_dir(dst)
     src_store, dst_store = _open_stores(src, dst, o)
     try:
         return _convert(src_store, dst_store, o)
+    except BaseException:
+        # a run that failed leaves no empty destination behind (opening the store created it)
+        if new_dir is not None:
+            if dst_store is not None and not isinstance(dst, Store):
+                dst_store.close()
+            _remove_empty_dirs(new_dir)
+        raise
     finally:  # stores opened here are closed here (a zip archive is finalised on close)
         for given, st in ((src, src_store), (dst, dst_store)):
             if st is not None and not isinstance(given, Store):
                 st.close()
+
+
+def _new_local_dir(dst: Any) -> str | None:
+    """The local directory ``dst`` names if it does not exist yet (else None)."""
+    import os
+
+    if not isinstance(dst, (str, os.PathLike)):
+        return None
+    path = os.fspath(dst)
+    if path.startswith("file://"):
+        path = path[len("file://"):]
+    elif "://" in path or path.endswith(".zip"):
+        return None
+    return None if os.path.exists(path) else os.path.abspath(path)
+
+
+def _remove_empty_dirs(root: str) -> None:
+    """Remove ``root`` if it holds nothing but empty directories (``rmdir`` only: a file
+    anywhere below keeps it, so nothing written is ever deleted here)."""
+    import os
+
+    if not os.path.isdir(root):
+        return
+    for dirpath, _dirs, _files in os.walk(root, topdown=False):
+        try:
+            os.rmdir(dirpath)
+        except OSError:
+            return
 
 
 def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport:
@@ -818,7 +1055,7 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
     plans: list[ArrayPlan] = []
     for rel, arr in arrays:
         try:
-            plans.append(_plan_array(arr, rel, _join(dst_root, rel), o))
+            plans.append(_plan_array(arr, rel, _join(dst_root, rel), o, single=isinstance(node, Array)))
             plans[-1].src_format = src_formats[rel]
         except _Unsupported as e:
             if o.on_unsupported == "skip":
@@ -827,6 +1064,13 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
             raise ConvertError(f"source /{arr.path}: {e} (use --on-unsupported skip to leave it out, or --format 2)", 2) from None
         except MetadataError as e:
             raise ConvertError(f"source /{arr.path}: cannot build the destination metadata: {e}", 2) from e
+    if not isinstance(node, Array):
+        for name, raw in (("--chunks", o.chunks), ("--shards", o.shards)):
+            shape = parse_shape(raw, name)
+            if shape is not None and arrays and not any(len(a.shape) == len(shape) for _, a in arrays):
+                ranks = sorted({len(a.shape) for _, a in arrays})
+                report.warnings.append(f"{name} {','.join(map(str, shape))}: no array has rank {len(shape)} "
+                                       f"(ranks here: {ranks}), so it applies to none; every array keeps its chunking")
     # validate the destination metadata (and build the pipelines) before writing anything
     for p in plans:
         try:
@@ -892,8 +1136,9 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
         if cleanup is not None:
             cleanup()
     # quantize: refuse to start if any value would fail (cast-check over the source)
+    checked: dict[str, dict[int, Any]] = {}
     if not resuming and o.quantize_check == "first":
-        _check_quantize(plans, src_store, o)
+        checked = _check_quantize(plans, src_store, o)
     progress = Progress(sum(p.nbytes for p in plans), mode=o.progress, interval=o.progress_interval)
     lock = threading.Lock()
 
@@ -930,19 +1175,44 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
             sa = open_array(src_store, path=p.src_path, mode="r")
             da = Array(dst_store, p.dst_path, _dst_metadata(p))
             jdir = jroot + "arrays/" + (p.rel or "_") + "/"
-            if resuming and dst_store.get(jdir + "__complete") is not None:
-                report.regions_skipped += p.n_regions
-                report.decoded_bytes += p.nbytes
-                progress.update(p.nbytes)
-                continue
+            if resuming:
+                done_raw = dst_store.get(jdir + "__complete")
+                if done_raw is not None:
+                    report.regions_skipped += p.n_regions
+                    report.decoded_bytes += p.nbytes
+                    progress.update(p.nbytes)
+                    try:
+                        p.quantize_report = json.loads(done_raw).get("quantize_report")
+                    except (ValueError, AttributeError):
+                        p.quantize_report = None
+                    continue
+            pre = checked.get(p.rel, {})
             tasks = (RegionTask(sa, da, p.mode, p.shape, p.region_shape, rid, f"{jdir}__done/{rid}", o.verify,
-                                o.on_error, resuming, p.quantize, journal, p.src_path) for rid in range(p.n_regions))
+                                o.on_error, resuming, p.quantize, journal, p.src_path, pre.get(rid), p.kept_filters)
+                     for rid in range(p.n_regions))
+            totals: list[Any] = []
+            partial = [False]
+
+            def on_array_result(r: RegionResult, totals: list[Any] = totals, partial: list[bool] = partial) -> None:
+                on_result(r)
+                if r.cast is None:
+                    partial[0] = True
+                elif not totals:
+                    totals.append(r.cast)
+                else:
+                    merge_reports(totals[0], r.cast)
+
             if o.dask:
-                _run_dask(list(tasks), o.dask, on_result)
+                _run_dask(list(tasks), o.dask, on_array_result)
             else:
-                _run_threads(tasks, o.workers, on_result)
+                _run_threads(tasks, o.workers, on_array_result)
+            if p.quantize:
+                if totals:
+                    p.quantize_report = totals[0].to_json()
+                    if partial[0]:
+                        p.quantize_report["partial"] = True
             if journal:
-                dst_store.set(jdir + "__complete", b"{}")
+                dst_store.set(jdir + "__complete", json.dumps({"quantize_report": p.quantize_report}).encode())
     except KeyboardInterrupt:
         progress.close()
         raise ConvertError("interrupted: everything journaled so far is kept; rerun with --resume to finish", 130, report) from None
@@ -1038,38 +1308,58 @@ def _refusal(src_path: str, values: np.ndarray, sel: tuple[slice, ...], quantize
         f"(region {sel}):\n" + rep.table(), 5, rep)
 
 
-def _check_quantize(plans: list[ArrayPlan], src_store: Any, o: ConvertOptions) -> None:
-    """Refuse to start when a value of a quantized array cannot be encoded: every source
-    region goes through the destination's ``scale_offset``/``cast_value`` chain first (the
-    fused kernel, which stops at the first failure; only then is the full cast-check report
-    computed).  Regions are checked on ``workers`` threads."""
+def _collision(src_path: str, sel: tuple[slice, ...], quantize: list[dict[str, Any]], rep: Any,
+               before_start: bool = False) -> "ConvertError":
+    """The exit-5 ConvertError for values that encode without error but would not read back
+    as what they are: a non-NaN value encoding to the ``nan=V`` code (it would read back as
+    NaN), or an infinity clamped to a finite code."""
+    cv = quantize[-1].get("configuration", {})
+    pairs = (cv.get("scalar_map") or {}).get("decode") or []
+    codes = ", ".join(str(k) for k, _ in pairs)
+    hint = (f" (nan={codes} collides with values that encode to {codes}: choose a nan= code outside the encoded "
+            "range, e.g. the type's largest value with a scale that keeps the data below it)") if pairs else ""
+    return ConvertError(
+        f"--quantize: refusing{' to start' if before_start else ''}: {rep.round_trip_mismatches:,} value(s) of "
+        f"/{src_path} in region {sel} would read back as a different kind of value (NaN or infinity gained or "
+        f"lost){hint}:\n" + rep.table(), 5, rep)
+
+
+def _region_cast_report(src_path: str, values: np.ndarray, sel: tuple[slice, ...], quantize: list[dict[str, Any]],
+                        before_start: bool = False) -> Any:
+    """The CastReport of one region under the quantize chain; raises the exit-5 refusal
+    when a value fails or would not read back as what it is (collision with ``nan=V``)."""
+    from zarrcy.casting import chain_report
+
+    rep = chain_report(values, quantize)
+    if rep.failing:
+        raise _refusal(src_path, values, sel, quantize, before_start=before_start)
+    if rep.round_trip_mismatches:
+        raise _collision(src_path, sel, quantize, rep, before_start=before_start)
+    return rep
+
+
+def _check_quantize(plans: list[ArrayPlan], src_store: Any, o: ConvertOptions) -> dict[str, dict[int, Any]]:
+    """Refuse to start when a value of a quantized array cannot be encoded, or would not
+    read back as what it is (a value encoding to the ``nan=V`` code): every source region
+    goes through the quantize chain first (:func:`zarrcy.casting.chain_report`, the
+    kernels in a few passes).  Returns each region's report ({array rel: {region: report}})
+    for the summary.  Regions are checked on ``workers`` threads."""
     from zarrcy.api import open_array
-    from zarrcy.codecs._base import ArraySpec
-    from zarrcy.codecs.pipeline import CodecPipeline
+
+    out: dict[str, dict[int, Any]] = {}
     for p in plans:
         if not p.quantize:
             continue
         src = open_array(src_store, path=p.src_path, mode="r")
-        dst_meta = _dst_metadata(p)
-        pipes: dict[tuple[int, ...], Any] = {}
-        chain = [*p.quantize, {"name": "bytes", "configuration": {"endian": "little"}}]
+        reports = out[p.rel] = {}
 
-        def check(rid: int, p: ArrayPlan = p, src: Array = src, dst_meta: Any = dst_meta,
-                  pipes: dict = pipes, chain: list = chain) -> RegionResult:
+        def check(rid: int, p: ArrayPlan = p, src: Array = src) -> RegionResult:
             sel = _region_selection(p.shape, p.region_shape, rid)
-            values = src[sel]
-            pipe = pipes.get(values.shape)
-            if pipe is None:
-                spec = ArraySpec(tuple(values.shape), dst_meta.data_type.dtype, dst_meta.fill_value, dst_meta.data_type)
-                pipe = pipes[values.shape] = CodecPipeline.from_codecs(chain, spec)
-            try:
-                pipe.encode(np.ascontiguousarray(values))
-                return RegionResult(rid)
-            except CastError:
-                pass
-            raise _refusal(p.src_path, values, sel, p.quantize, before_start=True)
+            rep = _region_cast_report(p.src_path, src[sel], sel, p.quantize or [], before_start=True)
+            return RegionResult(rid, cast=rep)
 
-        _run_parallel(check, range(p.n_regions), o.workers, lambda r: None)
+        _run_parallel(check, range(p.n_regions), o.workers, lambda r, reports=reports: reports.__setitem__(r.rid, r.cast))
+    return out
 
 
 def _run_parallel(fn: Callable[[Any], RegionResult], items: Iterable[Any], workers: int | None,
