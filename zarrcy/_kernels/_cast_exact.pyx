@@ -16,6 +16,7 @@ functions cannot cross a module boundary, and a block-level switch costs nothing
 Loops are ``noexcept nogil`` and return -1 or the index of the first failing element.
 """
 
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_C_CONTIGUOUS, PyBUF_FORMAT, PyBUF_WRITABLE
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport malloc, free
 from libc.math cimport fabs, frexp, isnan, isinf
@@ -641,3 +642,73 @@ cdef class CastFormat:
                 f"natural={bool(self.f.natural)}, lo={self.f.lo}, hi={self.f.hi}, p={self.f.p}, "
                 f"emin={self.f.emin}, emax={self.f.emax}, bias={self.f.bias}, has_inf={bool(self.f.has_inf)}, "
                 f"has_nan={bool(self.f.has_nan)}, nan_bits={self.f.nan_bits:#x})")
+
+
+# ---------------------------------------------------------------------------------------
+# typed array arguments
+# ---------------------------------------------------------------------------------------
+
+cdef extern from *:
+    """
+    static const int zc_little_endian = (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__);
+    """
+    const int zc_little_endian
+
+
+cdef class Arrays:
+    """The array arguments of one call: each a 1-d C-contiguous buffer of one of the ten
+    storage types, its type read from the buffer format (what a typed ``const T[::1]``
+    argument checks, without a fused ``def`` -- 100 Python wrappers -- per entry point)."""
+
+    def __cinit__(self):
+        cdef int i
+        for i in range(5):
+            self.held[i] = False
+            self.code[i] = -1
+            self.n[i] = 0
+            self.ptr[i] = NULL
+
+    def __dealloc__(self):
+        cdef int i
+        for i in range(5):
+            if self.held[i]:
+                PyBuffer_Release(&self.views[i])
+                self.held[i] = False
+
+    cdef int take(self, int i, object obj, bint writable, str name) except -1:
+        """Hold ``obj``'s buffer in slot ``i`` (None: absent); raises unless it is a 1-d
+        C-contiguous native-order array of int8..uint64 / float32 / float64."""
+        cdef Py_buffer* v = &self.views[i]
+        cdef const char* f
+        cdef char ch
+        cdef int code = -1
+        if obj is None:
+            return 0
+        PyObject_GetBuffer(obj, v, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (PyBUF_WRITABLE if writable else 0))
+        self.held[i] = True
+        if v.ndim != 1:
+            raise ValueError(f"{name}: expected a 1-d array, received {v.ndim} dimensions")
+        f = v.format
+        if f == NULL:
+            f = "B"     # no format: unsigned bytes (the buffer protocol's default)
+        if f[0] == b"@" or f[0] == b"=" or (f[0] == b"<" and zc_little_endian) or (f[0] == b">" and not zc_little_endian):
+            f += 1
+        ch = f[0]
+        if f[0] != 0 and f[1] == 0:
+            if ch == b"b" or ch == b"h" or ch == b"i" or ch == b"l" or ch == b"q":
+                code = T_INT8 if v.itemsize == 1 else (T_INT16 if v.itemsize == 2 else (
+                    T_INT32 if v.itemsize == 4 else (T_INT64 if v.itemsize == 8 else -1)))
+            elif ch == b"B" or ch == b"H" or ch == b"I" or ch == b"L" or ch == b"Q":
+                code = T_UINT8 if v.itemsize == 1 else (T_UINT16 if v.itemsize == 2 else (
+                    T_UINT32 if v.itemsize == 4 else (T_UINT64 if v.itemsize == 8 else -1)))
+            elif ch == b"f" and v.itemsize == 4:
+                code = T_FLOAT32
+            elif ch == b"d" and v.itemsize == 8:
+                code = T_FLOAT64
+        if code < 0:
+            raise ValueError(f"{name}: expected a native int8..uint64, float32 or float64 array, "
+                             f"received buffer format {v.format.decode('ascii', 'replace')!r}")
+        self.code[i] = code
+        self.n[i] = v.shape[0] if v.ndim == 1 else 0
+        self.ptr[i] = v.buf if self.n[i] else NULL
+        return 0

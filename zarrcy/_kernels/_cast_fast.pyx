@@ -24,7 +24,7 @@ from zarrcy._kernels._cast_types cimport (
     OOR_NONE, OOR_CLAMP, OOR_WRAP, BLOCK,
     zc_f2u, zc_u2f, zc_d2u, ZC_DBL_MAX, ZC_FLT_MAX,
 )
-from zarrcy._kernels._cast_exact cimport CastFormat, setup_cfg, release_cfg, setup_keys, fix_block, classify
+from zarrcy._kernels._cast_exact cimport Arrays, CastFormat, setup_cfg, release_cfg, setup_keys, fix_block, classify
 from zarrcy._kernels._cast_simd cimport (
     ZC_HAVE_AVX2_BUILD, zc_use_avx2, zc_set_avx2_state, zc_narrow,
     zc_dso_u8_d, zc_dso_i8_d, zc_dso_u16_d, zc_dso_i16_d, zc_dso_u32_d, zc_dso_i32_d,
@@ -547,13 +547,6 @@ cdef Py_ssize_t _drive(const src_t* x, dst_t* y, Py_ssize_t n, const cfg_t* c) n
     return -1
 
 
-cdef Py_ssize_t _run(const src_t* x, dst_t* y, uint8_t* status, Py_ssize_t n, cfg_t* c) noexcept nogil:
-    setup_keys(c, code_of_src(x), code_of_dst(<const dst_t*>y))
-    if status != NULL:
-        return classify(x, code_of_src(x), y, code_of_dst(<const dst_t*>y), status, n, c)
-    return _drive(x, y, n, c)
-
-
 # ---- per block, for the fused scale_offset loops (_cast_scale_offset)
 
 cdef Py_ssize_t _drive_d(const src_t* x, void* y, int dst_code, Py_ssize_t n, const cfg_t* c) noexcept nogil:
@@ -684,35 +677,50 @@ def dispatch_isa(force=None):
     return "avx2" if zc_use_avx2() else "baseline"
 
 
-def cast_into(const src_t[::1] src, dst_t[::1] dst, CastFormat fmt not None, int rounding, int out_of_range,
-              const src_t[::1] keys=None, const dst_t[::1] values=None, uint8_t[::1] status=None):
-    """Cast ``src`` into ``dst`` (the storage type of target format ``fmt``).
+def cast_into(src, dst, CastFormat fmt not None, int rounding, int out_of_range, keys=None, values=None,
+              status=None):
+    """Cast ``src`` into ``dst`` (1-d C-contiguous arrays; ``dst`` in the storage type of the
+    target format ``fmt``).
 
     ``rounding``: 0 nearest-even, 1 towards-zero, 2 towards-positive, 3 towards-negative,
     4 nearest-away; ``out_of_range``: 0 none (error), 1 clamp, 2 wrap.  ``keys``/``values``
-    are the scalar_map in source / target storage (same count).  With ``status`` (one byte
-    per element) every element is classified and the loop does not stop at a failure.
-    Returns -1 or the index of the first failing element.
+    are the scalar_map in the source / target storage type (same count).  With ``status``
+    (uint8, one per element) every element is classified and the loop does not stop at a
+    failure.  Returns -1 or the index of the first failing element.
     """
+    cdef Arrays a = Arrays()
     cdef cfg_t c
-    cdef Py_ssize_t n = src.shape[0]
-    cdef Py_ssize_t r = -1
-    cdef uint8_t* st = NULL
-    if dst.shape[0] != n:
-        raise ValueError(f"cast_into: dst: expected {n} elements, received {dst.shape[0]}")
-    if fmt.code != code_of_dst(<const dst_t*>NULL):
+    cdef Py_ssize_t n, r = -1
+    cdef int sc, dc
+    cdef const void* xp
+    cdef void* yp
+    cdef uint8_t* st
+    a.take(0, src, False, "cast_into: src")
+    a.take(1, dst, True, "cast_into: dst")
+    a.take(2, keys, False, "cast_into: keys")
+    a.take(3, values, False, "cast_into: values")
+    a.take(4, status, True, "cast_into: status")
+    n = a.n[0]
+    sc = a.code[0]
+    dc = a.code[1]
+    if a.n[1] != n:
+        raise ValueError(f"cast_into: dst: expected {n} elements, received {a.n[1]}")
+    if dc != fmt.code:
         raise ValueError(f"cast_into: dst: expected the storage type of {fmt!r}")
-    if status is not None:
-        if status.shape[0] != n:
-            raise ValueError(f"cast_into: status: expected {n} elements, received {status.shape[0]}")
-        if n:
-            st = &status[0]
-    setup_cfg(&c, &fmt.f, rounding, out_of_range,
-              &keys[0] if keys is not None and keys.shape[0] else NULL, keys.shape[0] if keys is not None else 0,
-              &values[0] if values is not None and values.shape[0] else NULL,
-              values.shape[0] if values is not None else 0)
+    if (keys is not None and a.code[2] != sc) or (values is not None and a.code[3] != dc):
+        raise ValueError("cast_into: keys, values: expected the source and the target storage types")
+    if status is not None and (a.code[4] != T_UINT8 or a.n[4] != n):
+        raise ValueError(f"cast_into: status: expected {n} uint8 elements")
+    setup_cfg(&c, &fmt.f, rounding, out_of_range, a.ptr[2], a.n[2], a.ptr[3], a.n[3])
     if n:
+        xp = a.ptr[0]
+        yp = a.ptr[1]
+        st = <uint8_t*>a.ptr[4]
         with nogil:
-            r = _run(&src[0], &dst[0], st, n, &c)
+            setup_keys(&c, sc, dc)
+            if st != NULL:
+                r = classify(xp, sc, yp, dc, st, n, &c)
+            else:
+                r = drive(xp, sc, yp, dc, n, &c)
     release_cfg(&c)
     return r

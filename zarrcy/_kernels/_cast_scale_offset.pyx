@@ -16,9 +16,10 @@ from libc.math cimport fabs
 
 from zarrcy._kernels._cast_types cimport (
     src_t, dst_t, flt_t, cfg_t, code_of_src, code_of_dst,
+    T_INT8, T_INT16, T_INT32, T_INT64, T_UINT8, T_UINT16, T_UINT32, T_UINT64, T_FLOAT32, T_FLOAT64,
     R_NEAREST_EVEN, OOR_CLAMP, OOR_WRAP, BLOCK, zc_d2u, ZC_DBL_MAX,
 )
-from zarrcy._kernels._cast_exact cimport CastFormat, setup_cfg, release_cfg, setup_keys
+from zarrcy._kernels._cast_exact cimport Arrays, CastFormat, setup_cfg, release_cfg, setup_keys
 from zarrcy._kernels._cast_fast cimport drive, rne_block, dso_block
 
 
@@ -149,58 +150,130 @@ cdef Py_ssize_t _cast_so(const src_t* x, flt_t* y, Py_ssize_t n, double od, doub
     return -1
 
 
+cdef Py_ssize_t _so_cast_dst(const flt_t* x, void* y, int dst_code, Py_ssize_t n, double o, double s,
+                             cfg_t* c, int* stage) noexcept nogil:
+    if dst_code == T_INT8:
+        return _so_cast(x, <int8_t*>y, n, o, s, c, stage)
+    elif dst_code == T_INT16:
+        return _so_cast(x, <int16_t*>y, n, o, s, c, stage)
+    elif dst_code == T_INT32:
+        return _so_cast(x, <int32_t*>y, n, o, s, c, stage)
+    elif dst_code == T_INT64:
+        return _so_cast(x, <int64_t*>y, n, o, s, c, stage)
+    elif dst_code == T_UINT8:
+        return _so_cast(x, <uint8_t*>y, n, o, s, c, stage)
+    elif dst_code == T_UINT16:
+        return _so_cast(x, <uint16_t*>y, n, o, s, c, stage)
+    elif dst_code == T_UINT32:
+        return _so_cast(x, <uint32_t*>y, n, o, s, c, stage)
+    elif dst_code == T_UINT64:
+        return _so_cast(x, <uint64_t*>y, n, o, s, c, stage)
+    elif dst_code == T_FLOAT32:
+        return _so_cast(x, <float*>y, n, o, s, c, stage)
+    else:
+        return _so_cast(x, <double*>y, n, o, s, c, stage)
+
+
+cdef Py_ssize_t _cast_so_src(const void* x, int src_code, flt_t* y, Py_ssize_t n, double o, double s,
+                             cfg_t* c, int* stage) noexcept nogil:
+    if src_code == T_INT8:
+        return _cast_so(<const int8_t*>x, y, n, o, s, c, stage)
+    elif src_code == T_INT16:
+        return _cast_so(<const int16_t*>x, y, n, o, s, c, stage)
+    elif src_code == T_INT32:
+        return _cast_so(<const int32_t*>x, y, n, o, s, c, stage)
+    elif src_code == T_INT64:
+        return _cast_so(<const int64_t*>x, y, n, o, s, c, stage)
+    elif src_code == T_UINT8:
+        return _cast_so(<const uint8_t*>x, y, n, o, s, c, stage)
+    elif src_code == T_UINT16:
+        return _cast_so(<const uint16_t*>x, y, n, o, s, c, stage)
+    elif src_code == T_UINT32:
+        return _cast_so(<const uint32_t*>x, y, n, o, s, c, stage)
+    elif src_code == T_UINT64:
+        return _cast_so(<const uint64_t*>x, y, n, o, s, c, stage)
+    elif src_code == T_FLOAT32:
+        return _cast_so(<const float*>x, y, n, o, s, c, stage)
+    else:
+        return _cast_so(<const double*>x, y, n, o, s, c, stage)
+
+
 # ---------------------------------------------------------------------------------------
 # Python entry points (zarrcy.codecs.scale_offset validates everything before calling)
 # ---------------------------------------------------------------------------------------
 
-def scale_offset_cast_into(const flt_t[::1] src, dst_t[::1] dst, CastFormat fmt not None, int rounding,
-                           int out_of_range, double offset, double scale,
-                           const flt_t[::1] keys=None, const dst_t[::1] values=None):
+cdef int _take_all(Arrays a, str name, src, dst, CastFormat fmt, keys, values) except -1:
+    a.take(0, src, False, name + ": src")
+    a.take(1, dst, True, name + ": dst")
+    a.take(2, keys, False, name + ": keys")
+    a.take(3, values, False, name + ": values")
+    if a.n[1] != a.n[0]:
+        raise ValueError(f"{name}: dst: expected {a.n[0]} elements, received {a.n[1]}")
+    if a.code[1] != fmt.code:
+        raise ValueError(f"{name}: dst: expected the storage type of {fmt!r}")
+    if (keys is not None and a.code[2] != a.code[0]) or (values is not None and a.code[3] != a.code[1]):
+        raise ValueError(f"{name}: keys, values: expected the source and the target storage types")
+    return 0
+
+
+def scale_offset_cast_into(src, dst, CastFormat fmt not None, int rounding, int out_of_range,
+                           double offset, double scale, keys=None, values=None):
     """Fused encode: ``cast((x - offset) * scale)`` for a float32/float64 source into ``dst``
-    (the storage type of the cast's target format ``fmt``); modes and scalar_map as in
-    :func:`zarrcy._kernels._cast_fast.cast_into`.
+    (1-d C-contiguous, the storage type of the cast's target format ``fmt``); modes and
+    scalar_map as in :func:`zarrcy._kernels._cast_fast.cast_into`.
 
     Returns ``(index, stage)``: index -1 on success; stage 0 = scale_offset failed, 1 = cast failed.
     """
+    cdef Arrays a = Arrays()
     cdef cfg_t c
-    cdef Py_ssize_t n = src.shape[0]
-    cdef Py_ssize_t r = -1
-    cdef int stage = -1
-    if dst.shape[0] != n:
-        raise ValueError(f"scale_offset_cast_into: dst: expected {n} elements, received {dst.shape[0]}")
-    if fmt.code != code_of_dst(<const dst_t*>NULL):
-        raise ValueError(f"scale_offset_cast_into: dst: expected the storage type of {fmt!r}")
-    setup_cfg(&c, &fmt.f, rounding, out_of_range,
-              &keys[0] if keys is not None and keys.shape[0] else NULL, keys.shape[0] if keys is not None else 0,
-              &values[0] if values is not None and values.shape[0] else NULL,
-              values.shape[0] if values is not None else 0)
+    cdef Py_ssize_t n, r = -1
+    cdef int stage = -1, sc, dc
+    cdef const void* xp
+    cdef void* yp
+    _take_all(a, "scale_offset_cast_into", src, dst, fmt, keys, values)
+    n = a.n[0]
+    sc = a.code[0]
+    dc = a.code[1]
+    if sc != T_FLOAT32 and sc != T_FLOAT64:
+        raise ValueError("scale_offset_cast_into: src: expected float32 or float64")
+    setup_cfg(&c, &fmt.f, rounding, out_of_range, a.ptr[2], a.n[2], a.ptr[3], a.n[3])
     if n:
+        xp = a.ptr[0]
+        yp = a.ptr[1]
         with nogil:
-            r = _so_cast(&src[0], &dst[0], n, offset, scale, &c, &stage)
+            if sc == T_FLOAT32:
+                r = _so_cast_dst(<const float*>xp, yp, dc, n, offset, scale, &c, &stage)
+            else:
+                r = _so_cast_dst(<const double*>xp, yp, dc, n, offset, scale, &c, &stage)
     release_cfg(&c)
     return r, stage
 
 
-def cast_scale_offset_into(const src_t[::1] src, flt_t[::1] dst, CastFormat fmt not None, int rounding,
-                           int out_of_range, double offset, double scale,
-                           const src_t[::1] keys=None, const flt_t[::1] values=None):
+def cast_scale_offset_into(src, dst, CastFormat fmt not None, int rounding, int out_of_range,
+                           double offset, double scale, keys=None, values=None):
     """Fused decode: ``cast(x) / scale + offset`` into a float32/float64 output ``dst`` (``fmt``:
     its format, the cast's target).  Returns ``(index, stage)`` like :func:`scale_offset_cast_into`.
     """
+    cdef Arrays a = Arrays()
     cdef cfg_t c
-    cdef Py_ssize_t n = src.shape[0]
-    cdef Py_ssize_t r = -1
-    cdef int stage = -1
-    if dst.shape[0] != n:
-        raise ValueError(f"cast_scale_offset_into: dst: expected {n} elements, received {dst.shape[0]}")
-    if fmt.code != code_of_dst(<const flt_t*>NULL):
-        raise ValueError(f"cast_scale_offset_into: dst: expected the storage type of {fmt!r}")
-    setup_cfg(&c, &fmt.f, rounding, out_of_range,
-              &keys[0] if keys is not None and keys.shape[0] else NULL, keys.shape[0] if keys is not None else 0,
-              &values[0] if values is not None and values.shape[0] else NULL,
-              values.shape[0] if values is not None else 0)
+    cdef Py_ssize_t n, r = -1
+    cdef int stage = -1, sc, dc
+    cdef const void* xp
+    cdef void* yp
+    _take_all(a, "cast_scale_offset_into", src, dst, fmt, keys, values)
+    n = a.n[0]
+    sc = a.code[0]
+    dc = a.code[1]
+    if dc != T_FLOAT32 and dc != T_FLOAT64:
+        raise ValueError("cast_scale_offset_into: dst: expected float32 or float64")
+    setup_cfg(&c, &fmt.f, rounding, out_of_range, a.ptr[2], a.n[2], a.ptr[3], a.n[3])
     if n:
+        xp = a.ptr[0]
+        yp = a.ptr[1]
         with nogil:
-            r = _cast_so(&src[0], &dst[0], n, offset, scale, &c, &stage)
+            if dc == T_FLOAT32:
+                r = _cast_so_src(xp, sc, <float*>yp, n, offset, scale, &c, &stage)
+            else:
+                r = _cast_so_src(xp, sc, <double*>yp, n, offset, scale, &c, &stage)
     release_cfg(&c)
     return r, stage
