@@ -278,7 +278,6 @@ cdef inline uint64_t _to_bits(dst_t x) noexcept nogil:
         return <uint64_t>x
 
 
-
 # ---------------------------------------------------------------------------------------
 # flagged elements and the status loop
 # ---------------------------------------------------------------------------------------
@@ -301,7 +300,6 @@ cdef bint _fix_one(const src_t* xb, dst_t* yb, Py_ssize_t i, const cfg_t* c) noe
         return True
     yb[i] = _from_bits(bits, yb)
     return False
-
 
 
 cdef Py_ssize_t _fix_block(const src_t* xb, dst_t* yb, const uint8_t* fl, Py_ssize_t m,
@@ -342,7 +340,6 @@ cdef Py_ssize_t _classify(const src_t* x, dst_t* y, uint8_t* status, Py_ssize_t 
         else:
             y[i] = _from_bits(bits, y)
     return first
-
 
 
 # ---- across the module boundary: storage type codes -> specialisations
