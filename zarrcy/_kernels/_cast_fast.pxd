@@ -6,7 +6,5 @@ from zarrcy._kernels._cast_types cimport cfg_t
 
 cdef Py_ssize_t drive(const void* x, int src_code, void* y, int dst_code, Py_ssize_t n,
                       const cfg_t* c) noexcept nogil
-cdef int rne_block(const double* x, void* y, int dst_code, Py_ssize_t m, double lo, double hi, int nk,
-                   int clamp, int fused, uint64_t nanv, double o, double s) noexcept nogil
 cdef int dso_block(const void* x, int src_code, void* y, int dst_code, Py_ssize_t m, int nk,
                    const void* key, const void* val, double o, double s) noexcept nogil

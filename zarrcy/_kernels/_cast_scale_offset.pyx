@@ -2,7 +2,7 @@
 
 (ext-codec-scale_offset.md "Algorithm" then ext-codec-cast_value.md "Procedure", or the
 reverse on decode.)  Per block of ``BLOCK`` elements: the one-pass dispatched C loop of
-``_cast_fast`` where it applies (float64 -> int nearest-even encode, integer -> float
+``_cast_f2i`` / ``_cast_fast`` where it applies (float64 -> int nearest-even encode, integer -> float
 decode), else the two steps in turn -- the scale_offset arithmetic in the array type, then
 the plain cast block driver.  A block the one-pass loop flags is redone by the two-step
 path, which decides every edge case, so results and the reported (index, stage) are those
@@ -20,7 +20,8 @@ from zarrcy._kernels._cast_types cimport (
     R_NEAREST_EVEN, OOR_CLAMP, OOR_WRAP, BLOCK, zc_d2u, ZC_DBL_MAX,
 )
 from zarrcy._kernels._cast_exact cimport Arrays, CastFormat, setup_cfg, release_cfg, setup_keys
-from zarrcy._kernels._cast_fast cimport drive, rne_block, dso_block
+from zarrcy._kernels._cast_fast cimport drive, dso_block
+from zarrcy._kernels._cast_f2i cimport rne_block
 
 
 # ---- fused quantize path: scale_offset (float array type) then cast, one pass over memory

@@ -1,5 +1,7 @@
-# The runtime-dispatched C loops of the cast kernels (cimported by _cast_fast only: the
-# dispatch state below is one per module).
+# The runtime-dispatched C loops of the cast kernels, cimported by _cast_f2i (RNE) and
+# _cast_fast (narrowing, fused decode).  Each module gets its own copy and its own dispatch
+# state (_cast_fast.dispatch_isa sets both); loops a module does not call are dropped by
+# the compiler.
 #
 # The hottest block loops -- float64 -> int (<= 32 bits) nearest-even, plain and fused with
 # the scale_offset encode; the fused decode from integers; integer narrowing with wrap --
@@ -15,6 +17,9 @@ cdef extern from *:
     """
     #include <stdint.h>
     #include <string.h>
+    #if defined(__GNUC__)
+    #pragma GCC diagnostic ignored "-Wunused-function"   /* each module calls a subset */
+    #endif
     #define ZC_MAGIC 6755399441055744.0
     #define ZC_EXP 0x7ff0000000000000ULL
     #define ZC_ONE_EXP 0x0010000000000000ULL

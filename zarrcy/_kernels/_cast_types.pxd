@@ -157,6 +157,11 @@ cdef extern from *:
     double ZC_FLT_MAX
 
 
+cdef inline uint64_t _nz(uint64_t a) noexcept nogil:
+    """1 if a != 0 else 0, without a compare (keeps the loop in 64-bit lanes)."""
+    return ((a | ((<uint64_t>0) - a)) >> 63) & 1
+
+
 cdef inline int code_of_src(const src_t* p) noexcept nogil:
     """The storage type code of ``src_t`` (``p`` only selects the specialisation)."""
     if src_t is int8_t:
