@@ -9,3 +9,4 @@ cdef uint8_t fp1_block(const void* x, int src_code, void* y, int dst_code, uint8
 cdef int rne_block(const double* x, void* y, int dst_code, Py_ssize_t m, double lo, double hi, int nk,
                    int clamp, int fused, uint64_t nanv, double o, double s) noexcept nogil
 cdef void set_isa(int state) noexcept nogil
+cdef int uses_avx2() noexcept nogil

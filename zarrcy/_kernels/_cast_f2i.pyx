@@ -22,7 +22,7 @@ from zarrcy._kernels._cast_types cimport (
     zc_d2u, ZC_DBL_MAX,
 )
 from zarrcy._kernels._cast_simd cimport (
-    zc_set_avx2_state, zc_rne_i8, zc_rne_i16, zc_rne_i32, zc_rne_u8, zc_rne_u16, zc_rne_u32,
+    zc_set_avx2_state, zc_use_avx2, zc_rne_i8, zc_rne_i16, zc_rne_i32, zc_rne_u8, zc_rne_u16, zc_rne_u32,
 )
 
 
@@ -336,3 +336,8 @@ cdef int rne_block(const double* x, void* y, int dst_code, Py_ssize_t m, double 
 cdef void set_isa(int state) noexcept nogil:
     """``_cast_fast.dispatch_isa``: -1 detect the CPU on next use, 0 baseline."""
     zc_set_avx2_state(state)
+
+
+cdef int uses_avx2() noexcept nogil:
+    """1 if this module's dispatched loops run their AVX2 build."""
+    return zc_use_avx2()

@@ -31,7 +31,7 @@ from zarrcy._kernels._cast_simd cimport (
     zc_dso_u8_d, zc_dso_i8_d, zc_dso_u16_d, zc_dso_i16_d, zc_dso_u32_d, zc_dso_i32_d,
     zc_dso_u8_f, zc_dso_i8_f, zc_dso_u16_f, zc_dso_i16_f,
 )
-from zarrcy._kernels._cast_f2i cimport fp1_block, set_isa as f2i_set_isa
+from zarrcy._kernels._cast_f2i cimport fp1_block, set_isa as f2i_set_isa, uses_avx2 as f2i_uses_avx2
 
 
 cdef inline float _d2f(double v, int rmode, uint8_t flagnf, uint8_t* fl) noexcept nogil:
@@ -393,6 +393,12 @@ def dispatch_isa(force=None):
     elif force is not None:
         raise ValueError(f"dispatch_isa: expected None, 'baseline' or 'auto', received {force!r}")
     return "avx2" if zc_use_avx2() else "baseline"
+
+
+def _isa_by_module():
+    """``{module: "avx2" | "baseline"}`` for every module with dispatched loops (tests)."""
+    return {"_cast_fast": "avx2" if zc_use_avx2() else "baseline",
+            "_cast_f2i": "avx2" if f2i_uses_avx2() else "baseline"}
 
 
 def cast_into(src, dst, CastFormat fmt not None, int rounding, int out_of_range, keys=None, values=None,

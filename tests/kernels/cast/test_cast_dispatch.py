@@ -200,3 +200,13 @@ def test_int_wrap_every_pair(isa, src, dst):
     exp_ref = [_c.ref_cast(v, dst, "nearest-even", "wrap")[1] for v in _c.as_exact_array(np.array(sm, dtype=src))]
     got = cast_array(np.array(sm, dtype=src), dst, "nearest-even", "wrap")
     assert [int(g) for g in got] == exp_ref
+
+
+def test_dispatch_isa_reaches_every_module():
+    """Each cast module with dispatched loops keeps its own state; dispatch_isa sets them all."""
+    try:
+        _cast.dispatch_isa("baseline")
+        assert set(_cast._isa_by_module().values()) == {"baseline"}
+    finally:
+        _cast.dispatch_isa("auto")
+    assert set(_cast._isa_by_module().values()) == {_cast.dispatch_isa()}
