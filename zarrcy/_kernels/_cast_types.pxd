@@ -1,4 +1,6 @@
-# Shared declarations for the cast_value / scale_offset kernels (fused types declared once).
+# Shared declarations of the cast_value / scale_offset kernels (fused types declared once):
+# _cast_exact (generic exact caster, CastFormat), _cast_fast (block loops, AVX2/baseline
+# dispatch, cast_into), _cast_scale_offset (fused scale_offset + cast loops), _scale_offset.
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
 # every numpy storage type a cast can read or write (ml_dtypes types are passed as their
@@ -54,6 +56,20 @@ ctypedef fused so_t:
     float
     double
 
+# storage type codes, used only where a block crosses a module boundary (void pointers):
+# the order of src_t / dst_t above
+cdef enum:
+    T_INT8 = 0
+    T_INT16 = 1
+    T_INT32 = 2
+    T_INT64 = 3
+    T_UINT8 = 4
+    T_UINT16 = 5
+    T_UINT32 = 6
+    T_UINT64 = 7
+    T_FLOAT32 = 8
+    T_FLOAT64 = 9
+
 # per-element status codes (check_cast); >= ST_FAIL_NONFINITE means "fails"
 cdef enum:
     ST_EXACT = 0
@@ -75,6 +91,10 @@ cdef enum:
     OOR_NONE = 0
     OOR_CLAMP = 1
     OOR_WRAP = 2
+
+# elements per block of the fast loops (flags live on the stack)
+cdef enum:
+    BLOCK = 1024
 
 # A target format.  kind: 0 signed int, 1 unsigned int, 2 binary float.
 ctypedef struct fmt_t:
@@ -98,3 +118,93 @@ ctypedef struct num_t:
     int neg
     uint64_t m
     int e
+
+# one cast call's configuration (built by _cast_exact.setup_cfg, keys by setup_keys)
+ctypedef struct cfg_t:
+    fmt_t f
+    int rmode
+    int oor
+    Py_ssize_t nkeys
+    const void* keys      # nkeys elements of the source storage type
+    const void* vals      # nkeys elements of the target storage type
+    num_t* knums          # keys decoded
+    uint64_t* vbits       # values as target storage bits
+    int keys_general      # 1: some key is finite -> mapping pass over every element
+    int flag_nonfinite    # fast float paths must flag NaN/Inf (deferred NaN/Inf keys)
+    int nan_key           # the map is exactly one NaN key: fast loops select its value inline
+    uint64_t nan_val      # ... its value (target storage bits)
+
+# bit casts and limits (memcpy: no aliasing questions; compiles to one move)
+cdef extern from *:
+    """
+    #include <string.h>
+    static inline int zc_clz64(unsigned long long x) { return __builtin_clzll(x); }
+    static inline int zc_ctz64(unsigned long long x) { return __builtin_ctzll(x); }
+    static inline unsigned int zc_f2u(float f) { unsigned int u; memcpy(&u, &f, 4); return u; }
+    static inline float zc_u2f(unsigned int u) { float f; memcpy(&f, &u, 4); return f; }
+    static inline unsigned long long zc_d2u(double f) { unsigned long long u; memcpy(&u, &f, 8); return u; }
+    static inline double zc_u2d(unsigned long long u) { double f; memcpy(&f, &u, 8); return f; }
+    #define ZC_DBL_MAX 1.7976931348623157e308
+    #define ZC_FLT_MAX 3.4028234663852886e38
+    """
+    int zc_clz64(uint64_t x) noexcept nogil
+    int zc_ctz64(uint64_t x) noexcept nogil
+    uint32_t zc_f2u(float f) noexcept nogil
+    float zc_u2f(uint32_t u) noexcept nogil
+    uint64_t zc_d2u(double f) noexcept nogil
+    double zc_u2d(uint64_t u) noexcept nogil
+    double ZC_DBL_MAX
+    double ZC_FLT_MAX
+
+
+cdef inline uint64_t _nz(uint64_t a) noexcept nogil:
+    """1 if a != 0 else 0, without a compare (keeps the loop in 64-bit lanes)."""
+    return ((a | ((<uint64_t>0) - a)) >> 63) & 1
+
+
+cdef inline int code_of_src(const src_t* p) noexcept nogil:
+    """The storage type code of ``src_t`` (``p`` only selects the specialisation)."""
+    if src_t is int8_t:
+        return T_INT8
+    elif src_t is int16_t:
+        return T_INT16
+    elif src_t is int32_t:
+        return T_INT32
+    elif src_t is int64_t:
+        return T_INT64
+    elif src_t is uint8_t:
+        return T_UINT8
+    elif src_t is uint16_t:
+        return T_UINT16
+    elif src_t is uint32_t:
+        return T_UINT32
+    elif src_t is uint64_t:
+        return T_UINT64
+    elif src_t is float:
+        return T_FLOAT32
+    else:
+        return T_FLOAT64
+
+
+cdef inline int code_of_dst(const dst_t* p) noexcept nogil:
+    """The storage type code of ``dst_t``."""
+    if dst_t is int8_t:
+        return T_INT8
+    elif dst_t is int16_t:
+        return T_INT16
+    elif dst_t is int32_t:
+        return T_INT32
+    elif dst_t is int64_t:
+        return T_INT64
+    elif dst_t is uint8_t:
+        return T_UINT8
+    elif dst_t is uint16_t:
+        return T_UINT16
+    elif dst_t is uint32_t:
+        return T_UINT32
+    elif dst_t is uint64_t:
+        return T_UINT64
+    elif dst_t is float:
+        return T_FLOAT32
+    else:
+        return T_FLOAT64

@@ -8,7 +8,7 @@ Configuration keys: ``data_type`` (required), ``rounding`` (``nearest-even`` def
 This module also holds the casting core used by :mod:`zarrcy.casting` and the fused
 ``scale_offset -> cast_value`` path: the table of supported formats, the exact parser of
 JSON scalars ("fill-value encoding"), and :func:`cast_array`, which runs
-``zarrcy._kernels._cast`` and raises :class:`~zarrcy.errors.CastError` /
+``zarrcy._kernels._cast_fast`` and raises :class:`~zarrcy.errors.CastError` /
 :class:`~zarrcy.errors.OutOfRangeError` naming the first failing element.
 """
 
@@ -18,11 +18,13 @@ import math
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any, ClassVar, Literal, Self, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, Sequence
 
 import numpy as np
 
 from zarrcy.codecs._base import ArrayArrayCodec, ArraySpec
+if TYPE_CHECKING:
+    from zarrcy._kernels._cast_exact import CastFormat
 from zarrcy.errors import CastError, MetadataError, OutOfRangeError, expected
 
 __all__ = [
@@ -49,8 +51,6 @@ OUT_OF_RANGE_MODES: tuple[str, ...] = ("clamp", "wrap")
 # status codes written by the kernel (zarrcy/_kernels/_cast_types.pxd)
 ST_EXACT, ST_ROUNDED, ST_CLAMPED, ST_WRAPPED, ST_MAPPED, ST_FAIL_NONFINITE, ST_FAIL_RANGE = range(7)
 
-_CODE = {"int8": 0, "int16": 1, "int32": 2, "int64": 3, "uint8": 4, "uint16": 5, "uint32": 6, "uint64": 7,
-         "float32": 8, "float64": 9}
 
 
 @dataclass(frozen=True)
@@ -87,10 +87,20 @@ class Format:
     def max_finite(self) -> Fraction:
         return Fraction(2) ** self.emax * (2 - Fraction(1, 2 ** (self.p - 1)))
 
-    def kernel_tuple(self) -> tuple[int, ...]:
-        return (self.kind, self.nbits, np.dtype(self.storage).itemsize, int(self.natural),
-                self.lo, self.hi, self.p, self.emin, self.emax, self.bias,
-                int(self.has_inf), int(self.has_nan), self.nan_bits)
+    def kernel_format(self) -> CastFormat:
+        """The typed format the kernels take (built once per format name)."""
+        kf = _KERNEL_FORMATS.get(self.name)
+        if kf is None:
+            from zarrcy._kernels._cast_exact import CastFormat
+
+            kf = _KERNEL_FORMATS[self.name] = CastFormat(
+                kind=self.kind, nbits=self.nbits, itemsize=np.dtype(self.storage).itemsize, natural=self.natural,
+                lo=self.lo, hi=self.hi, p=self.p, emin=self.emin, emax=self.emax, bias=self.bias,
+                has_inf=self.has_inf, has_nan=self.has_nan, nan_bits=self.nan_bits)
+        return kf
+
+
+_KERNEL_FORMATS: dict[str, CastFormat] = {}
 
 
 def _int(name: str, bits: int, signed: bool, dtype: Any, storage: str) -> Format:
@@ -331,38 +341,31 @@ class PreparedCast:
     rounding_name: str = "nearest-even"
     out_of_range_name: str | None = None
 
-    def _kernel_args(self) -> tuple[Any, ...]:
-        return (self.keys.view(np.uint8).reshape(-1), self.values.view(np.uint8).reshape(-1))
-
     def run(self, values: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-        from zarrcy._kernels._cast import cast_into
+        from zarrcy._kernels._cast_fast import cast_into
 
         a = _contiguous(values, self.src)
         x = _to_source(a, self.src)
         if out is None:
             out = np.empty(a.shape, dtype=self.dst.dtype)
         y = _to_storage(out, self.dst)
-        k, v = self._kernel_args()
-        r = cast_into(x.reshape(-1).view(np.uint8), y.reshape(-1).view(np.uint8), _CODE[x.dtype.name],
-                      x.dtype.itemsize, _CODE[self.dst.storage], self.dst.kernel_tuple(), self.rounding,
-                      self.out_of_range, k, v)
+        r = cast_into(x.reshape(-1), y.reshape(-1), self.dst.kernel_format(), self.rounding, self.out_of_range,
+                      self.keys.reshape(-1), self.values.reshape(-1))
         if r >= 0:
             self.raise_for(a, int(r))
         return out
 
     def classify(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(result, status per element); never raises for failing elements (result 0 there)."""
-        from zarrcy._kernels._cast import cast_into
+        from zarrcy._kernels._cast_fast import cast_into
 
         a = _contiguous(values, self.src)
         x = _to_source(a, self.src)
         out = np.zeros(a.shape, dtype=self.dst.dtype)
         y = _to_storage(out, self.dst)
         status = np.empty(a.shape, dtype=np.uint8)
-        k, v = self._kernel_args()
-        cast_into(x.reshape(-1).view(np.uint8), y.reshape(-1).view(np.uint8), _CODE[x.dtype.name],
-                  x.dtype.itemsize, _CODE[self.dst.storage], self.dst.kernel_tuple(), self.rounding,
-                  self.out_of_range, k, v, status.reshape(-1))
+        cast_into(x.reshape(-1), y.reshape(-1), self.dst.kernel_format(), self.rounding, self.out_of_range,
+                  self.keys.reshape(-1), self.values.reshape(-1), status.reshape(-1))
         return out, status
 
     def raise_for(self, a: np.ndarray, flat_index: int) -> None:

@@ -25,7 +25,6 @@ from zarrcy.codecs._base import ArrayArrayCodec, ArraySpec, Codec
 from zarrcy.codecs.cast_value import (
     CastValueCodec,
     Format,
-    _CODE,
     format_of_dtype,
     get_format,
     parse_scalar,
@@ -280,7 +279,7 @@ class ScaleOffsetCastCodec(ArrayArrayCodec):
         return self.cast_value.compute_encoded_size(input_size, spec)
 
     def encode(self, chunk: np.ndarray, spec: ArraySpec) -> np.ndarray:
-        from zarrcy._kernels._cast import scale_offset_cast_into
+        from zarrcy._kernels._cast_scale_offset import scale_offset_cast_into
 
         fmt, o, s = self.scale_offset.parsed(spec.dtype)
         if fmt.name not in ("float32", "float64"):
@@ -289,10 +288,9 @@ class ScaleOffsetCastCodec(ArrayArrayCodec):
         a = np.ascontiguousarray(np.asarray(chunk).astype(fmt.dtype, copy=False))
         out = np.empty(a.shape, dtype=enc.dst.dtype)
         y = out if enc.dst.natural else out.view(enc.dst.storage)
-        k, v = enc._kernel_args()
-        r, _stage = scale_offset_cast_into(a.reshape(-1).view(np.uint8), y.reshape(-1).view(np.uint8),
-                                           _CODE[fmt.name], _CODE[enc.dst.storage], enc.dst.kernel_tuple(),
-                                           enc.rounding, enc.out_of_range, float(o), float(s), k, v)
+        r, _stage = scale_offset_cast_into(a.reshape(-1), y.reshape(-1), enc.dst.kernel_format(), enc.rounding,
+                                           enc.out_of_range, float(o), float(s), enc.keys.reshape(-1),
+                                           enc.values.reshape(-1))
         if r >= 0:
             # the exceptional path: run the codecs in turn so the error is exactly theirs
             self.cast_value.encode(self.scale_offset.encode(a, spec), spec)
@@ -322,16 +320,14 @@ class ScaleOffsetCastCodec(ArrayArrayCodec):
         return True
 
     def _decode_kernel(self, a: np.ndarray, out: np.ndarray, spec: ArraySpec) -> None:
-        from zarrcy._kernels._cast import cast_scale_offset_into
+        from zarrcy._kernels._cast_scale_offset import cast_scale_offset_into
 
         fmt, o, s = self.scale_offset.parsed(spec.dtype)
         _, dec = self.cast_value.prepared(spec.dtype)
         x = a if dec.src.natural else a.astype(dec.src.source)
-        k, v = dec._kernel_args()
-        r, _stage = cast_scale_offset_into(x.reshape(-1).view(np.uint8), out.reshape(-1).view(np.uint8),
-                                           _CODE[x.dtype.name], x.dtype.itemsize, _CODE[fmt.name],
-                                           dec.dst.kernel_tuple(), dec.rounding, dec.out_of_range,
-                                           float(o), float(s), k, v)
+        r, _stage = cast_scale_offset_into(x.reshape(-1), out.reshape(-1), dec.dst.kernel_format(), dec.rounding,
+                                           dec.out_of_range, float(o), float(s), dec.keys.reshape(-1),
+                                           dec.values.reshape(-1))
         if r >= 0:
             self.scale_offset.decode(self.cast_value.decode(a, spec), spec)
             raise AssertionError("fused cast_value+scale_offset decode failed where the sequential path did not")

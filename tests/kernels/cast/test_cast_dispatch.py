@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zarrcy._kernels import _cast
+from zarrcy._kernels import _cast_fast as _cast
 from zarrcy.codecs.cast_value import ST_FAIL_NONFINITE, CastValueCodec, cast_array, classify_array
 from zarrcy.codecs.scale_offset import ScaleOffsetCodec
 from zarrcy.errors import CastError, OutOfRangeError
@@ -18,7 +18,7 @@ from zarrcy.errors import CastError, OutOfRangeError
 import cast_reference as _c
 from fused_check import check_encode
 
-BLOCK = 1024   # the kernel's block length (_cast.pyx BLOCK)
+BLOCK = 1024   # the kernel's block length (_cast_types.pxd BLOCK)
 TARGETS = ["int8", "uint8", "int16", "uint16", "int32", "uint32"]
 SIZES = [1, 2, 7, BLOCK - 1, BLOCK, BLOCK + 1, 2 * BLOCK + 3]
 ISAS = ["auto", "baseline"]
@@ -200,3 +200,13 @@ def test_int_wrap_every_pair(isa, src, dst):
     exp_ref = [_c.ref_cast(v, dst, "nearest-even", "wrap")[1] for v in _c.as_exact_array(np.array(sm, dtype=src))]
     got = cast_array(np.array(sm, dtype=src), dst, "nearest-even", "wrap")
     assert [int(g) for g in got] == exp_ref
+
+
+def test_dispatch_isa_reaches_every_module():
+    """Each cast module with dispatched loops keeps its own state; dispatch_isa sets them all."""
+    try:
+        _cast.dispatch_isa("baseline")
+        assert set(_cast._isa_by_module().values()) == {"baseline"}
+    finally:
+        _cast.dispatch_isa("auto")
+    assert set(_cast._isa_by_module().values()) == {_cast.dispatch_isa()}

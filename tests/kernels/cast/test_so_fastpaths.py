@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from zarrcy._kernels import _cast
+from zarrcy._kernels import _cast_fast as _cast
 from zarrcy._kernels._scale_offset import encode_into
 from zarrcy.casting import scale_offset_encode
 from zarrcy.codecs._base import ArraySpec
@@ -19,7 +19,7 @@ from fused_check import check_decode
 
 STREAM_MIN = 1 << 22      # _scale_offset.pyx SO_STREAM_MIN
 SO_BLOCK = 2048
-BLOCK = 1024              # _cast.pyx BLOCK
+BLOCK = 1024              # _cast_types.pxd BLOCK
 
 
 @pytest.fixture(scope="module")
