@@ -15,12 +15,13 @@ compile when the built module is newer.  A second ``pip install .`` (e.g. with t
 extra) therefore compiles nothing.
 
 Release builds use ``-g0`` (Python's default ``CFLAGS`` carry ``-g``; debug information
-for the large generated ``_cast.c`` cost a third of its compile time) and ``-O3``, except
-``_cast`` (a 300k-line C file, most of the build): ``-O2 -ftree-vectorize
--fvect-cost-model=dynamic`` keeps ``-O3``'s loop vectoriser, which its float -> int fast
-paths need (plain ``-O2`` made them 5-15x slower), without ``-O3``'s other passes: 38 s of
-compile CPU instead of 52 s (74 s with ``-g``), kernels as fast (measured on gcc 12 with
-the ``bench cast`` rows: casts, scalar_map, fused scale_offset + cast, classify).
+for the large generated cast modules cost a third of their compile time) and ``-O3``,
+except the cast block loops (``_cast_f2i``, ``_cast_fast``, ``_cast_scale_offset``: most of
+the build): ``-O2 -ftree-vectorize -fvect-cost-model=dynamic`` keeps ``-O3``'s loop
+vectoriser, which the float -> int fast paths need (plain ``-O2`` made them 5-15x slower),
+without ``-O3``'s other passes — measured on the single ``_cast`` module these came from:
+38 s of compile CPU instead of 52 s (74 s with ``-g``), kernels as fast (gcc 12, the
+``bench cast`` rows: casts, scalar_map, fused scale_offset + cast, classify).
 """
 
 import glob
@@ -35,7 +36,7 @@ from setuptools.command.build_ext import build_ext
 
 class parallel_build_ext(build_ext):
     """Compile the kernel modules in parallel (one per core unless ``--parallel`` / ``-j``
-    says otherwise): ``_cast`` takes the longest, the others build beside it."""
+    says otherwise): ``_cast_f2i`` takes the longest, the others build beside it."""
 
     def finalize_options(self):
         super().finalize_options()
@@ -66,7 +67,8 @@ directives = {
 compile_args = ["-O3", "-g0"] if not DEBUG else ["-O0", "-g"]
 # per module (see the module docstring); clang accepts these gcc flags too (it ignores the
 # cost-model one with a warning)
-module_args = {"_cast": ["-O2", "-ftree-vectorize", "-fvect-cost-model=dynamic", "-g0"]} if not DEBUG else {}
+_VECTOR_ARGS = ["-O2", "-ftree-vectorize", "-fvect-cost-model=dynamic", "-g0"]
+module_args = {m: _VECTOR_ARGS for m in ("_cast_f2i", "_cast_fast", "_cast_scale_offset")} if not DEBUG else {}
 
 extensions = [
     Extension(
