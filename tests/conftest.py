@@ -21,6 +21,19 @@ settings.register_profile("explore", derandomize=False, deadline=None, print_blo
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+@pytest.fixture(autouse=True)
+def _zarrcy_config_restored():
+    """Every test starts from the configuration the previous one started from: a test
+    that changes ``zarrcy.config`` (threads, write order, coalescing...) cannot leak it
+    into later tests (which made a byte-identity test depend on test order)."""
+    import zarrcy
+
+    before = zarrcy.config()
+    yield
+    if zarrcy.config() != before:
+        zarrcy.config(**before)
+
+
 # -- the store suite's fixtures that do not depend on the store kind (tests/storage and
 # tests/remote each define ``factory``: the stores under test) ----------------------------
 @pytest.fixture

@@ -169,7 +169,8 @@ def test_coalescing_reads_few_ranges():
         (kind, ranges), = [x for x in v.calls if x[0] == "get_ranges"]
         assert len(ranges) == 1
     finally:
-        zarrcy.config(coalesce_gap=old["coalesce_gap"], coalesce_max=old["coalesce_max"])
+        zarrcy.config(coalesce_gap=old["coalesce_gap"], coalesce_max=old["coalesce_max"],
+                      subchunk_write_order=old["subchunk_write_order"])
 
 
 @settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
