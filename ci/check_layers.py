@@ -20,6 +20,7 @@ LAYERS = [
     ("zarrcy.types", 1),
     ("zarrcy.byte_range", 1),
     ("zarrcy.byte_access", 1),
+    ("zarrcy.ortho", 1),
     ("zarrcy.config", 1),
     ("zarrcy.storage", 2),
     ("zarrcy.metadata.data_type", 2),

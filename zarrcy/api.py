@@ -169,6 +169,21 @@ def _rectilinear_json(chunks: Sequence[Any], what: str) -> dict:
     return {"name": "rectilinear", "configuration": {"kind": "inline", "chunk_shapes": axes}}
 
 
+def _sharding_codec(chunks: Sequence[int], inner: list[Any]) -> dict[str, Any]:
+    """The ``sharding_indexed`` codec ``create_array(shards=...)`` builds, as zarr-python
+    does: inner chunks of ``chunks`` encoded by ``inner``, index ``bytes`` + ``crc32c`` at
+    the end."""
+    return {
+        "name": "sharding_indexed",
+        "configuration": {
+            "chunk_shape": list(chunks),
+            "codecs": inner,
+            "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
+            "index_location": "end",
+        },
+    }
+
+
 def _build_metadata(
     *,
     shape: Sequence[int],
@@ -255,36 +270,10 @@ def _build_metadata(
         *(_codec_json(c, "compressors") for c in _as_list(compressors)),
     ]
     if shards is not None:
-        codecs = [
-            {
-                "name": "sharding_indexed",
-                "configuration": {
-                    "chunk_shape": list(chunks),
-                    "codecs": inner,
-                    "index_codecs": [
-                        {"name": "bytes", "configuration": {"endian": "little"}},
-                        {"name": "crc32c"},
-                    ],
-                    "index_location": "end",
-                },
-            }
-        ]
+        codecs = [_sharding_codec(chunks, inner)]
         grid_chunks = shards
     elif rect_grid is not None and shards_rect:
-        codecs = [
-            {
-                "name": "sharding_indexed",
-                "configuration": {
-                    "chunk_shape": list(chunks),
-                    "codecs": inner,
-                    "index_codecs": [
-                        {"name": "bytes", "configuration": {"endian": "little"}},
-                        {"name": "crc32c"},
-                    ],
-                    "index_location": "end",
-                },
-            }
-        ]
+        codecs = [_sharding_codec(chunks, inner)]
         grid_chunks = chunks
     else:
         codecs = inner

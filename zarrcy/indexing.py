@@ -26,6 +26,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from zarrcy._kernels import _grid, _rectilinear
+from zarrcy.ortho import select
 
 __all__ = [
     "DimSelection",
@@ -406,20 +407,8 @@ def count_chunks(sel: BasicSelection, chunk_shape: Sequence[int]) -> int:
     return n
 
 
-def ortho_get(a: np.ndarray, sel: tuple[Any, ...]) -> np.ndarray:
-    """``a`` indexed orthogonally by per-dim ints / slices / int arrays (ints drop their
-    axis).  Avoids numpy's advanced-indexing axis reordering by applying the basic part
-    first and then each array along its own axis."""
-    basic = tuple(slice(None) if isinstance(s, np.ndarray) else s for s in sel)
-    r = a[basic]
-    axis = 0
-    for s in sel:
-        if isinstance(s, np.ndarray):
-            r = np.take(r, s, axis=axis)
-            axis += 1
-        elif isinstance(s, slice):
-            axis += 1
-    return r
+# ``a`` indexed orthogonally by per-dim ints / slices / int arrays (ints drop their axis)
+ortho_get = select
 
 
 def ortho_set(a: np.ndarray, sel: tuple[Any, ...], value: Any) -> None:

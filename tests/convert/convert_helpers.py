@@ -117,3 +117,39 @@ def _make_v2_hierarchy_zarrcy(root: str) -> dict[str, np.ndarray]:
     e = zarrcy.create_array(st, name="empty", shape=(10, 10), dtype="<f8", chunks=(5, 5), zarr_format=2, fill_value=None)
     out["empty"] = e[...]
     return out
+
+
+def journal_done(dst: str) -> int:
+    """Regions the convert journal at ``dst`` records as finished."""
+    n = 0
+    for dirpath, _dirs, files in os.walk(os.path.join(dst, "__zarrcy_convert")):
+        if os.path.basename(dirpath) == "__done":
+            n += len(files)
+    return n
+
+
+def kill_convert_after(args: list[str], dst: str, regions: int, timeout: float = 60) -> None:
+    """Run ``zarrcy convert *args`` (``--workers 2``, slowed regions) in a child and SIGKILL
+    it once the journal at ``dst`` records ``regions`` finished regions."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = dict(os.environ, ZARRCY_CONVERT_REGION_DELAY="0.05")
+    proc = subprocess.Popen([sys.executable, "-m", "zarrcy", "convert", *args, "--workers", "2"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + timeout
+        while journal_done(dst) < regions:
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:  # pragma: no cover
+            proc.kill()
+            proc.wait()
+        if proc.stderr:
+            proc.stderr.close()

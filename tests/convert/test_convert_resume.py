@@ -5,10 +5,6 @@ from __future__ import annotations
 
 import errno
 import os
-import signal
-import subprocess
-import sys
-import time
 
 import numpy as np
 import pytest
@@ -17,17 +13,9 @@ import zarrcy
 from zarrcy.convert import convert_main
 from zarrcy.storage import LocalStore
 from zarrcy.storage._base import Store
-from convert_helpers import same, stored_objects
+from convert_helpers import journal_done, kill_convert_after, same, stored_objects
 
 OPTS = ["--rewrite", "--shards", "16,16", "--chunks", "8,8", "--compressor", "zstd:1", "--progress", "off"]
-
-
-def _journal_done(dst: str) -> int:
-    n = 0
-    for dirpath, _dirs, files in os.walk(os.path.join(dst, "__zarrcy_convert")):
-        if os.path.basename(dirpath) == "__done":
-            n += len(files)
-    return n
 
 
 def test_kill9_then_resume_is_identical(v2_tree, tmp_path):
@@ -35,24 +23,8 @@ def test_kill9_then_resume_is_identical(v2_tree, tmp_path):
     ref = str(tmp_path / "ref.zarr")
     assert convert_main([src, ref, *OPTS]) == 0
     dst = str(tmp_path / "dst.zarr")
-    env = dict(os.environ, ZARRCY_CONVERT_REGION_DELAY="0.05")
-    proc = subprocess.Popen([sys.executable, "-m", "zarrcy", "convert", src, dst, *OPTS, "--workers", "2"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 60
-        while _journal_done(dst) < 6:
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            assert time.monotonic() < deadline
-            time.sleep(0.005)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(10)
-    finally:
-        if proc.poll() is None:  # pragma: no cover
-            proc.kill()
-            proc.wait()
-        if proc.stderr:
-            proc.stderr.close()
-    done = _journal_done(dst)
+    kill_convert_after([src, dst, *OPTS], dst, 6)
+    done = journal_done(dst)
     assert done >= 6
     assert os.path.exists(os.path.join(dst, "__zarrcy_convert", "plan.json"))  # interrupted, journal kept
     # a plain rerun refuses; --resume finishes

@@ -6,11 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import sys
 import threading
-import time
 import warnings
 
 import numpy as np
@@ -24,7 +20,7 @@ from zarrcy.convert import convert_main  # noqa: E402
 from zarrcy.errors import CorruptChunkError  # noqa: E402
 from zarrcy.storage import store_from_url  # noqa: E402
 from zarrcy.storage.hdf5 import HDF5SourceError, HDF5Store, is_hdf5  # noqa: E402
-from convert_helpers import stored_objects  # noqa: E402
+from convert_helpers import kill_convert_after, stored_objects  # noqa: E402
 
 Q = ["--progress", "off"]
 
@@ -547,14 +543,6 @@ def test_unavailable_filter_exit_2(tmp_path, capsys):
 # --------------------------------------------------------------------------------------
 # resume after kill -9
 # --------------------------------------------------------------------------------------
-def _journal_done(dst: str) -> int:
-    n = 0
-    for dirpath, _dirs, files in os.walk(os.path.join(dst, "__zarrcy_convert")):
-        if os.path.basename(dirpath) == "__done":
-            n += len(files)
-    return n
-
-
 def test_kill9_then_resume_is_identical(tmp_path):
     make_months(str(tmp_path / "m"), lens=(12, 12, 12))
     src = str(tmp_path / "m" / "*.nc")
@@ -562,23 +550,7 @@ def test_kill9_then_resume_is_identical(tmp_path):
     ref = str(tmp_path / "ref.zarr")
     assert convert_main([src, ref, *opts]) == 0
     dst = str(tmp_path / "dst.zarr")
-    env = dict(os.environ, ZARRCY_CONVERT_REGION_DELAY="0.05")
-    proc = subprocess.Popen([sys.executable, "-m", "zarrcy", "convert", src, dst, *opts, "--workers", "2"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 60
-        while _journal_done(dst) < 5:
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            assert time.monotonic() < deadline
-            time.sleep(0.005)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(10)
-    finally:
-        if proc.poll() is None:  # pragma: no cover
-            proc.kill()
-            proc.wait()
-        if proc.stderr:
-            proc.stderr.close()
+    kill_convert_after([src, dst, *opts], dst, 5)
     assert os.path.exists(os.path.join(dst, "__zarrcy_convert", "plan.json"))
     assert convert_main([src, dst, *opts]) == 2  # interrupted: a plain rerun refuses
     assert convert_main([src, dst, *opts, "--resume", "--verify"]) == 0

@@ -212,75 +212,17 @@ def test_at_fork_reset_runs_callbacks_in_child(tmp_path):
     assert log.read_text() == "first,second"
 
 
-def test_zip_store_lock_reset_after_fork(tmp_path):
-    """A ZipStore whose lock a parent thread holds at fork time stays usable in the child."""
-    import multiprocessing as mp
-    import threading
-
-    from zarrcy.storage.zip import ZipStore
-
-    path = tmp_path / "a.zip"
-    with ZipStore(str(path), mode="w") as z:
-        z.set("k", b"value")
-    store = ZipStore(str(path), mode="r")
-    held = threading.Event()
-    release = threading.Event()
-
-    def hold() -> None:
-        with store._st.lock:
-            held.set()
-            release.wait(30)
-
-    t = threading.Thread(target=hold)
-    t.start()
-    held.wait(10)
-    ctx = mp.get_context("fork")
-    q = ctx.Queue()
-
-    def child(q) -> None:
-        try:
-            with (store._st.lock):
-                pass
-            q.put(bytes(store.get("k")))
-        except BaseException as e:  # report instead of hanging
-            q.put(repr(e))
-
-    p = ctx.Process(target=child, args=(q,))
-    p.start()
-    p.join(timeout=60)
-    release.set()
-    t.join()
-    alive = p.is_alive()
-    if alive:
-        p.kill()
-    assert not alive, "forked child hung on an inherited ZipStore lock"
-    assert q.get(timeout=5) == b"value"
-
-
-def test_module_locks_held_at_fork(tmp_path):
-    """Parent threads hold the codec registry, pipeline cache and zstd library locks at
-    the fork: the child still resolves codecs and decodes zstd chunks (it hung before)."""
-    import importlib
-    import multiprocessing as mp
-    import threading
-
-    import numpy as np
-
-    import zarrcy
-    from zarrcy.codecs import ZstdCodec
-
-    path = str(tmp_path / "z.zarr")
-    a = zarrcy.create_array(path, shape=(64, 64), chunks=(16, 16), dtype="int32", compressors=[ZstdCodec(level=1)])
-    a[...] = np.arange(64 * 64, dtype="int32").reshape(64, 64)
-    mods = [importlib.import_module(m) for m in ("zarrcy.codecs.registry", "zarrcy.codecs.pipeline", "zarrcy.codecs.zstd")]
-    locks = [mods[0]._lock, mods[1]._CACHE_LOCK, mods[2]._lib_lock]
+def _fork_while_held(locks, body):
+    """Fork while a parent thread holds ``locks``; return what ``body()`` returns in the
+    child (or the repr of what it raised).  Fails, instead of hanging, if the child does
+    not finish within TIMEOUT seconds."""
     held, release = threading.Event(), threading.Event()
 
     def hold() -> None:
         for lk in locks:
             lk.acquire()
         held.set()
-        release.wait(60)
+        release.wait(TIMEOUT)
         for lk in locks:
             lk.release()
 
@@ -292,19 +234,53 @@ def test_module_locks_held_at_fork(tmp_path):
 
     def child(q) -> None:
         try:
-            b = zarrcy.create_array(path + "2", shape=(32,), chunks=(8,), dtype="uint8", compressors=[ZstdCodec(level=3)])
-            b[...] = 7
-            q.put((int(zarrcy.open_array(path)[...].sum()), int(b[...].sum())))
-        except BaseException as e:
+            q.put(body())
+        except BaseException as e:  # report instead of hanging
             q.put(repr(e))
 
     p = ctx.Process(target=child, args=(q,))
     p.start()
-    p.join(timeout=60)
+    p.join(timeout=TIMEOUT)
     release.set()
     t.join()
     alive = p.is_alive()
     if alive:
         p.kill()
-    assert not alive, "forked child hung on a module lock held at fork time"
-    assert q.get(timeout=5) == (int(np.arange(64 * 64).sum()), 7 * 32)
+    assert not alive, "forked child hung on a lock inherited from the parent"
+    return q.get(timeout=5)
+
+
+def test_zip_store_lock_reset_after_fork(tmp_path):
+    """A ZipStore whose lock a parent thread holds at fork time stays usable in the child."""
+    from zarrcy.storage.zip import ZipStore
+
+    path = tmp_path / "a.zip"
+    with ZipStore(str(path), mode="w") as z:
+        z.set("k", b"value")
+    store = ZipStore(str(path), mode="r")
+
+    def body() -> bytes:
+        with store._st.lock:
+            pass
+        return bytes(store.get("k"))
+
+    assert _fork_while_held([store._st.lock], body) == b"value"
+
+
+def test_module_locks_held_at_fork(tmp_path):
+    """Parent threads hold the codec registry, pipeline cache and zstd library locks at
+    the fork: the child still resolves codecs and decodes zstd chunks (it hung before)."""
+    from zarrcy.codecs import ZstdCodec
+
+    path = str(tmp_path / "z.zarr")
+    a = zarrcy.create_array(path, shape=(64, 64), chunks=(16, 16), dtype="int32", compressors=[ZstdCodec(level=1)])
+    a[...] = np.arange(64 * 64, dtype="int32").reshape(64, 64)
+    mods = [importlib.import_module(m) for m in ("zarrcy.codecs.registry", "zarrcy.codecs.pipeline", "zarrcy.codecs.zstd")]
+
+    def body() -> tuple[int, int]:
+        b = zarrcy.create_array(path + "2", shape=(32,), chunks=(8,), dtype="uint8", compressors=[ZstdCodec(level=3)])
+        b[...] = 7
+        return int(zarrcy.open_array(path)[...].sum()), int(b[...].sum())
+
+    got = _fork_while_held([mods[0]._lock, mods[1]._CACHE_LOCK, mods[2]._lib_lock], body)
+    assert got == (int(np.arange(64 * 64).sum()), 7 * 32)

@@ -18,6 +18,7 @@ import numpy as np
 
 from zarrcy.byte_access import ByteGetter, ByteSetter, ValueSnapshot
 from zarrcy.errors import CorruptChunkError, expected
+from zarrcy.ortho import select  # noqa: F401  (re-exported: the codecs apply selections with it)
 
 __all__ = [
     "ArraySpec",
@@ -37,20 +38,6 @@ __all__ = [
 #: a selection within one chunk, per dimension: an int (drops the axis), a slice with a
 #: positive step (start/stop inside the chunk), or a 1-d int64 index array (orthogonal)
 Selection = tuple[Any, ...]
-
-
-def select(a: np.ndarray, sel: Selection) -> np.ndarray:
-    """``a`` indexed orthogonally by ``sel`` (ints drop their axis; arrays act per axis)."""
-    basic = tuple(slice(None) if isinstance(s, np.ndarray) else s for s in sel)
-    r = a[basic]
-    axis = 0
-    for s in sel:
-        if isinstance(s, np.ndarray):
-            r = np.take(r, s, axis=axis)
-            axis += 1
-        elif isinstance(s, slice):
-            axis += 1
-    return r
 
 
 def assign(a: np.ndarray, sel: Selection, value: Any) -> None:
