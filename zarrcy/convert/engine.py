@@ -494,10 +494,16 @@ def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions, single: 
     """The plan of one array; ``single``: the source node is this array (not a hierarchy),
     so options that cannot apply to it are errors rather than notes."""
     m = src.metadata
-    if getattr(m.chunk_grid, "name", "regular") == "rectilinear":  # planning assumes a regular grid
-        raise _Unsupported("rectilinear chunk grids are not supported by convert yet")
     chunks = parse_shape(o.chunks, "--chunks")
     shards = parse_shape(o.shards, "--shards")
+    rect = getattr(m.chunk_grid, "name", "regular") == "rectilinear"
+    if rect and chunks is None and shards is None:
+        # regions are planned on a regular grid: a rectilinear destination cannot be
+        # split into regions that never share a chunk yet
+        raise _Unsupported("a rectilinear chunk grid is converted only to a regular one: pass --chunks "
+                           "(and --shards) for this array (keeping the rectilinear grid is not supported yet)")
+    # the source's chunking as the plan reports it (largest edge per axis when rectilinear)
+    src_chunks = tuple(max(e) for e in src.read_chunk_sizes) if rect else tuple(src.chunks)
     codecs = parse_codecs_json(o.codecs)
     comp = parse_compressor(o.compressor)
     quant = parse_quantize(o.quantize)
@@ -557,10 +563,10 @@ def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions, single: 
             return ArrayPlan(src.path, dst_path, rel, "copy", 3, doc, src.shape, str(src.dtype), tuple(src.chunks),
                              tuple(src.chunks), src.shards, region, math.prod(_region_grid(src.shape, region)), src.nbytes,
                              notes=notes)
-        if shards is None and chunks is None and src.shards is not None:
+        if shards is None and chunks is None and not rect and src.shards is not None:
             shards, chunks = src.shards, src.chunks
         if chunks is None:
-            chunks = tuple(src.chunks) if shards is None or all(s % c == 0 for s, c in zip(shards, src.chunks)) else tuple(shards)
+            chunks = src_chunks if shards is None or all(s % c == 0 for s, c in zip(shards, src_chunks)) else tuple(shards)
         if shards is not None and any(s % c for s, c in zip(shards, chunks)):
             raise ConvertError(expected(f"/{rel} --shards", f"multiples of the chunk shape {chunks}", ",".join(map(str, shards))), 2)
         kept: list[dict[str, Any]] = []  # source filters kept as v3 codecs (lossy: verify expects them)
@@ -608,7 +614,7 @@ def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions, single: 
                 doc["dimension_names"] = list(m.dimension_names)
             obj = tuple(shards or chunks)
             region = _region_shape(src.shape, obj, itemsize, o.region_bytes, shards is not None)
-            return ArrayPlan(src.path, dst_path, rel, "rewrite", 3, doc, src.shape, str(src.dtype), tuple(src.chunks),
+            return ArrayPlan(src.path, dst_path, rel, "rewrite", 3, doc, src.shape, str(src.dtype), src_chunks,
                              tuple(chunks), tuple(shards) if shards else None, region,
                              math.prod(_region_grid(src.shape, region)), src.nbytes, quantize=quant, notes=notes,
                              kept_filters=kept or None)
@@ -637,7 +643,7 @@ def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions, single: 
         chunks = tuple(src.chunks)
     else:
         mode = "rewrite"
-        chunks = chunks or tuple(src.chunks)
+        chunks = chunks or src_chunks
         if comp is not None:
             compressor = compressor_to_numcodecs(comp)
         elif src_v2:
@@ -659,7 +665,7 @@ def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions, single: 
         if m.attributes:
             doc["attributes"] = dict(m.attributes)
     region = _region_shape(src.shape, tuple(chunks), itemsize, o.region_bytes, False)
-    return ArrayPlan(src.path, dst_path, rel, mode, 2, doc, src.shape, str(src.dtype), tuple(src.chunks),
+    return ArrayPlan(src.path, dst_path, rel, mode, 2, doc, src.shape, str(src.dtype), src_chunks,
                      tuple(chunks), None, region, math.prod(_region_grid(src.shape, region)), src.nbytes)
 
 
