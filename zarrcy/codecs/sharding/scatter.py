@@ -150,7 +150,7 @@ def _plan_work(
         # small items (about PARALLEL_MIN_BYTES of decoded chunks each) claimed from one
         # counter balance the threads even when a helper thread starts late
         per = b - a if g < 0 or (b - a) * chunk_bytes < PARALLEL_MIN_BYTES or threads < 2 else \
-            max(1, min(-(-(b - a) // threads), PARALLEL_MIN_BYTES // max(1, chunk_bytes)))
+            max(1, min(-(-(b - a) // threads), PARALLEL_MIN_BYTES // max(1, 2 * chunk_bytes)))
         for t0 in range(a, b, max(1, per)):
             work.append((t0, min(b, t0 + max(1, per)), g))
     return order, task_off, task_len, work
