@@ -315,18 +315,35 @@ def chain_report(values: Any, codecs: Any) -> CastReport:
     if (len(chain) != 2 or not isinstance(chain[0], ScaleOffsetCodec) or not isinstance(chain[1], CastValueCodec)
             or x.dtype.kind != "f" or x.dtype.itemsize not in (4, 8)):
         return check_cast(x, chain)
-    so, cv = chain
     flat = np.ascontiguousarray(x).reshape(-1)
+    # blocks of _REPORT_BLOCK elements: the passes below hold several float64 copies of
+    # what they check, so memory stays ~10 x 8 MiB whatever the region size
+    rep: CastReport | None = None
+    for i in range(0, max(flat.size, 1), _REPORT_BLOCK):
+        part = _chain_report_block(flat[i:i + _REPORT_BLOCK], chain)
+        if part is None:  # a value fails, or a kernel refuses: the exact report, whole
+            return check_cast(x, chain)
+        rep = part if rep is None else merge_reports(rep, part)
+    assert rep is not None
+    return rep
+
+
+_REPORT_BLOCK = 1 << 20
+
+
+def _chain_report_block(flat: np.ndarray, chain: Any) -> CastReport | None:
+    """:func:`chain_report` of one block of values (None: use :func:`check_cast`)."""
+    so, cv = chain
     try:
         y = scale_offset_encode_array(flat, so.offset, so.scale)
     except CastError:
-        return check_cast(x, chain)
+        return None
     enc, dec = cv.prepared(y.dtype)
     res, st = enc.classify(y)
     counts = np.bincount(st, minlength=7)
     if counts[ST_FAIL_NONFINITE:].any():
-        return check_cast(x, chain)
-    rep = CastReport(count=int(x.size), stages=[c.to_dict()["name"] for c in chain], encoded_dtype=res.dtype.name)
+        return None
+    rep = CastReport(count=int(flat.size), stages=[c.to_dict()["name"] for c in chain], encoded_dtype=res.dtype.name)
     rep.exact, rep.rounded = int(counts[ST_EXACT]), int(counts[ST_ROUNDED])
     rep.clamped, rep.wrapped, rep.scalar_mapped = int(counts[ST_CLAMPED]), int(counts[ST_WRAPPED]), int(counts[ST_MAPPED])
     back_y, st2 = dec.classify(res)
@@ -334,7 +351,7 @@ def chain_report(values: Any, codecs: Any) -> CastReport:
     try:
         back = scale_offset_decode_array(back_y, so.offset, so.scale)
     except CastError:
-        return check_cast(x, chain)
+        return None
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         orig = flat.astype(np.float64, copy=False)
         back = back.astype(np.float64, copy=False)

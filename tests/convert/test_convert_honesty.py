@@ -83,9 +83,14 @@ def test_nan_code_collision_is_refused_before_writing(tmp_path, capsys, check):
     assert not os.path.exists(dst)
 
 
-def test_chain_report_matches_check_cast():
+@pytest.mark.parametrize("block", [1 << 20, 7, 1000])
+def test_chain_report_matches_check_cast(block, monkeypatch):
     """The fast report equals check_cast's (the element-wise oracle) on every counter, with
-    NaN, +-Infinity, zeros, clamping, wrapping and failing data."""
+    NaN, +-Infinity, zeros, clamping, wrapping and failing data — also when it is computed
+    in blocks (bounded memory) and merged."""
+    import zarrcy.casting as casting
+
+    monkeypatch.setattr(casting, "_REPORT_BLOCK", block)
     rng = np.random.default_rng(5)
     chains = ["scale=100,offset=-1,dtype=uint8,out_of_range=clamp,nan=255", "scale=300,dtype=uint8,out_of_range=wrap,nan=7",
               "scale=1000,offset=0.5,dtype=int16,nan=0,out_of_range=clamp", "scale=10,dtype=uint8",
