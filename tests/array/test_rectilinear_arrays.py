@@ -564,11 +564,14 @@ def test_dask_with_the_arrays_own_chunks():
 
 
 def test_convert_refuses_rectilinear_sources_clearly(tmp_path):
+    """Without --chunks a rectilinear source is refused naming the option (keeping the
+    grid is not supported yet); with it, it converts to a regular grid
+    (tests/convert/test_convert_rectilinear.py covers that)."""
     from zarrcy.convert import ConvertError, convert
 
     a = zarrcy.create_array(str(tmp_path / "s.zarr"), shape=(9,), dtype="int32", chunks=[[2, 3, 4]])
     a[...] = 1
-    with pytest.raises(ConvertError, match="rectilinear chunk grids are not supported"):
+    with pytest.raises(ConvertError, match="rectilinear chunk grid is converted only to a regular one: pass --chunks"):
         convert(str(tmp_path / "s.zarr"), str(tmp_path / "d.zarr"))
 
 
