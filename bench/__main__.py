@@ -18,6 +18,7 @@ WORKLOADS = {
     "remote": "bench.bench_remote",
     "plugin": "bench.bench_plugin",
     "hdf5": "bench.bench_hdf5",
+    "rectilinear": "bench.bench_rectilinear",
 }
 
 
