@@ -20,7 +20,9 @@ import zarrcy
 from zarrcy.codecs.sharding import reader as shard_reader
 from zarrcy.errors import CorruptChunkError, MetadataError, StoreError
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# children import the zarrcy under test (the installed package in CI, a built tree in development),
+# never the source tree, which has no compiled kernels in a fresh clone
+ROOT = os.path.dirname(os.path.dirname(zarrcy.__file__))
 
 
 @contextlib.contextmanager
