@@ -110,7 +110,7 @@ print(json.dumps({"seconds": seconds, "maxrss_mib": hwm}))
 
 
 def _child(code: str, job: dict) -> dict | None:
-    p = subprocess.run([sys.executable, "-c", code + _TAIL, json.dumps(job)], capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-P", "-c", code + _TAIL, json.dumps(job)], capture_output=True, text=True,
                        env=dict(os.environ))
     if p.returncode != 0:
         last = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else p.returncode
