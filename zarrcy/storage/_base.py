@@ -8,6 +8,7 @@ which optional operations a store supports; calling an unsupported one raises
 
 from __future__ import annotations
 
+import builtins
 from abc import ABC, abstractmethod
 from typing import Iterable, Iterator, Sequence
 
@@ -110,8 +111,6 @@ class Store(ABC):
 
     def set_partial_values(self, key_start_values: Sequence[tuple[str, int, Buffer]]) -> None:
         """Write ``value`` at byte offset ``start`` of ``key`` for each triple."""
-        from zarrcy.errors import StoreError
-
         raise StoreError(f"{self.url}: store does not support partial writes")
 
     def truncate(self, key: str, length: int, identity: object | None = None) -> None:
@@ -142,7 +141,7 @@ class Store(ABC):
         return (k for k in self.list() if k.startswith(prefix))
 
     @abstractmethod
-    def list_dir(self, prefix: str) -> list[str]:
+    def list_dir(self, prefix: str) -> builtins.list[str]:
         """Names directly under ``prefix`` (a ``""`` or ``"a/b/"`` style prefix): keys and
         child "directories" alike, without the prefix and without a trailing ``/``; sorted."""
 

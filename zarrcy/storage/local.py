@@ -29,6 +29,7 @@ back to keys.  Beyond the spec:
 
 from __future__ import annotations
 
+import builtins
 import errno
 import itertools
 import os
@@ -592,7 +593,7 @@ class LocalStore(Store):
             dirs.add(self._prefix + prefix[:-1].replace("/", _SEP))
         self._prune(dirs)
 
-    def _prune(self, dirs: set[str]) -> None:
+    def _prune(self, dirs: builtins.set[str]) -> None:
         """rmdir each directory (deepest first) and its parents while empty, never the root."""
         root, prefix = self.root, self._prefix
         for d in sorted(dirs, key=len, reverse=True):
@@ -645,13 +646,13 @@ class LocalStore(Store):
         seen = frozenset((os.path.realpath(start),)) if follow else frozenset()
         yield from self._walk_entries(entries, keybase, follow, seen)
 
-    def _walk_entries(self, entries: list[os.DirEntry], keybase: str, follow: bool,
+    def _walk_entries(self, entries: builtins.list[os.DirEntry[str]], keybase: str, follow: bool,
                       seen: frozenset[str]) -> Iterator[str]:
         """Keys of the files below ``entries``, depth first, without recursion: a stack
         of directory iterators, so any nesting depth works (1,100 nested directories
         under a chunk prefix used to raise RecursionError).  ``seen`` holds the real
         paths of the symlinked directories on the current path (cycle detection)."""
-        stack: list[tuple[Iterator[os.DirEntry], str, frozenset[str]]] = [(iter(entries), keybase, seen)]
+        stack: list[tuple[Iterator[os.DirEntry[str]], str, frozenset[str]]] = [(iter(entries), keybase, seen)]
         while stack:
             it, base, seen = stack[-1]
             entry = next(it, None)
@@ -687,7 +688,7 @@ class LocalStore(Store):
                 yield key
 
     @staticmethod
-    def _scandir(path: str) -> list[os.DirEntry]:
+    def _scandir(path: str) -> builtins.list[os.DirEntry[str]]:
         try:
             with os.scandir(path) as it:
                 return list(it)
@@ -696,7 +697,7 @@ class LocalStore(Store):
         except OSError as e:
             raise StoreError(f"{path}: cannot list: {e}") from e
 
-    def list_dir(self, prefix: str) -> list[str]:
+    def list_dir(self, prefix: str) -> builtins.list[str]:
         """Names of the files and directories directly under ``prefix`` (one scandir), sorted."""
         check_prefix(prefix)
         if prefix and not prefix.endswith("/"):

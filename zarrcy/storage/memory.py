@@ -13,6 +13,7 @@ system, which zarr-python uses for these URLs) or until ``MemoryStore.forget(NAM
 
 from __future__ import annotations
 
+import builtins
 import itertools
 import threading
 import weakref
@@ -45,6 +46,9 @@ class MemoryStore(Store):
     supports_partial_reads = True
     supports_partial_writes = True
     supports_listing = True
+    #: a read-only view's reference to the store it views (keeps the registered store
+    #: alive while a view of it is); None on the store itself
+    _origin: MemoryStore | None = None
 
     def __init__(self, mapping: Mapping[str, object] | None = None, *, read_only: bool = False) -> None:
         super().__init__(read_only=read_only)
@@ -106,7 +110,7 @@ class MemoryStore(Store):
         view._data = self._data
         view._lock = self._lock
         view.name = self.name
-        view._origin = getattr(self, "_origin", self)  # keeps the registered store alive
+        view._origin = self._origin if self._origin is not None else self  # keeps the registered store alive
         return view
 
     def __len__(self) -> int:
@@ -199,7 +203,7 @@ class MemoryStore(Store):
         check_prefix(prefix)
         return iter([k for k in self._keys() if k.startswith(prefix)])
 
-    def list_dir(self, prefix: str) -> list[str]:
+    def list_dir(self, prefix: str) -> builtins.list[str]:
         check_prefix(prefix)
         if prefix and not prefix.endswith("/"):
             prefix += "/"

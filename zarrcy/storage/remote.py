@@ -44,6 +44,7 @@ raises ``StoreError`` naming the URL of the object.
 
 from __future__ import annotations
 
+import builtins
 import operator
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -571,7 +572,7 @@ class ObjectStore(Store):
         parent = head if sep else None
         return (k for k in self._list(parent) if k.startswith(prefix))
 
-    def list_dir(self, prefix: str) -> list[str]:
+    def list_dir(self, prefix: str) -> builtins.list[str]:
         check_prefix(prefix)
         self._check_listing()
         base = prefix.rstrip("/")

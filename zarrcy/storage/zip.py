@@ -43,6 +43,7 @@
 
 from __future__ import annotations
 
+import builtins
 import bz2
 import lzma
 import os
@@ -106,10 +107,17 @@ def _bad_name(name: str) -> bool:
 _lzma_error = lzma.LZMAError
 
 
+def _flush(zf: zipfile.ZipFile) -> None:
+    """Push zipfile's buffered writes to the OS, so our pread descriptor sees them
+    (``zf.fp`` is None only once the archive is closed; callers hold it open)."""
+    if zf.fp is not None:
+        zf.fp.flush()
+
+
 class _ZipState:
     """What a ZipStore and its read-only views share."""
 
-    def __init__(self, path: str, mode: str, compression: int, compresslevel: int | None) -> None:
+    def __init__(self, path: str, mode: ZipMode, compression: int, compresslevel: int | None) -> None:
         self.path = path
         self.mode = mode
         self.compression = compression
@@ -143,7 +151,7 @@ class _ZipState:
             raise StoreError(f"{path}: cannot open zip file: {e}") from e
         try:
             if mode != "r":
-                self.zf.fp.flush()
+                _flush(self.zf)
             self.fd = os.open(work, _O_READ)  # a private descriptor for lock-free preads
         except OSError as e:
             self.zf.close()
@@ -286,7 +294,7 @@ class ZipStore(Store):
         return self._st.path
 
     @property
-    def mode(self) -> str:
+    def mode(self) -> ZipMode:
         return self._st.mode if not self.read_only else "r"
 
     @property
@@ -512,7 +520,7 @@ class ZipStore(Store):
             zf.NameToInfo.pop(key, None)  # overwrite = new member; avoids zipfile's duplicate warning
             try:
                 zf.writestr(info, data, compresslevel=st.compresslevel)
-                zf.fp.flush()  # make the bytes visible to our pread descriptor
+                _flush(zf)  # make the bytes visible to our pread descriptor
             except OSError as e:
                 raise StoreError(f"{st.path}: writing member {key!r} failed: {e}") from e
             st.index[key] = info
@@ -564,7 +572,7 @@ class ZipStore(Store):
         check_prefix(prefix)
         return iter(self._names(prefix))
 
-    def list_dir(self, prefix: str) -> list[str]:
+    def list_dir(self, prefix: str) -> builtins.list[str]:
         check_prefix(prefix)
         if prefix and not prefix.endswith("/"):
             prefix += "/"
