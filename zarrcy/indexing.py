@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 import operator
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Literal, Sequence
 
 import numpy as np
 
@@ -43,11 +43,14 @@ __all__ = [
 ]
 
 
+DimKind = Literal["int", "slice", "array"]
+
+
 @dataclass(frozen=True, slots=True)
 class DimSelection:
     """One dimension's selection.  ``kind`` is "int", "slice" or "array"."""
 
-    kind: str
+    kind: DimKind
     dim_len: int
     start: int = 0  # int: the index; slice: start
     stop: int = 0  # slice: stop (clipped)
@@ -60,7 +63,14 @@ class DimSelection:
             return 1
         if self.kind == "slice":
             return max(0, -(-(self.stop - self.start) // self.step))
-        return len(self.indices)  # type: ignore[arg-type]
+        return len(self.index_array)
+
+    @property
+    def index_array(self) -> np.ndarray:
+        """An "array" selection's int64 indices."""
+        if self.indices is None:
+            raise TypeError(f"a {self.kind!r} selection has no index array")
+        return self.indices
 
     @property
     def dropped(self) -> bool:
@@ -336,14 +346,14 @@ def _dim_projection(d: DimSelection, chunk_len: AxisGrid) -> list[tuple[int, Any
         return [(c, r, None, min(chunk_len, n - c * chunk_len) == 1)]
     if d.kind == "slice":
         ch, cs, ce, os_, oe = _grid.slice_projection(chunk_len, d.start, d.stop, d.step)
-        res = []
+        res: list[tuple[int, Any, Any, bool]] = []
         step = d.step
         for c, a, b, o0, o1 in zip(ch.tolist(), cs.tolist(), ce.tolist(), os_.tolist(), oe.tolist()):
             valid = min(chunk_len, n - c * chunk_len)
             complete = step == 1 and a == 0 and b == valid
             res.append((c, slice(a, b, step), slice(o0, o1), complete))
         return res
-    ch, bounds, in_chunk, order = _grid.array_projection(d.indices, chunk_len)
+    ch, bounds, in_chunk, order = _grid.array_projection(d.index_array, chunk_len)
     res = []
     bl = bounds.tolist()
     for j, c in enumerate(ch.tolist()):
@@ -366,12 +376,12 @@ def _rect_dim_projection(d: DimSelection, tables: tuple[np.ndarray, np.ndarray, 
         ch, cs, ce, os_, oe = _rectilinear.slice_projection(origin, first, edge, d.start, d.stop, d.step)
         st, ln = _rectilinear.chunk_extents(origin, first, edge, ch)
         valid = np.minimum(ln, n - st).tolist()
-        res = []
+        res: list[tuple[int, Any, Any, bool]] = []
         step = d.step
         for c, a, b, o0, o1, v in zip(ch.tolist(), cs.tolist(), ce.tolist(), os_.tolist(), oe.tolist(), valid):
             res.append((c, slice(a, b, step), slice(o0, o1), step == 1 and a == 0 and b == v))
         return res
-    ch, bounds, in_chunk, order = _rectilinear.array_projection(origin, first, edge, d.indices)
+    ch, bounds, in_chunk, order = _rectilinear.array_projection(origin, first, edge, d.index_array)
     res = []
     bl = bounds.tolist()
     for j, c in enumerate(ch.tolist()):
@@ -403,7 +413,7 @@ def count_chunks(sel: BasicSelection, chunk_shape: Sequence[int]) -> int:
             # each selected element lies in a chunk of its own
             n *= last // c - d.start // c + 1 if d.step <= c else k
         else:
-            n *= len(np.unique(d.indices // c))
+            n *= len(np.unique(d.index_array // c))
     return n
 
 
