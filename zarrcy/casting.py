@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from zarrcy.codecs.cast_value import (
     ST_CLAMPED,
@@ -264,8 +265,10 @@ def check_cast(values: Any, codecs: Any) -> CastReport:
         dec_bad |= bad
         dec = res
     with np.errstate(invalid="ignore", over="ignore"):
-        orig = x.reshape(-1).astype(np.float64) if x.dtype.kind != "u" and x.dtype.kind != "i" else x.reshape(-1).astype(np.longdouble)
-        back = dec.astype(orig.dtype)
+        # integers compare in long double (exact to 64 bits where the platform has it)
+        orig_dtype = np.dtype(np.float64) if x.dtype.kind not in "ui" else np.dtype(np.longdouble)
+        orig: npt.NDArray[np.floating] = x.reshape(-1).astype(orig_dtype)
+        back: npt.NDArray[np.floating] = dec.astype(orig_dtype)
         ok = ~failed
         same_nan = np.isnan(orig) == np.isnan(back)
         fin = np.isfinite(orig) & np.isfinite(back)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from typing import Any
 
 import numpy as np
 
@@ -83,7 +84,8 @@ def run_demo(output: str = "zarrcy-demo.zarr", size: str = "default") -> int:
     root = zarrcy.open_group(output, mode="w-", attributes={"title": "zarrcy demo", "created_by": f"zarrcy {zarrcy.__version__}"})
     dense = _field((n, n))
     vol = (np.clip(_field((n3, n3, n3), 1) + 3, 0, 6) * 600).astype(np.uint16)
-    cases = [
+    # (array name, data, create_array keywords, how to check what reads back)
+    cases: list[tuple[str, np.ndarray, dict[str, Any], str]] = [
         ("dense/gzip1", dense, dict(chunks=(n // 4, n // 4), compressors=[GzipCodec(level=1)]), "exact"),
         ("dense/zstd", dense, dict(chunks=(n // 4, n // 4), compressors=[ZstdCodec(level=3)]), "exact"),
         ("dense/blosc_lz4", dense, dict(chunks=(n // 4, n // 4), compressors=[BloscCodec(cname="lz4", clevel=5, shuffle="shuffle", typesize=4)]), "exact"),
