@@ -40,11 +40,12 @@ chunk -- that per-chunk hop costs more than decoding a small (inner) chunk.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import math
 import threading
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 from zarr.core.codec_pipeline import BatchedCodecPipeline
@@ -63,7 +64,7 @@ except ImportError:  # pragma: no cover
     _FAST = False
 
 from zarrcy.byte_access import ByteSetter
-from zarrcy.byte_range import SuffixRequest
+from zarrcy.byte_range import SuffixRequest, resolve
 from zarrcy.codecs._base import ArraySpec
 from zarrcy.config import override as _config_override
 from zarrcy.codecs.pipeline import CodecPipeline
@@ -224,27 +225,33 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
             _fallback("codec classes other than zarr-python's own: " + ", ".join(custom))
             return None
         v2 = self._v2_codec()
-        cj = self._json() if v2 is None else None
-        if v2 is None and cj is None:
-            _fallback("codecs without a JSON form: " + ", ".join(sorted({type(c).__name__ for c in self})))
-            return None
+        build: Callable[[Any], CodecPipeline]
+        if v2 is not None:
+            build = functools.partial(_zarrcy_pipeline_v2, v2)
+        else:
+            cj = self._json()
+            if cj is None:
+                _fallback("codecs without a JSON form: " + ", ".join(sorted({type(c).__name__ for c in self})))
+                return None
+            build = functools.partial(_zarrcy_pipeline, cj)
         # one resolved zarrcy pipeline per distinct chunk spec (zarr-python hands us one
         # spec per chunk; building a pipeline per chunk would cost more than decoding it)
-        cache: dict[Any, Any] | None = self.__dict__.get("_zarrcy_cache")
+        # (a pipeline, or the reason zarrcy cannot run this spec)
+        cache: dict[Any, CodecPipeline | str] | None = self.__dict__.get("_zarrcy_cache")
         if cache is None:
             cache = {}
             object.__setattr__(self, "_zarrcy_cache", cache)
-        out = []
+        out: list[CodecPipeline] = []
         for spec in specs:
             try:
                 key: Any = (tuple(spec.shape), repr(spec.dtype), repr(spec.fill_value),
                             getattr(spec.config, "order", "C"))
             except Exception:  # noqa: BLE001  (an exotic spec: no caching)
                 key = None
-            p = cache.get(key, False) if key is not None else False
-            if p is False:
+            p = cache.get(key) if key is not None else None
+            if p is None:
                 try:
-                    p = _zarrcy_pipeline_v2(v2, spec) if v2 is not None else _zarrcy_pipeline(cj, spec)  # type: ignore[arg-type]
+                    p = build(spec)
                 except _NoPipeline as e:
                     p = str(e)
                 if key is not None:
@@ -264,7 +271,7 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
             return await super().decode_batch(items)
 
         def run() -> list[Any]:
-            out = []
+            out: list[Any] = []
             for (buf, spec), pipe in zip(items, pipes):
                 if buf is None:
                     out.append(None)
@@ -284,7 +291,7 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
         order = self._order_override
 
         def run() -> list[Any]:
-            out = []
+            out: list[Any] = []
             with order():
                 for (nd, spec), pipe in zip(items, pipes):
                     if nd is None:
@@ -329,17 +336,17 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
         inner chunks selected (coalesced range reads through the store's synchronous IO),
         decoding them in parallel -- instead of zarr-python's per-inner-chunk coroutines."""
         pipes = self._pipelines([it[1] for it in items])
-        boxes = [_bounding_box(it[2], it[1].shape) for it in items]
-        if (pipes is None or not all(p.supports_partial_decode for p in pipes) or any(b is None for b in boxes)
+        boxes = [b for b in (_bounding_box(it[2], it[1].shape) for it in items) if b is not None]
+        if (pipes is None or not all(p.supports_partial_decode for p in pipes) or len(boxes) != len(items)
                 or not all(_store_supports_sync_io(getattr(it[0], "store", None)) for it in items)):
             return await super().read(items, out, drop_axes)
 
         def one(i: int) -> Any:
             getter, spec, _, out_sel, _ = items[i]
-            bbox, rel = boxes[i]  # type: ignore[misc]
+            bbox, rel = boxes[i]
             sync = _SyncGetter(getter, spec.prototype)
             with _coalescing(spec):
-                arr = pipes[i].decode_partial(sync, bbox)  # type: ignore[index]
+                arr = pipes[i].decode_partial(sync, bbox)
             if arr is None or sync.missing:
                 return scatter_chunk(None, out, chunk_spec=spec, out_selection=out_sel, drop_axes=drop_axes)
             if rel is not None:
@@ -347,7 +354,7 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
             return scatter_chunk(spec.prototype.nd_buffer.from_numpy_array(np.asarray(arr)), out, chunk_spec=spec,
                                  out_selection=out_sel, drop_axes=drop_axes)
 
-        work = sum(math.prod(b.stop - b.start for b in box[0]) * p.spec.dtype.itemsize  # type: ignore[index]
+        work = sum(math.prod(b.stop - b.start for b in box[0]) * p.spec.dtype.itemsize
                    for box, p in zip(boxes, pipes))
         return tuple(await _in_groups(one, len(items), work if len(items) > 1 else 0))
 
@@ -356,8 +363,8 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
         inner chunks copied byte for byte, touched ones encoded in parallel) and stores the
         shard with one synchronous set -- instead of zarr-python's per-inner-chunk path."""
         pipes = self._pipelines([it[1] for it in items], writing=True)
-        boxes = [_slice_box(it[2], it[1].shape) for it in items]
-        if (pipes is None or not all(p.supports_partial_encode for p in pipes) or any(b is None for b in boxes)
+        boxes = [b for b in (_slice_box(it[2], it[1].shape) for it in items) if b is not None]
+        if (pipes is None or not all(p.supports_partial_encode for p in pipes) or len(boxes) != len(items)
                 or any(getattr(it[1].config, "write_empty_chunks", False) for it in items)
                 or not all(_store_supports_sync_io(getattr(it[0], "store", None)) for it in items)):
             return await super().write(items, value, drop_axes)
@@ -367,16 +374,16 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
         def one(i: int) -> None:
             setter, spec, _, out_sel, _ = items[i]
             box = boxes[i]
-            shape = tuple(b.stop - b.start for b in box)  # type: ignore[union-attr]
+            shape = tuple(b.stop - b.start for b in box)
             piece = src if scalar else np.asarray(src[out_sel])
             if not scalar and piece.size == math.prod(shape):
                 piece = piece.reshape(shape)  # dims dropped by integer selections come back
             # one read of the whole old shard (as zarr-python), not index + inner chunks:
             # the rewrite needs every untouched inner chunk's bytes anyway
             with self._order_override():
-                pipes[i].encode_partial(_WholeGetter(setter, spec.prototype), box, piece)  # type: ignore[index, arg-type]
+                pipes[i].encode_partial(_WholeGetter(setter, spec.prototype), box, piece)
 
-        work = sum(math.prod(b.stop - b.start for b in box) * p.spec.dtype.itemsize  # type: ignore[union-attr]
+        work = sum(math.prod(b.stop - b.start for b in box) * p.spec.dtype.itemsize
                    for box, p in zip(boxes, pipes))
         await _in_groups(one, len(items), work if len(items) > 1 else 0)
         return None
@@ -440,7 +447,7 @@ class _SyncGetter(ByteSetter):
         self.missing = False
 
     def get(self, byte_range: Any = None) -> Any:
-        req = None
+        req: RangeByteRequest | OffsetByteRequest | SuffixByteRequest | None = None
         if byte_range is not None:
             if isinstance(byte_range, SuffixRequest):
                 req = SuffixByteRequest(int(byte_range.length))
@@ -482,8 +489,6 @@ class _WholeGetter(_SyncGetter):
         data = self._whole
         if data is None or byte_range is None:
             return data
-        from zarrcy.byte_range import resolve
-
         start, stop = resolve(byte_range, len(data))
         return data[start:stop]
 
