@@ -38,7 +38,6 @@ import struct
 from typing import Any, Iterable, Literal, Mapping
 
 import numpy as np
-import pandas as pd
 import xarray as xr
 from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.backends.common import AbstractDataStore
@@ -136,13 +135,17 @@ class ZarrcyDataStore(AbstractDataStore):
     def _variable(self, name: str, arr: Any) -> xr.Variable:
         dims, attrs = _dims_and_attrs(arr, name)
         data = indexing.LazilyIndexedArray(ZarrcyBackendArray(arr))
+        chunks: tuple[int, ...] | None
+        preferred: dict[Any, Any]
         try:
-            chunks: tuple[int, ...] | None = tuple(arr.chunks)
+            regular_chunks = tuple(arr.chunks)
             shards = arr.shards
-            preferred: dict[Any, Any] = dict(zip(dims, shards or chunks))
         except NotImplementedError:  # a rectilinear grid: per-dimension chunk sizes (xarray accepts tuples)
             chunks, shards = None, None
             preferred = dict(zip(dims, arr.write_chunk_sizes))
+        else:
+            chunks = regular_chunks
+            preferred = dict(zip(dims, shards or regular_chunks))
         encoding: dict[str, Any] = {
             "chunks": chunks,
             "preferred_chunks": preferred,
@@ -227,7 +230,7 @@ class ZarrcyBackendEntrypoint(BackendEntrypoint):
             return ext == ".zarr"
         return False
 
-    def open_dataset(  # type: ignore[override]
+    def open_dataset(
         self,
         filename_or_obj: Any,
         *,
@@ -252,7 +255,7 @@ class ZarrcyBackendEntrypoint(BackendEntrypoint):
             decode_timedelta=decode_timedelta,
         )
 
-    def open_groups_as_dict(  # type: ignore[override]
+    def open_groups_as_dict(
         self,
         filename_or_obj: Any,
         *,
@@ -271,7 +274,7 @@ class ZarrcyBackendEntrypoint(BackendEntrypoint):
             out[path] = StoreBackendEntrypoint().open_dataset(store, **decode)
         return out
 
-    def open_datatree(  # type: ignore[override]
+    def open_datatree(
         self,
         filename_or_obj: Any,
         **kwargs: Any,
@@ -281,6 +284,7 @@ class ZarrcyBackendEntrypoint(BackendEntrypoint):
 
 # -- writing -------------------------------------------------------------------------------------
 WriteMode = Literal["w", "w-", "a", "a-", "r+"]
+_WRITE_MODES: tuple[WriteMode, ...] = ("w", "w-", "a", "a-", "r+")
 
 # per-variable ``encoding=`` keys to_zarrcy understands: zarrcy array layout + CF encoding
 _LAYOUT_KEYS = frozenset({"chunks", "shards", "compressors", "filters", "serializer", "fill_value"})
@@ -302,11 +306,11 @@ def _per_dim(spec: Any, dims: tuple[str, ...], shape: tuple[int, ...], name: str
     raise TypeError(f"chunks/shards: expected None or a dict keyed by dimension or variable name, received {spec!r}")
 
 
-def _choose_mode(mode: str | None, append_dim: Any, region: Any) -> str:
+def _choose_mode(mode: WriteMode | None, append_dim: Any, region: Any) -> WriteMode:
     """xarray's defaults and checks for ``Dataset.to_zarr(mode=, append_dim=, region=)``."""
     if mode is None:
         mode = "a" if append_dim is not None else "r+" if region is not None else "w-"
-    if mode not in ("w", "w-", "a", "a-", "r+"):
+    if mode not in _WRITE_MODES:  # untyped callers
         raise ValueError(f"mode: expected one of 'w', 'w-', 'a', 'a-', 'r+', received {mode!r}")
     if append_dim is not None and mode not in ("a", "a-"):
         raise ValueError(f"append_dim: needs mode='a' or 'a-' (or None), received mode={mode!r}")
@@ -406,11 +410,11 @@ def _existing_dims(arrays: Mapping[str, Any]) -> dict[str, int]:
 
 
 def _auto_region(root_store: ZarrcyDataStore, arrays: Mapping[str, Any], ds: xr.Dataset,
-                 region: dict[str, Any]) -> dict[str, slice]:
+                 region: Mapping[str, slice | Literal["auto"]]) -> dict[str, slice]:
     """``"auto"`` entries of ``region`` found by looking the coordinate values up in the store."""
     out: dict[str, slice] = {}
     for dim, val in region.items():
-        if val != "auto":
+        if isinstance(val, slice):
             out[dim] = val
             continue
         if dim not in ds.variables:  # a dimension without coordinate: the whole of it
@@ -419,7 +423,7 @@ def _auto_region(root_store: ZarrcyDataStore, arrays: Mapping[str, Any], ds: xr.
         if dim not in arrays:
             raise KeyError(f"region['{dim}']='auto': the store has no coordinate variable {dim!r} to look values up in")
         stored = xr.conventions.decode_cf_variable(dim, root_store._variable(dim, arrays[dim]))
-        idx = pd.Index(np.asarray(stored.values)).get_indexer(np.asarray(ds[dim].values))
+        idx = stored.to_index().get_indexer(np.asarray(ds[dim].values))
         if (idx == -1).any():
             raise KeyError(f"region['{dim}']='auto': not every value of coordinate {dim!r} is in the store")
         if idx.size and (np.diff(idx) != 1).any():
@@ -429,7 +433,7 @@ def _auto_region(root_store: ZarrcyDataStore, arrays: Mapping[str, Any], ds: xr.
     return out
 
 
-def _validate_region(ds: xr.Dataset, region: Any, append_dim: Any) -> dict[str, Any]:
+def _validate_region(ds: xr.Dataset, region: Any, append_dim: Any) -> dict[str, slice | Literal["auto"]]:
     if region == "auto":
         region = dict.fromkeys(ds.dims, "auto")
     if not isinstance(region, Mapping):
@@ -583,12 +587,11 @@ def to_zarrcy(
     fmt = _zarr_format(root)
     existing_store = ZarrcyDataStore(root)
 
+    regions: dict[str, slice] = {}
     if region is not None:
-        region = _validate_region(ds, region, append_dim)
-        if any(v == "auto" for v in region.values()):
-            region = _auto_region(existing_store, arrays, ds, region)
+        # ("auto" entries looked up in the store; slices as given)
+        regions = _auto_region(existing_store, arrays, ds, _validate_region(ds, region, append_dim))
         ds = ds.drop_vars(list(ds.indexes))  # index coordinates are not rewritten (xarray's rule)
-    region = dict(region or {})
 
     if mode == "r+":
         new_names = [str(k) for k in ds.variables if k not in arrays]
@@ -657,10 +660,11 @@ def to_zarrcy(
                 new_shape[ax] = n + e.shape[ax]
                 sel.append(slice(n, n + e.shape[ax]))
                 continue
-            if d in region:
-                start, stop, _ = region[d].indices(n)
-                if region[d].stop is not None and region[d].stop > n or (region[d].start or 0) > n:
-                    raise ValueError(f"variable {name!r}: region[{d!r}]={region[d]} goes past the stored size {n}")
+            if d in regions:
+                r = regions[d]
+                start, stop, _ = r.indices(n)
+                if r.stop is not None and r.stop > n or (r.start or 0) > n:
+                    raise ValueError(f"variable {name!r}: region[{d!r}]={r} goes past the stored size {n}")
                 want[d] = max(stop - start, 0)
                 sel.append(slice(start, stop))
             else:
@@ -680,19 +684,19 @@ def to_zarrcy(
     to_write: list[tuple[Any, Any, tuple[slice, ...]]] = []
     for name, e in encoded.items():
         if name in targets:
-            arr, sel, new_shape = targets[name]
+            arr, target_sel, grow_to = targets[name]
             if mode == "a-" and append_dim is not None and append_dim not in e.dims:
                 continue
-            if new_shape is not None:
-                arr.resize(new_shape)
-            to_write.append((arr, _as_stored(e.data, np.dtype(arr.dtype)), sel))
+            if grow_to is not None:
+                arr.resize(grow_to)
+            to_write.append((arr, _as_stored(e.data, np.dtype(arr.dtype)), target_sel))
             continue
         arr = _create_variable(root, fmt, name, e, storage[name], layout[name], chunks, shards, compressors)
         to_write.append((arr, _as_stored(e.data, storage[name]), tuple(slice(0, n) for n in e.shape)))
 
     # -- data
-    for arr, data, sel in to_write:
-        _write_data(arr, data, sel)
+    for arr, data, write_sel in to_write:
+        _write_data(arr, data, write_sel)
 
     # r+ changes no metadata; otherwise refresh metadata consolidated earlier in any case
     if mode != "r+" and (consolidated or consolidated is None or was_consolidated):
@@ -711,8 +715,6 @@ def _create_variable(root: Any, fmt: int, name: str, e: xr.Variable, dtype: np.d
         dchunks = e.data.chunks
         if all(len(set(c[:-1])) <= 1 and c[-1] <= c[0] for c in dchunks):  # regular: usable as Zarr chunks
             ck = tuple(int(c[0]) for c in dchunks)
-    if sh is not None and ck is None:
-        ck = sh
     kwargs: dict[str, Any] = dict(shape=shape, dtype="bytes" if _text_kind(dtype) == "bytes" else dtype,
                                   attributes=vattrs,
                                   compressors=layout.get("compressors", compressors))
@@ -733,8 +735,9 @@ def _create_variable(root: Any, fmt: int, name: str, e: xr.Variable, dtype: np.d
         if fill is None:
             fill = np.nan if dtype.kind in "fc" else "" if dtype.kind in "UT" else b"" if dtype.kind in "SO" else 0
         kwargs["fill_value"] = fill
+    if sh is not None:
+        ck = sh if ck is None else ck  # shards without chunks: one chunk per shard
+        kwargs["shards"] = tuple(-(-s // c) * c for s, c in zip(sh, ck))
     if ck is not None:
         kwargs["chunks"] = ck
-    if sh is not None:
-        kwargs["shards"] = tuple(-(-s // c) * c for s, c in zip(sh, ck))  # type: ignore[arg-type]
     return root.create_array(name, **kwargs)
