@@ -14,7 +14,7 @@ zarr = pytest.importorskip("zarr")
 
 import zarrcy  # noqa: E402
 from zarrcy.xarray import ZarrcyBackendEntrypoint, to_zarrcy  # noqa: E402
-from zarrcy.xarray import _aligned_chunks  # noqa: E402
+from zarrcy.xarray.writer import _aligned_chunks  # noqa: E402
 
 ENGINE = "zarrcy" if "zarrcy" in xr.backends.list_engines() else ZarrcyBackendEntrypoint
 
