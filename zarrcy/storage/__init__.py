@@ -19,7 +19,7 @@ from zarrcy.storage._common import StorePath, check_key, check_prefix, join_key
 from zarrcy.storage.local import LocalStore, local_path_from_url
 from zarrcy.storage.memory import MemoryStore, lookup_memory_store
 from zarrcy.storage.remote import REMOTE_SCHEMES, ObjectStore
-from zarrcy.storage.zip import ZipStore, find_open_zip
+from zarrcy.storage.zip import ZipMode, ZipStore, find_open_zip
 
 __all__ = [
     "Store",
@@ -37,7 +37,7 @@ __all__ = [
 
 AccessMode = Literal["r", "r+", "a", "w", "w-"]
 _MODES = ("r", "r+", "a", "w", "w-")
-_ZIP_MODE = {"r": "r", "r+": "a", "a": "a", "w": "w", "w-": "x"}
+_ZIP_MODE: dict[str, ZipMode] = {"r": "r", "r+": "a", "a": "a", "w": "w", "w-": "x"}
 
 
 def store_from_url(
@@ -117,7 +117,7 @@ def store_from_url(
             return live.with_read_only(True) if mode == "r" else live
         if mode == "r+" and not os.path.isfile(path):
             raise StoreError(f"{path}: zip file does not exist (mode 'r+')")
-        return ZipStore(path, mode=zmode)  # type: ignore[arg-type]
+        return ZipStore(path, mode=zmode)
     if os.path.isfile(path):  # an HDF5 / NetCDF-4 file (by signature): read-only (storage/hdf5.py)
         from zarrcy.storage.hdf5 import HDF5Store, is_hdf5
 

@@ -276,6 +276,7 @@ class ZipStore(Store):
         except TypeError:
             raise StoreError(expected("path", "a path to a .zip file", path)) from None
         super().__init__(read_only=(mode == "r"))
+        self.supports_writes = not self.read_only
         if mode != "r" and find_open_zip(path) is not None:
             raise StoreError(f"{path}: already open for writing in this process (reuse that ZipStore)")
         self._st = _ZipState(path, mode, compression, compresslevel)
@@ -285,10 +286,6 @@ class ZipStore(Store):
                 _open_writers[path] = self
 
     # -- identity ------------------------------------------------------------------------
-    @property
-    def supports_writes(self) -> bool:  # type: ignore[override]
-        return not self.read_only
-
     @property
     def path(self) -> str:
         return self._st.path
@@ -317,6 +314,7 @@ class ZipStore(Store):
             raise ReadOnlyError(f"{self.url}: archive was opened with mode 'r'")
         view = ZipStore.__new__(ZipStore)
         Store.__init__(view, read_only=read_only)
+        view.supports_writes = not read_only
         view._st = self._st
         view._owner = False
         return view

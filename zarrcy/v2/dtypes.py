@@ -22,6 +22,7 @@ chunks as zeros (the numpy default, as zarr-python 3 does: ``np.zeros(1, dtype)[
 from __future__ import annotations
 
 import base64
+import binascii
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -211,7 +212,7 @@ def parse_v2_fill_value(data_type: V2DataType, value: Any, path: str = "fill_val
             return value
         try:
             return base64.b64decode(value, validate=True)
-        except (ValueError, base64.binascii.Error) as e:  # type: ignore[attr-defined]
+        except (ValueError, binascii.Error) as e:
             raise MetadataError(expected(path, "base64 text of the fill value's bytes", f"{value!r} ({e})"), path) from None
     dt = data_type.dtype
     k = dt.kind
@@ -258,7 +259,7 @@ def parse_v2_fill_value(data_type: V2DataType, value: Any, path: str = "fill_val
             return dt.type(_float_from_json(value, path))
     except MetadataError:
         raise
-    except (TypeError, ValueError, OverflowError, base64.binascii.Error) as e:  # type: ignore[attr-defined]
+    except (TypeError, ValueError, OverflowError, binascii.Error) as e:
         raise MetadataError(expected(path, f"a fill value of type {dt}", f"{value!r} ({e})"), path) from None
     raise MetadataError(expected(path, f"a fill value of a supported type, {dt} is not", value), path)  # pragma: no cover
 
