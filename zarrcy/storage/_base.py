@@ -9,8 +9,9 @@ which optional operations a store supports; calling an unsupported one raises
 from __future__ import annotations
 
 import builtins
+import collections.abc
 from abc import ABC, abstractmethod
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Self, Sequence
 
 from zarrcy.byte_access import ValueSnapshot
 from zarrcy.byte_range import ByteRequest
@@ -18,7 +19,8 @@ from zarrcy.errors import ReadOnlyError, StoreError
 
 __all__ = ["Store"]
 
-Buffer = bytes | bytearray | memoryview
+#: what ``set`` takes: any C-contiguous buffer (bytes, bytearray, memoryview, numpy arrays)
+Buffer = collections.abc.Buffer
 
 
 class Store(ABC):
@@ -148,10 +150,10 @@ class Store(ABC):
     def close(self) -> None:
         pass
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

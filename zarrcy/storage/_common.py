@@ -8,12 +8,14 @@ trailing ``/``, no empty component (``a//b``), no ``.`` or ``..`` component, no 
 
 from __future__ import annotations
 
+import collections.abc
 import operator
-from typing import Iterator, Sequence
+from typing import Iterator, Sequence, SupportsIndex
 
 from zarrcy.byte_access import ByteSetter, ValueSnapshot
 from zarrcy.byte_range import ByteRequest, RangeRequest, SuffixRequest, resolve
 from zarrcy.errors import StoreError, expected
+from zarrcy.storage._base import Buffer, Store
 
 __all__ = ["check_key", "check_prefix", "as_bytes_view", "check_byte_request", "resolve_range", "join_key", "StorePath",
            "get_metadata"]
@@ -58,7 +60,7 @@ def check_prefix(prefix: str) -> str:
     return prefix
 
 
-def as_bytes_view(value) -> memoryview:
+def as_bytes_view(value: collections.abc.Buffer) -> memoryview:
     """A flat, byte-format memoryview of any C-contiguous buffer (bytes, numpy arrays...)."""
     try:
         mv = memoryview(value)
@@ -71,7 +73,9 @@ def as_bytes_view(value) -> memoryview:
     return mv
 
 
-def _is_nonneg_int(x) -> bool:
+def _is_nonneg_int(x: object) -> bool:
+    if not isinstance(x, SupportsIndex):
+        return False
     try:
         return operator.index(x) >= 0
     except TypeError:
@@ -114,7 +118,7 @@ class StorePath(ByteSetter):
 
     __slots__ = ("store", "path")
 
-    def __init__(self, store, path: str = "") -> None:
+    def __init__(self, store: Store, path: str = "") -> None:
         self.store = store
         self.path = join_key(path) if ("/" in path[:1] or path[-1:] == "/" or "//" in path) else path
 
@@ -162,7 +166,7 @@ class StorePath(ByteSetter):
     def get_ranges_if_version(self, byte_ranges: Sequence[ByteRequest], version: object) -> list[bytes | None] | None:
         return self.store.get_ranges_if_version(self.path, byte_ranges, version)
 
-    def set(self, value) -> None:
+    def set(self, value: Buffer) -> None:
         self.store.set(self.path, value)
 
     @property
@@ -173,7 +177,7 @@ class StorePath(ByteSetter):
     def supports_partial_writes(self) -> bool:
         return bool(self.store.supports_partial_writes)
 
-    def set_partial(self, start: int, value) -> None:
+    def set_partial(self, start: int, value: Buffer) -> None:
         """Write ``value`` at byte ``start`` of this key (stores with ``supports_partial_writes``)."""
         self.store.set_partial_values([(self.path, start, value)])
 
@@ -202,7 +206,7 @@ class StorePath(ByteSetter):
         self.store.erase_prefix(self.prefix)
 
 
-def get_metadata(store, key: str) -> bytes | None:
+def get_metadata(store: Store, key: str) -> bytes | None:
     """A metadata document (``zarr.json``, ``.zarray``, ``.zmetadata``, ...) read with a
     size cap, ``zarrcy.config(max_metadata_bytes=...)``: at most cap + 1 bytes are
     requested (a sparse, huge or zip-bomb document is never read whole) and a larger

@@ -35,14 +35,14 @@ import itertools
 import os
 import stat
 import threading
-from typing import Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
 
 from zarrcy.byte_access import ValueSnapshot
 from zarrcy.byte_range import ByteRequest
 from zarrcy.errors import StoreError, expected
-from zarrcy.storage._base import Store
+from zarrcy.storage._base import Buffer, Store
 from zarrcy.storage._common import as_bytes_view, check_key, check_prefix, resolve_range
 
 __all__ = ["LocalStore", "TEMP_PREFIX", "local_path_from_url"]
@@ -106,7 +106,7 @@ class LocalStore(Store):
     supports_partial_writes = True
     supports_listing = True
 
-    def __init__(self, root, *, read_only: bool = False, create: bool = True, fsync: bool = False) -> None:
+    def __init__(self, root: str | os.PathLike[str], *, read_only: bool = False, create: bool = True, fsync: bool = False) -> None:
         super().__init__(read_only=read_only)
         if isinstance(root, str) and root.startswith("file:"):
             root = local_path_from_url(root)
@@ -152,7 +152,7 @@ class LocalStore(Store):
     def __hash__(self) -> int:
         return hash((LocalStore, self.root, self.read_only))
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[[str, bool, bool], LocalStore], tuple[str, bool, bool]]:
         return (_reopen, (self.root, self.read_only, self.fsync))
 
     def with_read_only(self, read_only: bool = True) -> "LocalStore":
@@ -396,7 +396,7 @@ class LocalStore(Store):
     def _temp_name() -> str:
         return f"{TEMP_PREFIX}{os.getpid()}-{threading.get_ident()}-{next(_counter)}-{os.urandom(4).hex()}"
 
-    def set(self, key: str, value) -> None:
+    def set(self, key: str, value: Buffer) -> None:
         self._check_writable()
         path = self._path(key)
         data = as_bytes_view(value)
@@ -467,10 +467,10 @@ class LocalStore(Store):
                 raise StoreError(f"{path}: write failed: {e}") from e
             raise
 
-    def set_partial_values(self, key_start_values: Sequence[tuple[str, int, object]]) -> None:
+    def set_partial_values(self, key_start_values: Sequence[tuple[str, int, Buffer]]) -> None:
         """Write each value at its byte offset in place (``pwrite``; not atomic, see module doc)."""
         self._check_writable()
-        by_key: dict[str, list[tuple[int, object]]] = {}
+        by_key: dict[str, list[tuple[int, Buffer]]] = {}
         for key, start, value in key_start_values:
             if type(start) is not int or start < 0:
                 raise StoreError(expected(f"{key}: start", "a non-negative int", start))

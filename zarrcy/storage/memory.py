@@ -17,12 +17,12 @@ import builtins
 import itertools
 import threading
 import weakref
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 from zarrcy.byte_access import BytesSnapshot, ValueSnapshot
 from zarrcy.byte_range import ByteRequest
 from zarrcy.errors import StoreError, expected
-from zarrcy.storage._base import Store
+from zarrcy.storage._base import Buffer, Store
 from zarrcy.storage._common import as_bytes_view, check_key, check_prefix, resolve_range
 
 __all__ = ["MemoryStore", "lookup_memory_store"]
@@ -50,7 +50,7 @@ class MemoryStore(Store):
     #: alive while a view of it is); None on the store itself
     _origin: MemoryStore | None = None
 
-    def __init__(self, mapping: Mapping[str, object] | None = None, *, read_only: bool = False) -> None:
+    def __init__(self, mapping: Mapping[str, Buffer] | None = None, *, read_only: bool = False) -> None:
         super().__init__(read_only=read_only)
         self._data: dict[str, bytes] = {}
         self._lock = threading.Lock()
@@ -98,7 +98,7 @@ class MemoryStore(Store):
     def __repr__(self) -> str:
         return f"MemoryStore({self.url!r}, {len(self._data)} keys{', read_only' if self.read_only else ''})"
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[[str, bool], MemoryStore], tuple[str, bool]]:
         return (lookup_memory_store, (self.url, self.read_only))
 
     def with_read_only(self, read_only: bool = True) -> "MemoryStore":
@@ -142,14 +142,14 @@ class MemoryStore(Store):
         return None if value is None else len(value)
 
     # -- writes --------------------------------------------------------------------------
-    def set(self, key: str, value) -> None:
+    def set(self, key: str, value: Buffer) -> None:
         self._check_writable()
         check_key(key)
         data = bytes(as_bytes_view(value))
         with self._lock:
             self._data[key] = data
 
-    def set_partial_values(self, key_start_values: Sequence[tuple[str, int, object]]) -> None:
+    def set_partial_values(self, key_start_values: Sequence[tuple[str, int, Buffer]]) -> None:
         """Write each value at its offset (zero-filling any gap); each key is replaced atomically."""
         self._check_writable()
         by_key: dict[str, list[tuple[int, memoryview]]] = {}

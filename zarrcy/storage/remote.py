@@ -49,12 +49,13 @@ import operator
 import os
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
-from typing import Any, Iterable, Iterator, Sequence
+from types import ModuleType
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from zarrcy.config import named_pool
 from zarrcy.byte_range import ByteRequest, RangeRequest, SuffixRequest
 from zarrcy.errors import ReadOnlyError, StoreError, expected
-from zarrcy.storage._base import Store
+from zarrcy.storage._base import Buffer, Store
 from zarrcy.storage._common import as_bytes_view, check_byte_request, check_key, check_prefix, resolve_range
 
 __all__ = ["ObjectStore", "REMOTE_SCHEMES"]
@@ -71,7 +72,7 @@ _RUNTIME_PID: int | None = None  # the process whose requests started obstore's 
 _OPTIONS_BY_URL: dict[str, dict[str, Any]] = {}  # S3 DeleteObjects takes at most 1000 keys per request
 
 
-def _obstore():
+def _obstore() -> ModuleType:
     try:
         import obstore
         import obstore.store
@@ -288,7 +289,7 @@ class ObjectStore(Store):
     def __repr__(self) -> str:
         return f"ObjectStore({self._url!r}{', read_only' if self.read_only else ''})"
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[[str, dict, bool], ObjectStore], tuple[str, dict, bool]]:
         return (_reopen, (self._url, self.storage_options, self.read_only))
 
     def with_read_only(self, read_only: bool = True) -> "ObjectStore":
@@ -504,7 +505,7 @@ class ObjectStore(Store):
         return self._size(check_key(key))
 
     # -- writes --------------------------------------------------------------------------
-    def set(self, key: str, value) -> None:
+    def set(self, key: str, value: Buffer) -> None:
         self._check_writable()
         check_key(key)
         data = bytes(as_bytes_view(value))
@@ -514,7 +515,7 @@ class ObjectStore(Store):
             _reraise_control(e)
             raise self._error(key, e, " (write)") from e
 
-    def set_partial_values(self, key_start_values) -> None:
+    def set_partial_values(self, key_start_values: Sequence[tuple[str, int, Buffer]]) -> None:
         self._check_writable()
         raise StoreError(f"{self._url}: object stores do not support partial writes")
 

@@ -55,12 +55,12 @@ import time
 import weakref
 import zipfile
 import zlib
-from typing import Any, Iterator, Literal, Sequence
+from typing import Any, Callable, Iterable, Iterator, Literal, Sequence
 
 from zarrcy.byte_range import ByteRequest
 from zarrcy.config import at_fork_reset
 from zarrcy.errors import CorruptChunkError, ReadOnlyError, StoreError, expected
-from zarrcy.storage._base import Store
+from zarrcy.storage._base import Buffer, Store
 from zarrcy.storage._common import as_bytes_view, check_key, check_prefix, resolve_range
 
 __all__ = ["ZipStore", "ZipMode", "find_open_zip"]
@@ -82,7 +82,7 @@ def _reset_locks_after_fork() -> None:
         state.lock = threading.RLock()
 
 
-def find_open_zip(path) -> "ZipStore | None":
+def find_open_zip(path: str | os.PathLike[str]) -> "ZipStore | None":
     """The writable ZipStore this process has open on ``path``, if any (``store_from_url`` reuses it)."""
     with _open_writers_lock:
         z = _open_writers.get(os.path.abspath(os.fspath(path)))
@@ -260,7 +260,7 @@ class ZipStore(Store):
 
     def __init__(
         self,
-        path,
+        path: str | os.PathLike[str],
         mode: ZipMode = "r",
         *,
         compression: int = zipfile.ZIP_STORED,
@@ -303,7 +303,7 @@ class ZipStore(Store):
     def __repr__(self) -> str:
         return f"ZipStore({self._st.path!r}, mode={self.mode!r})"
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[[str], ZipStore], tuple[str]]:
         return (_reopen, (self._st.path,))
 
     def with_read_only(self, read_only: bool = True) -> "ZipStore":
@@ -502,7 +502,7 @@ class ZipStore(Store):
         return None if info is None else info.file_size
 
     # -- writes --------------------------------------------------------------------------
-    def set(self, key: str, value) -> None:
+    def set(self, key: str, value: Buffer) -> None:
         self._check_writable()
         check_key(key)
         if _bad_name(key):
@@ -523,7 +523,7 @@ class ZipStore(Store):
                 raise StoreError(f"{st.path}: writing member {key!r} failed: {e}") from e
             st.index[key] = info
 
-    def set_partial_values(self, key_start_values) -> None:
+    def set_partial_values(self, key_start_values: Sequence[tuple[str, int, Buffer]]) -> None:
         self._check_writable()
         raise StoreError(f"{self.url}: zip stores do not support partial writes (members are written whole)")
 
@@ -545,7 +545,7 @@ class ZipStore(Store):
         check_key(key)
         self._no_delete(f"erase({key!r})", [key])
 
-    def erase_values(self, keys) -> None:
+    def erase_values(self, keys: Iterable[str]) -> None:
         keys = [check_key(k) for k in keys]
         self._no_delete("erase_values", keys)
 
