@@ -26,6 +26,7 @@ from zarrcy.codecs._base import ArrayArrayCodec, ArraySpec
 if TYPE_CHECKING:
     from zarrcy._kernels._cast_exact import CastFormat
 from zarrcy.errors import CastError, MetadataError, OutOfRangeError, expected
+from zarrcy.metadata._parse import check_keys, config_dict, expect_object
 
 __all__ = [
     "CastValueCodec",
@@ -442,7 +443,7 @@ def same_value(a: np.ndarray, b: np.ndarray) -> bool:
 # the codec
 # ---------------------------------------------------------------------------------------
 
-_KEYS = frozenset({"data_type", "rounding", "out_of_range", "scalar_map"})
+_KEYS = ("data_type", "rounding", "out_of_range", "scalar_map")
 
 
 def _freeze_pairs(pairs: Any, path: str) -> tuple[tuple[Any, Any], ...] | None:
@@ -485,14 +486,8 @@ class CastValueCodec(ArrayArrayCodec):
 
     @classmethod
     def from_dict(cls, configuration: dict[str, Any] | None, path: str) -> Self:
-        if not isinstance(configuration, dict):
-            raise MetadataError(expected(f"{path}.configuration", "an object", configuration), f"{path}.configuration")
+        configuration = config_dict(configuration, path, _KEYS, required=("data_type",))
         cpath = f"{path}.configuration"
-        extra = set(configuration) - _KEYS
-        if extra:
-            raise MetadataError(expected(cpath, f"only the keys {sorted(_KEYS)}", sorted(extra)), cpath)
-        if "data_type" not in configuration:
-            raise MetadataError(f"{cpath}.data_type: required key is missing", f"{cpath}.data_type")
         fmt = get_format(configuration["data_type"], f"{cpath}.data_type")
         rounding = configuration.get("rounding", "nearest-even")
         if type(rounding) is not str or rounding not in ROUNDING_MODES:
@@ -506,10 +501,8 @@ class CastValueCodec(ArrayArrayCodec):
                                          oor), f"{cpath}.out_of_range")
         enc = dec = None
         if "scalar_map" in configuration:
-            sm = configuration["scalar_map"]
-            if not isinstance(sm, dict) or set(sm) - {"encode", "decode"}:
-                raise MetadataError(expected(f"{cpath}.scalar_map", "an object with 'encode' and/or 'decode'", sm),
-                                    f"{cpath}.scalar_map")
+            sm = expect_object(configuration["scalar_map"], f"{cpath}.scalar_map")
+            check_keys(sm, f"{cpath}.scalar_map", ("encode", "decode"))
             enc = _freeze_pairs(sm.get("encode"), f"{cpath}.scalar_map.encode") if "encode" in sm else None
             dec = _freeze_pairs(sm.get("decode"), f"{cpath}.scalar_map.decode") if "decode" in sm else None
             if enc is None and dec is None:

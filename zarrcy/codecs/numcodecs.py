@@ -25,6 +25,7 @@ import numpy as np
 
 from zarrcy.codecs._base import ArrayArrayCodec, ArraySpec, BytesBytesCodec
 from zarrcy.errors import CorruptChunkError, MetadataError, expected
+from zarrcy.metadata._parse import config_dict
 
 __all__ = [
     "Blosc", "LZ4", "Zstd", "Zlib", "GZip", "BZ2", "LZMA", "Shuffle", "CRC32", "CRC32C", "Adler32", "Fletcher32",
@@ -58,11 +59,11 @@ class _Numcodec:
 
     @classmethod
     def from_dict(cls, configuration: dict[str, Any] | None, path: str) -> Self:
-        if configuration is not None and not isinstance(configuration, dict):
-            raise MetadataError(expected(f"{path}.configuration", "an object", configuration), f"{path}.configuration")
-        cfg = dict(configuration or {})
+        # free-form: numcodecs' constructor checks the keys (below, with the JSON path)
+        cfg = dict(config_dict(configuration, path, None))
         if "id" in cfg and cfg["id"] != cls.codec_id:
-            raise MetadataError(expected(f"{path}.configuration.id", repr(cls.codec_id), cfg["id"]), path)
+            raise MetadataError(expected(f"{path}.configuration.id", repr(cls.codec_id), cfg["id"]),
+                                f"{path}.configuration.id")
         obj = cls.__new__(cls)
         cfg.pop("id", None)
         object.__setattr__(obj, "config_json", json.dumps(cfg, sort_keys=True))

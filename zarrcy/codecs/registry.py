@@ -20,6 +20,7 @@ import numpy as np
 from zarrcy.codecs._base import ArrayArrayCodec, ArrayBytesCodec, ArraySpec, BytesBytesCodec, Codec
 from zarrcy.config import at_fork_reset
 from zarrcy.errors import MetadataError, UnknownCodecError, expected
+from zarrcy.metadata._parse import parse_extension
 
 __all__ = [
     "CODECS",
@@ -160,8 +161,6 @@ def get_codec_class(name: str, path: str = "codec") -> type[Codec]:
     return cls
 
 
-_EXTENSION_KEYS = ("name", "configuration", "must_understand")
-
 #: codecs whose configuration holds codecs (``sharding_indexed``'s ``codecs`` and
 #: ``index_codecs``) nest at most this deep; deeper chains are refused with
 #: MetadataError instead of exhausting the interpreter stack (RecursionError)
@@ -178,24 +177,7 @@ def codec_from_dict(obj: Any, path: str = "codecs[0]") -> Codec:
     """
     if isinstance(obj, Codec):
         return obj
-    if isinstance(obj, str):
-        obj = {"name": obj}
-    if not isinstance(obj, dict):
-        raise MetadataError(expected(path, "a codec object or name", obj), path)
-    for k in obj:
-        if k not in _EXTENSION_KEYS:
-            raise MetadataError(expected(f"{path}.{k}", f"no such key (allowed: {', '.join(_EXTENSION_KEYS)})", k), f"{path}.{k}")
-    name = obj.get("name")
-    if not isinstance(name, str) or not name:
-        raise MetadataError(expected(f"{path}.name", "a codec name (string)", name), f"{path}.name")
-    must = obj.get("must_understand", True)
-    if not isinstance(must, bool):
-        p = f"{path}.must_understand"
-        raise MetadataError(expected(p, "true or false", must), p)
-    configuration = obj.get("configuration")
-    if configuration is not None and not isinstance(configuration, dict):
-        p = f"{path}.configuration"
-        raise MetadataError(expected(p, "an object", configuration), p)
+    name, configuration, must = parse_extension(obj, path, what="codec")
     try:
         cls = get_codec_class(name, path)
     except UnknownCodecError:
@@ -203,7 +185,7 @@ def codec_from_dict(obj: Any, path: str = "codecs[0]") -> Codec:
             raise
         from zarrcy.codecs.opaque import OpaqueBytesBytesCodec
 
-        return OpaqueBytesBytesCodec(json=dict(obj))
+        return OpaqueBytesBytesCodec(json=dict(obj))  # must_understand=false: only the object form
     depth = getattr(_DEPTH, "n", 0)
     if depth >= MAX_CODEC_NESTING:
         raise MetadataError(

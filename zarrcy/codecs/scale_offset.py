@@ -31,6 +31,7 @@ from zarrcy.codecs.cast_value import (
     prepare_cast,
 )
 from zarrcy.errors import CastError, MetadataError, OutOfRangeError, expected
+from zarrcy.metadata._parse import config_dict
 
 __all__ = [
     "ScaleOffsetCodec",
@@ -182,14 +183,8 @@ class ScaleOffsetCodec(ArrayArrayCodec):
 
     @classmethod
     def from_dict(cls, configuration: dict[str, Any] | None, path: str) -> Self:
-        if configuration is None:
-            return cls()
+        configuration = config_dict(configuration, path, ("offset", "scale"))
         cpath = f"{path}.configuration"
-        if not isinstance(configuration, dict):
-            raise MetadataError(expected(cpath, "an object", configuration), cpath)
-        extra = set(configuration) - {"offset", "scale"}
-        if extra:
-            raise MetadataError(expected(cpath, "only the keys ['offset', 'scale']", sorted(extra)), cpath)
         for k in ("offset", "scale"):
             if k in configuration:
                 _check_json_scalar(configuration[k], f"{cpath}.{k}")
@@ -365,15 +360,9 @@ def _v2_dtype_name(value: Any, path: str) -> str:
 def expand_fixedscaleoffset(configuration: dict[str, Any] | None, path: str) -> list[ArrayArrayCodec]:
     """Read ``numcodecs.fixedscaleoffset`` as ``[scale_offset, cast_value]`` (ext-codec-scale_offset.md
     "Conversion to scale_offset"): integer ``astype`` gets ``out_of_range: "wrap"``."""
+    keys = ("offset", "scale", "astype", "dtype")
+    configuration = config_dict(configuration, path, keys, required=keys)
     cpath = f"{path}.configuration"
-    if not isinstance(configuration, dict):
-        raise MetadataError(expected(cpath, "an object", configuration), cpath)
-    extra = set(configuration) - {"offset", "scale", "astype", "dtype"}
-    if extra:
-        raise MetadataError(expected(cpath, "only offset, scale, astype, dtype", sorted(extra)), cpath)
-    for k in ("offset", "scale", "astype", "dtype"):
-        if k not in configuration:
-            raise MetadataError(f"{cpath}.{k}: required key is missing", f"{cpath}.{k}")
     for k in ("offset", "scale"):
         v = configuration.get(k)
         if type(v) is bool or not isinstance(v, (int, float, Decimal)):

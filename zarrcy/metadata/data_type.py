@@ -338,12 +338,7 @@ def parse_data_type(json_value: Any, path: str = "data_type") -> DataType:
         name, config, mu = json_value, None, True
         check_extension_name(name, path)
     else:
-        name, config, mu = parse_extension(json_value, path)
-        if not mu:
-            raise MetadataError(
-                expected(f"{path}.must_understand", "true (must_understand=false is not allowed for data types)", mu),
-                f"{path}.must_understand",
-            )
+        name, config, _ = parse_extension(json_value, path, ignorable=False, what="data type")
     if name == "raw_bytes":
         return _raw_bytes(config, path)
     if name in FIXED_STRING_TYPES:
