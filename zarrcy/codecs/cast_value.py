@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, Self, Sequence
 
 import numpy as np
 
@@ -30,6 +30,7 @@ from zarrcy.metadata._parse import check_keys, config_dict, expect_object
 
 __all__ = [
     "CastValueCodec",
+    "ScalarMap",
     "Rounding",
     "OutOfRange",
     "ROUNDING_MODES",
@@ -462,6 +463,16 @@ def _freeze_pairs(pairs: Any, path: str) -> tuple[tuple[Any, Any], ...] | None:
     return tuple(out)
 
 
+class ScalarMap(NamedTuple):
+    """The ``scalar_map`` configuration member (ext-codec-cast_value.md "scalar_map"):
+    ``encode`` maps array values to ``data_type`` values, ``decode`` the reverse; each is
+    a tuple of ``(input, output)`` JSON scalars in fill-value encoding, or None when the
+    member is absent."""
+
+    encode: tuple[tuple[Any, Any], ...] | None = None
+    decode: tuple[tuple[Any, Any], ...] | None = None
+
+
 @dataclass(frozen=True)
 class CastValueCodec(ArrayArrayCodec):
     """Converts element values to ``data_type`` (and back on decode); see the module docstring."""
@@ -471,8 +482,7 @@ class CastValueCodec(ArrayArrayCodec):
     data_type: str
     rounding: Rounding = "nearest-even"
     out_of_range: OutOfRange | None = None
-    encode_map: tuple[tuple[Any, Any], ...] | None = None
-    decode_map: tuple[tuple[Any, Any], ...] | None = None
+    scalar_map: ScalarMap | None = None
     _cache: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -499,26 +509,25 @@ class CastValueCodec(ArrayArrayCodec):
         if oor == "wrap" and not fmt.is_int:
             raise MetadataError(expected(f"{cpath}.out_of_range", f"'clamp' or absent for float target {fmt.name}",
                                          oor), f"{cpath}.out_of_range")
-        enc = dec = None
+        scalar_map = None
         if "scalar_map" in configuration:
             sm = expect_object(configuration["scalar_map"], f"{cpath}.scalar_map")
             check_keys(sm, f"{cpath}.scalar_map", ("encode", "decode"))
             enc = _freeze_pairs(sm.get("encode"), f"{cpath}.scalar_map.encode") if "encode" in sm else None
             dec = _freeze_pairs(sm.get("decode"), f"{cpath}.scalar_map.decode") if "decode" in sm else None
-            if enc is None and dec is None:
-                enc = ()
-        return cls(fmt.name, rounding, oor, enc, dec)  # type: ignore[arg-type]
+            scalar_map = ScalarMap(enc, dec)  # {} stays {} (written back as read)
+        return cls(fmt.name, rounding, oor, scalar_map)
 
     def to_dict(self) -> dict[str, Any]:
         conf: dict[str, Any] = {"data_type": self.data_type, "rounding": self.rounding}
         if self.out_of_range is not None:
             conf["out_of_range"] = self.out_of_range
-        if self.encode_map is not None or self.decode_map is not None:
+        if self.scalar_map is not None:
             sm: dict[str, Any] = {}
-            if self.encode_map is not None:
-                sm["encode"] = [list(p) for p in self.encode_map]
-            if self.decode_map is not None:
-                sm["decode"] = [list(p) for p in self.decode_map]
+            if self.scalar_map.encode is not None:
+                sm["encode"] = [list(p) for p in self.scalar_map.encode]
+            if self.scalar_map.decode is not None:
+                sm["decode"] = [list(p) for p in self.scalar_map.decode]
             conf["scalar_map"] = sm
         return {"name": self.name, "configuration": conf}
 
@@ -528,8 +537,9 @@ class CastValueCodec(ArrayArrayCodec):
         hit = self._cache.get(key)
         if hit is None:
             src = format_of_dtype(key, f"{path} (array data type)")
-            enc = prepare_cast(src, self.data_type, self.rounding, self.out_of_range, self.encode_map, path)
-            dec = prepare_decode_cast(self.data_type, src, self.rounding, self.out_of_range, self.decode_map, path)
+            sm = self.scalar_map or ScalarMap()
+            enc = prepare_cast(src, self.data_type, self.rounding, self.out_of_range, sm.encode, path)
+            dec = prepare_decode_cast(self.data_type, src, self.rounding, self.out_of_range, sm.decode, path)
             hit = (enc, dec)
             self._cache[key] = hit
         return hit
