@@ -33,6 +33,7 @@ __all__ = [
     "Selection",
     "select",
     "assign",
+    "fill_key",
 ]
 
 #: a selection within one chunk, per dimension: an int (drops the axis), a slice with a
@@ -88,6 +89,21 @@ class ArraySpec:
         for s in self.shape:
             n *= s
         return n
+
+
+def fill_key(spec: ArraySpec) -> bytes | str:
+    """A hashable fingerprint of ``spec.fill_value`` for caches keyed by chunk spec.
+
+    The value's bytes in ``spec.dtype``: unlike ``==`` they tell -0.0 from 0.0 and NaN
+    payloads apart.  Object dtypes (the string/bytes data types: their buffer holds
+    pointers, not the value) and values that do not convert key by ``repr``.
+    """
+    if spec.dtype.hasobject:
+        return repr(spec.fill_value)
+    try:
+        return np.asarray(spec.fill_value, dtype=spec.dtype).tobytes()
+    except (TypeError, ValueError, OverflowError):
+        return repr(spec.fill_value)
 
 
 class Codec(ABC):

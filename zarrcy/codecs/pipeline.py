@@ -34,6 +34,7 @@ from zarrcy.codecs._base import (
     BytesBytesCodec,
     Codec,
     Selection,
+    fill_key,
     selection_shape,
 )
 from zarrcy.codecs.registry import resolve_codecs
@@ -133,13 +134,9 @@ class CodecPipeline:
             # keyed by the codecs' JSON, not object equality: -0.0 == 0.0 and NaN
             # payloads would make distinct configurations compare equal
             try:
-                # str/bytes elements (string/bytes data types): their buffer bytes are arena
-                # offsets or pointers, not the value -- key those fills by value
-                fill = (repr(spec.fill_value) if spec.dtype.hasobject
-                        else np.asarray(spec.fill_value, dtype=spec.dtype).tobytes())
                 cj = json.dumps([c.to_dict() for c in codecs], sort_keys=True)
                 dj = json.dumps(spec.data_type.to_json()) if spec.data_type is not None else spec.dtype.str
-                key = (cj, spec.shape, spec.dtype.str, fill, dj)
+                key = (cj, spec.shape, spec.dtype.str, fill_key(spec), dj)
             except (TypeError, ValueError, AttributeError):  # not JSON-able: no caching
                 key = None
             hit = _CACHE.get(key) if key is not None else None

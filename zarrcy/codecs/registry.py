@@ -15,9 +15,7 @@ import importlib
 import threading
 from typing import Any, Iterable
 
-import numpy as np
-
-from zarrcy.codecs._base import ArrayArrayCodec, ArrayBytesCodec, ArraySpec, BytesBytesCodec, Codec
+from zarrcy.codecs._base import ArrayArrayCodec, ArrayBytesCodec, ArraySpec, BytesBytesCodec, Codec, fill_key
 from zarrcy.config import at_fork_reset
 from zarrcy.errors import MetadataError, UnknownCodecError, expected
 from zarrcy.metadata._parse import parse_extension
@@ -276,12 +274,8 @@ def parse_codecs(json_list: Any, spec: ArraySpec, path: str = "codecs") -> list[
     key = None
     if type(json_list) is list:
         try:
-            # str/bytes elements (string/bytes data types): their buffer bytes are arena
-            # offsets or pointers, not the value -- key those fills by value
-            fill = (repr(spec.fill_value) if spec.dtype.hasobject
-                    else np.asarray(spec.fill_value, dtype=spec.dtype).tobytes())
             dt = spec.data_type.to_json() if spec.data_type is not None else None
-            key = (repr(json_list), spec.shape, spec.dtype.str, fill, repr(dt))
+            key = (repr(json_list), spec.shape, spec.dtype.str, fill_key(spec), repr(dt))
         except (TypeError, ValueError, AttributeError, RecursionError):  # RecursionError: hostile nesting
             key = None
         if key is not None:

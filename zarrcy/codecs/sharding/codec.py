@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Literal, Sequence
 import numpy as np
 
 from zarrcy._kernels import _sharding as K
-from zarrcy.codecs._base import ArrayBytesCodec, ArraySpec, ByteGetter, ByteSetter, Codec, Selection
+from zarrcy.codecs._base import ArrayBytesCodec, ArraySpec, ByteGetter, ByteSetter, Codec, Selection, fill_key
 from zarrcy.codecs.sharding import reader, scatter, writer
 from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, run
 from zarrcy.codecs.sharding.format import (
@@ -123,12 +123,7 @@ class ShardingCodec(ArrayBytesCodec):
 
     def layout(self, spec: ArraySpec, path: str = "sharding_indexed") -> ShardLayout:
         """The :class:`ShardLayout` of shards of ``spec`` (computed once per spec)."""
-        fill = spec.fill_value
-        try:
-            fkey = np.asarray(fill, dtype=spec.dtype).tobytes() if not spec.dtype.hasobject else repr(fill)
-        except (TypeError, ValueError):
-            fkey = repr(fill)
-        key = (tuple(spec.shape), spec.dtype.str, fkey)
+        key = (tuple(spec.shape), spec.dtype.str, fill_key(spec))
         lay = self._layouts.get(key)
         if lay is None:
             lay = ShardLayout(self, spec, path)
