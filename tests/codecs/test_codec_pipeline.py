@@ -323,3 +323,24 @@ def test_arbitrary_bytes_never_crash(data: bytes, name: str) -> None:
     except CorruptChunkError:
         return
     assert arr.shape == (4, 5)  # only possible for payloads that really decode (e.g. blosc has no checksum)
+
+
+@pytest.mark.parametrize("codec", [
+    {"name": "blosc", "configuration": {"cname": "zstd", "clevel": 1, "shuffle": "shuffle", "typesize": 4, "blocksize": 0}},
+    {"name": "zstd", "configuration": {"level": 1, "checksum": False}},
+    {"name": "gzip", "configuration": {"level": 1}},
+    {"name": "numcodecs.zlib", "configuration": {"level": 1}},  # no decode_into: decode, then check
+])
+def test_decode_sized_is_exact(codec: Any) -> None:
+    """``BytesBytesCodec.decode_sized`` (one default in the base class, issue 15 item 5):
+    exactly ``size`` bytes or CorruptChunkError, never more."""
+    from zarrcy.codecs import codec_from_dict
+
+    c = codec_from_dict(codec)
+    spec = make_spec((64,), "float32")
+    raw = smooth((64,), "float32").tobytes()
+    enc = c.encode(raw, spec)
+    assert bytes(np.asarray(c.decode_sized(enc, len(raw), spec)).reshape(-1).view(np.uint8)) == raw
+    for wrong in (len(raw) - 4, len(raw) + 4):
+        with pytest.raises(CorruptChunkError):
+            c.decode_sized(enc, wrong, spec)

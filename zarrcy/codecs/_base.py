@@ -297,7 +297,12 @@ class BytesBytesCodec(Codec):
 
     def decode_sized(self, data: Any, size: int, spec: ArraySpec) -> Any:
         """Decode when the decoded size is known to be ``size`` bytes (codecs with a
-        streaming decoder stop there: no decompression bomb); default: decode, check."""
+        streaming decoder stop there: no decompression bomb).  Default: :meth:`decode_into`
+        a new buffer of ``size`` bytes (the decoder can never write more); codecs without
+        it decode, then the size is checked."""
+        buf = np.empty(size, dtype=np.uint8)  # uninitialised: costs nothing when unused
+        if self.decode_into(data, buf, spec):
+            return buf
         out = self.decode(data, spec)
         n = out.nbytes if isinstance(out, (memoryview, np.ndarray)) else len(out)
         if n != size:

@@ -160,11 +160,6 @@ class BloscCodec(BytesBytesCodec):
             self._decompress(data, out)
         return out
 
-    def decode_sized(self, data: Any, size: int, spec: ArraySpec) -> Any:
-        out = np.empty(size, dtype=np.uint8)
-        self.decode_into(data, out, spec)
-        return out
-
     def decode_into(self, data: Any, dst: np.ndarray, spec: ArraySpec) -> bool:
         nbytes = blosc_header(data)[0]
         if nbytes != dst.shape[0]:

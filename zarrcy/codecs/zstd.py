@@ -301,11 +301,6 @@ class ZstdCodec(BytesBytesCodec):
         # decoded size unknown (variable-size chunks): stop at max_chunk_bytes while decoding
         return decompress_capped(data, limit)
 
-    def decode_sized(self, data: Any, size: int, spec: ArraySpec) -> Any:
-        out = np.empty(size, dtype=np.uint8)
-        self.decode_into(data, out, spec)
-        return out
-
     def decode_into(self, data: Any, dst: np.ndarray, spec: ArraySpec) -> bool:
         n = dst.shape[0]
         fcs = frame_content_size(data)
