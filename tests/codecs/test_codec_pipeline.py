@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from codec_helpers import CORE_DTYPES, make_spec, same, sample, smooth
 
-from zarrcy.codecs import ArrayBytesCodec, ArraySpec, GzipCodec
+from zarrcy.codecs import ArrayBytesCodec, ArraySpec, BytesBytesCodec, GzipCodec
 from zarrcy.codecs.pipeline import CodecPipeline
 from zarrcy.errors import CorruptChunkError
 
@@ -344,3 +344,51 @@ def test_decode_sized_is_exact(codec: Any) -> None:
     for wrong in (len(raw) - 4, len(raw) + 4):
         with pytest.raises(CorruptChunkError):
             c.decode_sized(enc, wrong, spec)
+
+
+class _Raising(BytesBytesCodec):
+    """A third-party bytes->bytes codec whose decoder raises ``exc``."""
+
+    name = "raising"
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+    @classmethod
+    def from_dict(cls, configuration: Any, path: str) -> Any:  # pragma: no cover
+        raise NotImplementedError
+
+    def to_dict(self) -> dict:
+        return {"name": self.name}
+
+    def encode(self, data: Any, spec: ArraySpec) -> Any:
+        return data
+
+    def decode(self, data: Any, spec: ArraySpec) -> Any:
+        raise self.exc
+
+
+@pytest.mark.parametrize("exc", [ValueError("bad"), OSError("bad"), RuntimeError("bad"), EOFError("bad")])
+def test_decode_failure_is_corrupt_with_its_cause(exc: BaseException) -> None:
+    """Issue 15 item 5: a codec's decoding failure becomes CorruptChunkError and keeps the
+    codec's exception as ``__cause__`` (it was dropped with ``from None``)."""
+    spec = make_spec((4,), "uint8")
+    for chain in ([LE, _Raising(exc)], [LE, _Raising(exc), "crc32c"]):
+        p = CodecPipeline.from_codecs(chain, spec)
+        enc = p.encode(np.arange(4, dtype="uint8"))
+        for decode in (p.decode, lambda b: p.decode_into(b, np.zeros(4, "uint8"))):
+            with pytest.raises(CorruptChunkError) as e:
+                decode(enc)
+            assert e.value.__cause__ is exc
+
+
+def test_out_of_memory_is_not_a_corrupt_chunk() -> None:
+    """MemoryError says nothing about the stored bytes: it propagates as itself."""
+    spec = make_spec((4,), "uint8")
+    exc = MemoryError("no memory")
+    for chain in ([LE, _Raising(exc)], [LE, _Raising(exc), "crc32c"]):
+        p = CodecPipeline.from_codecs(chain, spec)
+        enc = p.encode(np.arange(4, dtype="uint8"))
+        with pytest.raises(MemoryError) as e:
+            p.decode(enc)
+        assert e.value is exc

@@ -247,10 +247,13 @@ class CodecPipeline:
                             raise CorruptChunkError(expected(f"{c.to_dict().get('name')} output", f"{size} bytes", n))
             except CorruptChunkError:
                 raise
-            except (ValueError, RuntimeError, EOFError, OSError, MemoryError, OverflowError) as e:
-                # third-party codecs: any decoding failure is a corrupt value
+            except (ValueError, RuntimeError, EOFError, OSError, OverflowError) as e:
+                # third-party codecs: a decoding failure is a corrupt value (the codec's own
+                # exception stays the cause).  MemoryError is not caught: running out of
+                # memory says nothing about the stored bytes (sizes are capped before
+                # decoding, so hostile values are refused before they can allocate)
                 name = c.to_dict().get("name")
-                raise CorruptChunkError(expected(f"{name}", "decodable bytes", f"{type(e).__name__}: {e}")) from None
+                raise CorruptChunkError(expected(f"{name}", "decodable bytes", f"{type(e).__name__}: {e}")) from e
         return data
 
     def decode(self, data: bytes | bytearray | memoryview) -> np.ndarray:
@@ -315,7 +318,7 @@ class CodecPipeline:
                 raise
             except (ValueError, RuntimeError, OSError) as e:
                 name = bb0.to_dict().get("name")
-                raise CorruptChunkError(expected(f"{name}", "decodable bytes", f"{type(e).__name__}: {e}")) from None
+                raise CorruptChunkError(expected(f"{name}", "decodable bytes", f"{type(e).__name__}: {e}")) from e
             if ok:
                 ab.fix_endian_inplace(target, self._ab_spec)
                 return
