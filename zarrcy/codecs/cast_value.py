@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from zarrcy._kernels._cast_exact import CastFormat
 from zarrcy.errors import CastError, MetadataError, OutOfRangeError, expected
 from zarrcy.metadata._parse import check_keys, config_dict, expect_object
+from zarrcy.metadata.data_type import DataType, from_numpy
 
 __all__ = [
     "CastValueCodec",
@@ -570,17 +571,10 @@ class CastValueCodec(ArrayArrayCodec):
     def compute_encoded_size(self, input_size: int, spec: ArraySpec) -> int | None:
         return input_size // spec.dtype.itemsize * get_format(self.data_type).itemsize
 
-    def fuse_after(self, prev: Any) -> Any:
-        return None
 
-
-def _data_type_of(dtype: np.dtype) -> Any:
-    """The zarrcy DataType of an encoded dtype, when the metadata layer knows it."""
-    try:
-        from zarrcy.metadata.data_type import from_numpy
-    except ImportError:  # pragma: no cover
-        return None
+def _data_type_of(dtype: np.dtype) -> DataType | None:
+    """The zarrcy DataType of an encoded dtype (None for a numpy type without a Zarr twin)."""
     try:
         return from_numpy(dtype)
-    except Exception:  # noqa: BLE001 - an unknown numpy type simply has no Zarr twin here
+    except MetadataError:
         return None
