@@ -161,7 +161,7 @@ def _zstd_lib() -> Any:
                         f = getattr(lib, name)
                         f.restype, f.argtypes = res, args
                     _lib = lib
-                except (OSError, AttributeError):  # pragma: no cover - depends on the wheel (numcodecs is a dependency: no ImportError)
+                except (OSError, AttributeError):  # pragma: no cover - depends on the wheel
                     _lib = False
     return _lib
 
