@@ -288,8 +288,10 @@ class BytesBytesCodec(Codec):
         ...
 
     @abstractmethod
-    def decode(self, data: bytes | bytearray | memoryview, spec: ArraySpec) -> bytes | bytearray | memoryview:
-        ...
+    def decode(
+        self, data: bytes | bytearray | memoryview, spec: ArraySpec
+    ) -> bytes | bytearray | memoryview | np.ndarray:
+        """The decoded bytes: any buffer, or a 1-d uint8 array (e.g. a view of ``data``)."""
 
     def max_encoded_size(self, n: int) -> int | None:
         """Largest encoded size for ``n`` input bytes (None: no bound known)."""

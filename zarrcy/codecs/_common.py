@@ -8,7 +8,7 @@ messages all read ``<path>.configuration.<key>: expected <what>, received <value
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -105,7 +105,7 @@ class NoConfiguration:
     an absent or empty ``configuration`` is accepted (anything in it is refused), and the
     JSON form is the bare name."""
 
-    name: str
+    name: ClassVar[str]
 
     @classmethod
     def from_dict(cls, configuration: dict[str, Any] | None, path: str) -> Any:

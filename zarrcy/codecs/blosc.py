@@ -137,7 +137,7 @@ class BloscCodec(BytesBytesCodec):
 
     def encode(self, data: Any, spec: ArraySpec) -> Any:
         c = self.evolve(spec)
-        shuffle = _SHUFFLES.index(c.shuffle)  # type: ignore[arg-type]
+        shuffle = _SHUFFLES.index(c.shuffle)
         # passed as is: c-blosc itself falls back to 1 above BLOSC_MAX_TYPESIZE (255)
         typesize = int(c.typesize or 1)
         return _numcodecs_blosc().compress(

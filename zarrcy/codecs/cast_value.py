@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, Self, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, Self, Sequence, cast
 
 import numpy as np
 
@@ -517,7 +517,8 @@ class CastValueCodec(ArrayArrayCodec):
             enc = _freeze_pairs(sm.get("encode"), f"{cpath}.scalar_map.encode") if "encode" in sm else None
             dec = _freeze_pairs(sm.get("decode"), f"{cpath}.scalar_map.decode") if "decode" in sm else None
             scalar_map = ScalarMap(enc, dec)  # {} stays {} (written back as read)
-        return cls(fmt.name, rounding, oor, scalar_map)
+        # both modes were checked against their Literal values above
+        return cls(fmt.name, cast(Rounding, rounding), cast("OutOfRange | None", oor), scalar_map)
 
     def to_dict(self) -> dict[str, Any]:
         conf: dict[str, Any] = {"data_type": self.data_type, "rounding": self.rounding}

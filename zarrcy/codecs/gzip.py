@@ -136,12 +136,13 @@ def gzip_decompress_into(data: Any, dst: np.ndarray, route: str | None = None) -
             raise RuntimeError("libdeflate entry points are not loaded")
         # a short first member, or more members after it: let zlib read them all
     elif r == "deflate":
+        got: bytearray | None
         try:
-            out = _deflate_pkg.gzip_decompress(data, n)
+            got = _deflate_pkg.gzip_decompress(data, n)
         except Exception:
-            out = None
-        if out is not None and len(out) == n and _isize(as_uint8(data)) == n & 0xFFFFFFFF:
-            dst[:] = np.frombuffer(out, dtype=np.uint8)
+            got = None
+        if got is not None and len(got) == n and _isize(as_uint8(data)) == n & 0xFFFFFFFF:
+            dst[:] = np.frombuffer(got, dtype=np.uint8)
             return
     out = _zlib_decompress(data, n)
     if len(out) != n:

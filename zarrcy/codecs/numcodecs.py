@@ -158,8 +158,8 @@ class _ArrayArray(_Numcodec, ArrayArrayCodec):
         return out.reshape(spec.shape)
 
 
-def _bytes_codec(cls_name: str, codec_id: str) -> type:
-    cls = dataclass(frozen=True, init=False, repr=False)(
+def _bytes_codec(cls_name: str, codec_id: str) -> type[_BytesBytes]:
+    cls: type[_BytesBytes] = dataclass(frozen=True, init=False, repr=False)(
         type(cls_name, (_BytesBytes,), {"codec_id": codec_id, "name": PREFIX + codec_id, "__module__": __name__,
                                          "__qualname__": cls_name, "__annotations__": {}})
     )

@@ -70,15 +70,18 @@ class CodecPipeline:
         self.codecs = tuple(resolved)
         self.spec = spec
         n_aa = sum(isinstance(c, ArrayArrayCodec) for c in resolved)
-        self.array_array = tuple(resolved[:n_aa])  # type: ignore[arg-type]
+        # resolve_codecs checked the order: array->array*, array->bytes, bytes->bytes*
+        self.array_array = tuple(c for c in resolved[:n_aa] if isinstance(c, ArrayArrayCodec))
         self._aa_specs = tuple(specs[:n_aa])
         # execution chain: scale_offset immediately followed by cast_value runs fused (one pass)
         from zarrcy.codecs.scale_offset import fuse_pairs
 
         self._aa_exec = fuse_pairs(self.array_array, self._aa_specs)
-        self.array_bytes = resolved[n_aa]  # type: ignore[assignment]
+        ab = resolved[n_aa]
+        assert isinstance(ab, ArrayBytesCodec)
+        self.array_bytes = ab
         self._ab_spec = specs[n_aa]
-        self.bytes_bytes = tuple(resolved[n_aa + 1 :])  # type: ignore[arg-type]
+        self.bytes_bytes = tuple(c for c in resolved[n_aa + 1 :] if isinstance(c, BytesBytesCodec))
 
         # decoded size of each bytes->bytes codec (None = variable), innermost first
         n_elements = math.prod(self._ab_spec.shape)
@@ -114,11 +117,11 @@ class CodecPipeline:
         # array->bytes codec that reads less than the whole value (sharding)
         full = None
         ok = not self.bytes_bytes
-        for c, s in zip(self.array_array, self._aa_specs):
+        for aa, s in zip(self.array_array, self._aa_specs):
             if not ok:
                 break
             full = tuple(slice(0, n, 1) for n in s.shape)
-            ok = c.encode_selection(full, s) is not None
+            ok = aa.encode_selection(full, s) is not None
         self._partial_ok = ok
 
     @classmethod

@@ -226,7 +226,7 @@ def resolve_codecs(
     n_ab = next((i for i, c in enumerate(parsed) if isinstance(c, ArrayBytesCodec)), None)
     if n_ab is not None:
         parsed = [
-            OpaqueArrayArrayCodec(json=c.json) if isinstance(c, OpaqueCodec) and i < n_ab else c  # type: ignore[attr-defined]
+            OpaqueArrayArrayCodec(json=c.json) if isinstance(c, OpaqueCodec) and i < n_ab else c
             for i, c in enumerate(parsed)
         ]
     # v3-core.rst "Codecs": array->array* , array->bytes , bytes->bytes*

@@ -99,7 +99,7 @@ def _so_apply(values: np.ndarray, fmt: Format, o: np.ndarray, s: np.ndarray, dir
             _raise_so(direction, fmt, a, int(r), o, s)
         return out
     if fmt.is_int:   # int4/uint4/int2/uint2: exact in int64, range checked per step
-        x = a.astype(np.int64).reshape(-1)
+        x: np.ndarray = a.astype(np.int64).reshape(-1)
         oi, si = int(o.astype(np.int64)), int(s.astype(np.int64))
         steps = []
         bad = np.zeros(x.shape, dtype=bool)
@@ -357,7 +357,7 @@ def _v2_dtype_name(value: Any, path: str) -> str:
     return format_of_dtype(dt, path).name
 
 
-def expand_fixedscaleoffset(configuration: dict[str, Any] | None, path: str) -> list[ArrayArrayCodec]:
+def expand_fixedscaleoffset(configuration: dict[str, Any] | None, path: str) -> tuple[ScaleOffsetCodec, CastValueCodec]:
     """Read ``numcodecs.fixedscaleoffset`` as ``[scale_offset, cast_value]`` (ext-codec-scale_offset.md
     "Conversion to scale_offset"): integer ``astype`` gets ``out_of_range: "wrap"``."""
     keys = ("offset", "scale", "astype", "dtype")
@@ -373,7 +373,7 @@ def expand_fixedscaleoffset(configuration: dict[str, Any] | None, path: str) -> 
     so = ScaleOffsetCodec(configuration["offset"], configuration["scale"])
     fmt = get_format(astype)
     cv = CastValueCodec(astype, "nearest-even", "wrap" if fmt.is_int else None)
-    return [so, cv]
+    return so, cv
 
 
 def fuse_pairs(codecs: Sequence[Any], specs: Sequence[ArraySpec]) -> tuple[tuple[Any, ArraySpec], ...]:
@@ -409,7 +409,7 @@ class FixedScaleOffsetCodec(ScaleOffsetCastCodec):
     @classmethod
     def from_dict(cls, configuration: dict[str, Any] | None, path: str) -> Self:
         so, cv = expand_fixedscaleoffset(configuration, path)
-        return cls(so, cv, _Frozen(configuration))  # type: ignore[arg-type]
+        return cls(so, cv, _Frozen(configuration))
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "configuration": dict(self.raw.value)}

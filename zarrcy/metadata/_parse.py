@@ -100,9 +100,12 @@ def expect_object(value: Any, path: str) -> dict[str, Any]:
 
 
 def expect_list(value: Any, path: str) -> list[Any]:
-    if type(value) is not list and type(value) is not tuple:
+    """A JSON array: a list (returned as is) or a tuple, as Python callers pass them (as a list)."""
+    if type(value) is list:
+        return value
+    if type(value) is not tuple:
         raise MetadataError(expected(path, "an array", value), path)
-    return value  # type: ignore[return-value]
+    return list(value)
 
 
 def expect_str(value: Any, path: str) -> str:
@@ -295,12 +298,11 @@ def dumps(doc: dict[str, Any]) -> bytes:
     accepts bare tokens (zarr-python writes them in attributes), so such attributes
     come back as strings after a zarrcy rewrite.
     """
-    kw = dict(sort_keys=False, allow_nan=False, default=_json_default)
     try:
         try:
-            text = json.dumps(doc, **kw)  # type: ignore[arg-type]
+            text = json.dumps(doc, sort_keys=False, allow_nan=False, default=_json_default)
         except ValueError:  # a float NaN/inf somewhere: spell it as a string
-            text = json.dumps(_replace_nonfinite(doc), **kw)  # type: ignore[arg-type]
+            text = json.dumps(_replace_nonfinite(doc), sort_keys=False, allow_nan=False, default=_json_default)
     except TypeError as e:
         raise MetadataError(f"<document>: expected JSON-serialisable values, received {e}") from None
     return text.encode("utf-8")
@@ -313,7 +315,7 @@ def check_rank(shape: Any, path: str) -> None:
 
 
 _NATIVE_SCALARS = frozenset((str, int, float, bool, type(None)))
-_END = object()
+_END: Any = object()  # end-of-container sentinel for next()
 
 
 def _key_path(path: str, keys: list[Any]) -> str:
