@@ -19,7 +19,7 @@ import numpy as np
 
 from zarrcy.chunk_grid_rectilinear import RectilinearChunkGrid, rectilinear_from_configuration
 from zarrcy.errors import MetadataError, UnknownExtensionError, expected
-from zarrcy.metadata._parse import config_dict, parse_extension
+from zarrcy.metadata._parse import config_dict, name_path, parse_extension
 
 __all__ = ["RegularChunkGrid", "parse_chunk_grid"]
 
@@ -58,7 +58,7 @@ class RegularChunkGrid:
         """From the ``chunk_grid`` JSON value (object form; the short-hand has no shape)."""
         name, config, _ = parse_extension(data, path, ignorable=False, what="chunk grid")
         if name != "regular":
-            p = path if isinstance(data, str) else f"{path}.name"
+            p = name_path(data, path)
             raise MetadataError(expected(p, "'regular'", name), p)
         return _regular_from_configuration(config, path)
 
@@ -128,7 +128,7 @@ def parse_chunk_grid(value: Any, path: str = "chunk_grid") -> RegularChunkGrid |
     if name == "rectilinear":  # ext-chunk-grid-rectilinear.md
         return rectilinear_from_configuration(config, path)
     if name != "regular":
-        p = path if isinstance(value, str) else f"{path}.name"
+        p = name_path(value, path)
         raise UnknownExtensionError(expected(p, "a known chunk grid ('regular', 'rectilinear')", name), p)
     return _regular_from_configuration(config, path)
 

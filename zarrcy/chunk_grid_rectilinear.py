@@ -28,7 +28,7 @@ from typing import Any, Iterator, Union
 import numpy as np
 
 from zarrcy.errors import MetadataError, expected
-from zarrcy.metadata._parse import INT64_MAX, config_dict, expect_int, parse_extension
+from zarrcy.metadata._parse import INT64_MAX, config_dict, expect_int, name_path, parse_extension
 
 __all__ = ["RectilinearChunkGrid", "parse_rectilinear", "rectilinear_from_configuration"]
 
@@ -255,7 +255,7 @@ def parse_rectilinear(value: Any, path: str = "chunk_grid") -> RectilinearChunkG
     """The ``chunk_grid`` extension object of a rectilinear grid."""
     name, config, _ = parse_extension(value, path, ignorable=False, what="chunk grid")
     if name != "rectilinear":
-        p = path if isinstance(value, str) else f"{path}.name"
+        p = name_path(value, path)
         raise MetadataError(expected(p, "'rectilinear'", name), p)
     return rectilinear_from_configuration(config, path)
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from zarrcy.errors import MetadataError, UnknownExtensionError, expected
-from zarrcy.metadata._parse import config_dict, parse_extension
+from zarrcy.metadata._parse import config_dict, name_path, parse_extension
 
 __all__ = ["ChunkKeyEncoding", "DefaultChunkKeyEncoding", "V2ChunkKeyEncoding", "parse_chunk_key_encoding"]
 
@@ -126,7 +126,7 @@ def parse_chunk_key_encoding(value: Any, path: str = "chunk_key_encoding") -> Ch
     name, config, _ = parse_extension(value, path, ignorable=False, what="chunk key encoding")
     cls = _ENCODINGS.get(name)
     if cls is None:
-        p = path if isinstance(value, str) else f"{path}.name"
+        p = name_path(value, path)
         raise UnknownExtensionError(expected(p, f"a known chunk key encoding {tuple(_ENCODINGS)}", name), p)
     cfg = config_dict(config, path, ("separator",))
     sep = cfg.get("separator", cls.default_separator)

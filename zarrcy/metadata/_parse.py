@@ -25,6 +25,7 @@ __all__ = [
     "expect_int_list",
     "parse_extension",
     "config_dict",
+    "name_path",
     "check_keys",
     "unknown_key_error",
     "MISSING",
@@ -220,6 +221,12 @@ def parse_extension(
             f"{path}.must_understand",
         )
     return name, config, mu
+
+
+def name_path(value: Any, path: str) -> str:
+    """The JSON path of an extension's name: the value itself for a short-hand name,
+    ``<path>.name`` for the object form (where unknown names are reported)."""
+    return path if isinstance(value, str) else f"{path}.name"
 
 
 def config_dict(
