@@ -235,18 +235,16 @@ def config_dict(
     """An extension's ``configuration`` as a dict; ``path`` is the extension's JSON path
     (errors name ``<path>.configuration[.<key>]``).
 
-    ``None`` (absent) is ``{}`` unless some key is ``required``.  Keys outside
-    ``allowed`` are refused (CONVENTIONS.md rule 3) with :func:`unknown_key_error`'s
-    message; ``allowed=None`` accepts any key (free-form configurations such as
-    numcodecs').  Missing ``required`` keys are refused too.
+    ``None`` (absent) reads as ``{}``.  Keys outside ``allowed`` are refused
+    (CONVENTIONS.md rule 3) with :func:`unknown_key_error`'s message; ``allowed=None``
+    accepts any key (free-form configurations such as numcodecs').  A missing
+    ``required`` key is refused at its own path (``<path>.configuration.<key>``),
+    whether the configuration lacks it or is absent altogether.
     """
     cpath = f"{path}.configuration"
-    required = tuple(required)
     if configuration is None:
-        if required:
-            raise MetadataError(expected(cpath, f"an object with the keys ({', '.join(required)})", None), cpath)
-        return {}
-    if not isinstance(configuration, dict):
+        configuration = {}
+    elif not isinstance(configuration, dict):
         raise MetadataError(expected(cpath, "an object", configuration), cpath)
     if allowed is not None:
         check_keys(configuration, cpath, allowed)
