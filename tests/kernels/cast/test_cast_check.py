@@ -104,7 +104,7 @@ def test_kernels_release_the_gil_and_are_thread_safe():
     from zarrcy.codecs.cast_value import CastValueCodec, ScalarMap
     from zarrcy.codecs.scale_offset import ScaleOffsetCodec
 
-    fused = ScaleOffsetCodec(-10, 0.1).fuse_with(CastValueCodec("uint8", "towards-zero", "clamp", ScalarMap((("NaN", 0),), None)))
+    fused = ScaleOffsetCodec(-10, 0.1).fuse_with(CastValueCodec("uint8", "towards-zero", "clamp", ScalarMap(encode=(("NaN", 0),))))
     spec = ArraySpec((100_000,), np.dtype("float64"), np.float64(0))
     serial = [fused.encode(c, spec) for c in chunks]
     with ThreadPoolExecutor(4) as ex:

@@ -154,7 +154,7 @@ def test_fused_block_boundaries_and_flags(isa, dst, oor, key):
 def test_fused_scale_overflow_at_block_edges(isa):
     # (x - o) * s overflows for a finite x: scale_offset's error, whichever block it is in
     so = ScaleOffsetCodec(0, 1e300)
-    cv = CastValueCodec("uint8", "nearest-even", "clamp", ScalarMap((("NaN", 0),), None))
+    cv = CastValueCodec("uint8", "nearest-even", "clamp", ScalarMap(encode=(("NaN", 0),)))
     for n in (1, BLOCK, BLOCK + 1, 3 * BLOCK):
         x = np.zeros(n)
         for p in _positions(n):

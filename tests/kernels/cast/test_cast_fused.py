@@ -88,4 +88,4 @@ def test_fused_float32_fast_path_blocks(target, oor):
         x[12345] = np.float32(1e30)
         x[40000] = np.float32(-np.inf)
     x[30000] = np.nan
-    check_encode(x, ScaleOffsetCodec(-1.5, 50), CastValueCodec(target, "nearest-even", oor, ScalarMap((("NaN", 0),), None)))
+    check_encode(x, ScaleOffsetCodec(-1.5, 50), CastValueCodec(target, "nearest-even", oor, ScalarMap(encode=(("NaN", 0),))))

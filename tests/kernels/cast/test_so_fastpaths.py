@@ -96,7 +96,7 @@ def test_fused_decode_block_edges(isa, src, key):
         elif key == "nan":
             cv = CastValueCodec(src, "nearest-even", "clamp", ScalarMap((("NaN", kv),), ((kv, "NaN"),)))
         else:
-            cv = CastValueCodec(src, "nearest-even", "clamp", ScalarMap(None, ((kv, 1.25),)))
+            cv = CastValueCodec(src, "nearest-even", "clamp", ScalarMap(decode=((kv, 1.25),)))
         so = ScaleOffsetCodec(3, 0.1)
         rng = np.random.default_rng(7)
         for n in (1, 9, BLOCK - 1, BLOCK, BLOCK + 1, 3 * BLOCK + 7):
@@ -110,7 +110,7 @@ def test_fused_decode_block_edges(isa, src, key):
 
 def test_fused_decode_overflow_and_key_values(isa):
     # tiny scale: x / s overflows -> scale_offset's error at the first such element
-    cv = CastValueCodec("int16", "nearest-even", "clamp", ScalarMap(None, ((5, 2.0),)))
+    cv = CastValueCodec("int16", "nearest-even", "clamp", ScalarMap(decode=((5, 2.0),)))
     so = ScaleOffsetCodec(0, 1e-306)
     for n in (1, BLOCK, BLOCK + 3):
         enc = np.zeros(n, np.int16)
@@ -122,14 +122,14 @@ def test_fused_decode_overflow_and_key_values(isa):
             check_decode(e2, so, cv, "float64")
     # non-finite key values are not errors
     for val in ("NaN", "Infinity", "-Infinity"):
-        cv = CastValueCodec("uint8", "nearest-even", "clamp", ScalarMap(None, ((255, val),)))
+        cv = CastValueCodec("uint8", "nearest-even", "clamp", ScalarMap(decode=((255, val),)))
         enc = np.arange(3 * BLOCK, dtype=np.uint64).astype(np.uint8)
         check_decode(enc, ScaleOffsetCodec(1, 4), cv, "float64")
         check_decode(enc, ScaleOffsetCodec(1, 4), cv, "float32")
 
 
 def test_fused_decode_two_keys_uses_general_path(isa):
-    cv = CastValueCodec("uint8", "nearest-even", "clamp", ScalarMap(None, ((255, "NaN"), (0, -1.0))))
+    cv = CastValueCodec("uint8", "nearest-even", "clamp", ScalarMap(decode=((255, "NaN"), (0, -1.0))))
     enc = np.arange(2 * BLOCK + 1, dtype=np.uint64).astype(np.uint8)
     check_decode(enc, ScaleOffsetCodec(2, 0.5), cv, "float64")
 
