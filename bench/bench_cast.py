@@ -32,7 +32,7 @@ def run(quick: bool = False) -> Table:
     import cast_value_rs as cvr
 
     from zarrcy.codecs._base import ArraySpec
-    from zarrcy.codecs.cast_value import CastValueCodec, prepare_cast
+    from zarrcy.codecs.cast_value import CastValueCodec, ScalarMap, prepare_cast
     from zarrcy.codecs.scale_offset import ScaleOffsetCodec
 
     n = (1 << 17) if quick else (1 << 24)
@@ -111,7 +111,7 @@ def run(quick: bool = False) -> Table:
         "cast-value-rs": None,
         "numpy": timeit(np_so_into, repeat)})
 
-    cv = CastValueCodec("uint8", "nearest-even", None, (("NaN", 0),), ((0, "NaN"),))
+    cv = CastValueCodec("uint8", "nearest-even", None, ScalarMap((("NaN", 0),), ((0, "NaN"),)))
     fused = so.fuse_with(cv)
     assert fused is not None
 

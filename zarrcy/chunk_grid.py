@@ -13,18 +13,18 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator
 
 import numpy as np
 
+from zarrcy.chunk_grid_rectilinear import RectilinearChunkGrid, rectilinear_from_configuration
 from zarrcy.errors import MetadataError, UnknownExtensionError, expected
-
-if TYPE_CHECKING:
-    from zarrcy.chunk_grid_rectilinear import RectilinearChunkGrid
+from zarrcy.metadata._parse import config_dict, name_path, parse_extension
 
 __all__ = ["RegularChunkGrid", "parse_chunk_grid"]
 
 _INT64_MAX = (1 << 63) - 1
+_REGULAR_KEYS = ("chunk_shape",)
 
 
 def _check_chunk_shape(value: Any, path: str) -> tuple[int, ...]:
@@ -56,7 +56,11 @@ class RegularChunkGrid:
     @classmethod
     def from_dict(cls, data: Any, path: str = "chunk_grid") -> RegularChunkGrid:
         """From the ``chunk_grid`` JSON value (object form; the short-hand has no shape)."""
-        return parse_chunk_grid(data, path)
+        name, config, _ = parse_extension(data, path, ignorable=False, what="chunk grid")
+        if name != "regular":
+            p = name_path(data, path)
+            raise MetadataError(expected(p, "'regular'", name), p)
+        return _regular_from_configuration(config, path)
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": "regular", "configuration": {"chunk_shape": list(self.chunk_shape)}}
@@ -115,42 +119,22 @@ class RegularChunkGrid:
 def parse_chunk_grid(value: Any, path: str = "chunk_grid") -> RegularChunkGrid | RectilinearChunkGrid:
     """The ``chunk_grid`` member -> a chunk grid object.
 
-    ``must_understand: false`` is not allowed for chunk grids (v3-core.rst
-    "must_understand"); unknown names raise UnknownExtensionError.
+    Parsed by :func:`zarrcy.metadata._parse.parse_extension`: ``must_understand: false``
+    is not allowed for chunk grids (v3-core.rst "must_understand"); unknown names raise
+    UnknownExtensionError.  Both grids require a configuration, so the short-hand name
+    is refused at ``<path>.configuration``.
     """
-    if type(value) is str:
-        if value == "regular":
-            raise MetadataError(expected(f"{path}.configuration", "an object with chunk_shape", None), f"{path}.configuration")
-        raise UnknownExtensionError(f"{path}: unknown chunk grid {value!r}", path)
-    if type(value) is not dict:
-        raise MetadataError(expected(path, "an object {'name': 'regular', 'configuration': {...}}", value), path)
-    for k in value:
-        if k not in ("name", "configuration", "must_understand"):
-            raise MetadataError(expected(f"{path}.{k}", "only the members name, configuration, must_understand", k), f"{path}.{k}")
-    name = value.get("name")
-    if type(name) is not str:
-        raise MetadataError(expected(f"{path}.name", "a string", name), f"{path}.name")
-    mu = value.get("must_understand", True)
-    if mu is not True:
-        raise MetadataError(
-            expected(f"{path}.must_understand", "true (must_understand=false is not allowed for chunk grids)", mu),
-            f"{path}.must_understand",
-        )
-    if name == "rectilinear":
-        # ext-chunk-grid-rectilinear.md; imported here (it imports this module's peers)
-        from zarrcy.chunk_grid_rectilinear import parse_rectilinear
-
-        return parse_rectilinear(value, path)
+    name, config, _ = parse_extension(value, path, ignorable=False, what="chunk grid")
+    if name == "rectilinear":  # ext-chunk-grid-rectilinear.md
+        return rectilinear_from_configuration(config, path)
     if name != "regular":
-        raise UnknownExtensionError(f"{path}.name: unknown chunk grid {name!r}", f"{path}.name")
-    config = value.get("configuration")
-    if type(config) is not dict:
-        raise MetadataError(expected(f"{path}.configuration", "an object with chunk_shape", config), f"{path}.configuration")
-    if "chunk_shape" not in config:
-        raise MetadataError(expected(f"{path}.configuration.chunk_shape", "an array of integers >= 1", None), f"{path}.configuration.chunk_shape")
-    for k in config:
-        if k != "chunk_shape":
-            raise MetadataError(expected(f"{path}.configuration.{k}", "only the member chunk_shape", k), f"{path}.configuration.{k}")
+        p = name_path(value, path)
+        raise UnknownExtensionError(expected(p, "a known chunk grid ('regular', 'rectilinear')", name), p)
+    return _regular_from_configuration(config, path)
+
+
+def _regular_from_configuration(configuration: Any, path: str) -> RegularChunkGrid:
+    cfg = config_dict(configuration, path, _REGULAR_KEYS, required=_REGULAR_KEYS)
     grid = RegularChunkGrid.__new__(RegularChunkGrid)
-    object.__setattr__(grid, "chunk_shape", _check_chunk_shape(config["chunk_shape"], f"{path}.configuration.chunk_shape"))
+    object.__setattr__(grid, "chunk_shape", _check_chunk_shape(cfg["chunk_shape"], f"{path}.configuration.chunk_shape"))
     return grid

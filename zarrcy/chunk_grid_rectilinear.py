@@ -28,9 +28,9 @@ from typing import Any, Iterator, Union
 import numpy as np
 
 from zarrcy.errors import MetadataError, expected
-from zarrcy.metadata._parse import INT64_MAX, expect_int
+from zarrcy.metadata._parse import INT64_MAX, config_dict, expect_int, name_path, parse_extension
 
-__all__ = ["RectilinearChunkGrid", "parse_rectilinear"]
+__all__ = ["RectilinearChunkGrid", "parse_rectilinear", "rectilinear_from_configuration"]
 
 # one axis: an int (regular) or a tuple of ints and (edge, count) pairs (as written)
 AxisForm = Union[int, tuple[Union[int, tuple[int, int]], ...]]
@@ -68,6 +68,7 @@ class RectilinearChunkGrid:
     # -- JSON ---------------------------------------------------------------------------
     @classmethod
     def from_dict(cls, data: Any, path: str = "chunk_grid") -> RectilinearChunkGrid:
+        """From the ``chunk_grid`` JSON value (the whole extension object)."""
         return parse_rectilinear(data, path)
 
     def to_dict(self) -> dict[str, Any]:
@@ -251,20 +252,23 @@ _CONFIG_KEYS = ("kind", "chunk_shapes")
 
 
 def parse_rectilinear(value: Any, path: str = "chunk_grid") -> RectilinearChunkGrid:
-    """The ``chunk_grid`` object of a rectilinear grid (name already known)."""
-    if type(value) is not dict:
-        raise MetadataError(expected(path, "an object {'name': 'rectilinear', 'configuration': {...}}", value), path)
-    config = value.get("configuration")
+    """The ``chunk_grid`` extension object of a rectilinear grid."""
+    name, config, _ = parse_extension(value, path, ignorable=False, what="chunk grid")
+    if name != "rectilinear":
+        p = name_path(value, path)
+        raise MetadataError(expected(p, "'rectilinear'", name), p)
+    return rectilinear_from_configuration(config, path)
+
+
+def rectilinear_from_configuration(configuration: Any, path: str = "chunk_grid") -> RectilinearChunkGrid:
+    """The grid of a rectilinear ``chunk_grid``'s ``configuration`` (the extension object
+    itself is parsed by :func:`zarrcy.chunk_grid.parse_chunk_grid`); ``path`` is the grid's."""
+    config = config_dict(configuration, path, _CONFIG_KEYS, required=_CONFIG_KEYS)
     cpath = f"{path}.configuration"
-    if type(config) is not dict:
-        raise MetadataError(expected(cpath, "an object with kind and chunk_shapes", config), cpath)
-    for k in config:
-        if k not in _CONFIG_KEYS:
-            raise MetadataError(expected(f"{cpath}.{k}", f"only the members {', '.join(_CONFIG_KEYS)}", k), f"{cpath}.{k}")
-    kind = config.get("kind")
+    kind = config["kind"]
     if kind != "inline":
         raise MetadataError(expected(f"{cpath}.kind", "'inline'", kind), f"{cpath}.kind")
-    shapes = config.get("chunk_shapes")
+    shapes = config["chunk_shapes"]
     if type(shapes) is not list and type(shapes) is not tuple:
         raise MetadataError(expected(f"{cpath}.chunk_shapes", "an array with one entry per dimension", shapes),
                             f"{cpath}.chunk_shapes")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from zarrcy.errors import MetadataError, UnknownExtensionError, expected
+from zarrcy.metadata._parse import config_dict, name_path, parse_extension
 
 __all__ = ["ChunkKeyEncoding", "DefaultChunkKeyEncoding", "V2ChunkKeyEncoding", "parse_chunk_key_encoding"]
 
@@ -118,40 +119,17 @@ _ENCODINGS: dict[str, type[ChunkKeyEncoding]] = {"default": DefaultChunkKeyEncod
 def parse_chunk_key_encoding(value: Any, path: str = "chunk_key_encoding") -> ChunkKeyEncoding:
     """The ``chunk_key_encoding`` member (object or short-hand name) -> an encoding.
 
-    Unknown names raise UnknownExtensionError; ``must_understand: false`` is not
-    allowed for chunk key encodings (v3-core.rst "must_understand").
+    Parsed by :func:`zarrcy.metadata._parse.parse_extension`: unknown names raise
+    UnknownExtensionError; ``must_understand: false`` is not allowed for chunk key
+    encodings (v3-core.rst "must_understand").
     """
-    if type(value) is str:
-        cls = _ENCODINGS.get(value)
-        if cls is None:
-            raise UnknownExtensionError(f"{path}: unknown chunk key encoding {value!r}", path)
-        return cls(cls.default_separator)
-    if type(value) is not dict:
-        raise MetadataError(expected(path, "an object {'name': ..., 'configuration': {...}} or a name", value), path)
-    for k in value:
-        if k not in ("name", "configuration", "must_understand"):
-            raise MetadataError(expected(f"{path}.{k}", "only the members name, configuration, must_understand", k), f"{path}.{k}")
-    name = value.get("name")
-    if type(name) is not str:
-        raise MetadataError(expected(f"{path}.name", "a string", name), f"{path}.name")
-    mu = value.get("must_understand", True)
-    if mu is not True:
-        raise MetadataError(
-            expected(f"{path}.must_understand", "true (must_understand=false is not allowed for chunk key encodings)", mu),
-            f"{path}.must_understand",
-        )
+    name, config, _ = parse_extension(value, path, ignorable=False, what="chunk key encoding")
     cls = _ENCODINGS.get(name)
     if cls is None:
-        raise UnknownExtensionError(f"{path}.name: unknown chunk key encoding {name!r}", f"{path}.name")
-    if "configuration" not in value:
-        return cls(cls.default_separator)
-    config = value["configuration"]
-    if type(config) is not dict:
-        raise MetadataError(expected(f"{path}.configuration", "an object", config), f"{path}.configuration")
-    for k in config:
-        if k != "separator":
-            raise MetadataError(expected(f"{path}.configuration.{k}", "only the member separator", k), f"{path}.configuration.{k}")
-    sep = config.get("separator", cls.default_separator)
+        p = name_path(value, path)
+        raise UnknownExtensionError(expected(p, f"a known chunk key encoding {tuple(_ENCODINGS)}", name), p)
+    cfg = config_dict(config, path, ("separator",))
+    sep = cfg.get("separator", cls.default_separator)
     if sep != "/" and sep != ".":
         raise MetadataError(expected(f"{path}.configuration.separator", "'/' or '.'", sep), f"{path}.configuration.separator")
     return cls(sep)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from zarrcy.codecs._base import ArraySpec
-from zarrcy.codecs.cast_value import CastValueCodec, parse_scalar, scalar_to_json
+from zarrcy.codecs.cast_value import CastValueCodec, ScalarMap, parse_scalar, scalar_to_json
 from zarrcy.codecs.pipeline import CodecPipeline
 from zarrcy.codecs.registry import codec_from_dict
 from zarrcy.errors import CastError, MetadataError, OutOfRangeError
@@ -61,8 +61,9 @@ def test_scalar_map_key_of_wrong_type():
 
 
 def test_resolve_and_fill_round_trip():
-    c = CastValueCodec("uint8", scalar_map := None) if False else CastValueCodec.from_dict(
+    c = CastValueCodec.from_dict(
         {"data_type": "uint8", "scalar_map": {"encode": [["NaN", 0]], "decode": [[0, "NaN"]]}}, "c")
+    assert c == CastValueCodec("uint8", scalar_map=ScalarMap(encode=(("NaN", 0),), decode=((0, "NaN"),)))
     out = c.resolve(spec("float64", np.nan))
     assert out.dtype == np.uint8 and out.fill_value == 0
     # NaN fill without a map: cannot be encoded -> metadata error
@@ -151,3 +152,21 @@ def test_parse_scalar_rules():
     assert parse_scalar(Decimal("1.000488281250001"), "float16", "x") == np.float16(1.0009765625)
     assert scalar_to_json(np.float32(np.nan), "float32") == "NaN"
     assert scalar_to_json(np.float64(-np.inf), "float64") == "-Infinity"
+
+
+@pytest.mark.parametrize("sm", [None, {}, {"encode": []}, {"decode": [[0, "NaN"]]},
+                                {"encode": [["NaN", 0], [1.5, 2]], "decode": [[0, "NaN"]]}])
+def test_scalar_map_attribute_uses_the_spec_vocabulary(sm):
+    """``CastValueCodec.scalar_map`` mirrors the JSON member (CONVENTIONS rule 1):
+    ``.encode``/``.decode`` pairs, None where absent; written back as it was read."""
+    conf = {"data_type": "uint8", "rounding": "nearest-even"}
+    if sm is not None:
+        conf["scalar_map"] = sm
+    c = CastValueCodec.from_dict(conf, "c")
+    if sm is None:
+        assert c.scalar_map is None
+    else:
+        assert c.scalar_map == ScalarMap(
+            *(None if sm.get(k) is None else tuple(tuple(p) for p in sm[k]) for k in ("encode", "decode")))
+    assert c.to_dict() == {"name": "cast_value", "configuration": conf}
+    assert CastValueCodec.from_dict(c.to_dict()["configuration"], "c") == c

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from codec_helpers import CORE_DTYPES, make_spec, same, sample, smooth
 
-from zarrcy.codecs import ArrayBytesCodec, ArraySpec, GzipCodec
+from zarrcy.codecs import ArrayBytesCodec, ArraySpec, BytesBytesCodec, GzipCodec
 from zarrcy.codecs.pipeline import CodecPipeline
 from zarrcy.errors import CorruptChunkError
 
@@ -323,3 +323,72 @@ def test_arbitrary_bytes_never_crash(data: bytes, name: str) -> None:
     except CorruptChunkError:
         return
     assert arr.shape == (4, 5)  # only possible for payloads that really decode (e.g. blosc has no checksum)
+
+
+@pytest.mark.parametrize("codec", [
+    {"name": "blosc", "configuration": {"cname": "zstd", "clevel": 1, "shuffle": "shuffle", "typesize": 4, "blocksize": 0}},
+    {"name": "zstd", "configuration": {"level": 1, "checksum": False}},
+    {"name": "gzip", "configuration": {"level": 1}},
+    {"name": "numcodecs.zlib", "configuration": {"level": 1}},  # no decode_into: decode, then check
+])
+def test_decode_sized_is_exact(codec: Any) -> None:
+    """``BytesBytesCodec.decode_sized`` (one default in the base class, issue 15 item 5):
+    exactly ``size`` bytes or CorruptChunkError, never more."""
+    from zarrcy.codecs import codec_from_dict
+
+    c = codec_from_dict(codec)
+    spec = make_spec((64,), "float32")
+    raw = smooth((64,), "float32").tobytes()
+    enc = c.encode(raw, spec)
+    assert bytes(np.asarray(c.decode_sized(enc, len(raw), spec)).reshape(-1).view(np.uint8)) == raw
+    for wrong in (len(raw) - 4, len(raw) + 4):
+        with pytest.raises(CorruptChunkError):
+            c.decode_sized(enc, wrong, spec)
+
+
+class _Raising(BytesBytesCodec):
+    """A third-party bytes->bytes codec whose decoder raises ``exc``."""
+
+    name = "raising"
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+    @classmethod
+    def from_dict(cls, configuration: Any, path: str) -> Any:  # pragma: no cover
+        raise NotImplementedError
+
+    def to_dict(self) -> dict:
+        return {"name": self.name}
+
+    def encode(self, data: Any, spec: ArraySpec) -> Any:
+        return data
+
+    def decode(self, data: Any, spec: ArraySpec) -> Any:
+        raise self.exc
+
+
+@pytest.mark.parametrize("exc", [ValueError("bad"), OSError("bad"), RuntimeError("bad"), EOFError("bad")])
+def test_decode_failure_is_corrupt_with_its_cause(exc: BaseException) -> None:
+    """Issue 15 item 5: a codec's decoding failure becomes CorruptChunkError and keeps the
+    codec's exception as ``__cause__`` (it was dropped with ``from None``)."""
+    spec = make_spec((4,), "uint8")
+    for chain in ([LE, _Raising(exc)], [LE, _Raising(exc), "crc32c"]):
+        p = CodecPipeline.from_codecs(chain, spec)
+        enc = p.encode(np.arange(4, dtype="uint8"))
+        for decode in (p.decode, lambda b: p.decode_into(b, np.zeros(4, "uint8"))):
+            with pytest.raises(CorruptChunkError) as e:
+                decode(enc)
+            assert e.value.__cause__ is exc
+
+
+def test_out_of_memory_is_not_a_corrupt_chunk() -> None:
+    """MemoryError says nothing about the stored bytes: it propagates as itself."""
+    spec = make_spec((4,), "uint8")
+    exc = MemoryError("no memory")
+    for chain in ([LE, _Raising(exc)], [LE, _Raising(exc), "crc32c"]):
+        p = CodecPipeline.from_codecs(chain, spec)
+        enc = p.encode(np.arange(4, dtype="uint8"))
+        with pytest.raises(MemoryError) as e:
+            p.decode(enc)
+        assert e.value is exc

@@ -144,3 +144,26 @@ def test_real_entry_point_group_is_read() -> None:
         assert isinstance(registry._load_entry_points(), dict)
     finally:
         registry._entry_points = saved
+
+
+def test_fill_key_is_one_fingerprint_for_every_spec_cache() -> None:
+    """Issue 15 item 5: the codec-list memo, the pipeline cache and the shard layout cache
+    key the fill value through one helper: bytes tell -0.0 from 0.0 and NaN payloads
+    apart (``==`` does not); object dtypes key by value (their buffer holds pointers)."""
+    from zarrcy.codecs._base import ArraySpec, fill_key
+
+    def spec(fill: object, dtype: str = "float32") -> ArraySpec:
+        return ArraySpec((4, 6), np.dtype(dtype), fill)
+
+    nan2 = np.array([0x7FC00001], dtype=np.uint32).view(np.float32)[0]
+    keys = [fill_key(spec(v)) for v in (np.float32(0), np.float32(-0.0), np.float32("nan"), nan2)]
+    assert len(set(keys)) == 4 and all(isinstance(k, bytes) for k in keys)
+    assert fill_key(spec("a", "O")) == repr("a") != fill_key(spec("b", "O"))
+    assert fill_key(spec("not a number")) == repr("not a number")  # does not convert: no exception
+    # every cache keyed by spec uses it: distinct fills never share a cached result
+    shard = [{"name": "sharding_indexed", "configuration": {"chunk_shape": [2, 3], "codecs": [LE]}}]
+    z, nz = spec(np.float32(0)), spec(np.float32(-0.0))
+    assert parse_codecs(shard, z)[0].layout(z) is not parse_codecs(shard, nz)[0].layout(nz)
+    codecs = tuple(parse_codecs([LE], z))
+    assert CodecPipeline.from_codecs(codecs, z) is CodecPipeline.from_codecs(codecs, spec(np.float32(0)))
+    assert CodecPipeline.from_codecs(codecs, z) is not CodecPipeline.from_codecs(codecs, nz)

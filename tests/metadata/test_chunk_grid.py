@@ -91,9 +91,11 @@ def test_large_grid_is_lazy() -> None:
 @pytest.mark.parametrize(
     "value,path,err",
     [
-        ("regular", "chunk_grid.configuration", MetadataError),
-        ("rectilinear", "chunk_grid", UnknownExtensionError),
-        ({"name": "rectilinear"}, "chunk_grid.configuration", MetadataError),
+        ("regular", "chunk_grid.configuration.chunk_shape", MetadataError),
+        # the short-hand name of a grid that needs a configuration (v3-core.rst "Short-hand names")
+        ("rectilinear", "chunk_grid.configuration.kind", MetadataError),
+        ("rectangular", "chunk_grid", UnknownExtensionError),
+        ({"name": "rectilinear"}, "chunk_grid.configuration.kind", MetadataError),
         ({"name": "rectangular"}, "chunk_grid.name", UnknownExtensionError),
         ({"name": "regular", "configuration": {"chunk_shape": [2]}, "must_understand": False}, "chunk_grid.must_understand", MetadataError),
         ({"name": "regular", "configuration": {"chunk_shape": [0]}}, r"chunk_grid.configuration.chunk_shape\[0\]", MetadataError),

@@ -77,12 +77,12 @@ def test_bad_chunk_shapes(shapes, shape, path):
 @pytest.mark.parametrize(
     "doc, path",
     [
-        ({"name": "rectilinear"}, r"configuration: expected an object"),
+        ({"name": "rectilinear"}, r"configuration\.kind: expected a value \(the key is required\)"),
         ({"name": "rectilinear", "configuration": {"kind": "external", "chunk_shapes": [1]}}, r"configuration.kind"),
         ({"name": "rectilinear", "configuration": {"chunk_shapes": [1]}}, r"configuration.kind"),
         ({"name": "rectilinear", "configuration": {"kind": "inline"}}, r"configuration.chunk_shapes"),
         ({"name": "rectilinear", "configuration": {"kind": "inline", "chunk_shapes": [1], "x": 1}}, r"configuration.x"),
-        ([1], r"chunk_grid: expected an object"),
+        ([1], r"chunk_grid: expected a name or an object"),
     ],
 )
 def test_bad_documents(doc, path):

@@ -21,6 +21,8 @@ from cpython.object cimport PyObject
 from libc.stdint cimport int64_t, uint32_t, uint8_t
 from libc.string cimport memcpy
 
+from zarrcy._kernels._endian cimport load_le32 as _load_le32, store_le32 as _store_le32
+
 import numpy as np
 
 cdef extern from "Python.h":
@@ -157,17 +159,6 @@ zv_import_numpy()
 
 #: largest item length / item count the u32 fields can hold
 MAX_U32 = 0xFFFFFFFF
-
-
-cdef inline uint32_t _load_le32(const uint8_t* p) noexcept nogil:
-    return (<uint32_t>p[0]) | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
-
-
-cdef inline void _store_le32(uint8_t* p, uint32_t v) noexcept nogil:
-    p[0] = <uint8_t>v
-    p[1] = <uint8_t>(v >> 8)
-    p[2] = <uint8_t>(v >> 16)
-    p[3] = <uint8_t>(v >> 24)
 
 
 def read_count(const uint8_t[::1] buf) -> int:

@@ -33,6 +33,7 @@ __all__ = [
     "Selection",
     "select",
     "assign",
+    "fill_key",
 ]
 
 #: a selection within one chunk, per dimension: an int (drops the axis), a slice with a
@@ -88,6 +89,21 @@ class ArraySpec:
         for s in self.shape:
             n *= s
         return n
+
+
+def fill_key(spec: ArraySpec) -> bytes | str:
+    """A hashable fingerprint of ``spec.fill_value`` for caches keyed by chunk spec.
+
+    The value's bytes in ``spec.dtype``: unlike ``==`` they tell -0.0 from 0.0 and NaN
+    payloads apart.  Object dtypes (the string/bytes data types: their buffer holds
+    pointers, not the value) and values that do not convert key by ``repr``.
+    """
+    if spec.dtype.hasobject:
+        return repr(spec.fill_value)
+    try:
+        return np.asarray(spec.fill_value, dtype=spec.dtype).tobytes()
+    except (TypeError, ValueError, OverflowError):
+        return repr(spec.fill_value)
 
 
 class Codec(ABC):
@@ -272,8 +288,10 @@ class BytesBytesCodec(Codec):
         ...
 
     @abstractmethod
-    def decode(self, data: bytes | bytearray | memoryview, spec: ArraySpec) -> bytes | bytearray | memoryview:
-        ...
+    def decode(
+        self, data: bytes | bytearray | memoryview, spec: ArraySpec
+    ) -> bytes | bytearray | memoryview | np.ndarray:
+        """The decoded bytes: any buffer, or a 1-d uint8 array (e.g. a view of ``data``)."""
 
     def max_encoded_size(self, n: int) -> int | None:
         """Largest encoded size for ``n`` input bytes (None: no bound known)."""
@@ -281,7 +299,12 @@ class BytesBytesCodec(Codec):
 
     def decode_sized(self, data: Any, size: int, spec: ArraySpec) -> Any:
         """Decode when the decoded size is known to be ``size`` bytes (codecs with a
-        streaming decoder stop there: no decompression bomb); default: decode, check."""
+        streaming decoder stop there: no decompression bomb).  Default: :meth:`decode_into`
+        a new buffer of ``size`` bytes (the decoder can never write more); codecs without
+        it decode, then the size is checked."""
+        buf = np.empty(size, dtype=np.uint8)  # uninitialised: costs nothing when unused
+        if self.decode_into(data, buf, spec):
+            return buf
         out = self.decode(data, spec)
         n = out.nbytes if isinstance(out, (memoryview, np.ndarray)) else len(out)
         if n != size:

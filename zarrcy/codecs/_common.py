@@ -1,18 +1,19 @@
 """Shared helpers of the core codecs: configuration parsing with JSON paths, buffers.
 
-Every ``from_dict`` goes through :func:`config_dict` (unknown keys are an error,
-CONVENTIONS.md rule 3) and the typed getters below, so messages all read
-``<path>.configuration.<key>: expected <what>, received <value!r>``.
+Every ``from_dict`` goes through :func:`zarrcy.metadata._parse.config_dict` (re-exported
+here; unknown keys are an error, CONVENTIONS.md rule 3) and the typed getters below, so
+messages all read ``<path>.configuration.<key>: expected <what>, received <value!r>``.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from zarrcy.errors import CorruptChunkError, MetadataError, expected
+from zarrcy.metadata._parse import MISSING, config_dict
 
 __all__ = [
     "NoConfiguration",
@@ -29,27 +30,6 @@ __all__ = [
 ]
 
 NATIVE_ENDIAN = sys.byteorder  # "little" or "big"
-
-
-class _Missing:
-    def __repr__(self) -> str:
-        return "<missing>"
-
-
-MISSING: Any = _Missing()
-
-
-def config_dict(configuration: Any, path: str, allowed: tuple[str, ...]) -> dict[str, Any]:
-    """The configuration as a dict (``None`` -> ``{}``); unknown keys raise MetadataError."""
-    if configuration is None:
-        return {}
-    if not isinstance(configuration, dict):
-        raise MetadataError(expected(f"{path}.configuration", "an object", configuration), f"{path}.configuration")
-    for k in configuration:
-        if k not in allowed:
-            p = f"{path}.configuration.{k}"
-            raise MetadataError(expected(p, f"no such key (allowed: {', '.join(allowed) or 'none'})", k), p)
-    return configuration
 
 
 def get_int(cfg: dict[str, Any], key: str, path: str, lo: int, hi: int, default: Any = MISSING) -> Any:
@@ -125,7 +105,7 @@ class NoConfiguration:
     an absent or empty ``configuration`` is accepted (anything in it is refused), and the
     JSON form is the bare name."""
 
-    name: str
+    name: ClassVar[str]
 
     @classmethod
     def from_dict(cls, configuration: dict[str, Any] | None, path: str) -> Any:

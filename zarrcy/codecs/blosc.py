@@ -137,7 +137,7 @@ class BloscCodec(BytesBytesCodec):
 
     def encode(self, data: Any, spec: ArraySpec) -> Any:
         c = self.evolve(spec)
-        shuffle = _SHUFFLES.index(c.shuffle)  # type: ignore[arg-type]
+        shuffle = _SHUFFLES.index(c.shuffle)
         # passed as is: c-blosc itself falls back to 1 above BLOSC_MAX_TYPESIZE (255)
         typesize = int(c.typesize or 1)
         return _numcodecs_blosc().compress(
@@ -158,11 +158,6 @@ class BloscCodec(BytesBytesCodec):
         out = np.empty(nbytes, dtype=np.uint8)
         if nbytes:
             self._decompress(data, out)
-        return out
-
-    def decode_sized(self, data: Any, size: int, spec: ArraySpec) -> Any:
-        out = np.empty(size, dtype=np.uint8)
-        self.decode_into(data, out, spec)
         return out
 
     def decode_into(self, data: Any, dst: np.ndarray, spec: ArraySpec) -> bool:

@@ -184,4 +184,5 @@ class BytesCodec(ArrayBytesCodec):
 
 
 def endian_applies_fields(dtype: np.dtype) -> bool:
-    return any(endian_applies(dtype.fields[f][0]) for f in dtype.names or ())
+    fields = dtype.fields
+    return fields is not None and any(endian_applies(fields[f][0]) for f in dtype.names or ())

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple, Self, Sequence, cast
 
 import numpy as np
 
@@ -26,9 +26,12 @@ from zarrcy.codecs._base import ArrayArrayCodec, ArraySpec
 if TYPE_CHECKING:
     from zarrcy._kernels._cast_exact import CastFormat
 from zarrcy.errors import CastError, MetadataError, OutOfRangeError, expected
+from zarrcy.metadata._parse import check_keys, config_dict, expect_object
+from zarrcy.metadata.data_type import DataType, from_numpy
 
 __all__ = [
     "CastValueCodec",
+    "ScalarMap",
     "Rounding",
     "OutOfRange",
     "ROUNDING_MODES",
@@ -442,7 +445,7 @@ def same_value(a: np.ndarray, b: np.ndarray) -> bool:
 # the codec
 # ---------------------------------------------------------------------------------------
 
-_KEYS = frozenset({"data_type", "rounding", "out_of_range", "scalar_map"})
+_KEYS = ("data_type", "rounding", "out_of_range", "scalar_map")
 
 
 def _freeze_pairs(pairs: Any, path: str) -> tuple[tuple[Any, Any], ...] | None:
@@ -461,6 +464,16 @@ def _freeze_pairs(pairs: Any, path: str) -> tuple[tuple[Any, Any], ...] | None:
     return tuple(out)
 
 
+class ScalarMap(NamedTuple):
+    """The ``scalar_map`` configuration member (ext-codec-cast_value.md "scalar_map"):
+    ``encode`` maps array values to ``data_type`` values, ``decode`` the reverse; each is
+    a tuple of ``(input, output)`` JSON scalars in fill-value encoding, or None when the
+    member is absent."""
+
+    encode: tuple[tuple[Any, Any], ...] | None = None
+    decode: tuple[tuple[Any, Any], ...] | None = None
+
+
 @dataclass(frozen=True)
 class CastValueCodec(ArrayArrayCodec):
     """Converts element values to ``data_type`` (and back on decode); see the module docstring."""
@@ -470,8 +483,7 @@ class CastValueCodec(ArrayArrayCodec):
     data_type: str
     rounding: Rounding = "nearest-even"
     out_of_range: OutOfRange | None = None
-    encode_map: tuple[tuple[Any, Any], ...] | None = None
-    decode_map: tuple[tuple[Any, Any], ...] | None = None
+    scalar_map: ScalarMap | None = None
     _cache: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -485,14 +497,8 @@ class CastValueCodec(ArrayArrayCodec):
 
     @classmethod
     def from_dict(cls, configuration: dict[str, Any] | None, path: str) -> Self:
-        if not isinstance(configuration, dict):
-            raise MetadataError(expected(f"{path}.configuration", "an object", configuration), f"{path}.configuration")
+        configuration = config_dict(configuration, path, _KEYS, required=("data_type",))
         cpath = f"{path}.configuration"
-        extra = set(configuration) - _KEYS
-        if extra:
-            raise MetadataError(expected(cpath, f"only the keys {sorted(_KEYS)}", sorted(extra)), cpath)
-        if "data_type" not in configuration:
-            raise MetadataError(f"{cpath}.data_type: required key is missing", f"{cpath}.data_type")
         fmt = get_format(configuration["data_type"], f"{cpath}.data_type")
         rounding = configuration.get("rounding", "nearest-even")
         if type(rounding) is not str or rounding not in ROUNDING_MODES:
@@ -504,28 +510,26 @@ class CastValueCodec(ArrayArrayCodec):
         if oor == "wrap" and not fmt.is_int:
             raise MetadataError(expected(f"{cpath}.out_of_range", f"'clamp' or absent for float target {fmt.name}",
                                          oor), f"{cpath}.out_of_range")
-        enc = dec = None
+        scalar_map = None
         if "scalar_map" in configuration:
-            sm = configuration["scalar_map"]
-            if not isinstance(sm, dict) or set(sm) - {"encode", "decode"}:
-                raise MetadataError(expected(f"{cpath}.scalar_map", "an object with 'encode' and/or 'decode'", sm),
-                                    f"{cpath}.scalar_map")
+            sm = expect_object(configuration["scalar_map"], f"{cpath}.scalar_map")
+            check_keys(sm, f"{cpath}.scalar_map", ("encode", "decode"))
             enc = _freeze_pairs(sm.get("encode"), f"{cpath}.scalar_map.encode") if "encode" in sm else None
             dec = _freeze_pairs(sm.get("decode"), f"{cpath}.scalar_map.decode") if "decode" in sm else None
-            if enc is None and dec is None:
-                enc = ()
-        return cls(fmt.name, rounding, oor, enc, dec)  # type: ignore[arg-type]
+            scalar_map = ScalarMap(enc, dec)  # {} stays {} (written back as read)
+        # both modes were checked against their Literal values above
+        return cls(fmt.name, cast(Rounding, rounding), cast("OutOfRange | None", oor), scalar_map)
 
     def to_dict(self) -> dict[str, Any]:
         conf: dict[str, Any] = {"data_type": self.data_type, "rounding": self.rounding}
         if self.out_of_range is not None:
             conf["out_of_range"] = self.out_of_range
-        if self.encode_map is not None or self.decode_map is not None:
+        if self.scalar_map is not None:
             sm: dict[str, Any] = {}
-            if self.encode_map is not None:
-                sm["encode"] = [list(p) for p in self.encode_map]
-            if self.decode_map is not None:
-                sm["decode"] = [list(p) for p in self.decode_map]
+            if self.scalar_map.encode is not None:
+                sm["encode"] = [list(p) for p in self.scalar_map.encode]
+            if self.scalar_map.decode is not None:
+                sm["decode"] = [list(p) for p in self.scalar_map.decode]
             conf["scalar_map"] = sm
         return {"name": self.name, "configuration": conf}
 
@@ -535,8 +539,9 @@ class CastValueCodec(ArrayArrayCodec):
         hit = self._cache.get(key)
         if hit is None:
             src = format_of_dtype(key, f"{path} (array data type)")
-            enc = prepare_cast(src, self.data_type, self.rounding, self.out_of_range, self.encode_map, path)
-            dec = prepare_decode_cast(self.data_type, src, self.rounding, self.out_of_range, self.decode_map, path)
+            sm = self.scalar_map or ScalarMap()
+            enc = prepare_cast(src, self.data_type, self.rounding, self.out_of_range, sm.encode, path)
+            dec = prepare_decode_cast(self.data_type, src, self.rounding, self.out_of_range, sm.decode, path)
             hit = (enc, dec)
             self._cache[key] = hit
         return hit
@@ -567,17 +572,10 @@ class CastValueCodec(ArrayArrayCodec):
     def compute_encoded_size(self, input_size: int, spec: ArraySpec) -> int | None:
         return input_size // spec.dtype.itemsize * get_format(self.data_type).itemsize
 
-    def fuse_after(self, prev: Any) -> Any:
-        return None
 
-
-def _data_type_of(dtype: np.dtype) -> Any:
-    """The zarrcy DataType of an encoded dtype, when the metadata layer knows it."""
-    try:
-        from zarrcy.metadata.data_type import from_numpy
-    except ImportError:  # pragma: no cover
-        return None
+def _data_type_of(dtype: np.dtype) -> DataType | None:
+    """The zarrcy DataType of an encoded dtype (None for a numpy type without a Zarr twin)."""
     try:
         return from_numpy(dtype)
-    except Exception:  # noqa: BLE001 - an unknown numpy type simply has no Zarr twin here
+    except MetadataError:
         return None

@@ -29,6 +29,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, Self
 
+import deflate as _deflate_pkg  # a dependency (pyproject.toml)
 import numpy as np
 
 from zarrcy.config import get as _config_get
@@ -42,18 +43,15 @@ __all__ = ["GzipCodec", "Gzip", "ROUTES", "route", "set_route", "gzip_compress",
 Route = Literal["libdeflate", "deflate", "zlib"]
 ROUTES: tuple[str, ...] = ("libdeflate", "deflate", "zlib")
 
-try:  # the deflate wheel: its module exports libdeflate's C entry points
-    import deflate as _deflate_pkg
+try:  # the deflate wheel's extension module (a private name) exports libdeflate's C entry points
     import deflate._deflate as _deflate_mod
 
-    _HAVE_DEFLATE = True
     _HAVE_LIBDEFLATE = bool(_k.load(_deflate_mod.__file__))
-except Exception:  # pragma: no cover - depends on the installed wheel
-    _HAVE_DEFLATE = False
+except (ImportError, AttributeError):  # pragma: no cover - another layout of the deflate wheel
     _HAVE_LIBDEFLATE = False
 
 # the faster route on bench/bench_codecs.py (see the module docstring there)
-_route: str = "libdeflate" if _HAVE_LIBDEFLATE else ("deflate" if _HAVE_DEFLATE else "zlib")
+_route: str = "libdeflate" if _HAVE_LIBDEFLATE else "deflate"
 
 
 def route() -> str:
@@ -66,7 +64,7 @@ def set_route(name: str) -> str:
     global _route
     if name not in ROUTES:
         raise ValueError(expected("gzip route", f"one of {ROUTES}", name))
-    if name == "libdeflate" and not _HAVE_LIBDEFLATE or name == "deflate" and not _HAVE_DEFLATE:
+    if name == "libdeflate" and not _HAVE_LIBDEFLATE:
         raise ValueError(f"gzip route {name!r} is not available in this environment")
     old, _route = _route, name
     return old
@@ -138,12 +136,13 @@ def gzip_decompress_into(data: Any, dst: np.ndarray, route: str | None = None) -
             raise RuntimeError("libdeflate entry points are not loaded")
         # a short first member, or more members after it: let zlib read them all
     elif r == "deflate":
+        got: bytearray | None
         try:
-            out = _deflate_pkg.gzip_decompress(data, n)
+            got = _deflate_pkg.gzip_decompress(data, n)
         except Exception:
-            out = None
-        if out is not None and len(out) == n and _isize(as_uint8(data)) == n & 0xFFFFFFFF:
-            dst[:] = np.frombuffer(out, dtype=np.uint8)
+            got = None
+        if got is not None and len(got) == n and _isize(as_uint8(data)) == n & 0xFFFFFFFF:
+            dst[:] = np.frombuffer(got, dtype=np.uint8)
             return
     out = _zlib_decompress(data, n)
     if len(out) != n:

@@ -25,6 +25,7 @@ import numpy as np
 
 from zarrcy.codecs._base import ArrayArrayCodec, ArraySpec, BytesBytesCodec
 from zarrcy.errors import CorruptChunkError, MetadataError, expected
+from zarrcy.metadata._parse import config_dict
 
 __all__ = [
     "Blosc", "LZ4", "Zstd", "Zlib", "GZip", "BZ2", "LZMA", "Shuffle", "CRC32", "CRC32C", "Adler32", "Fletcher32",
@@ -58,11 +59,11 @@ class _Numcodec:
 
     @classmethod
     def from_dict(cls, configuration: dict[str, Any] | None, path: str) -> Self:
-        if configuration is not None and not isinstance(configuration, dict):
-            raise MetadataError(expected(f"{path}.configuration", "an object", configuration), f"{path}.configuration")
-        cfg = dict(configuration or {})
+        # free-form: numcodecs' constructor checks the keys (below, with the JSON path)
+        cfg = dict(config_dict(configuration, path, None))
         if "id" in cfg and cfg["id"] != cls.codec_id:
-            raise MetadataError(expected(f"{path}.configuration.id", repr(cls.codec_id), cfg["id"]), path)
+            raise MetadataError(expected(f"{path}.configuration.id", repr(cls.codec_id), cfg["id"]),
+                                f"{path}.configuration.id")
         obj = cls.__new__(cls)
         cfg.pop("id", None)
         object.__setattr__(obj, "config_json", json.dumps(cfg, sort_keys=True))
@@ -157,8 +158,8 @@ class _ArrayArray(_Numcodec, ArrayArrayCodec):
         return out.reshape(spec.shape)
 
 
-def _bytes_codec(cls_name: str, codec_id: str) -> type:
-    cls = dataclass(frozen=True, init=False, repr=False)(
+def _bytes_codec(cls_name: str, codec_id: str) -> type[_BytesBytes]:
+    cls: type[_BytesBytes] = dataclass(frozen=True, init=False, repr=False)(
         type(cls_name, (_BytesBytes,), {"codec_id": codec_id, "name": PREFIX + codec_id, "__module__": __name__,
                                          "__qualname__": cls_name, "__annotations__": {}})
     )

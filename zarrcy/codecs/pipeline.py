@@ -34,6 +34,7 @@ from zarrcy.codecs._base import (
     BytesBytesCodec,
     Codec,
     Selection,
+    fill_key,
     selection_shape,
 )
 from zarrcy.codecs.registry import resolve_codecs
@@ -69,15 +70,18 @@ class CodecPipeline:
         self.codecs = tuple(resolved)
         self.spec = spec
         n_aa = sum(isinstance(c, ArrayArrayCodec) for c in resolved)
-        self.array_array = tuple(resolved[:n_aa])  # type: ignore[arg-type]
+        # resolve_codecs checked the order: array->array*, array->bytes, bytes->bytes*
+        self.array_array = tuple(c for c in resolved[:n_aa] if isinstance(c, ArrayArrayCodec))
         self._aa_specs = tuple(specs[:n_aa])
         # execution chain: scale_offset immediately followed by cast_value runs fused (one pass)
         from zarrcy.codecs.scale_offset import fuse_pairs
 
         self._aa_exec = fuse_pairs(self.array_array, self._aa_specs)
-        self.array_bytes = resolved[n_aa]  # type: ignore[assignment]
+        ab = resolved[n_aa]
+        assert isinstance(ab, ArrayBytesCodec)
+        self.array_bytes = ab
         self._ab_spec = specs[n_aa]
-        self.bytes_bytes = tuple(resolved[n_aa + 1 :])  # type: ignore[arg-type]
+        self.bytes_bytes = tuple(c for c in resolved[n_aa + 1 :] if isinstance(c, BytesBytesCodec))
 
         # decoded size of each bytes->bytes codec (None = variable), innermost first
         n_elements = math.prod(self._ab_spec.shape)
@@ -113,11 +117,11 @@ class CodecPipeline:
         # array->bytes codec that reads less than the whole value (sharding)
         full = None
         ok = not self.bytes_bytes
-        for c, s in zip(self.array_array, self._aa_specs):
+        for aa, s in zip(self.array_array, self._aa_specs):
             if not ok:
                 break
             full = tuple(slice(0, n, 1) for n in s.shape)
-            ok = c.encode_selection(full, s) is not None
+            ok = aa.encode_selection(full, s) is not None
         self._partial_ok = ok
 
     @classmethod
@@ -133,13 +137,9 @@ class CodecPipeline:
             # keyed by the codecs' JSON, not object equality: -0.0 == 0.0 and NaN
             # payloads would make distinct configurations compare equal
             try:
-                # str/bytes elements (string/bytes data types): their buffer bytes are arena
-                # offsets or pointers, not the value -- key those fills by value
-                fill = (repr(spec.fill_value) if spec.dtype.hasobject
-                        else np.asarray(spec.fill_value, dtype=spec.dtype).tobytes())
                 cj = json.dumps([c.to_dict() for c in codecs], sort_keys=True)
                 dj = json.dumps(spec.data_type.to_json()) if spec.data_type is not None else spec.dtype.str
-                key = (cj, spec.shape, spec.dtype.str, fill, dj)
+                key = (cj, spec.shape, spec.dtype.str, fill_key(spec), dj)
             except (TypeError, ValueError, AttributeError):  # not JSON-able: no caching
                 key = None
             hit = _CACHE.get(key) if key is not None else None
@@ -250,10 +250,13 @@ class CodecPipeline:
                             raise CorruptChunkError(expected(f"{c.to_dict().get('name')} output", f"{size} bytes", n))
             except CorruptChunkError:
                 raise
-            except (ValueError, RuntimeError, EOFError, OSError, MemoryError, OverflowError) as e:
-                # third-party codecs: any decoding failure is a corrupt value
+            except (ValueError, RuntimeError, EOFError, OSError, OverflowError) as e:
+                # third-party codecs: a decoding failure is a corrupt value (the codec's own
+                # exception stays the cause).  MemoryError is not caught: running out of
+                # memory says nothing about the stored bytes (sizes are capped before
+                # decoding, so hostile values are refused before they can allocate)
                 name = c.to_dict().get("name")
-                raise CorruptChunkError(expected(f"{name}", "decodable bytes", f"{type(e).__name__}: {e}")) from None
+                raise CorruptChunkError(expected(f"{name}", "decodable bytes", f"{type(e).__name__}: {e}")) from e
         return data
 
     def decode(self, data: bytes | bytearray | memoryview) -> np.ndarray:
@@ -318,7 +321,7 @@ class CodecPipeline:
                 raise
             except (ValueError, RuntimeError, OSError) as e:
                 name = bb0.to_dict().get("name")
-                raise CorruptChunkError(expected(f"{name}", "decodable bytes", f"{type(e).__name__}: {e}")) from None
+                raise CorruptChunkError(expected(f"{name}", "decodable bytes", f"{type(e).__name__}: {e}")) from e
             if ok:
                 ab.fix_endian_inplace(target, self._ab_spec)
                 return

@@ -15,11 +15,10 @@ import importlib
 import threading
 from typing import Any, Iterable
 
-import numpy as np
-
-from zarrcy.codecs._base import ArrayArrayCodec, ArrayBytesCodec, ArraySpec, BytesBytesCodec, Codec
+from zarrcy.codecs._base import ArrayArrayCodec, ArrayBytesCodec, ArraySpec, BytesBytesCodec, Codec, fill_key
 from zarrcy.config import at_fork_reset
 from zarrcy.errors import MetadataError, UnknownCodecError, expected
+from zarrcy.metadata._parse import parse_extension
 
 __all__ = [
     "CODECS",
@@ -160,8 +159,6 @@ def get_codec_class(name: str, path: str = "codec") -> type[Codec]:
     return cls
 
 
-_EXTENSION_KEYS = ("name", "configuration", "must_understand")
-
 #: codecs whose configuration holds codecs (``sharding_indexed``'s ``codecs`` and
 #: ``index_codecs``) nest at most this deep; deeper chains are refused with
 #: MetadataError instead of exhausting the interpreter stack (RecursionError)
@@ -178,24 +175,7 @@ def codec_from_dict(obj: Any, path: str = "codecs[0]") -> Codec:
     """
     if isinstance(obj, Codec):
         return obj
-    if isinstance(obj, str):
-        obj = {"name": obj}
-    if not isinstance(obj, dict):
-        raise MetadataError(expected(path, "a codec object or name", obj), path)
-    for k in obj:
-        if k not in _EXTENSION_KEYS:
-            raise MetadataError(expected(f"{path}.{k}", f"no such key (allowed: {', '.join(_EXTENSION_KEYS)})", k), f"{path}.{k}")
-    name = obj.get("name")
-    if not isinstance(name, str) or not name:
-        raise MetadataError(expected(f"{path}.name", "a codec name (string)", name), f"{path}.name")
-    must = obj.get("must_understand", True)
-    if not isinstance(must, bool):
-        p = f"{path}.must_understand"
-        raise MetadataError(expected(p, "true or false", must), p)
-    configuration = obj.get("configuration")
-    if configuration is not None and not isinstance(configuration, dict):
-        p = f"{path}.configuration"
-        raise MetadataError(expected(p, "an object", configuration), p)
+    name, configuration, must = parse_extension(obj, path, what="codec")
     try:
         cls = get_codec_class(name, path)
     except UnknownCodecError:
@@ -203,7 +183,7 @@ def codec_from_dict(obj: Any, path: str = "codecs[0]") -> Codec:
             raise
         from zarrcy.codecs.opaque import OpaqueBytesBytesCodec
 
-        return OpaqueBytesBytesCodec(json=dict(obj))
+        return OpaqueBytesBytesCodec(json=dict(obj))  # must_understand=false: only the object form
     depth = getattr(_DEPTH, "n", 0)
     if depth >= MAX_CODEC_NESTING:
         raise MetadataError(
@@ -246,7 +226,7 @@ def resolve_codecs(
     n_ab = next((i for i, c in enumerate(parsed) if isinstance(c, ArrayBytesCodec)), None)
     if n_ab is not None:
         parsed = [
-            OpaqueArrayArrayCodec(json=c.json) if isinstance(c, OpaqueCodec) and i < n_ab else c  # type: ignore[attr-defined]
+            OpaqueArrayArrayCodec(json=c.json) if isinstance(c, OpaqueCodec) and i < n_ab else c
             for i, c in enumerate(parsed)
         ]
     # v3-core.rst "Codecs": array->array* , array->bytes , bytes->bytes*
@@ -294,12 +274,8 @@ def parse_codecs(json_list: Any, spec: ArraySpec, path: str = "codecs") -> list[
     key = None
     if type(json_list) is list:
         try:
-            # str/bytes elements (string/bytes data types): their buffer bytes are arena
-            # offsets or pointers, not the value -- key those fills by value
-            fill = (repr(spec.fill_value) if spec.dtype.hasobject
-                    else np.asarray(spec.fill_value, dtype=spec.dtype).tobytes())
             dt = spec.data_type.to_json() if spec.data_type is not None else None
-            key = (repr(json_list), spec.shape, spec.dtype.str, fill, repr(dt))
+            key = (repr(json_list), spec.shape, spec.dtype.str, fill_key(spec), repr(dt))
         except (TypeError, ValueError, AttributeError, RecursionError):  # RecursionError: hostile nesting
             key = None
         if key is not None:

@@ -31,6 +31,7 @@ from zarrcy.codecs.cast_value import (
     prepare_cast,
 )
 from zarrcy.errors import CastError, MetadataError, OutOfRangeError, expected
+from zarrcy.metadata._parse import config_dict
 
 __all__ = [
     "ScaleOffsetCodec",
@@ -98,7 +99,7 @@ def _so_apply(values: np.ndarray, fmt: Format, o: np.ndarray, s: np.ndarray, dir
             _raise_so(direction, fmt, a, int(r), o, s)
         return out
     if fmt.is_int:   # int4/uint4/int2/uint2: exact in int64, range checked per step
-        x = a.astype(np.int64).reshape(-1)
+        x: np.ndarray = a.astype(np.int64).reshape(-1)
         oi, si = int(o.astype(np.int64)), int(s.astype(np.int64))
         steps = []
         bad = np.zeros(x.shape, dtype=bool)
@@ -182,14 +183,8 @@ class ScaleOffsetCodec(ArrayArrayCodec):
 
     @classmethod
     def from_dict(cls, configuration: dict[str, Any] | None, path: str) -> Self:
-        if configuration is None:
-            return cls()
+        configuration = config_dict(configuration, path, ("offset", "scale"))
         cpath = f"{path}.configuration"
-        if not isinstance(configuration, dict):
-            raise MetadataError(expected(cpath, "an object", configuration), cpath)
-        extra = set(configuration) - {"offset", "scale"}
-        if extra:
-            raise MetadataError(expected(cpath, "only the keys ['offset', 'scale']", sorted(extra)), cpath)
         for k in ("offset", "scale"):
             if k in configuration:
                 _check_json_scalar(configuration[k], f"{cpath}.{k}")
@@ -362,18 +357,12 @@ def _v2_dtype_name(value: Any, path: str) -> str:
     return format_of_dtype(dt, path).name
 
 
-def expand_fixedscaleoffset(configuration: dict[str, Any] | None, path: str) -> list[ArrayArrayCodec]:
+def expand_fixedscaleoffset(configuration: dict[str, Any] | None, path: str) -> tuple[ScaleOffsetCodec, CastValueCodec]:
     """Read ``numcodecs.fixedscaleoffset`` as ``[scale_offset, cast_value]`` (ext-codec-scale_offset.md
     "Conversion to scale_offset"): integer ``astype`` gets ``out_of_range: "wrap"``."""
+    keys = ("offset", "scale", "astype", "dtype")
+    configuration = config_dict(configuration, path, keys, required=keys)
     cpath = f"{path}.configuration"
-    if not isinstance(configuration, dict):
-        raise MetadataError(expected(cpath, "an object", configuration), cpath)
-    extra = set(configuration) - {"offset", "scale", "astype", "dtype"}
-    if extra:
-        raise MetadataError(expected(cpath, "only offset, scale, astype, dtype", sorted(extra)), cpath)
-    for k in ("offset", "scale", "astype", "dtype"):
-        if k not in configuration:
-            raise MetadataError(f"{cpath}.{k}: required key is missing", f"{cpath}.{k}")
     for k in ("offset", "scale"):
         v = configuration.get(k)
         if type(v) is bool or not isinstance(v, (int, float, Decimal)):
@@ -384,7 +373,7 @@ def expand_fixedscaleoffset(configuration: dict[str, Any] | None, path: str) -> 
     so = ScaleOffsetCodec(configuration["offset"], configuration["scale"])
     fmt = get_format(astype)
     cv = CastValueCodec(astype, "nearest-even", "wrap" if fmt.is_int else None)
-    return [so, cv]
+    return so, cv
 
 
 def fuse_pairs(codecs: Sequence[Any], specs: Sequence[ArraySpec]) -> tuple[tuple[Any, ArraySpec], ...]:
@@ -420,7 +409,7 @@ class FixedScaleOffsetCodec(ScaleOffsetCastCodec):
     @classmethod
     def from_dict(cls, configuration: dict[str, Any] | None, path: str) -> Self:
         so, cv = expand_fixedscaleoffset(configuration, path)
-        return cls(so, cv, _Frozen(configuration))  # type: ignore[arg-type]
+        return cls(so, cv, _Frozen(configuration))
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "configuration": dict(self.raw.value)}

@@ -71,15 +71,23 @@ class TransposeCodec(ArrayArrayCodec):
             return replace(self, order=tuple(range(n - 1, -1, -1)))
         return self
 
+    def permutation(self, spec: ArraySpec | None = None) -> tuple[int, ...]:
+        """``order`` as a permutation (for ``spec``'s rank when it is still ``"C"``/``"F"``;
+        codecs in a resolved pipeline are evolved already)."""
+        order = self.evolve(spec).order if spec is not None else self.order
+        if isinstance(order, str):
+            raise ValueError(f"transpose: order {order!r} needs the chunk rank (evolve the codec first)")
+        return order
+
     def validate(self, spec: ArraySpec, path: str) -> None:
         p = f"{path}.configuration.order"
-        order = self.evolve(spec).order
+        order = self.permutation(spec)
         n = len(spec.shape)
         if len(order) != n or sorted(order) != list(range(n)):
             raise MetadataError(expected(p, f"a permutation of 0..{n - 1} (chunk rank {n})", list(order)), p)
 
     def resolve(self, spec: ArraySpec) -> ArraySpec:
-        order = self.evolve(spec).order
+        order = self.permutation(spec)
         return replace(spec, shape=tuple(spec.shape[i] for i in order))
 
     def compute_encoded_size(self, input_size: int, spec: ArraySpec) -> int | None:
@@ -87,13 +95,14 @@ class TransposeCodec(ArrayArrayCodec):
 
     @property
     def inverse(self) -> tuple[int, ...]:
-        inv = [0] * len(self.order)
-        for i, o in enumerate(self.order):
+        order = self.permutation()
+        inv = [0] * len(order)
+        for i, o in enumerate(order):
             inv[o] = i
         return tuple(inv)
 
     def encode(self, chunk: np.ndarray, spec: ArraySpec) -> np.ndarray:
-        return chunk.transpose(self.order)
+        return chunk.transpose(self.permutation())
 
     def decode(self, chunk: np.ndarray, spec: ArraySpec) -> np.ndarray:
         return chunk.transpose(self.inverse)
@@ -102,14 +111,13 @@ class TransposeCodec(ArrayArrayCodec):
 
     def encoded_view(self, out: np.ndarray) -> np.ndarray:
         """A view of the decoded-shape array ``out`` in the encoded representation."""
-        return out.transpose(self.order)
+        return out.transpose(self.permutation())
 
     # partial reads and writes pass through: a transpose only renames axes
     def encode_selection(self, selection: Selection, spec: ArraySpec) -> Selection:
-        order = self.evolve(spec).order
-        return tuple(selection[o] for o in order)
+        return tuple(selection[o] for o in self.permutation(spec))
 
     def encoded_piece(self, piece: np.ndarray, selection: Selection) -> np.ndarray:
         kept = [d for d, s in enumerate(selection) if not isinstance(s, (int, np.integer))]
         rank = {d: k for k, d in enumerate(kept)}
-        return piece.transpose([rank[o] for o in self.order if o in rank])
+        return piece.transpose([rank[o] for o in self.permutation() if o in rank])

@@ -161,7 +161,7 @@ def _zstd_lib() -> Any:
                         f = getattr(lib, name)
                         f.restype, f.argtypes = res, args
                     _lib = lib
-                except (OSError, AttributeError, ImportError):  # pragma: no cover - depends on the wheel
+                except (OSError, AttributeError):  # pragma: no cover - depends on the wheel
                     _lib = False
     return _lib
 
@@ -300,11 +300,6 @@ class ZstdCodec(BytesBytesCodec):
                 del out
         # decoded size unknown (variable-size chunks): stop at max_chunk_bytes while decoding
         return decompress_capped(data, limit)
-
-    def decode_sized(self, data: Any, size: int, spec: ArraySpec) -> Any:
-        out = np.empty(size, dtype=np.uint8)
-        self.decode_into(data, out, spec)
-        return out
 
     def decode_into(self, data: Any, dst: np.ndarray, spec: ArraySpec) -> bool:
         n = dst.shape[0]

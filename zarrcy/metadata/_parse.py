@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -24,6 +24,11 @@ __all__ = [
     "expect_int",
     "expect_int_list",
     "parse_extension",
+    "config_dict",
+    "name_path",
+    "check_keys",
+    "unknown_key_error",
+    "MISSING",
     "check_extension_name",
     "is_extension_name",
     "dumps",
@@ -96,9 +101,12 @@ def expect_object(value: Any, path: str) -> dict[str, Any]:
 
 
 def expect_list(value: Any, path: str) -> list[Any]:
-    if type(value) is not list and type(value) is not tuple:
+    """A JSON array: a list (returned as is) or a tuple, as Python callers pass them (as a list)."""
+    if type(value) is list:
+        return value
+    if type(value) is not tuple:
         raise MetadataError(expected(path, "an array", value), path)
-    return value  # type: ignore[return-value]
+    return list(value)
 
 
 def expect_str(value: Any, path: str) -> str:
@@ -145,37 +153,106 @@ def check_extension_name(name: Any, path: str) -> str:
     return name
 
 
-_EXT_KEYS = frozenset(("name", "configuration", "must_understand"))
+_EXT_KEYS = ("name", "configuration", "must_understand")
 
 
-def parse_extension(value: Any, path: str) -> tuple[str, dict[str, Any] | None, bool]:
-    """An extension definition -> ``(name, configuration or None, must_understand)``.
+class _Missing:
+    """The ``received`` value of a required key that is absent (prints ``<missing>``)."""
+
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+#: stands for an absent value in messages and as a "no default" marker
+MISSING: Any = _Missing()
+
+
+def unknown_key_error(path: str, key: Any, allowed: Iterable[str]) -> MetadataError:
+    """The one message for a key a JSON object may not have (extension objects and
+    their configurations alike): the JSON path of the offending key, then the keys the
+    object may have."""
+    names = ", ".join(allowed)
+    what = f"one of the keys ({names})" if names else "no keys (this object takes none)"
+    p = f"{path}.{key}"
+    return MetadataError(expected(p, what, key), p)
+
+
+def check_keys(obj: dict[str, Any], path: str, allowed: Iterable[str]) -> None:
+    """Refuse keys of ``obj`` (at JSON path ``path``) that are not in ``allowed``."""
+    allowed = tuple(allowed)
+    for k in obj:
+        if k not in allowed:
+            raise unknown_key_error(path, k, allowed)
+
+
+def parse_extension(
+    value: Any, path: str, *, ignorable: bool = True, what: str = "extension"
+) -> tuple[str, dict[str, Any] | None, bool]:
+    """An extension definition -> ``(name, configuration or None, must_understand)``
+    (v3-core.rst "Extension definition").
 
     Accepts the object form ``{"name", "configuration"?, "must_understand"?}`` and the
-    short-hand name (a plain string means an object with just ``name``).
+    short-hand name (a plain string is an object with just ``name``).  ``name`` must be
+    an extension name, ``configuration`` (when present) an object, ``must_understand``
+    (when present) a JSON boolean -- ``true`` or ``false``, nothing else -- and no other
+    key is allowed.  ``ignorable=False`` is for the extension points where
+    ``must_understand: false`` is not supported (data type, chunk grid, chunk key
+    encoding: v3-core.rst "must_understand"); ``what`` names the point in that message.
     """
-    if type(value) is str:
+    if isinstance(value, str):
         return check_extension_name(value, path), None, True
-    if type(value) is not dict:
-        raise MetadataError(expected(path, "an extension name or object", value), path)
+    if not isinstance(value, dict):
+        raise MetadataError(expected(path, f"a name or an object ({what})", value), path)
     if "name" not in value:
-        raise MetadataError(expected(f"{path}.name", "a member 'name'", value), f"{path}.name")
+        raise MetadataError(expected(f"{path}.name", "an extension name (the key is required)", MISSING), f"{path}.name")
+    check_keys(value, path, _EXT_KEYS)
     name = check_extension_name(value["name"], f"{path}.name")
-    if not _EXT_KEYS.issuperset(value):
-        extra = sorted(k for k in value if k not in _EXT_KEYS)
-        raise MetadataError(
-            expected(f"{path}.{extra[0]}", "only the members name, configuration, must_understand", extra[0]),
-            f"{path}.{extra[0]}",
-        )
-    config = value.get("configuration")
-    if config is not None and type(config) is not dict:
+    config = value.get("configuration", MISSING)
+    if config is MISSING:
+        config = None
+    elif not isinstance(config, dict):
         raise MetadataError(expected(f"{path}.configuration", "an object", config), f"{path}.configuration")
-    if "configuration" in value and config is None:
-        raise MetadataError(expected(f"{path}.configuration", "an object", None), f"{path}.configuration")
     mu = value.get("must_understand", True)
-    if type(mu) is not bool:
-        raise MetadataError(expected(f"{path}.must_understand", "a boolean", mu), f"{path}.must_understand")
+    if type(mu) is not bool:  # JSON true/false only: not 0/1, not "false", not null
+        raise MetadataError(expected(f"{path}.must_understand", "true or false", mu), f"{path}.must_understand")
+    if not mu and not ignorable:
+        raise MetadataError(
+            expected(f"{path}.must_understand", f"true (must_understand=false is not allowed for {what}s)", mu),
+            f"{path}.must_understand",
+        )
     return name, config, mu
+
+
+def name_path(value: Any, path: str) -> str:
+    """The JSON path of an extension's name: the value itself for a short-hand name,
+    ``<path>.name`` for the object form (where unknown names are reported)."""
+    return path if isinstance(value, str) else f"{path}.name"
+
+
+def config_dict(
+    configuration: Any, path: str, allowed: Iterable[str] | None, required: Iterable[str] = ()
+) -> dict[str, Any]:
+    """An extension's ``configuration`` as a dict; ``path`` is the extension's JSON path
+    (errors name ``<path>.configuration[.<key>]``).
+
+    ``None`` (absent) reads as ``{}``.  Keys outside ``allowed`` are refused
+    (CONVENTIONS.md rule 3) with :func:`unknown_key_error`'s message; ``allowed=None``
+    accepts any key (free-form configurations such as numcodecs').  A missing
+    ``required`` key is refused at its own path (``<path>.configuration.<key>``),
+    whether the configuration lacks it or is absent altogether.
+    """
+    cpath = f"{path}.configuration"
+    if configuration is None:
+        configuration = {}
+    elif not isinstance(configuration, dict):
+        raise MetadataError(expected(cpath, "an object", configuration), cpath)
+    if allowed is not None:
+        check_keys(configuration, cpath, allowed)
+    for k in required:
+        if k not in configuration:
+            p = f"{cpath}.{k}"
+            raise MetadataError(expected(p, "a value (the key is required)", MISSING), p)
+    return configuration
 
 
 def _json_default(obj: Any) -> Any:
@@ -226,12 +303,11 @@ def dumps(doc: dict[str, Any]) -> bytes:
     accepts bare tokens (zarr-python writes them in attributes), so such attributes
     come back as strings after a zarrcy rewrite.
     """
-    kw = dict(sort_keys=False, allow_nan=False, default=_json_default)
     try:
         try:
-            text = json.dumps(doc, **kw)  # type: ignore[arg-type]
+            text = json.dumps(doc, sort_keys=False, allow_nan=False, default=_json_default)
         except ValueError:  # a float NaN/inf somewhere: spell it as a string
-            text = json.dumps(_replace_nonfinite(doc), **kw)  # type: ignore[arg-type]
+            text = json.dumps(_replace_nonfinite(doc), sort_keys=False, allow_nan=False, default=_json_default)
     except TypeError as e:
         raise MetadataError(f"<document>: expected JSON-serialisable values, received {e}") from None
     return text.encode("utf-8")
@@ -244,7 +320,7 @@ def check_rank(shape: Any, path: str) -> None:
 
 
 _NATIVE_SCALARS = frozenset((str, int, float, bool, type(None)))
-_END = object()
+_END: Any = object()  # end-of-container sentinel for next()
 
 
 def _key_path(path: str, keys: list[Any]) -> str:

@@ -55,7 +55,7 @@ import numpy as np
 
 from zarrcy.errors import MetadataError, UnknownExtensionError, expected
 from zarrcy.metadata import fill_value as _fv
-from zarrcy.metadata._parse import check_extension_name, parse_extension
+from zarrcy.metadata._parse import check_extension_name, config_dict, parse_extension
 
 __all__ = [
     "DataType", "FloatFormat", "parse_data_type", "from_numpy", "fixed_string",
@@ -220,9 +220,7 @@ def _raw_bytes(config: dict[str, Any] | None, path: str) -> DataType:
     """zarr-python's ``raw_bytes`` type (numpy ``V<n>``; base64 fill values), read and
     written back as is so arrays zarr-python made with void dtypes stay readable to it."""
     p = f"{path}.configuration.length_bytes"
-    if not config or set(config) != {"length_bytes"}:
-        raise MetadataError(expected(f"{path}.configuration", "an object with only length_bytes", config), f"{path}.configuration")
-    n = config["length_bytes"]
+    n = config_dict(config, path, ("length_bytes",), required=("length_bytes",))["length_bytes"]
     if type(n) is not int or n < 1:
         raise MetadataError(expected(p, "an integer >= 1", n), p)
     d = _RAW_BYTES_CACHE.get(n)
@@ -255,14 +253,7 @@ def fixed_string(name: str, length_bytes: int) -> DataType:
 
 def _parse_fixed_string(name: str, config: dict[str, Any] | None, path: str) -> DataType:
     unit = FIXED_STRING_TYPES[name][1]
-    if not isinstance(config, dict) or set(config) != {"length_bytes"}:
-        if isinstance(config, dict) and "length_bytes" in config:
-            key = next(k for k in config if k != "length_bytes")
-            p = f"{path}.configuration.{key}"
-            raise MetadataError(expected(p, f"no member {key!r} (only length_bytes)", config[key]), p)
-        p = f"{path}.configuration.length_bytes"
-        raise MetadataError(expected(p, "an integer >= 1 (a required member)", "missing"), p)
-    n = config["length_bytes"]
+    n = config_dict(config, path, ("length_bytes",), required=("length_bytes",))["length_bytes"]
     p = f"{path}.configuration.length_bytes"
     if type(n) is not int or n < 1:
         raise MetadataError(expected(p, "an integer >= 1", n), p)
@@ -296,17 +287,13 @@ def time_type(name: str, unit: str, scale_factor: int) -> DataType:
 
 
 def _parse_time(name: str, config: dict[str, Any] | None, path: str) -> DataType:
-    cfg = config if isinstance(config, dict) else {}
-    for key in cfg:
-        if key not in ("unit", "scale_factor"):
-            p = f"{path}.configuration.{key}"
-            raise MetadataError(expected(p, f"no member {key!r} (only unit, scale_factor)", cfg[key]), p)
+    cfg = config_dict(config, path, ("unit", "scale_factor"), required=("unit", "scale_factor"))
     p = f"{path}.configuration.unit"
-    unit = cfg.get("unit", "missing")
+    unit = cfg["unit"]
     if type(unit) is not str or unit not in _TIME_UNITS:
         raise MetadataError(expected(p, f"one of {_TIME_UNITS}", unit), p)
     p = f"{path}.configuration.scale_factor"
-    k = cfg.get("scale_factor", "missing")
+    k = cfg["scale_factor"]
     if type(k) is not int or not 1 <= k < (1 << 31) or (unit == "generic" and k != 1):
         what = "1 (the generic unit has no scale)" if unit == "generic" else "an integer in [1, 2**31)"
         raise MetadataError(expected(p, what, k), p)
@@ -338,12 +325,7 @@ def parse_data_type(json_value: Any, path: str = "data_type") -> DataType:
         name, config, mu = json_value, None, True
         check_extension_name(name, path)
     else:
-        name, config, mu = parse_extension(json_value, path)
-        if not mu:
-            raise MetadataError(
-                expected(f"{path}.must_understand", "true (must_understand=false is not allowed for data types)", mu),
-                f"{path}.must_understand",
-            )
+        name, config, _ = parse_extension(json_value, path, ignorable=False, what="data type")
     if name == "raw_bytes":
         return _raw_bytes(config, path)
     if name in FIXED_STRING_TYPES:
@@ -355,12 +337,7 @@ def parse_data_type(json_value: Any, path: str = "data_type") -> DataType:
         if name[:1] == "r" and name[1:].isdigit():
             raise MetadataError(expected(path, "a raw type r<bits> with bits a positive multiple of 8", name), path)
         raise UnknownExtensionError(f"{path}: unknown data type {name!r}", path)
-    if config:  # none of the implemented types takes a configuration
-        key = next(iter(config))
-        raise MetadataError(
-            expected(f"{path}.configuration.{key}", f"no configuration for data type {name!r}", config[key]),
-            f"{path}.configuration.{key}",
-        )
+    config_dict(config, path, ())  # none of the other types takes a configuration (an empty one is fine)
     return d
 
 

@@ -343,7 +343,7 @@ class V2ChunkCodec(ArrayBytesCodec):
         n = int(np.prod(spec.shape, dtype=np.int64))
         if flat.size != n:
             raise CorruptChunkError(expected("zarr v2 chunk", f"{n} elements of {dt} for shape {spec.shape}", int(flat.size)))
-        arr = flat.reshape(spec.shape, order=self.order)
+        arr = flat.reshape(spec.shape, order="F" if self.order == "F" else "C")
         if arr.dtype != spec.dtype:
             arr = arr.astype(spec.dtype)
         # (np.ascontiguousarray would make a 0-d chunk 1-d)
@@ -398,10 +398,9 @@ def v2_codecs(data_type: Any, order: str, filters: list[dict] | None, compressor
         if len(filters or ()) != 1:
             p = f"{path}.filters" if path else "filters"
             raise MetadataError(expected(p, f"only the {vlen} object codec for an '|O' array", filters), p)
-        from zarrcy.codecs.transpose import TransposeCodec
         from zarrcy.codecs.vlen import VLenBytesCodec, VLenUTF8Codec
 
-        chain = []
+        chain: list[Codec] = []
         if order == "F" and ndim > 1:
             chain.append(TransposeCodec(order=tuple(range(ndim - 1, -1, -1))))
         chain.append(VLenUTF8Codec() if vlen == "vlen-utf8" else VLenBytesCodec())
@@ -412,7 +411,7 @@ def v2_codecs(data_type: Any, order: str, filters: list[dict] | None, compressor
     simple = sd.fields is None and sd.subdtype is None and sd.kind in "biufc"
     if filters or not simple:
         return (V2ChunkCodec.build(data_type.to_json(), order, filters, compressor),)
-    chain: list[Codec] = []
+    chain = []
     if order == "F" and ndim > 1:
         chain.append(TransposeCodec(order=tuple(range(ndim - 1, -1, -1))))
     chain.append(BytesCodec(endian=data_type.endian))

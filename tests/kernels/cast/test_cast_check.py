@@ -101,10 +101,10 @@ def test_kernels_release_the_gil_and_are_thread_safe():
     for c in chunks:
         c[::97] = np.nan
     from zarrcy.codecs._base import ArraySpec
-    from zarrcy.codecs.cast_value import CastValueCodec
+    from zarrcy.codecs.cast_value import CastValueCodec, ScalarMap
     from zarrcy.codecs.scale_offset import ScaleOffsetCodec
 
-    fused = ScaleOffsetCodec(-10, 0.1).fuse_with(CastValueCodec("uint8", "towards-zero", "clamp", (("NaN", 0),)))
+    fused = ScaleOffsetCodec(-10, 0.1).fuse_with(CastValueCodec("uint8", "towards-zero", "clamp", ScalarMap(encode=(("NaN", 0),))))
     spec = ArraySpec((100_000,), np.dtype("float64"), np.float64(0))
     serial = [fused.encode(c, spec) for c in chunks]
     with ThreadPoolExecutor(4) as ex:

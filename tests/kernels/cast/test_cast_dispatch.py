@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from zarrcy._kernels import _cast_fast as _cast
-from zarrcy.codecs.cast_value import ST_FAIL_NONFINITE, CastValueCodec, cast_array, classify_array
+from zarrcy.codecs.cast_value import ST_FAIL_NONFINITE, CastValueCodec, ScalarMap, cast_array, classify_array
 from zarrcy.codecs.scale_offset import ScaleOffsetCodec
 from zarrcy.errors import CastError, OutOfRangeError
 
@@ -139,7 +139,7 @@ def test_fused_block_boundaries_and_flags(isa, dst, oor, key):
     lo, hi, _ = _c.INT_TYPES[dst]
     so = ScaleOffsetCodec(-10, 0.5)                     # t = (x + 10) * 0.5
     smap = (("NaN", 5),) if key else None
-    cv = CastValueCodec(dst, "nearest-even", oor, smap, ((5, "NaN"),) if key else None)
+    cv = CastValueCodec(dst, "nearest-even", oor, ScalarMap(smap, ((5, "NaN"),) if key else None))
     for n in SIZES:
         x = _base(dst, n, n + 1) * 2 - 10               # t spans the target range
         check_encode(x, so, cv, decode=False)
@@ -154,7 +154,7 @@ def test_fused_block_boundaries_and_flags(isa, dst, oor, key):
 def test_fused_scale_overflow_at_block_edges(isa):
     # (x - o) * s overflows for a finite x: scale_offset's error, whichever block it is in
     so = ScaleOffsetCodec(0, 1e300)
-    cv = CastValueCodec("uint8", "nearest-even", "clamp", (("NaN", 0),), None)
+    cv = CastValueCodec("uint8", "nearest-even", "clamp", ScalarMap(encode=(("NaN", 0),)))
     for n in (1, BLOCK, BLOCK + 1, 3 * BLOCK):
         x = np.zeros(n)
         for p in _positions(n):
@@ -175,7 +175,7 @@ def test_fused_and_plain_random_placement(vals, start, dst, oor, key):
     x[start:start + len(vals)] = vals[: n - start]
     smap = [["NaN", 2]] if key else None
     _check_plain(x, dst, oor, smap)
-    cv = CastValueCodec(dst, "nearest-even", oor, (("NaN", 2),) if key else None, None)
+    cv = CastValueCodec(dst, "nearest-even", oor, ScalarMap((("NaN", 2),) if key else None, None))
     check_encode(x, ScaleOffsetCodec(0, 1), cv, decode=False)
 
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from zarrcy.codecs._base import ArraySpec
-from zarrcy.codecs.cast_value import CastValueCodec
+from zarrcy.codecs.cast_value import CastValueCodec, ScalarMap
 from zarrcy.codecs.scale_offset import ScaleOffsetCastCodec, ScaleOffsetCodec, fuse_pairs
 
 
@@ -38,8 +38,8 @@ def test_fused_equals_sequential(dtype, mode, oor):
             continue
         for sm in maps:
             dec = [[0, "NaN"]] if target not in ("float32", "float16") else None
-            cv = CastValueCodec(target, mode, oor, tuple(map(tuple, sm)) if sm else None,
-                                tuple(map(tuple, dec)) if dec else None)
+            cv = CastValueCodec(target, mode, oor, ScalarMap(tuple(map(tuple, sm)) if sm else None,
+                                                             tuple(map(tuple, dec)) if dec else None))
             so = ScaleOffsetCodec(-10, 0.1)
             x = _data(rng, dtype, 3000)
             check_encode(x, so, cv)
@@ -53,7 +53,7 @@ def test_fused_equals_sequential(dtype, mode, oor):
        st.sampled_from(["uint8", "int16", "int64", "uint32"]), st.sampled_from([(0, 1), (-10, 0.1), (1e300, 1e-300), (3.5, -7)]))
 def test_fused_random_bits(raw, mode, oor, target, os_):
     x = np.frombuffer(raw[: len(raw) // 8 * 8], dtype=np.float64).copy()
-    check_encode(x, ScaleOffsetCodec(*os_), CastValueCodec(target, mode, oor, (("NaN", 0),), ((0, "NaN"),)))
+    check_encode(x, ScaleOffsetCodec(*os_), CastValueCodec(target, mode, oor, ScalarMap((("NaN", 0),), ((0, "NaN"),))))
 
 
 def test_fuse_pairs_hook():
@@ -72,7 +72,7 @@ def test_fused_random_bits_float32(raw, mode, oor, target, os_, sm):
     """float32 sources take the one-pass path too (float32 arithmetic, exact widening, the
     RNE loop): bit-identical to the codecs in turn, including overflow to Inf and NaN."""
     x = np.frombuffer(raw[: len(raw) // 4 * 4], dtype=np.float32).copy()
-    check_encode(x, ScaleOffsetCodec(*os_), CastValueCodec(target, mode, oor, sm, None))
+    check_encode(x, ScaleOffsetCodec(*os_), CastValueCodec(target, mode, oor, ScalarMap(sm, None)))
 
 
 @pytest.mark.parametrize("target", ["uint8", "int8", "int16", "uint16", "int32", "uint32"])
@@ -88,4 +88,4 @@ def test_fused_float32_fast_path_blocks(target, oor):
         x[12345] = np.float32(1e30)
         x[40000] = np.float32(-np.inf)
     x[30000] = np.nan
-    check_encode(x, ScaleOffsetCodec(-1.5, 50), CastValueCodec(target, "nearest-even", oor, (("NaN", 0),), None))
+    check_encode(x, ScaleOffsetCodec(-1.5, 50), CastValueCodec(target, "nearest-even", oor, ScalarMap(encode=(("NaN", 0),))))

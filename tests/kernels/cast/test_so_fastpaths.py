@@ -11,7 +11,7 @@ from zarrcy._kernels import _cast_fast as _cast
 from zarrcy._kernels._scale_offset import encode_into
 from zarrcy.casting import scale_offset_encode
 from zarrcy.codecs._base import ArraySpec
-from zarrcy.codecs.cast_value import CastValueCodec
+from zarrcy.codecs.cast_value import CastValueCodec, ScalarMap
 from zarrcy.codecs.scale_offset import ScaleOffsetCodec
 from zarrcy.errors import CastError, OutOfRangeError
 
@@ -92,11 +92,11 @@ def test_fused_decode_block_edges(isa, src, key):
     kv = int(info.max)
     for dtype in SRC[src]:
         if key is None:
-            cv = CastValueCodec(src, "nearest-even", "clamp", None, None)
+            cv = CastValueCodec(src, "nearest-even", "clamp")
         elif key == "nan":
-            cv = CastValueCodec(src, "nearest-even", "clamp", (("NaN", kv),), ((kv, "NaN"),))
+            cv = CastValueCodec(src, "nearest-even", "clamp", ScalarMap((("NaN", kv),), ((kv, "NaN"),)))
         else:
-            cv = CastValueCodec(src, "nearest-even", "clamp", None, ((kv, 1.25),))
+            cv = CastValueCodec(src, "nearest-even", "clamp", ScalarMap(decode=((kv, 1.25),)))
         so = ScaleOffsetCodec(3, 0.1)
         rng = np.random.default_rng(7)
         for n in (1, 9, BLOCK - 1, BLOCK, BLOCK + 1, 3 * BLOCK + 7):
@@ -110,7 +110,7 @@ def test_fused_decode_block_edges(isa, src, key):
 
 def test_fused_decode_overflow_and_key_values(isa):
     # tiny scale: x / s overflows -> scale_offset's error at the first such element
-    cv = CastValueCodec("int16", "nearest-even", "clamp", None, ((5, 2.0),))
+    cv = CastValueCodec("int16", "nearest-even", "clamp", ScalarMap(decode=((5, 2.0),)))
     so = ScaleOffsetCodec(0, 1e-306)
     for n in (1, BLOCK, BLOCK + 3):
         enc = np.zeros(n, np.int16)
@@ -122,14 +122,14 @@ def test_fused_decode_overflow_and_key_values(isa):
             check_decode(e2, so, cv, "float64")
     # non-finite key values are not errors
     for val in ("NaN", "Infinity", "-Infinity"):
-        cv = CastValueCodec("uint8", "nearest-even", "clamp", None, ((255, val),))
+        cv = CastValueCodec("uint8", "nearest-even", "clamp", ScalarMap(decode=((255, val),)))
         enc = np.arange(3 * BLOCK, dtype=np.uint64).astype(np.uint8)
         check_decode(enc, ScaleOffsetCodec(1, 4), cv, "float64")
         check_decode(enc, ScaleOffsetCodec(1, 4), cv, "float32")
 
 
 def test_fused_decode_two_keys_uses_general_path(isa):
-    cv = CastValueCodec("uint8", "nearest-even", "clamp", None, ((255, "NaN"), (0, -1.0)))
+    cv = CastValueCodec("uint8", "nearest-even", "clamp", ScalarMap(decode=((255, "NaN"), (0, -1.0))))
     enc = np.arange(2 * BLOCK + 1, dtype=np.uint64).astype(np.uint8)
     check_decode(enc, ScaleOffsetCodec(2, 0.5), cv, "float64")
 
@@ -137,7 +137,7 @@ def test_fused_decode_two_keys_uses_general_path(isa):
 # ---- decode straight into the caller's buffer (pipeline hook) and the array level
 
 def test_fused_decode_into_matches_decode():
-    cv = CastValueCodec("uint8", "nearest-even", "clamp", (("NaN", 255),), ((255, "NaN"),))
+    cv = CastValueCodec("uint8", "nearest-even", "clamp", ScalarMap((("NaN", 255),), ((255, "NaN"),)))
     so = ScaleOffsetCodec(0, 10)
     fused = so.fuse_with(cv)
     spec = ArraySpec((37, 41), np.dtype("float64"), np.float64(np.nan))
@@ -155,7 +155,7 @@ def test_fused_decode_into_matches_decode():
     assert not fused.decode_into(enc, ro, spec)
     assert not big.any()
     # a failing decode still raises the sequential path's error
-    bad = ScaleOffsetCodec(0, 1e-306).fuse_with(CastValueCodec("int16", "nearest-even", "clamp", None, None))
+    bad = ScaleOffsetCodec(0, 1e-306).fuse_with(CastValueCodec("int16", "nearest-even", "clamp"))
     spec16 = ArraySpec((3,), np.dtype("float64"), np.float64(0))
     with pytest.raises(CastError) as ei:
         bad.decode_into(np.array([0, 30000, 30000], np.int16), np.empty(3), spec16)

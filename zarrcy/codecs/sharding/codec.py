@@ -10,7 +10,7 @@ from typing import Any, ClassVar, Literal, Sequence
 import numpy as np
 
 from zarrcy._kernels import _sharding as K
-from zarrcy.codecs._base import ArrayBytesCodec, ArraySpec, ByteGetter, ByteSetter, Codec, Selection
+from zarrcy.codecs._base import ArrayBytesCodec, ArraySpec, ByteGetter, ByteSetter, Codec, Selection, fill_key
 from zarrcy.codecs.sharding import reader, scatter, writer
 from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, run
 from zarrcy.codecs.sharding.format import (
@@ -24,6 +24,7 @@ from zarrcy.codecs.sharding.format import (
 )
 from zarrcy.config import get as _config_get
 from zarrcy.errors import CorruptChunkError, MetadataError, expected
+from zarrcy.metadata._parse import config_dict
 
 __all__ = ["ShardingCodec", "IndexLocation"]
 
@@ -83,25 +84,17 @@ class ShardingCodec(ArrayBytesCodec):
     # -- JSON --------------------------------------------------------------------------
     @classmethod
     def from_dict(cls, configuration: dict[str, Any] | None, path: str = "codecs[0]") -> "ShardingCodec":
+        config = config_dict(configuration, path, _KEYS, required=("chunk_shape", "codecs"))
         cfg = f"{path}.configuration"
-        if not isinstance(configuration, dict):
-            raise MetadataError(expected(cfg, "an object", configuration), cfg)
-        for k in configuration:
-            if k not in _KEYS:
-                raise MetadataError(expected(f"{cfg}.{k}", f"one of the keys {_KEYS}", k), f"{cfg}.{k}")
-        if "chunk_shape" not in configuration:
-            raise MetadataError(f"{cfg}.chunk_shape: required key is missing", f"{cfg}.chunk_shape")
-        cs = configuration["chunk_shape"]
+        cs = config["chunk_shape"]
         if (
             not isinstance(cs, list)
             or not all(isinstance(c, int) and not isinstance(c, bool) and c > 0 for c in cs)
         ):
             raise MetadataError(expected(f"{cfg}.chunk_shape", "an array of positive integers", cs), f"{cfg}.chunk_shape")
-        if "codecs" not in configuration:
-            raise MetadataError(f"{cfg}.codecs: required key is missing", f"{cfg}.codecs")
-        codecs = codecs_from_json(configuration["codecs"], f"{cfg}.codecs")
-        index_codecs = codecs_from_json(configuration.get("index_codecs", _DEFAULT_INDEX), f"{cfg}.index_codecs")
-        loc = configuration.get("index_location", "end")
+        codecs = codecs_from_json(config["codecs"], f"{cfg}.codecs")
+        index_codecs = codecs_from_json(config.get("index_codecs", _DEFAULT_INDEX), f"{cfg}.index_codecs")
+        loc = config.get("index_location", "end")
         if loc not in ("start", "end") or not isinstance(loc, str):
             raise MetadataError(
                 expected(f"{cfg}.index_location", "one of ('start', 'end')", loc), f"{cfg}.index_location"
@@ -130,12 +123,7 @@ class ShardingCodec(ArrayBytesCodec):
 
     def layout(self, spec: ArraySpec, path: str = "sharding_indexed") -> ShardLayout:
         """The :class:`ShardLayout` of shards of ``spec`` (computed once per spec)."""
-        fill = spec.fill_value
-        try:
-            fkey = np.asarray(fill, dtype=spec.dtype).tobytes() if not spec.dtype.hasobject else repr(fill)
-        except (TypeError, ValueError):
-            fkey = repr(fill)
-        key = (tuple(spec.shape), spec.dtype.str, fkey)
+        key = (tuple(spec.shape), spec.dtype.str, fill_key(spec))
         lay = self._layouts.get(key)
         if lay is None:
             lay = ShardLayout(self, spec, path)
