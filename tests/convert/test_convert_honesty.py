@@ -123,10 +123,10 @@ def test_quantize_report_survives_resume(tmp_path):
     from zarrcy.convert.engine import JOURNAL_DIR
     from zarrcy.storage import store_from_url
 
-    import zarrcy.convert.engine as engine
+    import zarrcy.convert.execute as execute
 
     calls = []
-    orig = engine.run_region
+    orig = execute.run_region
 
     def stop_after_one(task):
         if calls:
@@ -134,12 +134,12 @@ def test_quantize_report_survives_resume(tmp_path):
         calls.append(task.rid)
         return orig(task)
 
-    engine.run_region = stop_after_one
+    execute.run_region = stop_after_one
     try:
         with pytest.raises(ConvertError):
             zarrcy.convert(src, dst, quantize=q, chunks="100,100", shards="200,200", progress="off", workers=1)
     finally:
-        engine.run_region = orig
+        execute.run_region = orig
     st = store_from_url(dst, mode="r")
     assert any(k.startswith(JOURNAL_DIR) for k in st.list())
     rep = zarrcy.convert(src, dst, quantize=q, chunks="100,100", shards="200,200", progress="off", resume=True)

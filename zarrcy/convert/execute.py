@@ -1,0 +1,303 @@
+"""Executing a conversion: one region at a time (read, write, journal, verify), on
+threads or a Dask cluster (see :mod:`zarrcy.convert.engine`)."""
+
+from __future__ import annotations
+
+import math
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from zarrcy.array import Array
+from zarrcy.errors import CastError, CorruptChunkError
+from zarrcy.convert.journal import _crc, _journal_ok, _write_entry
+from zarrcy.convert.model import ArrayPlan, ConvertError, ConvertOptions, RegionResult
+from zarrcy.convert.plan import _object_coords, _region_selection, _stored_size
+
+_DELAY = float(__import__("os").environ.get("ZARRCY_CONVERT_REGION_DELAY", "0") or 0)
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    if a.shape != b.shape:
+        return False
+    if a.dtype.kind in "fc":
+        return bool(np.array_equal(a, b, equal_nan=True))
+    if a.dtype.fields is not None or a.dtype.kind == "V":
+        return np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
+    return bool(np.array_equal(a, b))
+
+
+# --------------------------------------------------------------------------------------
+# regions
+# --------------------------------------------------------------------------------------
+@dataclass
+class RegionTask:
+    """One unit of work; pickles as (store URL, path) pairs through the Arrays."""
+
+    src: Array
+    dst: Array
+    mode: str
+    shape: tuple[int, ...]
+    region_shape: tuple[int, ...]
+    rid: int
+    journal_key: str
+    verify: bool
+    on_error: str
+    resume: bool
+    quantize: list[dict[str, Any]] | None
+    journal: bool = True
+    src_path: str = ""
+    # --quantize: this region's report from the pre-pass (CastReport), or None to compute it
+    # here (inline check, resumed runs)
+    cast: Any = None
+    # lossy codecs the destination applies besides --quantize (kept source filters)
+    kept_filters: list[dict[str, Any]] | None = None
+
+
+def _read_source(task: RegionTask, sel: tuple[slice, ...], corrupt: list[str]) -> np.ndarray:
+    src = task.src
+    try:
+        return src[sel]
+    except CorruptChunkError as e:
+        if task.on_error != "skip":
+            raise CorruptChunkError(f"source /{src.path}: corrupt chunk {e.key or ''}: {e} (use --on-error skip to "
+                                    "replace corrupt chunks by the fill value)", key=e.key) from e
+    # chunk by chunk: corrupt chunks become the fill value
+    out = np.empty(tuple(s.stop - s.start for s in sel), dtype=src.dtype)
+    cs = src._chunk_shape
+    import itertools
+
+    ranges = [range(s.start // c, -(-s.stop // c)) for s, c in zip(sel, cs)]
+    for coords in itertools.product(*ranges):
+        sub = tuple(slice(max(s.start, i * c), min(s.stop, (i + 1) * c)) for s, i, c in zip(sel, coords, cs))
+        dst_sel = tuple(slice(x.start - s.start, x.stop - s.start) for x, s in zip(sub, sel))
+        try:
+            out[dst_sel] = src[sub]
+        except CorruptChunkError:
+            corrupt.append(src._key(tuple(coords)))
+            out[dst_sel] = src._fill
+    return out
+
+
+def _expected_after_codecs(task: RegionTask, data: np.ndarray) -> np.ndarray:
+    """What a read of quantized data gives back: encode then decode through the quantize chain
+    (and the lossy source filters the destination kept)."""
+    chain = [*(task.quantize or ()), *(task.kept_filters or ())]
+    if not chain:
+        return data
+    from zarrcy.codecs._base import ArraySpec
+    from zarrcy.codecs.pipeline import CodecPipeline
+
+    m = task.dst.metadata
+    spec = ArraySpec(tuple(data.shape), m.data_type.dtype, m.fill_value, m.data_type)
+    pipe = CodecPipeline.from_codecs([*chain, {"name": "bytes", "configuration": {"endian": "little"}}], spec)
+    enc = pipe.encode(np.ascontiguousarray(data))
+    return pipe.decode(enc)
+
+
+def run_region(task: RegionTask) -> RegionResult:
+    """Convert one region (idempotent: rerunning it rewrites the same objects)."""
+    if task.resume:
+        done = _journal_ok(task.dst.store, task.journal_key, task.rid)
+        if done is not None:
+            if task.verify:
+                _verify_region(task)
+            return done
+    src, dst = task.src, task.dst
+    if _DELAY:  # testing aid (crash/resume tests): slow each region down
+        time.sleep(_DELAY)
+    sel = _region_selection(task.shape, task.region_shape, task.rid)
+    res = RegionResult(task.rid)
+    res.decoded_bytes = math.prod(s.stop - s.start for s in sel) * src.dtype.itemsize
+    for coords in _object_coords(sel, src._chunk_shape):
+        res.bytes_in += _stored_size(src.store, src._key(coords))
+    keys: dict[str, str | None] = {}
+    if task.mode == "copy":
+        for coords in _object_coords(sel, dst._chunk_shape):
+            sk, dk = src._key(coords), dst._key(coords)
+            data = src.store.get(sk)
+            if data is None:
+                if dst.store.get(dk) is not None:
+                    dst.store.erase(dk)
+            else:
+                dst.store.set(dk, data)
+            keys[dk] = _crc(data)
+            if data is not None:
+                res.bytes_out += len(data)
+                res.objects += 1
+        if task.verify:
+            for coords in _object_coords(sel, dst._chunk_shape):
+                if _crc(dst.store.get(dst._key(coords))) != _crc(src.store.get(src._key(coords))):
+                    raise ConvertError(f"verify: /{dst.path} object {dst._key(coords)} differs from the source", 4)
+    else:
+        data = _read_source(task, sel, res.corrupt)
+        if task.quantize:
+            res.cast = task.cast if task.cast is not None else _region_cast_report(task.src_path or src.path, data, sel,
+                                                                                 task.quantize)
+        try:
+            dst[sel] = data
+        except CastError:
+            if not task.quantize:
+                raise
+            raise _refusal(task.src_path or src.path, data, sel, task.quantize) from None
+        for coords in _object_coords(sel, dst._chunk_shape):
+            dk = dst._key(coords)
+            stored = dst.store.get(dk)
+            keys[dk] = _crc(stored)
+            if stored is not None:
+                res.bytes_out += len(stored)
+                res.objects += 1
+        if task.verify:
+            back = dst[sel]
+            want = _expected_after_codecs(task, data)
+            if not _same(np.asarray(back), np.asarray(want)):
+                raise ConvertError(f"verify: /{dst.path} region {task.rid} {sel} reads back different values", 4)
+        del data
+    if task.journal:
+        _write_entry(dst.store, task.journal_key, keys, res)
+    return res
+
+
+def _verify_region(task: RegionTask) -> None:
+    sel = _region_selection(task.shape, task.region_shape, task.rid)
+    if task.mode == "copy":
+        for coords in _object_coords(sel, task.dst._chunk_shape):
+            if _crc(task.dst.store.get(task.dst._key(coords))) != _crc(task.src.store.get(task.src._key(coords))):
+                raise ConvertError(f"verify: /{task.dst.path} object {task.dst._key(coords)} differs from the source", 4)
+        return
+    corrupt: list[str] = []
+    data = _read_source(task, sel, corrupt)
+    if not _same(np.asarray(task.dst[sel]), np.asarray(_expected_after_codecs(task, data))):
+        raise ConvertError(f"verify: /{task.dst.path} region {task.rid} {sel} reads back different values", 4)
+
+
+# --------------------------------------------------------------------------------------
+# executors
+# --------------------------------------------------------------------------------------
+def _run_threads(tasks: Iterable[RegionTask], workers: int | None, on_result: Callable[[RegionResult], None]) -> None:
+    _run_parallel(run_region, tasks, workers, on_result)
+
+
+def _run_dask(tasks: list[RegionTask], address: str, on_result: Callable[[RegionResult], None]) -> None:
+    try:
+        from distributed import Client, LocalCluster, as_completed
+    except ImportError as e:  # pragma: no cover
+        raise ConvertError(f"--dask needs the 'dask' extra (dask[array], distributed): {e}", 2) from None
+    cluster = None
+    if address.startswith("local"):
+        n = int(address.partition(":")[2] or 2)
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=False, dashboard_address=None)
+        client = Client(cluster)
+    else:
+        client = Client(address)
+    try:
+        futures = client.map(run_region, tasks, pure=False)
+        for fut in as_completed(futures):
+            on_result(fut.result())
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _refusal(src_path: str, values: np.ndarray, sel: tuple[slice, ...], quantize: list[dict[str, Any]],
+             before_start: bool = False) -> "ConvertError":
+    """The exit-5 ConvertError for a region whose values the quantize chain cannot encode,
+    with the cast-check report (first failing index in array coordinates)."""
+    from zarrcy.casting import check_cast
+
+    rep = check_cast(values, quantize)
+    if isinstance(rep.first_failing_index, tuple):
+        rep.first_failing_index = tuple(int(i) + s.start for i, s in zip(rep.first_failing_index, sel))
+    elif rep.first_failing_index is not None and len(sel) == 1:
+        rep.first_failing_index = int(rep.first_failing_index) + sel[0].start
+    return ConvertError(
+        f"--quantize: refusing{' to start' if before_start else ''}: values of /{src_path} cannot be encoded "
+        f"(region {sel}):\n" + rep.table(), 5, rep)
+
+
+def _collision(src_path: str, sel: tuple[slice, ...], quantize: list[dict[str, Any]], rep: Any,
+               before_start: bool = False) -> "ConvertError":
+    """The exit-5 ConvertError for values that encode without error but would not read back
+    as what they are: a non-NaN value encoding to the ``nan=V`` code (it would read back as
+    NaN), or an infinity clamped to a finite code."""
+    cv = quantize[-1].get("configuration", {})
+    pairs = (cv.get("scalar_map") or {}).get("decode") or []
+    codes = ", ".join(str(k) for k, _ in pairs)
+    hint = (f" (nan={codes} collides with values that encode to {codes}: choose a nan= code outside the encoded "
+            "range, e.g. the type's largest value with a scale that keeps the data below it)") if pairs else ""
+    return ConvertError(
+        f"--quantize: refusing{' to start' if before_start else ''}: {rep.round_trip_mismatches:,} value(s) of "
+        f"/{src_path} in region {sel} would read back as a different kind of value (NaN or infinity gained or "
+        f"lost){hint}:\n" + rep.table(), 5, rep)
+
+
+def _region_cast_report(src_path: str, values: np.ndarray, sel: tuple[slice, ...], quantize: list[dict[str, Any]],
+                        before_start: bool = False) -> Any:
+    """The CastReport of one region under the quantize chain; raises the exit-5 refusal
+    when a value fails or would not read back as what it is (collision with ``nan=V``)."""
+    from zarrcy.casting import chain_report
+
+    rep = chain_report(values, quantize)
+    if rep.failing:
+        raise _refusal(src_path, values, sel, quantize, before_start=before_start)
+    if rep.round_trip_mismatches:
+        raise _collision(src_path, sel, quantize, rep, before_start=before_start)
+    return rep
+
+
+def _check_quantize(plans: list[ArrayPlan], src_store: Any, o: ConvertOptions) -> dict[str, dict[int, Any]]:
+    """Refuse to start when a value of a quantized array cannot be encoded, or would not
+    read back as what it is (a value encoding to the ``nan=V`` code): every source region
+    goes through the quantize chain first (:func:`zarrcy.casting.chain_report`, the
+    kernels in a few passes).  Returns each region's report ({array rel: {region: report}})
+    for the summary.  Regions are checked on ``workers`` threads."""
+    from zarrcy.api import open_array
+
+    out: dict[str, dict[int, Any]] = {}
+    for p in plans:
+        if not p.quantize:
+            continue
+        src = open_array(src_store, path=p.src_path, mode="r")
+        reports = out[p.rel] = {}
+
+        def check(rid: int, p: ArrayPlan = p, src: Array = src) -> RegionResult:
+            sel = _region_selection(p.shape, p.region_shape, rid)
+            rep = _region_cast_report(p.src_path, src[sel], sel, p.quantize or [], before_start=True)
+            return RegionResult(rid, cast=rep)
+
+        _run_parallel(check, range(p.n_regions), o.workers, lambda r, reports=reports: reports.__setitem__(r.rid, r.cast))
+    return out
+
+
+def _run_parallel(fn: Callable[[Any], RegionResult], items: Iterable[Any], workers: int | None,
+                  on_result: Callable[[RegionResult], None]) -> None:
+    """``fn`` over ``items`` on ``workers`` threads, at most 2 x workers in flight."""
+    import os
+
+    workers = max(1, int(workers if workers is not None else (os.cpu_count() or 1)))
+    if workers == 1:
+        for it in items:
+            on_result(fn(it))
+        return
+    window = 2 * workers
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="zarrcy-convert") as ex:
+        pending: set[Future] = set()
+        try:
+            for it in items:
+                pending.add(ex.submit(fn, it))
+                if len(pending) >= window:
+                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for f in done:
+                        on_result(f.result())
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for f in done:
+                    on_result(f.result())
+        except BaseException:
+            for f in pending:
+                f.cancel()
+            raise
+
