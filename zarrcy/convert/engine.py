@@ -10,7 +10,9 @@ state), :mod:`~zarrcy.convert.execute` (reading/writing/verifying regions, the r
   objects: one shard per region when sharded, else a block of whole chunks of about
   ``region_bytes`` (decoded).  No two regions touch the same stored object, so workers
   (threads, or Dask tasks) need no locks, and memory stays bounded by a few regions
-  per worker whatever the array size.
+  per worker whatever the array size.  A rectilinear source grid
+  (ext-chunk-grid-rectilinear.md) is kept unless ``--chunks``/``--shards`` rechunk it:
+  its regions are whole source chunks (shards), grouped along axes the same way.
 * **Modes.** ``copy`` moves the stored chunk bytes unchanged (metadata-only
   migration: a v2/v1 array whose codecs zarrcy has natively becomes a v3 array with the
   ``v2`` chunk key encoding; or nothing changes at all); ``rewrite`` reads the source
@@ -62,7 +64,7 @@ from zarrcy.convert.plan import (
     _estimate,
     _group_metadata,
     _plan_array,
-    _region_selection,
+    region_selection,
     _Unsupported,
 )
 from zarrcy.convert.progress import Progress
@@ -372,7 +374,7 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
                         p.quantize_report = None
                     continue
             pre = checked.get(p.rel, {})
-            tasks = (RegionTask(sa, da, p.mode, p.shape, p.region_shape, rid, f"{jdir}__done/{rid}", o.verify,
+            tasks = (RegionTask(sa, da, p.mode, region_selection(p, rid), rid, f"{jdir}__done/{rid}", o.verify,
                                 o.on_error, resuming, p.quantize, journal, p.src_path, pre.get(rid), p.kept_filters)
                      for rid in range(p.n_regions))
             totals: list[Any] = []
@@ -454,7 +456,7 @@ def _in_place(plans: list[ArrayPlan], groups: list[tuple[str, Any]], arrays: lis
             report.decoded_bytes += p.nbytes
             if o.verify:
                 for rid in range(p.n_regions):
-                    sel = _region_selection(p.shape, p.region_shape, rid)
+                    sel = region_selection(p, rid)
                     if not _same(np.asarray(src[sel]), np.asarray(dst[sel])):
                         raise ConvertError(f"verify: /{p.dst_path} region {rid} {sel}: the v3 view differs from v2", 4)
                     progress.update(math.prod(x.stop - x.start for x in sel) * src.dtype.itemsize)

@@ -15,7 +15,7 @@ from zarrcy.array import Array
 from zarrcy.errors import CastError, CorruptChunkError
 from zarrcy.convert.journal import _crc, _journal_ok, _write_entry
 from zarrcy.convert.model import ArrayPlan, ConvertError, ConvertOptions, RegionResult
-from zarrcy.convert.plan import _object_coords, _region_selection, _stored_size
+from zarrcy.convert.plan import _stored_size, overlapping_objects, region_selection, stored_coords
 
 _DELAY = float(__import__("os").environ.get("ZARRCY_CONVERT_REGION_DELAY", "0") or 0)
 
@@ -39,8 +39,7 @@ class RegionTask:
     src: Array
     dst: Array
     mode: str
-    shape: tuple[int, ...]
-    region_shape: tuple[int, ...]
+    sel: tuple[slice, ...]             # the region (whole stored objects of the destination)
     rid: int
     journal_key: str
     verify: bool
@@ -66,12 +65,7 @@ def _read_source(task: RegionTask, sel: tuple[slice, ...], corrupt: list[str]) -
                                     "replace corrupt chunks by the fill value)", key=e.key) from e
     # chunk by chunk: corrupt chunks become the fill value
     out = np.empty(tuple(s.stop - s.start for s in sel), dtype=src.dtype)
-    cs = src._chunk_shape
-    import itertools
-
-    ranges = [range(s.start // c, -(-s.stop // c)) for s, c in zip(sel, cs)]
-    for coords in itertools.product(*ranges):
-        sub = tuple(slice(max(s.start, i * c), min(s.stop, (i + 1) * c)) for s, i, c in zip(sel, coords, cs))
+    for coords, sub in overlapping_objects(src, sel):
         dst_sel = tuple(slice(x.start - s.start, x.stop - s.start) for x, s in zip(sub, sel))
         try:
             out[dst_sel] = src[sub]
@@ -108,27 +102,27 @@ def run_region(task: RegionTask) -> RegionResult:
     src, dst = task.src, task.dst
     if _DELAY:  # testing aid (crash/resume tests): slow each region down
         time.sleep(_DELAY)
-    sel = _region_selection(task.shape, task.region_shape, task.rid)
+    sel = task.sel
     res = RegionResult(task.rid)
     res.decoded_bytes = math.prod(s.stop - s.start for s in sel) * src.dtype.itemsize
-    for coords in _object_coords(sel, src._chunk_shape):
+    for coords in stored_coords(src, sel):
         res.bytes_in += _stored_size(src.store, src._key(coords))
     keys: dict[str, str | None] = {}
     if task.mode == "copy":
-        for coords in _object_coords(sel, dst._chunk_shape):
+        for coords in stored_coords(dst, sel):
             sk, dk = src._key(coords), dst._key(coords)
-            data = src.store.get(sk)
-            if data is None:
+            raw = src.store.get(sk)
+            if raw is None:
                 if dst.store.get(dk) is not None:
                     dst.store.erase(dk)
             else:
-                dst.store.set(dk, data)
-            keys[dk] = _crc(data)
-            if data is not None:
-                res.bytes_out += len(data)
+                dst.store.set(dk, raw)
+            keys[dk] = _crc(raw)
+            if raw is not None:
+                res.bytes_out += len(raw)
                 res.objects += 1
         if task.verify:
-            for coords in _object_coords(sel, dst._chunk_shape):
+            for coords in stored_coords(dst, sel):
                 if _crc(dst.store.get(dst._key(coords))) != _crc(src.store.get(src._key(coords))):
                     raise ConvertError(f"verify: /{dst.path} object {dst._key(coords)} differs from the source", 4)
     else:
@@ -142,7 +136,7 @@ def run_region(task: RegionTask) -> RegionResult:
             if not task.quantize:
                 raise
             raise _refusal(task.src_path or src.path, data, sel, task.quantize) from None
-        for coords in _object_coords(sel, dst._chunk_shape):
+        for coords in stored_coords(dst, sel):
             dk = dst._key(coords)
             stored = dst.store.get(dk)
             keys[dk] = _crc(stored)
@@ -161,9 +155,9 @@ def run_region(task: RegionTask) -> RegionResult:
 
 
 def _verify_region(task: RegionTask) -> None:
-    sel = _region_selection(task.shape, task.region_shape, task.rid)
+    sel = task.sel
     if task.mode == "copy":
-        for coords in _object_coords(sel, task.dst._chunk_shape):
+        for coords in stored_coords(task.dst, sel):
             if _crc(task.dst.store.get(task.dst._key(coords))) != _crc(task.src.store.get(task.src._key(coords))):
                 raise ConvertError(f"verify: /{task.dst.path} object {task.dst._key(coords)} differs from the source", 4)
         return
@@ -264,7 +258,7 @@ def _check_quantize(plans: list[ArrayPlan], src_store: Any, o: ConvertOptions) -
         reports = out[p.rel] = {}
 
         def check(rid: int, p: ArrayPlan = p, src: Array = src) -> RegionResult:
-            sel = _region_selection(p.shape, p.region_shape, rid)
+            sel = region_selection(p, rid)
             rep = _region_cast_report(p.src_path, src[sel], sel, p.quantize or [], before_start=True)
             return RegionResult(rid, cast=rep)
 

@@ -75,7 +75,8 @@ def _write_entry(store: Any, journal_key: str, keys: dict[str, str | None], res:
 
 def _fingerprint(o: ConvertOptions, plans: list[ArrayPlan], groups: list[str]) -> str:
     doc = {
-        "plans": [[p.rel, p.mode, p.dst_doc, list(p.region_shape)] for p in plans],
+        "plans": [[p.rel, p.mode, p.dst_doc, list(p.region_shape)]
+                  + ([[list(b) for b in p.region_bounds]] if p.region_bounds is not None else []) for p in plans],
         "groups": groups,
     }
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()

@@ -88,10 +88,15 @@ class ArrayPlan:
     # lossy source filters kept as v3 codecs (fixedscaleoffset -> scale_offset + cast_value):
     # --verify expects the values after their encode -> decode
     kept_filters: list[dict[str, Any]] | None = None
+    # a rectilinear destination grid: per axis, the array indices where regions start
+    # (and the axis length); region_shape is then the largest region.  None: regular
+    # regions of region_shape
+    region_bounds: tuple[tuple[int, ...], ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d.pop("dst_doc")
+        d.pop("region_bounds")  # one entry per chunk along each axis: not for the summary
         d["codecs"] = self.dst_doc.get("codecs") if self.dst_format == 3 else {
             "filters": self.dst_doc.get("filters"), "compressor": self.dst_doc.get("compressor")}
         return d
@@ -136,7 +141,9 @@ class ConvertReport:
                 src = human_bytes(p.src_stored_bytes) if p.src_stored_bytes is not None else "?"
                 lines.append(
                     f"  /{p.rel or ''} {p.shape} {p.dtype}: {p.mode}, chunks {p.src_chunks} -> {p.dst_chunks}"
-                    f"{' in shards ' + str(p.dst_shards) if p.dst_shards else ''}, {p.n_regions} region(s) of "
+                    f"{' in shards ' + str(p.dst_shards) if p.dst_shards else ''}"
+                    f"{' (rectilinear grid kept: the largest shown)' if p.region_bounds is not None else ''}, "
+                    f"{p.n_regions} region(s) of "
                     f"{p.region_shape}; decoded {human_bytes(p.nbytes)}, stored {src}, estimated output {est}")
             for path, why in self.skipped_arrays:
                 lines.append(f"  /{path}: skipped ({why})")

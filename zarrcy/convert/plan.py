@@ -4,12 +4,14 @@ codecs, notes) and how it is split into regions (see :mod:`zarrcy.convert.engine
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from zarrcy.array import META_KEY, Array
+from zarrcy.chunk_grid_rectilinear import RectilinearChunkGrid
 from zarrcy.errors import MetadataError, expected
 from zarrcy.convert.model import ArrayPlan, ConvertError, ConvertOptions, _prefix
 from zarrcy.convert.options import (
@@ -21,6 +23,7 @@ from zarrcy.convert.options import (
 )
 
 _NATIVE = frozenset(("bytes", "transpose", "blosc", "zstd", "gzip", "crc32c"))
+
 
 def _stored_size(store: Any, key: str) -> int:
     gs = getattr(store, "getsize", None)
@@ -59,12 +62,88 @@ def _region_selection(plan_shape: tuple[int, ...], region: tuple[int, ...], rid:
     return tuple(slice(int(i) * r, min((int(i) + 1) * r, s)) for i, r, s in zip(idx, region, plan_shape))
 
 
+def region_selection(plan: ArrayPlan, rid: int) -> tuple[slice, ...]:
+    """The array selection of region ``rid`` of ``plan`` (regular regions, or the
+    per-axis region bounds of a rectilinear destination)."""
+    bounds = plan.region_bounds
+    if bounds is None:
+        return _region_selection(plan.shape, plan.region_shape, rid)
+    grid = tuple(len(b) - 1 for b in bounds)
+    idx = np.unravel_index(rid, grid) if grid else ()
+    return tuple(slice(b[int(i)], b[int(i) + 1]) for i, b in zip(idx, bounds))
+
+
 def _object_coords(sel: tuple[slice, ...], obj: tuple[int, ...]) -> Iterable[tuple[int, ...]]:
     """Coordinates of the stored objects whose origin lies inside ``sel``."""
-    import itertools
-
     ranges = [range(-(-s.start // o), -(-s.stop // o)) for s, o in zip(sel, obj)]
     return itertools.product(*ranges)
+
+
+def stored_coords(a: Array, sel: tuple[slice, ...]) -> Iterable[tuple[int, ...]]:
+    """Coordinates of the stored objects (chunks, or shards) of ``a`` whose origin lies
+    inside ``sel``, for a regular or a rectilinear grid."""
+    grid = a.metadata.chunk_grid
+    if isinstance(grid, RectilinearChunkGrid):
+        # grid_shape(x) per axis = the number of chunks whose origin is < x
+        lo = grid.grid_shape(tuple(s.start for s in sel))
+        hi = grid.grid_shape(tuple(s.stop for s in sel))
+        return itertools.product(*(range(l, h) for l, h in zip(lo, hi)))
+    return _object_coords(sel, a._chunk_shape)
+
+
+def overlapping_objects(a: Array, sel: tuple[slice, ...]) -> Iterator[tuple[tuple[int, ...], tuple[slice, ...]]]:
+    """``(coords, part of sel)`` of every stored object of ``a`` that ``sel`` touches."""
+    grid = a.metadata.chunk_grid
+    if isinstance(grid, RectilinearChunkGrid):
+        lo = grid.grid_shape(tuple(s.start + 1 for s in sel))  # the chunk holding start is lo - 1
+        hi = grid.grid_shape(tuple(s.stop for s in sel))
+        for coords in itertools.product(*(range(l - 1, h) for l, h in zip(lo, hi))):
+            region = grid.chunk_region(a.shape, coords)
+            yield coords, tuple(slice(max(s.start, r.start), min(s.stop, r.stop)) for s, r in zip(sel, region))
+        return
+    cs = a._chunk_shape
+    ranges = [range(s.start // c, -(-s.stop // c)) for s, c in zip(sel, cs)]
+    for coords in itertools.product(*ranges):
+        yield coords, tuple(slice(max(s.start, i * c), min(s.stop, (i + 1) * c)) for s, i, c in zip(sel, coords, cs))
+
+
+def _rect_bounds(grid: RectilinearChunkGrid, shape: tuple[int, ...], itemsize: int, target: int,
+                 one_object: bool) -> tuple[tuple[int, ...], ...]:
+    """Per-axis region bounds on a rectilinear grid (ext-chunk-grid-rectilinear.md): whole
+    chunks per region, one (sharded) or grouped as :func:`_region_shape` does (trailing
+    axes whole while the region stays under ``target`` decoded bytes, then consecutive
+    chunks of one axis, one chunk along the leading axes).  Memory: one bound per chunk
+    along each axis (never per chunk of the array)."""
+    sizes = [grid.axis_chunk_sizes(a, n) for a, n in enumerate(shape)]
+    cuts = [tuple(itertools.accumulate(s, initial=0)) for s in sizes]
+    if one_object or not shape:
+        return tuple(cuts)
+    ext = [max(s, default=1) for s in sizes]  # the largest chunk: a conservative region size
+    for d in range(len(shape) - 1, -1, -1):
+        per_unit = math.prod(ext[:d] + ext[d + 1:]) * itemsize  # bytes per index along d
+        if per_unit <= 0:
+            break
+        if per_unit * shape[d] <= target:
+            cuts[d], ext[d] = (0, shape[d]), shape[d]
+            continue
+        groups = [0]
+        acc = 0
+        for e in sizes[d]:
+            if acc and (acc + e) * per_unit > target:
+                groups.append(groups[-1] + acc)
+                acc = 0
+            acc += e
+        groups.append(groups[-1] + acc)
+        cuts[d] = tuple(groups)
+        break
+    return tuple(cuts)
+
+
+def _bounds_plan(bounds: tuple[tuple[int, ...], ...]) -> tuple[tuple[int, ...], int]:
+    """``(largest region shape, number of regions)`` of per-axis region bounds."""
+    region = tuple(max((b[i + 1] - b[i] for i in range(len(b) - 1)), default=0) for b in bounds)
+    return region, math.prod(len(b) - 1 for b in bounds)
+
 
 # --------------------------------------------------------------------------------------
 # planning
@@ -219,14 +298,10 @@ def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions, single: 
     m = src.metadata
     chunks = parse_shape(o.chunks, "--chunks")
     shards = parse_shape(o.shards, "--shards")
-    rect = getattr(m.chunk_grid, "name", "regular") == "rectilinear"
-    if rect and chunks is None and shards is None:
-        # regions are planned on a regular grid: a rectilinear destination cannot be
-        # split into regions that never share a chunk yet
-        raise _Unsupported("a rectilinear chunk grid is converted only to a regular one: pass --chunks "
-                           "(and --shards) for this array (keeping the rectilinear grid is not supported yet)")
+    rgrid = m.chunk_grid if isinstance(m.chunk_grid, RectilinearChunkGrid) else None
+    rect = rgrid is not None
     # the source's chunking as the plan reports it (largest edge per axis when rectilinear)
-    src_chunks = tuple(max(e) for e in src.read_chunk_sizes) if rect else tuple(src.chunks)
+    src_chunks = tuple(max(e, default=1) for e in src.read_chunk_sizes) if rect else tuple(src.chunks)
     codecs = parse_codecs_json(o.codecs)
     comp = parse_compressor(o.compressor)
     quant = parse_quantize(o.quantize)
@@ -251,6 +326,8 @@ def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions, single: 
             raise ConvertError(expected(f"/{rel} --chunks", f"{ndim} sizes (the rank of --shards)", o.chunks), 2)
     if shards is not None and len(shards) != ndim:
         shards = None
+    # a rectilinear source keeps its grid unless --chunks/--shards rechunk it to a regular one
+    keep_rect = rgrid is not None and chunks is None and shards is None
     src_v2 = _is_v2(m)
     changes = any(x is not None for x in (chunks, shards, codecs, comp, quant))
     dst_format = int(o.zarr_format)
@@ -279,6 +356,12 @@ def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions, single: 
                 raise ConvertError(f"source /{src.path}: --cf-packing chain is not exact: {why} "
                                    "(use --cf-packing keep)", 2)
             quant = packed
+        if copy_ok and rgrid is not None:  # stored objects copied as they are, grid and all
+            bounds = _rect_bounds(rgrid, src.shape, itemsize, o.region_bytes, False)
+            region, n = _bounds_plan(bounds)
+            return ArrayPlan(src.path, dst_path, rel, "copy", 3, _copy_doc_v3(src), src.shape, str(src.dtype),
+                             src_chunks, src_chunks, _rect_shards(src, rgrid), region, n, src.nbytes, notes=notes,
+                             region_bounds=bounds)
         if copy_ok:
             doc = _copy_doc_v3(src)
             obj = tuple(m.chunk_grid.chunk_shape)
@@ -286,9 +369,15 @@ def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions, single: 
             return ArrayPlan(src.path, dst_path, rel, "copy", 3, doc, src.shape, str(src.dtype), tuple(src.chunks),
                              tuple(src.chunks), src.shards, region, math.prod(_region_grid(src.shape, region)), src.nbytes,
                              notes=notes)
+        # a kept rectilinear grid: sharded (a rectilinear shard grid) with the source's
+        # inner chunks, or not, as the source (zarr-python 3.4 shards only with regular
+        # inner chunks, so they are the source's own)
+        rect_inner = _rect_inner(src) if keep_rect else None
+        if keep_rect and rect_inner is not None:
+            chunks = rect_inner
         if shards is None and chunks is None and not rect and src.shards is not None:
             shards, chunks = src.shards, src.chunks
-        if chunks is None:
+        if chunks is None and not keep_rect:
             chunks = src_chunks if shards is None or all(s % c == 0 for s, c in zip(shards, src_chunks)) else tuple(shards)
         if shards is not None and any(s % c for s, c in zip(shards, chunks)):
             raise ConvertError(expected(f"/{rel} --shards", f"multiples of the chunk shape {chunks}", ",".join(map(str, shards))), 2)
@@ -315,7 +404,12 @@ def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions, single: 
 
         def make(inner: list[Any]) -> ArrayPlan:
             codec_chain: list[Any]
-            if shards is not None:
+            if keep_rect and rect_inner is not None:
+                codec_chain = [{"name": "sharding_indexed", "configuration": {
+                    "chunk_shape": list(rect_inner), "codecs": inner,
+                    "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
+                    "index_location": "end"}}]
+            elif shards is not None:
                 codec_chain = [{"name": "sharding_indexed", "configuration": {
                     "chunk_shape": list(chunks), "codecs": inner,
                     "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
@@ -327,7 +421,8 @@ def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions, single: 
                 "node_type": "array",
                 "shape": list(src.shape),
                 "data_type": dt3.to_json(),
-                "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(shards or chunks)}},
+                "chunk_grid": (rgrid.to_dict() if keep_rect and rgrid is not None
+                               else {"name": "regular", "configuration": {"chunk_shape": list(shards or chunks)}}),
                 "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
                 "fill_value": _fill_json(dt3, m.fill_value),
                 "codecs": codec_chain,
@@ -335,6 +430,12 @@ def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions, single: 
             }
             if m.dimension_names is not None:
                 doc["dimension_names"] = list(m.dimension_names)
+            if keep_rect and rgrid is not None:
+                bounds = _rect_bounds(rgrid, src.shape, itemsize, o.region_bytes, rect_inner is not None)
+                rregion, n = _bounds_plan(bounds)
+                return ArrayPlan(src.path, dst_path, rel, "rewrite", 3, doc, src.shape, str(src.dtype), src_chunks,
+                                 src_chunks, _rect_shards(src, rgrid), rregion, n, src.nbytes, quantize=quant,
+                                 notes=notes, kept_filters=kept or None, region_bounds=bounds)
             obj = tuple(shards or chunks)
             region = _region_shape(src.shape, obj, itemsize, o.region_bytes, shards is not None)
             return ArrayPlan(src.path, dst_path, rel, "rewrite", 3, doc, src.shape, str(src.dtype), src_chunks,
@@ -354,6 +455,9 @@ def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions, single: 
     if dst_format != 2:
         raise ConvertError(expected("--format", "2 or 3", dst_format), 2)
     # ---- Zarr v2 destination
+    if keep_rect:
+        raise _Unsupported("Zarr v2 has no rectilinear chunk grid: pass --chunks for this array (or --format 3, "
+                           "which keeps the grid)")
     if shards is not None:
         raise ConvertError("--shards: Zarr v2 has no sharding (use --format 3)", 2)
     if codecs is not None or quant is not None:
@@ -396,6 +500,20 @@ class _Unsupported(Exception):
     pass
 
 
+def _rect_inner(src: Array) -> tuple[int, ...] | None:
+    """The inner chunk shape of a rectilinear source sharded with a rectilinear shard grid
+    (None: not sharded; ``chunks`` is refused for an unsharded rectilinear array)."""
+    try:
+        return tuple(src.chunks)
+    except NotImplementedError:
+        return None
+
+
+def _rect_shards(src: Array, grid: RectilinearChunkGrid) -> tuple[int, ...] | None:
+    """The largest shard of a rectilinear shard grid (for the plan's report), or None."""
+    return grid.max_chunk_shape(src.shape) if _rect_inner(src) is not None else None
+
+
 def _dst_metadata(plan: ArrayPlan) -> Any:
     if plan.dst_format == 3:
         from zarrcy.metadata.array import ArrayMetadata
@@ -434,7 +552,7 @@ def _estimate(plans: list[ArrayPlan], src_store: Any) -> None:
         if p.mode == "copy" or p.n_regions == 0:
             p.estimated_output_bytes = total
             continue
-        sel = _region_selection(p.shape, p.region_shape, 0)
+        sel = region_selection(p, 0)
         data = src[sel]
         ms = MemoryStore()
         m = _dst_metadata(p)
