@@ -186,10 +186,14 @@ def _run_dask(tasks: list[RegionTask], address: str, on_result: Callable[[Region
         client = Client(cluster)
     else:
         client = Client(address)
+    futures: list[Any] = []
     try:
         futures = client.map(run_region, tasks, pure=False)
         for fut in as_completed(futures):
             on_result(fut.result())
+    except BaseException:
+        client.cancel(futures)  # a failed region stops the run: start no further regions
+        raise
     finally:
         client.close()
         if cluster is not None:

@@ -49,10 +49,11 @@ class ConvertOptions:
     progress: str = "auto"             # "auto" | "bar" | "lines" | "off"
     progress_interval: float = 5.0
     region_bytes: int = 64 << 20
-    # --quantize: "first" checks every value before writing anything (one extra read of
-    # the source); "inline" checks each region as it is converted and, on the first value
-    # that cannot be encoded, removes the destination and reports (no extra read)
-    quantize_check: str = "first"
+    # --quantize: "inline" (default) checks each region as it is converted, before writing
+    # it, and on the first value that cannot be encoded stops, removes the destination and
+    # reports (one pass over the source); "first" checks every value before writing
+    # anything (one extra read of the source)
+    quantize_check: str = "inline"
     # HDF5 / NetCDF-4 sources (zarrcy/convert/hdf5.py): several files joined along this
     # dimension; CF scale_factor/add_offset "keep" (as attributes) or "chain" (codecs)
     concat_dim: str | None = None
