@@ -4,20 +4,22 @@ threads or a Dask cluster (see :mod:`zarrcy.convert.engine`)."""
 from __future__ import annotations
 
 import math
+import os
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 import numpy as np
 
 from zarrcy.array import Array
+from zarrcy.config import named_pool, run_bounded
 from zarrcy.errors import CastError, CorruptChunkError
 from zarrcy.convert.journal import _crc, _journal_ok, _write_entry
 from zarrcy.convert.model import ArrayPlan, ConvertError, ConvertOptions, RegionResult
 from zarrcy.convert.plan import _stored_size, overlapping_objects, region_selection, stored_coords
 
-_DELAY = float(__import__("os").environ.get("ZARRCY_CONVERT_REGION_DELAY", "0") or 0)
+_DELAY = float(os.environ.get("ZARRCY_CONVERT_REGION_DELAY", "0") or 0)
+
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:
     if a.shape != b.shape:
@@ -272,30 +274,10 @@ def _check_quantize(plans: list[ArrayPlan], src_store: Any, o: ConvertOptions) -
 
 def _run_parallel(fn: Callable[[Any], RegionResult], items: Iterable[Any], workers: int | None,
                   on_result: Callable[[RegionResult], None]) -> None:
-    """``fn`` over ``items`` on ``workers`` threads, at most 2 x workers in flight."""
-    import os
-
-    workers = max(1, int(workers if workers is not None else (os.cpu_count() or 1)))
-    if workers == 1:
-        for it in items:
-            on_result(fn(it))
-        return
-    window = 2 * workers
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="zarrcy-convert") as ex:
-        pending: set[Future] = set()
-        try:
-            for it in items:
-                pending.add(ex.submit(fn, it))
-                if len(pending) >= window:
-                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                    for f in done:
-                        on_result(f.result())
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for f in done:
-                    on_result(f.result())
-        except BaseException:
-            for f in pending:
-                f.cancel()
-            raise
-
+    """``fn`` over ``items`` on ``workers`` threads, at most 2 x workers in flight
+    (:func:`zarrcy.config.run_bounded` on the process-wide ``convert`` pool; the regions'
+    own chunk work runs on the shared pool, so region tasks never wait on their own)."""
+    n = max(1, int(workers if workers is not None else (os.cpu_count() or 1)))
+    pool = named_pool("convert", n) if n > 1 else None
+    for r in run_bounded(fn, items, max_in_flight=2 * n if n > 1 else 1, pool=pool):
+        on_result(r)
