@@ -90,7 +90,7 @@ def _expected_after_codecs(task: RegionTask, data: np.ndarray) -> np.ndarray:
     spec = ArraySpec(tuple(data.shape), m.data_type.dtype, m.fill_value, m.data_type)
     pipe = CodecPipeline.from_codecs([*chain, {"name": "bytes", "configuration": {"endian": "little"}}], spec)
     enc = pipe.encode(np.ascontiguousarray(data))
-    return pipe.decode(enc)
+    return pipe.decode(enc if enc is not None else pipe.encode_empty())
 
 
 def run_region(task: RegionTask) -> RegionResult:
@@ -261,14 +261,18 @@ def _check_quantize(plans: list[ArrayPlan], src_store: Any, o: ConvertOptions) -
         if not p.quantize:
             continue
         src = open_array(src_store, path=p.src_path, mode="r")
-        reports = out[p.rel] = {}
+        reports: dict[int, Any] = {}
+        out[p.rel] = reports
 
         def check(rid: int, p: ArrayPlan = p, src: Array = src) -> RegionResult:
             sel = region_selection(p, rid)
             rep = _region_cast_report(p.src_path, src[sel], sel, p.quantize or [], before_start=True)
             return RegionResult(rid, cast=rep)
 
-        _run_parallel(check, range(p.n_regions), o.workers, lambda r, reports=reports: reports.__setitem__(r.rid, r.cast))
+        def keep(r: RegionResult, reports: dict[int, Any] = reports) -> None:
+            reports[r.rid] = r.cast
+
+        _run_parallel(check, range(p.n_regions), o.workers, keep)
     return out
 
 

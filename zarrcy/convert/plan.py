@@ -11,8 +11,10 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 
 from zarrcy.array import META_KEY, Array
+from zarrcy.chunk_grid import RegularChunkGrid
 from zarrcy.chunk_grid_rectilinear import RectilinearChunkGrid
 from zarrcy.errors import MetadataError, expected
+from zarrcy.v2.metadata import V2ArrayMetadata
 from zarrcy.convert.model import ArrayPlan, ConvertError, ConvertOptions, _prefix
 from zarrcy.convert.options import (
     compressor_to_numcodecs,
@@ -166,10 +168,17 @@ def _fill_json(dt3: Any, value: Any) -> Any:
     return fill_value_to_json(dt3, np.asarray(value, dtype=dt3.dtype)[()])
 
 
+def _v2_metadata(src: Array) -> V2ArrayMetadata | None:
+    """The source's v2/v1 metadata, or None for a v3 array (``Array.metadata`` is typed
+    as the v3 document; a v2 array carries a V2ArrayMetadata)."""
+    m: object = src.metadata
+    return m if isinstance(m, V2ArrayMetadata) else None
+
+
 def _copy_doc_v3(src: Array) -> dict[str, Any]:
-    m = src.metadata
-    if not _is_v2(m):
-        return m.to_json()
+    m = _v2_metadata(src)
+    if m is None:
+        return src.metadata.to_json()
     dt3 = m.data_type.v3
     doc: dict[str, Any] = {
         "zarr_format": 3,
@@ -225,10 +234,11 @@ def _default_codecs(src: Array) -> tuple[list[dict[str, Any]], list[dict[str, An
     m = src.metadata
     notes: list[str] = []
     filters: list[dict[str, Any]] = []
-    if _is_v2(m):
+    v2 = _v2_metadata(src)
+    if v2 is not None:
         from zarrcy.codecs.scale_offset import expand_fixedscaleoffset
 
-        for f in m.filters or []:
+        for f in v2.filters or []:
             fid = f.get("id")
             if fid in _V2_SILENT_FILTERS:
                 continue
@@ -240,7 +250,7 @@ def _default_codecs(src: Array) -> tuple[list[dict[str, Any]], list[dict[str, An
                 except (MetadataError, ValueError):
                     pass
             notes.append(f"filter {fid} dropped: Zarr v3 has no equivalent codec, the values are stored unfiltered")
-        comp = m.compressor
+        comp = v2.compressor
         if comp is None:
             notes.append("the source has no compressor: zstd level 0 is used (--compressor none keeps it uncompressed)")
             return filters, [dict(_ZSTD0)], notes
@@ -364,7 +374,7 @@ def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions, single: 
                              region_bounds=bounds)
         if copy_ok:
             doc = _copy_doc_v3(src)
-            obj = tuple(m.chunk_grid.chunk_shape)
+            obj = tuple(m.chunk_grid.chunk_shape) if isinstance(m.chunk_grid, RegularChunkGrid) else src_chunks
             region = _region_shape(src.shape, obj, itemsize, o.region_bytes, False)
             return ArrayPlan(src.path, dst_path, rel, "copy", 3, doc, src.shape, str(src.dtype), tuple(src.chunks),
                              tuple(src.chunks), src.shards, region, math.prod(_region_grid(src.shape, region)), src.nbytes,
@@ -373,12 +383,11 @@ def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions, single: 
         # inner chunks, or not, as the source (zarr-python 3.4 shards only with regular
         # inner chunks, so they are the source's own)
         rect_inner = _rect_inner(src) if keep_rect else None
-        if keep_rect and rect_inner is not None:
-            chunks = rect_inner
         if shards is None and chunks is None and not rect and src.shards is not None:
             shards, chunks = src.shards, src.chunks
-        if chunks is None and not keep_rect:
-            chunks = src_chunks if shards is None or all(s % c == 0 for s, c in zip(shards, src_chunks)) else tuple(shards)
+        if chunks is None:  # (a kept rectilinear grid: the plan reports the largest chunk)
+            chunks = (src_chunks if keep_rect or shards is None or all(s % c == 0 for s, c in zip(shards, src_chunks))
+                      else tuple(shards))
         if shards is not None and any(s % c for s, c in zip(shards, chunks)):
             raise ConvertError(expected(f"/{rel} --shards", f"multiples of the chunk shape {chunks}", ",".join(map(str, shards))), 2)
         kept: list[dict[str, Any]] = []  # source filters kept as v3 codecs (lossy: verify expects them)
@@ -391,8 +400,8 @@ def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions, single: 
             if comp is not None:
                 inner = [serializer, *comp]
             else:
-                kept, compressors, why = _default_codecs(src)
-                notes.extend(why)
+                kept, compressors, default_notes = _default_codecs(src)
+                notes.extend(default_notes)
                 if kept and quant:
                     notes.append(f"source filters {[f['name'] for f in kept]} replaced by --quantize")
                     kept = []
@@ -401,6 +410,8 @@ def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions, single: 
             raise ConvertError("--codecs: zarrcy.hdf5_chunk is internal to HDF5 sources (it only decodes)", 2)
         if quant:
             inner = [*quant, *inner]
+
+        dst_chunks: tuple[int, ...] = tuple(chunks)
 
         def make(inner: list[Any]) -> ArrayPlan:
             codec_chain: list[Any]
@@ -411,7 +422,7 @@ def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions, single: 
                     "index_location": "end"}}]
             elif shards is not None:
                 codec_chain = [{"name": "sharding_indexed", "configuration": {
-                    "chunk_shape": list(chunks), "codecs": inner,
+                    "chunk_shape": list(dst_chunks), "codecs": inner,
                     "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}],
                     "index_location": "end"}}]
             else:
@@ -422,7 +433,7 @@ def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions, single: 
                 "shape": list(src.shape),
                 "data_type": dt3.to_json(),
                 "chunk_grid": (rgrid.to_dict() if keep_rect and rgrid is not None
-                               else {"name": "regular", "configuration": {"chunk_shape": list(shards or chunks)}}),
+                               else {"name": "regular", "configuration": {"chunk_shape": list(shards or dst_chunks)}}),
                 "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
                 "fill_value": _fill_json(dt3, m.fill_value),
                 "codecs": codec_chain,
@@ -436,10 +447,10 @@ def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions, single: 
                 return ArrayPlan(src.path, dst_path, rel, "rewrite", 3, doc, src.shape, str(src.dtype), src_chunks,
                                  src_chunks, _rect_shards(src, rgrid), rregion, n, src.nbytes, quantize=quant,
                                  notes=notes, kept_filters=kept or None, region_bounds=bounds)
-            obj = tuple(shards or chunks)
+            obj = tuple(shards or dst_chunks)
             region = _region_shape(src.shape, obj, itemsize, o.region_bytes, shards is not None)
             return ArrayPlan(src.path, dst_path, rel, "rewrite", 3, doc, src.shape, str(src.dtype), src_chunks,
-                             tuple(chunks), tuple(shards) if shards else None, region,
+                             dst_chunks, tuple(shards) if shards else None, region,
                              math.prod(_region_grid(src.shape, region)), src.nbytes, quantize=quant, notes=notes,
                              kept_filters=kept or None)
 
@@ -464,8 +475,9 @@ def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions, single: 
         raise ConvertError("--codecs/--quantize: not supported with --format 2 (use --compressor)", 2)
     from zarrcy.v2.dtypes import v2_dtype_to_json, v2_fill_value_to_json
 
-    if src_v2 and chunks is None and comp is None and not o.rewrite and src_format == 2:
-        doc = m.to_json()
+    v2 = _v2_metadata(src)
+    if v2 is not None and chunks is None and comp is None and not o.rewrite and src_format == 2:
+        doc = v2.to_json()
         mode = "copy"
         chunks = tuple(src.chunks)
     else:
@@ -473,13 +485,13 @@ def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions, single: 
         chunks = chunks or src_chunks
         if comp is not None:
             compressor = compressor_to_numcodecs(comp)
-        elif src_v2:
-            compressor = m.compressor
+        elif v2 is not None:
+            compressor = v2.compressor
         else:
             compressor = compressor_to_numcodecs(_default_compressors(src))
-        if src_v2:
-            dtj, fvj = m.data_type.to_json(), m.fill_value_json
-            filters, order, sep = m.filters, m.order, m.chunk_key_encoding.separator
+        if v2 is not None:
+            dtj, fvj = v2.data_type.to_json(), v2.fill_value_json
+            filters, order, sep = v2.filters, v2.order, v2.chunk_key_encoding.separator
         else:
             from zarrcy.v2.dtypes import V2DataType
 
