@@ -118,7 +118,7 @@ def _rect_bounds(grid: RectilinearChunkGrid, shape: tuple[int, ...], itemsize: i
     along each axis (never per chunk of the array)."""
     sizes = [grid.axis_chunk_sizes(a, n) for a, n in enumerate(shape)]
     cuts = [tuple(itertools.accumulate(s, initial=0)) for s in sizes]
-    if one_object or not shape:
+    if one_object or not shape or 0 in shape:  # (an empty axis: no regions at all)
         return tuple(cuts)
     ext = [max(s, default=1) for s in sizes]  # the largest chunk: a conservative region size
     for d in range(len(shape) - 1, -1, -1):
