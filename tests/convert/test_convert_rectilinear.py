@@ -204,10 +204,13 @@ def test_corrupt_chunk_skipped_to_fill(rect_src, tmp_path):
     np.testing.assert_array_equal(zarrcy.open_array(dst, mode="r")[...], expect)
 
 
-def test_quantize_keeps_the_grid(rect_src, tmp_path):
+@pytest.mark.parametrize("check", ["inline", "first"])
+def test_quantize_keeps_the_grid(rect_src, tmp_path, check):
     src, want = rect_src
     dst = str(tmp_path / "q.zarr")
-    rep = zarrcy.convert(src, dst, path="r", quantize="scale=1,offset=-1,dtype=uint16", verify=True, progress="off")
+    rep = zarrcy.convert(src, dst, path="r", quantize="scale=1,offset=-1,dtype=uint16", verify=True, progress="off",
+                         quantize_check=check, region_bytes=10 * 37 * 4)
+    assert rep.regions == 9  # 3 row chunks x 3 column groups (12, 12, 12 + 1)
     assert rep.plans[0].quantize_report["count"] == want.size
     out = zarrcy.open_array(dst, mode="r")
     assert out.write_chunk_sizes == ((10, 20, 20), (12, 12, 12, 1))
