@@ -390,7 +390,7 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
                     merge_reports(totals[0], r.cast)
 
             if o.dask:
-                _run_dask(list(tasks), o.dask, on_array_result)
+                _run_dask(tasks, o.dask, on_array_result)
             else:
                 _run_threads(tasks, o.workers, on_array_result)
             if p.quantize:

@@ -176,9 +176,13 @@ def _run_threads(tasks: Iterable[RegionTask], workers: int | None, on_result: Ca
     _run_parallel(run_region, tasks, workers, on_result)
 
 
-def _run_dask(tasks: list[RegionTask], address: str, on_result: Callable[[RegionResult], None]) -> None:
+def _run_dask(tasks: Iterable[RegionTask], address: str, on_result: Callable[[RegionResult], None]) -> None:
+    """The regions on a Dask cluster, at most 2 x (cluster threads) submitted at once (as
+    :func:`_run_parallel`).  On a failure nothing more is submitted and the regions in
+    flight finish before the error propagates, so no region writes after this returns
+    (the caller may remove the destination: a refused ``--quantize``)."""
     try:
-        from distributed import Client, LocalCluster, as_completed
+        from distributed import Client, LocalCluster, as_completed, wait
     except ImportError as e:  # pragma: no cover
         raise ConvertError(f"--dask needs the 'dask' extra (dask[array], distributed): {e}", 2) from None
     cluster = None
@@ -188,14 +192,29 @@ def _run_dask(tasks: list[RegionTask], address: str, on_result: Callable[[Region
         client = Client(cluster)
     else:
         client = Client(address)
-    futures: list[Any] = []
     try:
-        futures = client.map(run_region, tasks, pure=False)
-        for fut in as_completed(futures):
-            on_result(fut.result())
-    except BaseException:
-        client.cancel(futures)  # a failed region stops the run: start no further regions
-        raise
+        window = 2 * max(1, sum(client.nthreads().values()))
+        items = iter(tasks)
+        pending: set[Any] = set()
+        done_order = as_completed()
+
+        def submit_next() -> None:
+            task = next(items, None)
+            if task is not None:
+                fut = client.submit(run_region, task, pure=False)
+                pending.add(fut)
+                done_order.add(fut)
+
+        for _ in range(window):
+            submit_next()
+        try:
+            for fut in done_order:
+                pending.discard(fut)
+                on_result(fut.result())
+                submit_next()
+        except BaseException:
+            wait(list(pending))  # at most the window: let them finish, submit nothing more
+            raise
     finally:
         client.close()
         if cluster is not None:
