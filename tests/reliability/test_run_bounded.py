@@ -115,3 +115,43 @@ def test_in_a_forked_child():
         if proc.is_alive():  # pragma: no cover
             proc.kill()
     assert proc.exitcode == 0
+
+
+def test_caller_runs_nested_on_one_pool_does_not_deadlock():
+    """Each outer task runs an inner loop on the same (2-thread) pool: with caller_runs
+    the inner callers never wait for queued work, so this finishes."""
+    pool = zconfig.named_pool("test-run-bounded-nested", 2)
+
+    def inner(i: int) -> int:
+        time.sleep(0.001)
+        return i
+
+    def outer(j: int) -> int:
+        return sum(zconfig.run_bounded(inner, range(20), max_in_flight=4, pool=pool, caller_runs=True))
+
+    result: list[int] = []
+    t = threading.Thread(target=lambda: result.extend(
+        zconfig.run_bounded(outer, range(6), max_in_flight=4, pool=pool, caller_runs=True)), daemon=True)
+    t.start()
+    t.join(30)
+    assert not t.is_alive(), "nested run_bounded deadlocked"
+    assert result == [190] * 6
+
+
+def test_caller_runs_bounded_and_complete():
+    p = Probe()
+    pool = zconfig.named_pool("test-run-bounded", 4)
+    out = []
+    for r in zconfig.run_bounded(p.fn, p.items(40), max_in_flight=3, pool=pool, caller_runs=True):
+        assert p.taken - len(out) <= 3
+        out.append(r)
+    assert sorted(out) == [i * i for i in range(40)] and p.most <= 3 and p.running == 0
+
+
+def test_caller_runs_error_leaves_nothing_running():
+    p = Probe()
+    pool = zconfig.named_pool("test-run-bounded", 4)
+    with pytest.raises(ValueError, match="item 5"):
+        list(zconfig.run_bounded(lambda i: p.fn(i, fail_at=5), p.items(1000), max_in_flight=4, pool=pool,
+                                 caller_runs=True))
+    assert p.running == 0 and p.taken < 20
