@@ -108,7 +108,7 @@ import zarrcy.codecs.cast_value, zarrcy.codecs.scale_offset, zarrcy.casting, num
 zarrcy.config(threads=job["threads"])
 t0 = time.perf_counter()  # imports excluded (both sides)
 zarrcy.convert(job["src"], job["dst"], shards=job["shards"], chunks=job["chunks"], compressor="zstd:0",
-               quantize=job["quantize"], quantize_check=job.get("check", "first"), workers=job["workers"],
+               quantize=job["quantize"], quantize_check=job.get("check", "inline"), workers=job["workers"],
                progress="off", overwrite=True)
 """
 
@@ -179,8 +179,8 @@ def _convert_rows(table: Table, d: str, n: int, c: int, shard: int, threads: int
     size_mib = n * n * 4 / 2**20
     quant = "scale=50,offset=-2.5,dtype=uint8,rounding=nearest-even,out_of_range=clamp"
     floors = _compress_floor(src, n, c, threads)
-    for label, q, check in (("zstd", None, "first"), ("quantize uint8 + zstd", quant, "first"),
-                            ("quantize uint8 + zstd, --quantize-check inline", quant, "inline")):
+    for label, q, check in (("zstd", None, "inline"), ("quantize uint8 + zstd", quant, "inline"),
+                            ("quantize uint8 + zstd, --quantize-check first", quant, "first")):
         job = {"src": src, "dst": f"{d}/out-zc.zarr", "shards": f"{shard},{shard}", "chunks": f"{c},{c}",
                "quantize": q, "check": check, "workers": threads, "threads": threads, "who": "zarrcy"}
         zc = _child(_CHILD, job)

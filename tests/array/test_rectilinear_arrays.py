@@ -563,16 +563,18 @@ def test_dask_with_the_arrays_own_chunks():
     np.testing.assert_array_equal(b[...], ref + 1)
 
 
-def test_convert_refuses_rectilinear_sources_clearly(tmp_path):
-    """Without --chunks a rectilinear source is refused naming the option (keeping the
-    grid is not supported yet); with it, it converts to a regular grid
-    (tests/convert/test_convert_rectilinear.py covers that)."""
+def test_convert_keeps_rectilinear_grids(tmp_path):
+    """zarrcy convert keeps a rectilinear source grid by default; a Zarr v2 destination
+    (no such grid) is refused naming --chunks (tests/convert/test_convert_rectilinear.py
+    covers the rest)."""
     from zarrcy.convert import ConvertError, convert
 
     a = zarrcy.create_array(str(tmp_path / "s.zarr"), shape=(9,), dtype="int32", chunks=[[2, 3, 4]])
     a[...] = 1
-    with pytest.raises(ConvertError, match="rectilinear chunk grid is converted only to a regular one: pass --chunks"):
-        convert(str(tmp_path / "s.zarr"), str(tmp_path / "d.zarr"))
+    convert(str(tmp_path / "s.zarr"), str(tmp_path / "d.zarr"), progress="off")
+    assert zarrcy.open_array(str(tmp_path / "d.zarr")).write_chunk_sizes == ((2, 3, 4),)
+    with pytest.raises(ConvertError, match="Zarr v2 has no rectilinear chunk grid: pass --chunks"):
+        convert(str(tmp_path / "s.zarr"), str(tmp_path / "d2.zarr"), zarr_format=2)
 
 
 def test_xarray_backend_prefers_the_arrays_own_chunks(tmp_path):

@@ -116,7 +116,7 @@ def test_quantize(v2_tree, tmp_path):
 def test_quantize_refuses_with_report(v2_tree, tmp_path, capsys):
     src, _ = v2_tree
     dst = str(tmp_path / "q.zarr")
-    rc = convert_main([src, dst, "--include", "scaled", "--quantize", "scale=10,dtype=uint8"])
+    rc = convert_main([src, dst, "--include", "scaled", "--quantize", "scale=10,dtype=uint8", "--quantize-check", "first"])
     assert rc == 5
     err = capsys.readouterr().err
     assert "refusing to start" in err and "failing" in err and "first failing index" in err
@@ -126,21 +126,24 @@ def test_quantize_refuses_with_report(v2_tree, tmp_path, capsys):
     assert rc in (2, 5)
 
 
-def test_quantize_check_inline(v2_tree, tmp_path, capsys):
-    """--quantize-check inline: no pre-pass; a value that cannot be encoded stops the run
-    with the same report and exit code 5, and the partly written destination is removed."""
+@pytest.mark.parametrize("check", [[], ["--quantize-check", "inline"]])
+def test_quantize_check_inline(v2_tree, tmp_path, capsys, check):
+    """The default (--quantize-check inline): no pre-pass; a value that cannot be encoded
+    stops the run with the same report and exit code 5, and the partly written destination
+    is removed."""
     src, expect = v2_tree
     dst = str(tmp_path / "q.zarr")
-    args = [src, dst, "--include", "scaled", "--quantize-check", "inline", "--progress", "off"]
+    args = [src, dst, "--include", "scaled", *check, "--progress", "off"]
     assert convert_main([*args, "--quantize", "scale=10,dtype=uint8"]) == 5
     err = capsys.readouterr().err
     assert "refusing" in err and "first failing index" in err and "checked while converting" in err
     assert not os.path.exists(dst) or not os.listdir(dst)
-    # a good chain converts exactly as with the default (checked first)
+    # a good chain converts exactly as with the pre-check (--quantize-check first)
     q = "scale=4,offset=-0.5,dtype=uint8,out_of_range=clamp"
     assert convert_main([*args, "--quantize", q]) == 0
     first = str(tmp_path / "first.zarr")
-    assert convert_main([src, first, "--include", "scaled", "--progress", "off", "--quantize", q]) == 0
+    assert convert_main([src, first, "--include", "scaled", "--progress", "off", "--quantize", q,
+                         "--quantize-check", "first"]) == 0
     a, b = zarrcy.open_array(dst, path="scaled")[...], zarrcy.open_array(first, path="scaled")[...]
     assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
     with pytest.raises(ConvertError, match="quantize-check"):

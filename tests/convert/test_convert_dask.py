@@ -41,3 +41,26 @@ def test_dask_array_roundtrip(tmp_path):
     c = zarrcy.create_array(str(tmp_path / "c.zarr"), shape=data.shape, dtype=data.dtype, chunks=(10, 10), zarr_format=2)
     da.store(x, c, lock=False, scheduler="threads")
     assert np.array_equal(da.from_array(c, chunks=(10, 10)).compute(scheduler="threads"), data)
+
+
+def test_dask_quantize_refusal_leaves_nothing(tmp_path, capsys):
+    """The single-pass --quantize check on a Dask cluster: a region that cannot be encoded
+    stops the run (exit 5); regions in flight finish before the destination is removed, so
+    nothing is written afterwards."""
+    import os
+    import time
+
+    src = str(tmp_path / "s.zarr")
+    a = zarrcy.create_array(src, shape=(64, 64), dtype="f4", chunks=(8, 8))
+    x = np.zeros((64, 64), dtype="f4")
+    x[40:, :] = 1000.0  # cannot be encoded in uint8 with scale 1 (out_of_range: error)
+    a[...] = x
+    dst = str(tmp_path / "d.zarr")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # distributed's own start-up warnings
+        rc = convert_main([src, dst, "--quantize", "scale=1,dtype=uint8", "--shards", "8,64", "--chunks", "8,8",
+                           "--dask", "local:2", "--progress", "off"])
+    assert rc == 5
+    assert "checked while converting" in capsys.readouterr().err
+    time.sleep(0.3)
+    assert not os.path.exists(dst) or not any(files for _, _, files in os.walk(dst))

@@ -16,6 +16,7 @@ import zarrcy
 from zarrcy.casting import chain_report, check_cast
 from zarrcy.convert import ConvertError, convert_main
 from zarrcy.convert.options import parse_quantize
+from zarrcy.storage import LocalStore
 
 
 def _float_src(path: str, values: np.ndarray, fill=float("nan"), name: str = "x") -> str:
@@ -123,10 +124,10 @@ def test_quantize_report_survives_resume(tmp_path):
     from zarrcy.convert.engine import JOURNAL_DIR
     from zarrcy.storage import store_from_url
 
-    import zarrcy.convert.engine as engine
+    import zarrcy.convert.execute as execute
 
     calls = []
-    orig = engine.run_region
+    orig = execute.run_region
 
     def stop_after_one(task):
         if calls:
@@ -134,12 +135,12 @@ def test_quantize_report_survives_resume(tmp_path):
         calls.append(task.rid)
         return orig(task)
 
-    engine.run_region = stop_after_one
+    execute.run_region = stop_after_one
     try:
         with pytest.raises(ConvertError):
             zarrcy.convert(src, dst, quantize=q, chunks="100,100", shards="200,200", progress="off", workers=1)
     finally:
-        engine.run_region = orig
+        execute.run_region = orig
     st = store_from_url(dst, mode="r")
     assert any(k.startswith(JOURNAL_DIR) for k in st.list())
     rep = zarrcy.convert(src, dst, quantize=q, chunks="100,100", shards="200,200", progress="off", resume=True)
@@ -274,3 +275,60 @@ def test_v3_sharded_source_keeps_its_inner_compressor(tmp_path):
     inner = zarrcy.open_array(str(tmp_path / "d.zarr"), path="t").metadata.to_json()["codecs"][0]["configuration"]["codecs"]
     assert inner[-1] == {"name": "gzip", "configuration": {"level": 3}}
     assert not rep.plans[0].notes
+
+
+# ---- issue 17: the default --quantize path reads the source once ------------------------
+class _CountingStore(LocalStore):
+    """A LocalStore counting reads of chunk objects (keys under ``c/``)."""
+
+    chunk_reads = 0
+
+    def get(self, key, byte_range=None):
+        if "/c/" in "/" + key:
+            type(self).chunk_reads += 1
+        return super().get(key, byte_range)
+
+
+@pytest.mark.parametrize("check, reads", [(None, 1), ("inline", 1), ("first", 2)])
+def test_quantize_default_reads_the_source_once(tmp_path, check, reads, monkeypatch):
+    """Single pass by default: every source chunk is read once, the cast report is built
+    per region while converting and merged; ``--quantize-check first`` keeps its pre-pass
+    (a second read).  The report is the same either way."""
+    x = _data()
+    path = str(tmp_path / "s.zarr")
+    _float_src(path, x)
+    monkeypatch.setattr(_CountingStore, "chunk_reads", 0)
+    src = _CountingStore(path, read_only=True)
+    q = "scale=250,dtype=uint8,out_of_range=clamp,nan=255"
+    kw = {} if check is None else {"quantize_check": check}
+    rep = zarrcy.convert(src, str(tmp_path / "d.zarr"), path="x", quantize=q, chunks="50,50", shards="100,100",
+                         progress="off", workers=2, **kw)
+    assert _CountingStore.chunk_reads == reads * 16  # (200 / 50) ** 2 source chunks
+    want = check_cast(x, parse_quantize(q)).to_json()
+    got = rep.plans[0].quantize_report
+    for k in ("count", "exact", "rounded", "clamped", "scalar_mapped", "round_trip_mismatches"):
+        assert got[k] == want[k], k
+
+
+def test_region_report_memory_is_bounded():
+    """The cast report of a region is built in blocks (zarrcy.casting._REPORT_BLOCK): its
+    temporaries stay a small fraction of the region (16 MiB here; ~46 MiB of float64
+    temporaries with the former 1 Mi-element blocks, ~3 MiB now), so the single-pass
+    default keeps the peak RSS of a conversion near the regions in flight."""
+    import tracemalloc
+
+    from zarrcy.convert.execute import _region_cast_report
+
+    q = parse_quantize("scale=250,dtype=uint8,out_of_range=clamp,nan=255")
+    x = np.random.default_rng(0).random(1 << 22, dtype=np.float32).reshape(2048, 2048)
+    x[::7, ::5] = np.nan
+    sel = (slice(0, 2048), slice(0, 2048))
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        rep = _region_cast_report("x", x, sel, q)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    assert rep.count == x.size
+    assert peak < 8 << 20, peak

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import zarrcy
-from zarrcy.convert import convert_main, engine
+from zarrcy.convert import convert_main, engine, execute, plan
 from zarrcy.convert.options import compressor_to_numcodecs, parse_compressor, parse_quantize, parse_shape
 from zarrcy.convert.progress import Progress, human_bytes
 from zarrcy.errors import MetadataError
@@ -52,13 +52,13 @@ def test_parse_quantize():
 
 def test_region_shape_and_objects():
     # sharded: one shard per region
-    assert engine._region_shape((1000, 1000), (256, 256), 4, 1 << 30, True) == (256, 256)
+    assert plan._region_shape((1000, 1000), (256, 256), 4, 1 << 30, True) == (256, 256)
     # unsharded: whole chunks grown from the last dimension up to the target
-    r = engine._region_shape((1000, 1000), (100, 100), 8, 8 * 100 * 1000 * 3, False)
+    r = plan._region_shape((1000, 1000), (100, 100), 8, 8 * 100 * 1000 * 3, False)
     assert r == (300, 1000)
-    sel = engine._region_selection((1000, 1000), r, 3)
+    sel = plan._region_selection((1000, 1000), r, 3)
     assert sel == (slice(900, 1000), slice(0, 1000))
-    assert list(engine._object_coords((slice(128, 256), slice(0, 5)), (64, 5))) == [(2, 0), (3, 0)]
+    assert list(plan._object_coords((slice(128, 256), slice(0, 5)), (64, 5))) == [(2, 0), (3, 0)]
 
 
 def test_globs():
@@ -97,7 +97,7 @@ def _small_src(tmp_path):
 
 def test_verify_failure_exit_code(tmp_path, monkeypatch, capsys):
     src = _small_src(tmp_path)
-    monkeypatch.setattr(engine, "_same", lambda a, b: False)
+    monkeypatch.setattr(execute, "_same", lambda a, b: False)
     assert convert_main([src, str(tmp_path / "d.zarr"), "--rewrite", "--verify", "--progress", "off"]) == 4
     assert "verify" in capsys.readouterr().err
 
@@ -108,7 +108,7 @@ def test_interrupt_exit_code(tmp_path, monkeypatch, capsys):
     def boom(task):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(engine, "run_region", boom)
+    monkeypatch.setattr(execute, "run_region", boom)
     assert convert_main([src, str(tmp_path / "d.zarr"), "--progress", "off", "--workers", "1"]) == 130
     assert "--resume" in capsys.readouterr().err
     monkeypatch.undo()

@@ -9,6 +9,7 @@ the lazy ``zarrcy.convert`` attribute, and ``zarrcy.convert.ConvertError`` etc. 
 
 import sys as _sys
 import types as _types
+from typing import Any
 
 from zarrcy.convert.cli import convert_main
 from zarrcy.convert.engine import ConvertError, ConvertOptions, ConvertReport
@@ -18,7 +19,7 @@ __all__ = ["convert", "convert_main", "ConvertError", "ConvertOptions", "Convert
 
 
 class _CallableModule(_types.ModuleType):
-    def __call__(self, src, dst, **kwargs):  # type: ignore[no-untyped-def]
+    def __call__(self, src: Any, dst: Any, **kwargs: Any) -> ConvertReport:
         """Same as :func:`zarrcy.convert.engine.convert`."""
         return _convert(src, dst, **kwargs)
 

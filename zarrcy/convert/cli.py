@@ -28,9 +28,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--codecs", default=None, help="inner codec chain as v3 JSON")
     g.add_argument("--compressor", default=None, help="none | gzip:L | zstd:L | blosc:CNAME:CLEVEL:SHUFFLE [+crc32c]")
     p.add_argument("--quantize", default=None, help="scale=..,offset=..,dtype=uint8,rounding=..,out_of_range=..,nan=0")
-    p.add_argument("--quantize-check", choices=("first", "inline"), default="first",
-                   help="first (default): check every value before writing anything (reads the source twice); "
-                        "inline: check while converting, remove the destination on the first failure")
+    p.add_argument("--quantize-check", choices=("first", "inline"), default="inline",
+                   help="inline (default): check each region before writing it (one pass over the source); on the "
+                        "first failure stop and remove the destination; first: check every value before writing "
+                        "anything (reads the source twice)")
     p.add_argument("--format", dest="zarr_format", type=int, choices=(2, 3), default=3, help="destination Zarr format")
     p.add_argument("--workers", type=int, default=None, help="regions converted concurrently (threads; default: CPU count)")
     p.add_argument("--resume", action="store_true", help="finish an interrupted conversion (skips verified regions)")
