@@ -8,6 +8,7 @@ import json
 import os
 import threading
 import warnings
+import zlib
 
 import numpy as np
 import pytest
@@ -660,4 +661,24 @@ def test_every_dtype_and_filter_like_h5py(tmp_path, dtype, flt):
     a = zarrcy.open_array(store, path="v", mode="r")
     assert np.array_equal(a[...], want)
     assert np.array_equal(a[3:11, 1:6:2, 1:], want[3:11, 1:6:2, 1:])
+    store.close()
+
+
+@pytest.mark.parametrize("n_decoded", [399, 401, 800])
+def test_deflate_stream_of_the_wrong_size_is_corrupt(tmp_path, n_decoded):
+    """A stored chunk whose zlib stream decodes to fewer or more bytes than the chunk
+    (400 here) is a CorruptChunkError, with or without the shuffle filter after it."""
+    path = str(tmp_path / "size.h5")
+    with h5py.File(path, "w") as f:
+        for name, shuffle in (("plain", False), ("shuffled", True)):
+            d = f.create_dataset(name, shape=(2, 100), dtype="<i4", chunks=(1, 100), compression="gzip",
+                                 shuffle=shuffle)
+            d[0] = np.arange(100)
+            d.id.write_direct_chunk((1, 0), zlib.compress((bytes(range(256)) * 4)[:n_decoded], 4))
+    store = HDF5Store(path)
+    for name in ("plain", "shuffled"):
+        a = zarrcy.open_array(store, path=name, mode="r")
+        assert np.array_equal(a[0], np.arange(100))
+        with pytest.raises(CorruptChunkError, match="deflate"):
+            a[1]
     store.close()
