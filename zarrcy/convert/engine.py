@@ -54,6 +54,7 @@ from zarrcy.convert.options import (
     parse_shape,
 )
 from zarrcy.casting import merge_reports
+from zarrcy.convert.hdf5 import read_region as _hdf5_read_region
 from zarrcy.convert.progress import Progress, human_bytes
 
 __all__ = ["ConvertError", "ConvertOptions", "ConvertReport", "convert", "JOURNAL_DIR"]
@@ -761,7 +762,8 @@ def _journal_ok(task: RegionTask) -> RegionResult | None:
 def _read_source(task: RegionTask, sel: tuple[slice, ...], corrupt: list[str]) -> np.ndarray:
     src = task.src
     try:
-        return src[sel]
+        data = _hdf5_read_region(src, sel)  # HDF5 sources: chunk by chunk into reused buffers (None: other)
+        return src[sel] if data is None else data
     except CorruptChunkError as e:
         if task.on_error != "skip":
             raise CorruptChunkError(f"source /{src.path}: corrupt chunk {e.key or ''}: {e} (use --on-error skip to "

@@ -450,8 +450,20 @@ class HDF5Store(Store):
             local[ax] = coords[ax] - a.starts[i]
         return part, local
 
-    def _chunk(self, a: _Array, coords: tuple[int, ...]) -> bytes | bytearray | None:
-        """The served bytes of chunk ``coords`` (see the module docstring)."""
+    def read_chunk(self, path: str, coords: tuple[int, ...], into: Any = None) -> bytes | bytearray | memoryview | None:
+        """The served bytes of chunk ``coords`` of array ``path`` (what ``get`` gives for its
+        key; None for a missing chunk).  A stored chunk read straight from the file goes
+        into ``into`` (a writable byte buffer, e.g. a caller's reused one) when it is large
+        enough: the result is then a memoryview of ``into``."""
+        a = self._arrays.get(path)
+        if a is None or len(coords) != len(a.shape) or any(
+                c < 0 or c * cs >= s for c, s, cs in zip(coords, a.shape, a.chunk_shape)):
+            raise StoreError(expected(f"{self.url}: /{path} chunk", "an array's chunk coordinates", coords))
+        return self._chunk(a, tuple(coords), into)
+
+    def _chunk(self, a: _Array, coords: tuple[int, ...], into: Any = None) -> bytes | bytearray | memoryview | None:
+        """The served bytes of chunk ``coords`` (see the module docstring; ``into``: see
+        :meth:`read_chunk`)."""
         if os.getpid() != self._pid:  # a forked child: reopen our descriptors
             self._reopen()
         part, local = self._part(a, coords)
@@ -465,6 +477,12 @@ class HDF5Store(Store):
             if hit is None:
                 return None
             off, size, mask = hit
+            if into is not None:
+                mv = memoryview(into).cast("B")
+                if len(mv) >= size + 4:
+                    part.file.pread_into(off, size, mv[4:])
+                    mv[0:4] = mask.to_bytes(4, "little")
+                    return mv[:size + 4]
             buf = part.file.pread(off, size, 4)
             buf[0:4] = mask.to_bytes(4, "little")
             return buf

@@ -168,25 +168,30 @@ class _File:
                 pass
 
     def pread(self, offset: int, size: int, into_offset: int = 0) -> bytearray:
+        """``size`` bytes at ``offset`` in a new buffer, after ``into_offset`` bytes of room."""
+        buf = bytearray(into_offset + size)
+        self.pread_into(offset, size, memoryview(buf)[into_offset:])
+        return buf
+
+    def pread_into(self, offset: int, size: int, mv: memoryview) -> None:
+        """Read ``size`` bytes at ``offset`` into the first ``size`` bytes of ``mv``
+        (HDF5SourceError when they are not all inside the file)."""
         if offset < 0 or size < 0 or offset + size > self.size:
             raise HDF5SourceError(expected(f"{self.path}: chunk at byte {offset}", f"{size} bytes inside the file "
                                            f"({self.size} bytes)", "a truncated file"))
-        buf = bytearray(into_offset + size)
-        mv = memoryview(buf)[into_offset:]
         got = 0
         if not hasattr(os, "preadv"):  # pragma: no cover - Windows: one positioned read at a time
             with self.lock, open(self.path, "rb") as fh:
                 fh.seek(offset)
-                got = fh.readinto(mv)
+                got = fh.readinto(mv[:size])
             if got != size:
                 raise HDF5SourceError(f"{self.path}: unexpected end of file at byte {offset + got}")
-            return buf
+            return
         while got < size:
-            n = os.preadv(self.fd, [mv[got:]], offset + got)
+            n = os.preadv(self.fd, [mv[got:size]], offset + got)
             if n <= 0:
                 raise HDF5SourceError(f"{self.path}: unexpected end of file at byte {offset + got}")
             got += n
-        return buf
 
 
 # --------------------------------------------------------------------------------------
