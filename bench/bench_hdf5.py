@@ -26,7 +26,8 @@ say more than wall times.
 
 ``run(quick=True)``: a (36, 91, 180) field in 12 files of 3 steps (a smoke run).
 ``ZARRCY_BENCH_HDF5_STEPS=N``: N full-size (721, 1440) steps (the full run: 365) in 12
-files, for reduced runs on a shared machine.
+files, for reduced runs on a shared machine.  ``ZARRCY_BENCH_HDF5_ZSTD_LEVEL=L``: zstd
+level L on both sides and in the limit (default 0, libzstd's default level 3).
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ import zarrcy.codecs.sharding, zarrcy.codecs.zstd, zarrcy.codecs.cast_value, zar
 zarrcy.config(threads=job["threads"])
 t0, c0 = time.perf_counter(), time.process_time()  # imports excluded (both sides)
 zarrcy.convert(job["src"], job["dst"], concat_dim=job["concat_dim"], shards=job["shards"], chunks=job["chunks"],
-               compressor="zstd:0", quantize=job["quantize"], workers=job["threads"], progress="off", overwrite=True)
+               compressor=f"zstd:{job['level']}", quantize=job["quantize"], workers=job["threads"], progress="off", overwrite=True)
 """
 
 _CHILD_XR = r"""
@@ -106,7 +107,7 @@ t0, c0 = time.perf_counter(), time.process_time()  # imports excluded (both side
 ds = xr.open_mfdataset(job["srcs"], combine="by_coords", data_vars="minimal", coords="minimal", compat="override",
                        chunks={"time": job["tchunk"]})
 ds = ds.chunk({"time": job["tchunk"]})
-enc = {"t2m": {"compressors": [ZstdCodec(level=0)], "chunks": tuple(job["chunks"]), "shards": tuple(job["shards"])}}
+enc = {"t2m": {"compressors": [ZstdCodec(level=job["level"])], "chunks": tuple(job["chunks"]), "shards": tuple(job["shards"])}}
 if job["quantize"]:
     enc["t2m"].update(dtype="uint16", scale_factor=1 / job["quantize"]["scale"], add_offset=job["quantize"]["offset"],
                       _FillValue=65535)
@@ -225,6 +226,7 @@ def run(quick: bool = False, threads: int | None = None) -> Table:
     if steps is not None:  # reduced run: the steps spread over the 12 files
         months = tuple(steps // 12 + (1 if i < steps % 12 else 0) for i in range(12))
     tchunk = 12
+    level = int(os.environ.get("ZARRCY_BENCH_HDF5_ZSTD_LEVEL", "0"))  # both sides and the limit
     lim = f"limit-{threads}t"
     peers = ["zarrcy", "xarray+zarr-python", lim]
     table = Table(f"HDF5 / NetCDF-4 -> Zarr v3 ({threads} threads)", peers)
@@ -243,8 +245,8 @@ def run(quick: bool = False, threads: int | None = None) -> Table:
         shard_mib = step_mib * tchunk
         budget = 4 * shard_mib * threads + 200
         chunks, shards = [1, ny, nx], [tchunk, ny, nx]
-        t_inf, t_enc, t_cpu = limit(one, threads)
-        print(f"  {lim}: libdeflate inflate + unshuffle {t_inf:.3f} s + zstd level 0 encode {t_enc:.3f} s "
+        t_inf, t_enc, t_cpu = limit(one, threads, level)
+        print(f"  {lim}: libdeflate inflate + unshuffle {t_inf:.3f} s + zstd level {level} encode {t_enc:.3f} s "
               f"= {t_inf + t_enc:.3f} s, CPU {t_cpu:.2f} s (load avg {os.getloadavg()[0]:.2f})", flush=True)
         rows = (("1 file", one, [one], None, None),
                 ("12 files --concat-dim time", f"{d}/month*.nc", monthly, "time", None),
@@ -253,17 +255,19 @@ def run(quick: bool = False, threads: int | None = None) -> Table:
             qs = f"offset={quant['offset']},scale={quant['scale']},dtype=uint16,nan=65535" if quant else None
             zc = _child(_CHILD_ZC, {"src": src, "dst": f"{d}/zc.zarr", "concat_dim": concat,
                                     "shards": ",".join(map(str, shards)), "chunks": ",".join(map(str, chunks)),
-                                    "quantize": qs, "threads": threads, "who": "zarrcy"})
+                                    "quantize": qs, "threads": threads, "who": "zarrcy", "level": level})
             if zc is not None:
                 _check(f"{d}/zc.zarr", monthly[1], months[0], bool(quant))
             xr = _child(_CHILD_XR, {"srcs": srcs, "dst": f"{d}/xr.zarr", "tchunk": tchunk, "chunks": chunks,
-                                    "shards": shards, "quantize": quant, "threads": threads, "who": "xarray"})
+                                    "shards": shards, "quantize": quant, "threads": threads, "who": "xarray",
+                                    "level": level})
             rss = f"peak RSS MiB zarrcy {zc['maxrss_mib']:.0f}" if zc else "peak RSS MiB zarrcy n/a"
             rss += f" / xarray {xr['maxrss_mib']:.0f}" if xr else " / xarray n/a"
             cpu = f"CPU s zarrcy {zc['cpu']:.2f}" if zc else "CPU s zarrcy n/a"
             cpu += f" / xarray {xr['cpu']:.2f}" if xr else " / xarray n/a"
             cpu += "" if quant else f" / limit {t_cpu:.2f}"
-            table.add(f"{nt * step_mib:.0f} MiB NetCDF-4 {label} -> v3 shards {tchunk} steps zstd "
+            table.add(f"{nt * step_mib:.0f} MiB NetCDF-4 {label} -> v3 shards {tchunk} steps zstd"
+                      f"{'' if level == 0 else f' level {level}'} "
                       f"({rss}; budget {budget:.0f}; {cpu}; load {os.getloadavg()[0]:.2f})",
                       {"zarrcy": zc["seconds"] if zc else None, "xarray+zarr-python": xr["seconds"] if xr else None,
                        lim: None if quant else t_inf + t_enc})
