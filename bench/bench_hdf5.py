@@ -159,7 +159,7 @@ def limit(path: str, threads: int, level: int = 0, var: str = "t2m") -> tuple[fl
     import h5py
     import numcodecs.zstd as nz
 
-    import zarrcy.codecs.hdf5  # noqa: F401  (resolves libdeflate's entry points)
+    import zarrcy.codecs.gzip  # noqa: F401  (resolves libdeflate's entry points)
     from zarrcy._kernels import _deflate as K
     from zarrcy._kernels._shuffle import unshuffle_into
 
