@@ -231,7 +231,8 @@ def read_region(arr: Any, sel: tuple[slice, ...]) -> np.ndarray | None:
     out = out.view(dtype).reshape(shape)
     if out.size == 0:
         return out
-    raw_nbytes = math.prod(cs) * dtype.itemsize + 4096  # stored chunks are about this size or smaller
+    # stored chunks are about this size or smaller (a larger one is read into a new buffer)
+    rawbuf = _buffer("raw", math.prod(cs) * dtype.itemsize + 4096)
     scratch: np.ndarray | None = None
     fill = np.asarray(arr.metadata.fill_value, dtype=dtype)
     ranges = [range(s.start // c, -(-s.stop // c)) for s, c in zip(sel, cs)]
@@ -239,7 +240,7 @@ def read_region(arr: Any, sel: tuple[slice, ...]) -> np.ndarray | None:
         lo = [i * c for i, c in zip(coords, cs)]
         inter = [(max(s.start, o), min(s.stop, o + c)) for s, o, c in zip(sel, lo, cs)]
         dst = out[tuple(slice(a - s.start, b - s.start) for (a, b), s in zip(inter, sel))]
-        raw = store.read_chunk(arr.path, coords, _buffer("raw", raw_nbytes))
+        raw = store.read_chunk(arr.path, coords, rawbuf)
         if raw is None:
             dst[...] = fill
             continue
