@@ -236,6 +236,7 @@ def read_region(arr: Any, sel: tuple[slice, ...]) -> np.ndarray | None:
     scratch: np.ndarray | None = None
     fill = np.asarray(arr.metadata.fill_value, dtype=dtype)
     ranges = [range(s.start // c, -(-s.stop // c)) for s, c in zip(sel, cs)]
+    store.prefetch(arr.path, list(itertools.product(*ranges)))  # cold files: the OS reads ahead
     for coords in itertools.product(*ranges):
         lo = [i * c for i, c in zip(coords, cs)]
         inter = [(max(s.start, o), min(s.stop, o + c)) for s, o, c in zip(sel, lo, cs)]

@@ -450,6 +450,42 @@ class HDF5Store(Store):
             local[ax] = coords[ax] - a.starts[i]
         return part, local
 
+    def prefetch(self, path: str, coords: Sequence[tuple[int, ...]]) -> None:
+        """Ask the OS to start reading the stored chunks ``coords`` of array ``path``
+        (``posix_fadvise(WILLNEED)``, asynchronous) so that reading them one by one
+        overlaps with decoding the first ones when the file is not in the page cache.
+        Chunks read through h5py, and systems without ``posix_fadvise``, are skipped."""
+        a = self._arrays.get(path)
+        advise = getattr(os, "posix_fadvise", None)
+        if a is None or advise is None or not a.direct:
+            return
+        if os.getpid() != self._pid:
+            self._reopen()
+        ranges: dict[int, list[tuple[int, int]]] = {}
+        files: dict[int, Any] = {}
+        for c in coords:
+            if len(c) != len(a.shape) or any(x < 0 or x * cs >= s for x, s, cs in zip(c, a.shape, a.chunk_shape)):
+                continue
+            part, local = self._part(a, tuple(c))
+            if part.kind != "chunked":
+                continue
+            hit = part.chunk_index().get(tuple(local))
+            if hit is not None:
+                ranges.setdefault(id(part.file), []).append((hit[0], hit[1]))
+                files[id(part.file)] = part.file
+        for k, rs in ranges.items():
+            rs.sort()
+            start, stop = rs[0][0], rs[0][0] + rs[0][1]
+            for off, n in rs[1:] + [(-1, 0)]:
+                if 0 <= off <= stop + (64 << 10):  # adjacent (or nearly): one request
+                    stop = max(stop, off + n)
+                    continue
+                try:
+                    advise(files[k].fd, start, stop - start, os.POSIX_FADV_WILLNEED)
+                except OSError:  # pragma: no cover - advisory only
+                    return
+                start, stop = off, off + n
+
     def read_chunk(self, path: str, coords: tuple[int, ...], into: Any = None) -> bytes | bytearray | memoryview | None:
         """The served bytes of chunk ``coords`` of array ``path`` (what ``get`` gives for its
         key; None for a missing chunk).  A stored chunk read straight from the file goes
