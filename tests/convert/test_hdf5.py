@@ -825,3 +825,27 @@ def test_prefetch_advises_the_chunk_ranges(tmp_path, monkeypatch):
     assert calls == []
     assert np.array_equal(zarrcy.open_array(store, path="v", mode="r")[...], data)
     store.close()
+
+
+def test_inflate_without_libdeflate_zlib_entry_point(tmp_path, monkeypatch):
+    """The codec's fallback (Python's zlib, when libdeflate's zlib entry point is not
+    found) decodes the same values and refuses streams of the wrong size alike."""
+    import zarrcy.codecs.hdf5 as ch
+
+    monkeypatch.setattr(ch, "_HAVE_LIBDEFLATE", False)
+    path = str(tmp_path / "fb.h5")
+    data = np.random.default_rng(9).standard_normal((4, 30, 20)).astype("<f4")
+    with h5py.File(path, "w") as f:
+        f.create_dataset("v", data=data, chunks=(1, 30, 20), compression="gzip", shuffle=True)
+        f.create_dataset("p", data=data, chunks=(1, 30, 20), compression="gzip")
+        d = f.create_dataset("bad", shape=(2, 100), dtype="<i4", chunks=(1, 100), compression="gzip")
+        d.id.write_direct_chunk((0, 0), zlib.compress(bytes(399), 4))
+        d.id.write_direct_chunk((1, 0), zlib.compress(bytes(401), 4))
+    store = HDF5Store(path)
+    for name in ("v", "p"):
+        assert np.array_equal(zarrcy.open_array(store, path=name, mode="r")[...], data)
+    bad = zarrcy.open_array(store, path="bad", mode="r")
+    for i in (0, 1):
+        with pytest.raises(CorruptChunkError, match="deflate"):
+            bad[i]
+    store.close()
