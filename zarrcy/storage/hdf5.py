@@ -16,7 +16,10 @@ dimension -- as a Zarr v3 hierarchy, so everything that reads stores
   read once per dataset with ``chunk_iter``) and prefixed with a 4-byte
   little-endian filter mask.  The internal ``zarrcy.hdf5_chunk`` codec
   (:mod:`zarrcy.codecs.hdf5`) undoes the HDF5 filters (deflate, shuffle, fletcher32)
-  itself, outside h5py's global lock, so threads decode chunks in parallel;
+  itself, outside h5py's global lock, so threads decode chunks in parallel.
+  :meth:`HDF5Store.read_chunk` serves the same bytes into a caller's reused buffer,
+  and :meth:`HDF5Store.prefetch` asks the OS to read a region's chunks ahead (the
+  converter's region reads, zarrcy/convert/hdf5.py ``read_region``);
 * datasets whose filters zarrcy does not decode (szip, lzf, plugins), compact or
   external storage, and variable-length strings are read through h5py
   (``dataset[region]``, under its lock); their chunks are served as raw bytes (mask
