@@ -14,7 +14,20 @@ in the label with the issue's budget, 4 x (shard size x workers) + 200 MB):
    dtype uint16).
 
 xarray's dask chunks are one shard (12 steps), as in the issue's reference timing.
+Both sides write the same codecs: ``bytes`` + ``zstd`` level 0 (libzstd's default, 3;
+no checksum) inside ``sharding_indexed`` shards of 12 (1, 721, 1440) chunks.
+
+The ``limit-Nt`` column is the codec-bound floor of rows 1 and 2 (:func:`limit`):
+every source chunk inflated by libdeflate (+ HDF5's unshuffle) and every destination
+chunk zstd-encoded at the same level, on the same N threads, from memory (no file
+I/O, no shard assembly); the label splits it into its inflate and encode parts.  The
+labels also give each child's CPU seconds (user + system): on a shared machine they
+say more than wall times.
+
 ``run(quick=True)``: a (36, 91, 180) field in 12 files of 3 steps (a smoke run).
+``ZARRCY_BENCH_HDF5_STEPS=N``: N full-size (721, 1440) steps (the full run: 365) in 12
+files, for reduced runs on a shared machine.  ``ZARRCY_BENCH_HDF5_ZSTD_LEVEL=L``: zstd
+level L on both sides and in the limit (default 0, libzstd's default level 3).
 """
 
 from __future__ import annotations
@@ -24,6 +37,9 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -75,9 +91,9 @@ job = json.loads(sys.argv[1])
 import zarrcy, zarrcy.convert, zarrcy.convert.hdf5, zarrcy.storage.hdf5, zarrcy.codecs.hdf5, h5py, deflate
 import zarrcy.codecs.sharding, zarrcy.codecs.zstd, zarrcy.codecs.cast_value, zarrcy.codecs.scale_offset, crc32c
 zarrcy.config(threads=job["threads"])
-t0 = time.perf_counter()  # imports excluded (both sides)
+t0, c0 = time.perf_counter(), time.process_time()  # imports excluded (both sides)
 zarrcy.convert(job["src"], job["dst"], concat_dim=job["concat_dim"], shards=job["shards"], chunks=job["chunks"],
-               compressor="zstd:0", quantize=job["quantize"], workers=job["threads"], progress="off", overwrite=True)
+               compressor=f"zstd:{job['level']}", quantize=job["quantize"], workers=job["threads"], progress="off", overwrite=True)
 """
 
 _CHILD_XR = r"""
@@ -87,11 +103,11 @@ job = json.loads(sys.argv[1])
 import dask, numpy as np, xarray as xr, zarr, netCDF4
 from zarr.codecs import ZstdCodec
 dask.config.set(scheduler="threads", num_workers=job["threads"])
-t0 = time.perf_counter()  # imports excluded (both sides)
+t0, c0 = time.perf_counter(), time.process_time()  # imports excluded (both sides)
 ds = xr.open_mfdataset(job["srcs"], combine="by_coords", data_vars="minimal", coords="minimal", compat="override",
                        chunks={"time": job["tchunk"]})
 ds = ds.chunk({"time": job["tchunk"]})
-enc = {"t2m": {"compressors": [ZstdCodec(level=0)], "chunks": tuple(job["chunks"]), "shards": tuple(job["shards"])}}
+enc = {"t2m": {"compressors": [ZstdCodec(level=job["level"])], "chunks": tuple(job["chunks"]), "shards": tuple(job["shards"])}}
 if job["quantize"]:
     enc["t2m"].update(dtype="uint16", scale_factor=1 / job["quantize"]["scale"], add_offset=job["quantize"]["offset"],
                       _FillValue=65535)
@@ -100,12 +116,13 @@ ds.to_zarr(job["dst"], mode="w", zarr_format=3, encoding=enc, consolidated=False
 
 _TAIL = r"""
 seconds = time.perf_counter() - t0
+cpu = time.process_time() - c0
 hwm = 0.0
 with open("/proc/self/status") as f:  # VmHWM: this process image's peak RSS
     for line in f:
         if line.startswith("VmHWM:"):
             hwm = int(line.split()[1]) / 1024
-print(json.dumps({"seconds": seconds, "maxrss_mib": hwm}))
+print(json.dumps({"seconds": seconds, "cpu": cpu, "maxrss_mib": hwm}))
 """
 
 
@@ -133,12 +150,85 @@ def _check(dst: str, src_file: str, t: int, quantized: bool) -> None:
         raise AssertionError(f"bench_hdf5: zarrcy output differs from the source at time step {t}")
 
 
+def limit(path: str, threads: int, level: int = 0, var: str = "t2m") -> tuple[float, float, float]:
+    """(inflate seconds, encode seconds, CPU seconds of both): the codec work of converting ``var`` of ``path``
+    on ``threads`` threads, from memory.  Batches of raw chunks are read first (not
+    timed); each batch is inflated (libdeflate's zlib entry point, GIL released, into
+    per-thread buffers) and unshuffled, then every decoded chunk is zstd-encoded at
+    ``level`` (numcodecs, GIL released): the destination chunks are the source's."""
+    import h5py
+    import numcodecs.zstd as nz
+
+    import zarrcy.codecs.gzip  # noqa: F401  (resolves libdeflate's entry points)
+    from zarrcy._kernels import _deflate as K
+    from zarrcy._kernels._shuffle import unshuffle_into
+
+    with h5py.File(path, "r") as f:
+        ds = f[var]
+        shuffle = bool(ds.shuffle)
+        nbytes = int(np.prod(ds.chunks)) * ds.dtype.itemsize
+        itemsize = ds.dtype.itemsize
+        idx: list[tuple[int, int]] = []
+        ds.id.chunk_iter(lambda si: idx.append((int(si.byte_offset), int(si.size))))
+    idx.sort()
+    local = threading.local()
+
+    def inflate(raw: np.ndarray) -> np.ndarray:
+        out = np.empty(nbytes, np.uint8)
+        tmp = getattr(local, "tmp", None)
+        if tmp is None:
+            tmp = local.tmp = np.empty(nbytes, np.uint8)
+        code, _ = K.zlib_decompress_into(raw, tmp if shuffle else out)
+        if code != nbytes:
+            raise RuntimeError(f"limit: libdeflate returned {code}")
+        if shuffle:
+            unshuffle_into(tmp, out, itemsize)
+        return out
+
+    batch = 8 * threads
+    t_inf = t_enc = cpu = 0.0
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with ThreadPoolExecutor(threads) as ex:
+            decoded = list(ex.map(inflate, [np.frombuffer(os.pread(fd, n, o), np.uint8) for o, n in idx[:threads]]))
+            list(ex.map(lambda a: nz.compress(a, level), decoded))  # warm-up: thread-local buffers, pools
+            for b in range(0, len(idx), batch):
+                raws = [np.frombuffer(os.pread(fd, n, o), np.uint8) for o, n in idx[b:b + batch]]
+                t0, c0 = time.perf_counter(), time.process_time()
+                decoded = list(ex.map(inflate, raws))
+                t1 = time.perf_counter()
+                list(ex.map(lambda a: nz.compress(a, level), decoded))
+                t2 = time.perf_counter()
+                cpu += time.process_time() - c0
+                t_inf += t1 - t0
+                t_enc += t2 - t1
+                del decoded
+    finally:
+        os.close(fd)
+    return t_inf, t_enc, cpu
+
+
+def _steps() -> int | None:
+    raw = os.environ.get("ZARRCY_BENCH_HDF5_STEPS")
+    if not raw:
+        return None
+    n = int(raw)
+    if n < 12:
+        raise SystemExit("ZARRCY_BENCH_HDF5_STEPS: expected at least 12 steps (one per monthly file)")
+    return n
+
+
 def run(quick: bool = False, threads: int | None = None) -> Table:
     threads = threads or os.cpu_count() or 1
-    nt, ny, nx = (36, 91, 180) if quick else (365, 721, 1440)
-    months = (3,) * 12 if quick else MONTHS
+    steps = None if quick else _steps()
+    nt, ny, nx = (36, 91, 180) if quick else (steps or 365, 721, 1440)
+    months: tuple[int, ...] = (3,) * 12 if quick else MONTHS
+    if steps is not None:  # reduced run: the steps spread over the 12 files
+        months = tuple(steps // 12 + (1 if i < steps % 12 else 0) for i in range(12))
     tchunk = 12
-    peers = ["zarrcy", "xarray+zarr-python"]
+    level = int(os.environ.get("ZARRCY_BENCH_HDF5_ZSTD_LEVEL", "0"))  # both sides and the limit
+    lim = f"limit-{threads}t"
+    peers = ["zarrcy", "xarray+zarr-python", lim]
     table = Table(f"HDF5 / NetCDF-4 -> Zarr v3 ({threads} threads)", peers)
     d = scratch_dir("zarrcy-bench-hdf5-")
     try:
@@ -155,6 +245,9 @@ def run(quick: bool = False, threads: int | None = None) -> Table:
         shard_mib = step_mib * tchunk
         budget = 4 * shard_mib * threads + 200
         chunks, shards = [1, ny, nx], [tchunk, ny, nx]
+        t_inf, t_enc, t_cpu = limit(one, threads, level)
+        print(f"  {lim}: libdeflate inflate + unshuffle {t_inf:.3f} s + zstd level {level} encode {t_enc:.3f} s "
+              f"= {t_inf + t_enc:.3f} s, CPU {t_cpu:.2f} s (load avg {os.getloadavg()[0]:.2f})", flush=True)
         rows = (("1 file", one, [one], None, None),
                 ("12 files --concat-dim time", f"{d}/month*.nc", monthly, "time", None),
                 ("12 files --concat-dim time, --quantize uint16", f"{d}/month*.nc", monthly, "time", QUANT))
@@ -162,16 +255,22 @@ def run(quick: bool = False, threads: int | None = None) -> Table:
             qs = f"offset={quant['offset']},scale={quant['scale']},dtype=uint16,nan=65535" if quant else None
             zc = _child(_CHILD_ZC, {"src": src, "dst": f"{d}/zc.zarr", "concat_dim": concat,
                                     "shards": ",".join(map(str, shards)), "chunks": ",".join(map(str, chunks)),
-                                    "quantize": qs, "threads": threads, "who": "zarrcy"})
+                                    "quantize": qs, "threads": threads, "who": "zarrcy", "level": level})
             if zc is not None:
                 _check(f"{d}/zc.zarr", monthly[1], months[0], bool(quant))
             xr = _child(_CHILD_XR, {"srcs": srcs, "dst": f"{d}/xr.zarr", "tchunk": tchunk, "chunks": chunks,
-                                    "shards": shards, "quantize": quant, "threads": threads, "who": "xarray"})
+                                    "shards": shards, "quantize": quant, "threads": threads, "who": "xarray",
+                                    "level": level})
             rss = f"peak RSS MiB zarrcy {zc['maxrss_mib']:.0f}" if zc else "peak RSS MiB zarrcy n/a"
             rss += f" / xarray {xr['maxrss_mib']:.0f}" if xr else " / xarray n/a"
-            table.add(f"{nt * step_mib:.0f} MiB NetCDF-4 {label} -> v3 shards {tchunk} steps zstd "
-                      f"({rss}; budget {budget:.0f})",
-                      {"zarrcy": zc["seconds"] if zc else None, "xarray+zarr-python": xr["seconds"] if xr else None})
+            cpu = f"CPU s zarrcy {zc['cpu']:.2f}" if zc else "CPU s zarrcy n/a"
+            cpu += f" / xarray {xr['cpu']:.2f}" if xr else " / xarray n/a"
+            cpu += "" if quant else f" / limit {t_cpu:.2f}"
+            table.add(f"{nt * step_mib:.0f} MiB NetCDF-4 {label} -> v3 shards {tchunk} steps zstd"
+                      f"{'' if level == 0 else f' level {level}'} "
+                      f"({rss}; budget {budget:.0f}; {cpu}; load {os.getloadavg()[0]:.2f})",
+                      {"zarrcy": zc["seconds"] if zc else None, "xarray+zarr-python": xr["seconds"] if xr else None,
+                       lim: None if quant else t_inf + t_enc})
             for k in ("zc.zarr", "xr.zarr"):
                 shutil.rmtree(f"{d}/{k}", ignore_errors=True)
     finally:

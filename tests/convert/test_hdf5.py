@@ -8,6 +8,7 @@ import json
 import os
 import threading
 import warnings
+import zlib
 
 import numpy as np
 import pytest
@@ -660,4 +661,191 @@ def test_every_dtype_and_filter_like_h5py(tmp_path, dtype, flt):
     a = zarrcy.open_array(store, path="v", mode="r")
     assert np.array_equal(a[...], want)
     assert np.array_equal(a[3:11, 1:6:2, 1:], want[3:11, 1:6:2, 1:])
+    store.close()
+
+
+@pytest.mark.parametrize("n_decoded", [399, 401, 800])
+def test_deflate_stream_of_the_wrong_size_is_corrupt(tmp_path, n_decoded):
+    """A stored chunk whose zlib stream decodes to fewer or more bytes than the chunk
+    (400 here) is a CorruptChunkError, with or without the shuffle filter after it."""
+    path = str(tmp_path / "size.h5")
+    with h5py.File(path, "w") as f:
+        for name, shuffle in (("plain", False), ("shuffled", True)):
+            d = f.create_dataset(name, shape=(2, 100), dtype="<i4", chunks=(1, 100), compression="gzip",
+                                 shuffle=shuffle)
+            d[0] = np.arange(100)
+            d.id.write_direct_chunk((1, 0), zlib.compress((bytes(range(256)) * 4)[:n_decoded], 4))
+    store = HDF5Store(path)
+    for name in ("plain", "shuffled"):
+        a = zarrcy.open_array(store, path=name, mode="r")
+        assert np.array_equal(a[0], np.arange(100))
+        with pytest.raises(CorruptChunkError, match="deflate"):
+            a[1]
+    store.close()
+
+
+# --------------------------------------------------------------------------------------
+# the converter's region read (zarrcy/convert/hdf5.py read_region)
+# --------------------------------------------------------------------------------------
+def _regions(shape: tuple[int, ...], rng: np.random.Generator, n: int = 12) -> list[tuple[slice, ...]]:
+    out = [tuple(slice(0, s) for s in shape)]
+    for _ in range(n):
+        sel = []
+        for s in shape:
+            a = int(rng.integers(0, s))
+            sel.append(slice(a, int(rng.integers(a, s + 1))))
+        out.append(tuple(sel))
+    return out
+
+
+def _in_thread(fn):
+    """Run ``fn()`` in a worker thread (the converter's workers; the main thread keeps no buffers)."""
+    box: list = []
+    t = threading.Thread(target=lambda: box.append(fn()))
+    t.start()
+    t.join()
+    return box[0]
+
+
+def test_read_region_equals_array_reads(nc, tmp_path):
+    """Every array the path reads (deflate+shuffle, +fletcher32, contiguous, big-endian,
+    through h5py, unallocated chunks = fill, a user block) gives what ``arr[sel]``
+    gives, for aligned, unaligned and empty regions; CF packing chains and other stores
+    are left to ``arr[sel]`` (None)."""
+    from zarrcy.convert.hdf5 import read_region
+
+    h5 = str(tmp_path / "plain.h5")
+    make_h5(h5)
+    rng = np.random.default_rng(7)
+    seen = 0
+    for path, names in ((nc[0], ("t2m", "packed", "contig", "big", "sub/x", "time")),
+                        (h5, ("sparse", "fl", "dz", "m", "color", "flags", "fixed"))):
+        store = HDF5Store(path)
+        for name in names:
+            a = zarrcy.open_array(store, path=name, mode="r")
+            for sel in _regions(a.shape, rng):
+                got = _in_thread(lambda: None if (r := read_region(a, sel)) is None else r.copy())
+                assert got is not None, name
+                assert got.dtype == a.dtype
+                assert np.array_equal(got, a[sel]), (name, sel)
+                seen += 1
+        store.close()
+    assert seen > 100
+    chained = HDF5Store(nc[0], cf_packing="chain")
+    assert read_region(zarrcy.open_array(chained, path="packed", mode="r"), (slice(0, 2), slice(0, 5))) is None
+    chained.close()
+    z = zarrcy.create_array(str(tmp_path / "z.zarr"), shape=(4,), dtype="i4", chunks=(2,))
+    assert read_region(z, (slice(0, 4),)) is None
+
+
+def test_read_region_concatenated_files(tmp_path):
+    from zarrcy.convert.hdf5 import read_region
+
+    paths = make_months(str(tmp_path / "m"), lens=(3, 4, 2), chunk_t=1)
+    store = HDF5Store(paths, concat_dim="time")
+    a = zarrcy.open_array(store, path="t2m", mode="r")
+    rng = np.random.default_rng(8)
+    for sel in _regions(a.shape, rng, 20):
+        assert np.array_equal(_in_thread(lambda: read_region(a, sel).copy()), a[sel]), sel
+    store.close()
+
+
+def test_read_region_never_overwrites_a_held_result(tmp_path):
+    """The thread's region buffer is reused only when the previous result is no longer
+    referenced: holding one while reading the next keeps it intact."""
+    from zarrcy.convert.hdf5 import read_region
+
+    path = str(tmp_path / "r.h5")
+    data = np.arange(6 * 50 * 40, dtype="<f4").reshape(6, 50, 40)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("v", data=data, chunks=(1, 50, 40), compression="gzip", shuffle=True)
+    store = HDF5Store(path)
+    a = zarrcy.open_array(store, path="v", mode="r")
+
+    def work() -> tuple[bool, bool]:
+        first = read_region(a, (slice(0, 3), slice(0, 50), slice(0, 40)))
+        second = read_region(a, (slice(3, 6), slice(0, 50), slice(0, 40)))
+        ok = np.array_equal(first, data[:3]) and np.array_equal(second, data[3:])
+        addr = second.__array_interface__["data"][0]
+        del first, second
+        third = read_region(a, (slice(0, 3), slice(0, 50), slice(0, 40)))
+        return ok and np.array_equal(third, data[:3]), third.__array_interface__["data"][0] == addr
+
+    ok, reused = _in_thread(work)
+    assert ok
+    assert reused  # released: the buffer is used again (no fresh pages per region)
+    store.close()
+
+
+def test_read_region_names_a_corrupt_chunk(tmp_path):
+    from zarrcy.convert.hdf5 import read_region
+
+    path = str(tmp_path / "bad.h5")
+    data = np.arange(4 * 100, dtype="<i4").reshape(4, 100)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("v", data=data, chunks=(1, 100), compression="gzip")
+        info = []
+        f["v"].id.chunk_iter(info.append)
+    with open(path, "r+b") as fh:
+        fh.seek(info[2].byte_offset + 10)
+        b = fh.read(1)
+        fh.seek(info[2].byte_offset + 10)
+        fh.write(bytes([b[0] ^ 0xFF]))
+    store = HDF5Store(path)
+    a = zarrcy.open_array(store, path="v", mode="r")
+    assert np.array_equal(read_region(a, (slice(0, 2), slice(0, 100))), data[:2])
+    with pytest.raises(CorruptChunkError) as ei:
+        read_region(a, (slice(1, 4), slice(0, 100)))
+    assert ei.value.key == "v/c/2/0"
+    store.close()
+
+
+def test_prefetch_advises_the_chunk_ranges(tmp_path, monkeypatch):
+    """``HDF5Store.prefetch`` asks the OS to read ahead exactly the stored chunks asked
+    for (adjacent ones in one request); bad coordinates and h5py-read arrays are skipped."""
+    path = str(tmp_path / "p.h5")
+    data = np.random.default_rng(4).standard_normal((6, 30, 20)).astype("<f4")
+    with h5py.File(path, "w") as f:
+        f.create_dataset("v", data=data, chunks=(1, 30, 20), compression="gzip", shuffle=True)
+        f.create_dataset("m", data=data, chunks=(1, 30, 20), compression="lzf")
+        info: list = []
+        f["v"].id.chunk_iter(info.append)
+    calls: list[tuple[int, int]] = []
+    monkeypatch.setattr(os, "posix_fadvise", lambda fd, off, n, advice: calls.append((off, n)), raising=False)
+    monkeypatch.setattr(os, "POSIX_FADV_WILLNEED", 3, raising=False)
+    store = HDF5Store(path)
+    store.prefetch("v", [(1, 0, 0), (2, 0, 0), (3, 0, 0), (9, 0, 0), (1, 0)])
+    lo = min(i.byte_offset for i in info[1:4])
+    hi = max(i.byte_offset + i.size for i in info[1:4])
+    assert sum(n for _, n in calls) >= sum(i.size for i in info[1:4])
+    assert min(o for o, _ in calls) == lo and max(o + n for o, n in calls) == hi
+    calls.clear()
+    store.prefetch("m", [(0, 0, 0)])
+    store.prefetch("nope", [(0,)])
+    assert calls == []
+    assert np.array_equal(zarrcy.open_array(store, path="v", mode="r")[...], data)
+    store.close()
+
+
+def test_inflate_without_libdeflate_zlib_entry_point(tmp_path, monkeypatch):
+    """The codec's fallback (Python's zlib, when libdeflate's zlib entry point is not
+    found) decodes the same values and refuses streams of the wrong size alike."""
+    import zarrcy.codecs.hdf5 as ch
+
+    monkeypatch.setattr(ch, "_HAVE_LIBDEFLATE", False)
+    path = str(tmp_path / "fb.h5")
+    data = np.random.default_rng(9).standard_normal((4, 30, 20)).astype("<f4")
+    with h5py.File(path, "w") as f:
+        f.create_dataset("v", data=data, chunks=(1, 30, 20), compression="gzip", shuffle=True)
+        f.create_dataset("p", data=data, chunks=(1, 30, 20), compression="gzip")
+        d = f.create_dataset("bad", shape=(2, 100), dtype="<i4", chunks=(1, 100), compression="gzip")
+        d.id.write_direct_chunk((0, 0), zlib.compress(bytes(399), 4))
+        d.id.write_direct_chunk((1, 0), zlib.compress(bytes(401), 4))
+    store = HDF5Store(path)
+    for name in ("v", "p"):
+        assert np.array_equal(zarrcy.open_array(store, path=name, mode="r")[...], data)
+    bad = zarrcy.open_array(store, path="bad", mode="r")
+    for i in (0, 1):
+        with pytest.raises(CorruptChunkError, match="deflate"):
+            bad[i]
     store.close()

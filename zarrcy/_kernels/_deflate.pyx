@@ -1,4 +1,5 @@
-"""gzip (RFC 1952) through libdeflate's C API, without the GIL, into caller buffers.
+"""gzip (RFC 1952) and zlib (RFC 1950) through libdeflate's C API, without the GIL,
+into caller buffers.
 
 The ``deflate`` wheel links libdeflate statically and exports its public C entry
 points from its extension module.  :func:`load` resolves them at run time from
@@ -61,6 +62,8 @@ cdef alloc_compressor_t p_alloc_compressor = NULL
 cdef free_compressor_t p_free_compressor = NULL
 cdef gzip_compress_t p_gzip_compress = NULL
 cdef gzip_compress_bound_t p_gzip_compress_bound = NULL
+# zlib streams (HDF5's deflate filter); optional: gzip works without it
+cdef gzip_decompress_ex_t p_zlib_decompress_ex = NULL
 cdef bint _loaded = False
 
 BAD_DATA = -1
@@ -88,6 +91,7 @@ def load(str path):
     """Resolve libdeflate's entry points from the loaded module at ``path``; True on success."""
     global p_alloc_decompressor, p_free_decompressor, p_gzip_decompress_ex
     global p_alloc_compressor, p_free_compressor, p_gzip_compress, p_gzip_compress_bound, _loaded
+    global p_zlib_decompress_ex
     if _loaded:
         return True
     cdef bytes bpath = path.encode()
@@ -111,6 +115,8 @@ def load(str path):
     p_free_compressor = <free_compressor_t>s5
     p_gzip_compress = <gzip_compress_t>s6
     p_gzip_compress_bound = <gzip_compress_bound_t>s7
+    # same signature as libdeflate_gzip_decompress_ex (libdeflate.h)
+    p_zlib_decompress_ex = <gzip_decompress_ex_t>zarrcy_deflate_sym(h, b"libdeflate_zlib_decompress_ex")
     _loaded = True
     return True
 
@@ -218,3 +224,28 @@ def gzip_compress_into(const uint8_t[::1] src, uint8_t[::1] dst, int level):
     if n == 0:
         return INSUFFICIENT_SPACE
     return <Py_ssize_t>n
+
+
+def zlib_decompress_into(const uint8_t[::1] src, uint8_t[::1] dst):
+    """Decompress the zlib stream (RFC 1950) at the start of ``src`` into ``dst``.
+
+    Returns ``(code, consumed)`` as :func:`gzip_decompress_into` does (``UNAVAILABLE``
+    when libdeflate has no zlib entry point).  The GIL is released while decoding.
+    """
+    if not _loaded or p_zlib_decompress_ex == NULL:
+        return UNAVAILABLE, 0
+    cdef void *d = _decompressor()
+    cdef size_t in_n = src.shape[0], out_n = dst.shape[0], got = 0, used = 0
+    cdef const uint8_t *ip = &src[0] if in_n else NULL
+    cdef uint8_t *op = &dst[0] if out_n else NULL
+    cdef uint8_t dummy = 0
+    cdef int r
+    if op == NULL:
+        op = &dummy  # libdeflate wants a valid pointer even for 0 bytes
+    if in_n == 0:
+        return BAD_DATA, 0
+    with nogil:
+        r = p_zlib_decompress_ex(d, ip, in_n, op, out_n, &used, &got)
+    if r != 0:
+        return -r, 0
+    return <Py_ssize_t>got, <Py_ssize_t>used

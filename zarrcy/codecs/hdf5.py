@@ -6,8 +6,9 @@ filter ``i`` of the pipeline was skipped for this chunk, as HDF5 records it; all
 bits set: the bytes are the raw chunk).  This codec undoes the HDF5 filter pipeline
 itself, so chunks decode in parallel threads outside h5py's global lock:
 
-* deflate (filter 1): a zlib stream (RFC 1950), decompressed by libdeflate (the
-  ``deflate`` package, GIL released) into a buffer of the chunk's exact size;
+* deflate (filter 1): a zlib stream (RFC 1950), decompressed by libdeflate's C API
+  (``_kernels/_deflate.zlib_decompress_into``, GIL released) straight into the output
+  array when it is the last step, else into the thread's reused scratch buffer;
 * shuffle (filter 2, ``values[0]`` = element size): HDF5's byte shuffle, undone straight
   into the output array by the ``_kernels/_shuffle`` kernel (no GIL);
 * fletcher32 (filter 3): the 4-byte checksum after the data (H5checksum.c
@@ -22,11 +23,14 @@ metadata (zarrcy/convert/engine.py always re-encodes HDF5 sources).
 from __future__ import annotations
 
 import json
+import threading
+import zlib
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
 import numpy as np
 
+from zarrcy._kernels import _deflate as _k
 from zarrcy._kernels._shuffle import unshuffle_into as _unshuffle_into
 from zarrcy.codecs._base import ArrayBytesCodec, ArraySpec
 from zarrcy.errors import CorruptChunkError, MetadataError, expected
@@ -69,24 +73,52 @@ def _check_fletcher(payload: memoryview) -> memoryview:
     raise CorruptChunkError(expected("hdf5 fletcher32", "a matching checksum", "a mismatch (damaged chunk)"))
 
 
-def _inflate(payload: Any, nbytes: int) -> bytes:
-    import zlib
-
+def _load_libdeflate() -> bool:
+    """Resolve libdeflate's entry points (idempotent; see zarrcy/_kernels/_deflate.pyx)."""
     try:
-        import deflate
-
-        try:
-            out = deflate.zlib_decompress(payload, nbytes)
-        except deflate.DeflateError as e:
-            raise CorruptChunkError(expected("hdf5 deflate", f"a zlib stream of {nbytes} bytes", f"{e}")) from None
+        import deflate._deflate as mod
     except ImportError:  # pragma: no cover - deflate is a dependency
-        try:
-            out = zlib.decompress(payload, bufsize=nbytes)
-        except zlib.error as e:
-            raise CorruptChunkError(expected("hdf5 deflate", "a zlib stream", f"{e}")) from None
-    if len(out) != nbytes:
+        return False
+    return bool(_k.load(mod.__file__))
+
+
+_HAVE_LIBDEFLATE = _load_libdeflate()
+_LOCAL = threading.local()
+
+
+def _scratch(nbytes: int) -> np.ndarray:
+    """The calling thread's inflate buffer (reused: no fresh pages to fault in per
+    chunk), at least ``nbytes`` long; one chunk per thread, so memory stays bounded."""
+    buf: np.ndarray | None = getattr(_LOCAL, "buf", None)
+    if buf is None or buf.shape[0] < nbytes:
+        buf = np.empty(max(nbytes, 1), np.uint8)
+        _LOCAL.buf = buf
+    return buf[:nbytes]
+
+
+def _inflate_into(payload: Any, dst: np.ndarray) -> None:
+    """Decompress the zlib stream ``payload`` (HDF5's deflate filter) into ``dst``, which
+    it must fill exactly.  libdeflate without the GIL; bytes after the stream are
+    ignored, as H5Zdeflate.c ignores them."""
+    nbytes = dst.shape[0]
+    src = np.frombuffer(payload, dtype=np.uint8)
+    if _HAVE_LIBDEFLATE:
+        code, _ = _k.zlib_decompress_into(src, dst)
+        if code != _k.UNAVAILABLE:
+            if code < 0:
+                why = "more data" if code == _k.INSUFFICIENT_SPACE else "a damaged stream"
+                raise CorruptChunkError(expected("hdf5 deflate", f"a zlib stream of {nbytes} bytes", why))
+            if code != nbytes:
+                raise CorruptChunkError(expected("hdf5 deflate", f"{nbytes} decoded bytes", code))
+            return
+    d = zlib.decompressobj()  # libdeflate without zlib entry points: Python's zlib
+    try:
+        out = d.decompress(src, nbytes + 1)
+    except zlib.error as e:
+        raise CorruptChunkError(expected("hdf5 deflate", "a zlib stream", f"{e}")) from None
+    if len(out) != nbytes or not d.eof:
         raise CorruptChunkError(expected("hdf5 deflate", f"{nbytes} decoded bytes", len(out)))
-    return out
+    dst[:] = np.frombuffer(out, np.uint8)
 
 
 @dataclass(frozen=True)
@@ -157,7 +189,8 @@ class HDF5ChunkCodec(ArrayBytesCodec):
         active = [f for i, f in enumerate(self._filters()) if not (mask >> i) & 1]
         dt = spec.dtype
         swap = dt.itemsize > 1 and dt.kind in "iufc" and self.endian != ("little" if np.little_endian else "big")
-        target = out.reshape(-1).view(np.uint8) if out.flags.c_contiguous else None
+        # the last decode step writes straight into ``out`` when it can (no copy)
+        target = out.reshape(-1).view(np.uint8) if out.flags.c_contiguous and out.flags.writeable else None
         placed = False
         # the size each filter's output has on encode: fletcher32 adds its 4 bytes
         sizes = [nbytes]
@@ -166,17 +199,26 @@ class HDF5ChunkCodec(ArrayBytesCodec):
         for step, (fid, vals) in enumerate(reversed(active)):
             k = len(active) - 1 - step  # the filter's position in the encode order
             last = k == 0
+            direct = last and target is not None and sizes[k] == nbytes
             if fid == 3:
                 buf = _check_fletcher(memoryview(buf).cast("B"))
             elif fid == 1:
-                buf = _inflate(buf, sizes[k])
+                if direct:
+                    assert target is not None
+                    _inflate_into(buf, target)
+                    placed = True
+                else:  # an intermediate result: the thread's scratch buffer
+                    dst = _scratch(sizes[k])
+                    _inflate_into(buf, dst)
+                    buf = dst
             elif fid == 2:
                 size = vals[0] if vals else dt.itemsize
                 if len(buf) != sizes[k]:
                     raise CorruptChunkError(expected("hdf5 shuffle", f"{sizes[k]} bytes", len(buf)))
-                src = np.frombuffer(buf, dtype=np.uint8)
                 if size > 1 and len(buf) >= size:
-                    if last and target is not None and len(buf) == nbytes:
+                    src = np.frombuffer(buf, dtype=np.uint8)
+                    if direct:
+                        assert target is not None
                         _unshuffle_into(src, target, size)  # straight into the output (nogil kernel)
                         placed = True
                     else:

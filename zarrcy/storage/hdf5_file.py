@@ -1,0 +1,489 @@
+"""HDF5 / NetCDF-4 files as zarrcy reads them (issue 17): the file, its datasets' layout
+and the Zarr metadata fields derived from them, for :mod:`zarrcy.storage.hdf5`.
+
+* :class:`_File`: one open file (an h5py handle for metadata and fallback reads, a raw
+  descriptor for positioned reads of stored chunks, a lock around every h5py call);
+* :class:`_Var` and :func:`describe`: one dataset of one file -- shape, stored dtype,
+  how its chunks are read (``chunked``: raw stored chunks; ``contiguous``: byte ranges;
+  ``h5py`` / ``vlen``: through h5py), its filter pipeline and chunk index (read once
+  with ``chunk_iter``, every entry checked to lie inside the file);
+* attribute values as JSON, data types, dimension names (dimension scales), fill values
+  (``_FillValue`` or the HDF5 fill value), the ``--cf-packing chain`` codecs.
+
+Storage layer (layer 2): the codec is known only by its JSON name.
+"""
+
+from __future__ import annotations
+
+import glob as _glob
+import json
+import math
+import os
+import threading
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from zarrcy.config import at_fork_reset
+from zarrcy.errors import StoreError, ZarrcyError, expected
+
+__all__ = ["HDF5SourceError", "is_hdf5", "describe", "expand_sources", "HDF5_SIGNATURE", "NATIVE_FILTERS", "RAW_MASK"]
+
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+#: HDF5 filters the internal codec decodes (H5Zpublic.h: deflate 1, shuffle 2, fletcher32 3)
+NATIVE_FILTERS = {1: "deflate", 2: "shuffle", 3: "fletcher32"}
+#: filter mask meaning "every filter skipped": the bytes are the raw chunk
+RAW_MASK = 0xFFFFFFFF
+
+#: attributes that are HDF5 / NetCDF-4 bookkeeping, not data attributes
+_INTERNAL_ATTRS = frozenset((
+    "DIMENSION_LIST", "REFERENCE_LIST", "CLASS", "NAME", "_Netcdf4Dimid", "_Netcdf4Coordinates",
+    "_NCProperties", "_nc3_strict", "DIMENSION_LABELS", "_SuperblockVersion", "_IsNetcdf4",
+))
+_NC_DIM_ONLY = b"This is a netCDF dimension but not a netCDF variable"
+
+
+
+class HDF5SourceError(ZarrcyError, ValueError):
+    """The HDF5 source cannot be read as asked (not HDF5, truncated, mismatched files...)."""
+
+
+def is_hdf5(path: str) -> bool:
+    """True if ``path`` is a file with the HDF5 signature at offset 0, 512, 1024, 2048...
+    (the superblock may follow a user block whose size is a power of two >= 512)."""
+    try:
+        if not os.path.isfile(path):
+            return False
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            off = 0
+            while off + 8 <= size:
+                f.seek(off)
+                if f.read(8) == HDF5_SIGNATURE:
+                    return True
+                off = 512 if off == 0 else off * 2
+    except OSError:
+        return False
+    return False
+
+
+def _h5py() -> Any:
+    try:
+        import h5py
+    except ImportError as e:  # pragma: no cover - the hdf5 extra is missing
+        raise StoreError(f"reading HDF5 / NetCDF-4 files needs h5py (pip install 'zarrcy[hdf5]'): {e}") from None
+    return h5py
+
+
+# --------------------------------------------------------------------------------------
+# one dataset of one file
+# --------------------------------------------------------------------------------------
+@dataclass
+class _Var:
+    """What a dataset of one file contributes: layout, decoding, chunk index."""
+
+    file: "_File"
+    name: str                           # HDF5 path without the leading '/'
+    shape: tuple[int, ...]
+    dtype: np.dtype                     # stored dtype (with byte order)
+    kind: str                           # "chunked" | "contiguous" | "h5py" | "vlen"
+    h5_chunks: tuple[int, ...] | None
+    filters: list[dict[str, Any]]       # in HDF5 pipeline (encode) order
+    contiguous_offset: int | None = None
+    index: dict[tuple[int, ...], tuple[int, int, int]] | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def dataset(self) -> Any:
+        return self.file.h5[self.name]
+
+    def chunk_index(self) -> dict[tuple[int, ...], tuple[int, int, int]]:
+        """Chunk grid coordinates -> (file offset, stored size, filter mask), read once."""
+        idx = self.index
+        if idx is not None:
+            return idx
+        with self.lock:
+            if self.index is None:
+                out: dict[tuple[int, ...], tuple[int, int, int]] = {}
+                cs = self.h5_chunks or ()
+
+                def visit(si: Any) -> None:
+                    if si.byte_offset is not None:
+                        out[tuple(o // c for o, c in zip(si.chunk_offset, cs))] = (
+                            int(si.byte_offset), int(si.size), int(si.filter_mask))
+
+                try:
+                    with self.file.lock:
+                        self.dataset().id.chunk_iter(visit)
+                except (OSError, RuntimeError, ValueError, KeyError) as e:
+                    raise HDF5SourceError(f"{self.file.path}: variable /{self.name}: cannot read the chunk index "
+                                          f"(truncated or damaged file?): {e}") from None
+                for (off, size, _) in out.values():
+                    if off < 0 or off + size > self.file.size:
+                        raise HDF5SourceError(expected(
+                            f"{self.file.path}: variable /{self.name}: chunk at byte {off}",
+                            f"{size} bytes inside the file ({self.file.size} bytes)", "a truncated file"))
+                self.index = out
+            return self.index
+
+
+_FILES: "weakref.WeakSet[_File]" = weakref.WeakSet()
+
+
+@at_fork_reset
+def _reset_locks_after_fork() -> None:
+    """Fresh per-file locks in a forked child (a parent thread may have held one)."""
+    for f in list(_FILES):
+        f.lock = threading.RLock()
+
+
+class _File:
+    """One open HDF5 file: h5py handle (metadata, fallback reads) + a raw descriptor."""
+
+    def __init__(self, path: str) -> None:
+        h5py = _h5py()
+        self.path = path
+        if not is_hdf5(path):
+            raise HDF5SourceError(expected(path, "an HDF5 / NetCDF-4 file (HDF5 signature)", "no signature"))
+        self.lock = threading.RLock()
+        _FILES.add(self)
+        try:
+            self.h5 = h5py.File(path, "r")
+        except (OSError, ValueError, RuntimeError) as e:
+            raise HDF5SourceError(f"{path}: cannot open as HDF5 (truncated or damaged?): {e}") from None
+        self.size = os.path.getsize(path)
+        self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        # chunk addresses from chunk_iter are absolute file offsets (checked once per
+        # dataset against read_direct_chunk, see HDF5Store._check_direct)
+        self.direct_ok: bool | None = None
+
+    def close(self) -> None:
+        try:
+            self.h5.close()
+        finally:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+
+    def pread(self, offset: int, size: int, into_offset: int = 0) -> bytearray:
+        """``size`` bytes at ``offset`` in a new buffer, after ``into_offset`` bytes of room."""
+        buf = bytearray(into_offset + size)
+        self.pread_into(offset, size, memoryview(buf)[into_offset:])
+        return buf
+
+    def pread_into(self, offset: int, size: int, mv: memoryview) -> None:
+        """Read ``size`` bytes at ``offset`` into the first ``size`` bytes of ``mv``
+        (HDF5SourceError when they are not all inside the file)."""
+        if offset < 0 or size < 0 or offset + size > self.size:
+            raise HDF5SourceError(expected(f"{self.path}: chunk at byte {offset}", f"{size} bytes inside the file "
+                                           f"({self.size} bytes)", "a truncated file"))
+        got = 0
+        if not hasattr(os, "preadv"):  # pragma: no cover - Windows: one positioned read at a time
+            with self.lock, open(self.path, "rb") as fh:
+                fh.seek(offset)
+                got = fh.readinto(mv[:size])
+            if got != size:
+                raise HDF5SourceError(f"{self.path}: unexpected end of file at byte {offset + got}")
+            return
+        while got < size:
+            n = os.preadv(self.fd, [mv[got:size]], offset + got)
+            if n <= 0:
+                raise HDF5SourceError(f"{self.path}: unexpected end of file at byte {offset + got}")
+            got += n
+
+
+# --------------------------------------------------------------------------------------
+# attributes, data types
+# --------------------------------------------------------------------------------------
+def _json_value(v: Any) -> Any:
+    """An HDF5 attribute value as JSON (numbers keep their value exactly: a float32
+    becomes the float64 of the same value); ValueError if it has no JSON form."""
+    if isinstance(v, bytes):
+        return v.decode("utf-8", errors="replace")
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        if math.isnan(f):
+            return "NaN"
+        if math.isinf(f):
+            return "Infinity" if f > 0 else "-Infinity"
+        return f
+    if isinstance(v, np.ndarray):
+        if v.dtype.kind in "biufSUO" and v.dtype.fields is None:
+            if v.ndim == 0 or v.size == 1:  # NetCDF attributes are arrays; one value reads as a scalar
+                return _json_value(v.reshape(-1)[0])
+            return [_json_value(x) for x in v.reshape(-1).tolist()] if v.ndim == 1 else [_json_value(x) for x in v]
+        raise ValueError(v.dtype)
+    if isinstance(v, (list, tuple)):
+        return [_json_value(x) for x in v]
+    raise ValueError(type(v))
+
+
+def _attributes(obj: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    try:
+        names = list(obj.attrs.keys())
+    except (OSError, RuntimeError, KeyError):
+        return out
+    for k in names:
+        if k in _INTERNAL_ATTRS or k == "_FillValue":  # _FillValue: see _xarray_fill
+            continue
+        try:
+            v = obj.attrs[k]
+            out[k] = _json_value(v)
+        except (OSError, RuntimeError, ValueError, TypeError, KeyError):
+            continue  # references, compound... (no JSON form): left out
+    return out
+
+
+def _data_type(dset: Any) -> tuple[str, np.dtype | None, str, dict[str, Any]]:
+    """(kind, zarr numpy dtype, reason when unsupported, extra attributes)."""
+    h5py = _h5py()
+    dt = dset.dtype
+    extra: dict[str, Any] = {}
+    if h5py.check_string_dtype(dt) is not None:
+        info = h5py.check_string_dtype(dt)
+        if info.length is None:
+            if info.encoding == "utf-8" or info.encoding == "ascii":
+                return "vlen", np.dtype(object), "", extra
+        else:
+            return "fixed", np.dtype(f"S{max(1, int(info.length))}"), "", extra
+    if h5py.check_vlen_dtype(dt) is not None:
+        return "", None, f"variable-length {h5py.check_vlen_dtype(dt)} data type (no Zarr v3 equivalent)", extra
+    if h5py.check_ref_dtype(dt) is not None:
+        return "", None, "reference data type (no Zarr v3 equivalent)", extra
+    enum = h5py.check_enum_dtype(dt)
+    if enum is not None and dt.kind != "b":
+        items = sorted(enum.items(), key=lambda kv: kv[1])
+        extra["flag_values"] = [int(v) for _, v in items]
+        extra["flag_meanings"] = " ".join(str(k) for k, _ in items)
+        return "fixed", np.dtype(dt.str).newbyteorder("="), "", extra
+    if dt.fields is not None:
+        return "", None, f"compound data type {dt} (no Zarr v3 equivalent)", extra
+    if dt.subdtype is not None:
+        return "", None, f"array data type {dt} (no Zarr v3 equivalent)", extra
+    if dt.kind in "biufc" and dt.itemsize > 0 and not (dt.kind == "f" and dt.itemsize > 8):
+        return "fixed", np.dtype(dt.str).newbyteorder("="), "", extra
+    return "", None, f"data type {dt}", extra
+
+
+def _dim_names(dset: Any, name: str) -> list[str] | None:
+    """NetCDF dimensions / HDF5 dimension scales of ``dset`` (None when any is unknown)."""
+    out: list[str] = []
+    try:
+        is_scale = dset.attrs.get("CLASS") == b"DIMENSION_SCALE"
+        for i, dim in enumerate(dset.dims):
+            if len(dim) > 0:
+                out.append(dim[0].name.rsplit("/", 1)[-1])
+            elif is_scale and dset.ndim == 1:
+                out.append(name.rsplit("/", 1)[-1])
+            else:
+                return None
+    except (OSError, RuntimeError, KeyError, ValueError, TypeError):
+        return None
+    return out
+
+
+def _fill_value(dset: Any, zdt: np.dtype, kind: str) -> Any:
+    """``_FillValue`` (NetCDF) or the HDF5 fill value, as a Python value of ``zdt``."""
+    v = None
+    if "_FillValue" in dset.attrs:
+        try:
+            v = np.asarray(dset.attrs["_FillValue"]).reshape(-1)[0]
+        except (OSError, RuntimeError, IndexError, ValueError, TypeError):
+            v = None
+    if kind == "vlen":
+        return v.decode("utf-8", "replace") if isinstance(v, bytes) else (v if isinstance(v, str) else "")
+    if v is None:
+        try:
+            v = dset.fillvalue
+        except (OSError, RuntimeError, ValueError, TypeError):
+            v = None
+    if v is None:
+        v = np.zeros((), zdt)[()]
+    return np.asarray(v).astype(zdt, copy=False).reshape(())[()] if zdt.kind != "S" else np.asarray(v, dtype=zdt)[()]
+
+
+def _fill_json(zdt: np.dtype, value: Any) -> Any:
+    from zarrcy.metadata.data_type import from_numpy
+
+    dt3 = from_numpy(zdt)
+    if zdt == np.dtype(object):
+        return value
+    return dt3.fill_value_to_json(np.asarray(value, dtype=zdt)[()])
+
+
+
+def describe(f: _File, name: str) -> tuple[_Var, dict[str, Any]]:
+    """Layout of dataset ``name`` of file ``f`` and its Zarr metadata fields (``_Skip``
+    when it has no Zarr form)."""
+    h5py = _h5py()
+    try:
+        with f.lock:
+            dset = f.h5[name]
+            kind, zdt, why, extra = _data_type(dset)
+            if zdt is None:
+                raise _Skip(why)
+            shape = tuple(int(s) for s in dset.shape) if dset.shape is not None else None
+            if shape is None:
+                raise _Skip("null dataspace")
+            dcpl = dset.id.get_create_plist()
+            layout = dcpl.get_layout()
+            filters = []
+            for i in range(dcpl.get_nfilters()):
+                code, flags, values, fname = dcpl.get_filter(i)
+                filters.append({"id": int(code), "values": [int(x) for x in values],
+                                "name": fname.decode("ascii", "replace") if isinstance(fname, bytes) else str(fname)})
+            for flt in filters:
+                if not h5py.h5z.filter_avail(flt["id"]) and flt["id"] not in NATIVE_FILTERS:
+                    raise _Skip(f"compressed with HDF5 filter {flt['id']} ({flt['name']}), which is not "
+                                "available here (install its HDF5 filter plugin, e.g. hdf5plugin)")
+            attrs = _attributes(dset)
+            attrs.update(extra)
+            packing = {k: np.asarray(dset.attrs[k]).reshape(-1)[0] for k in ("scale_factor", "add_offset")
+                       if k in dset.attrs and np.asarray(dset.attrs[k]).size == 1}
+            has_fill_attr = "_FillValue" in dset.attrs
+            dims = _dim_names(dset, name)
+            fill = _fill_value(dset, zdt, kind)
+            h5_chunks = tuple(int(c) for c in dset.chunks) if dset.chunks else None
+            offset = None
+            if layout == h5py.h5d.CONTIGUOUS and dset.external is None and kind == "fixed":
+                try:
+                    offset = dset.id.get_offset()
+                except (OSError, RuntimeError, ValueError):
+                    offset = None
+    except HDF5SourceError:
+        raise
+    except _Skip:
+        raise
+    except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
+        raise HDF5SourceError(f"{f.path}: variable /{name}: cannot read its HDF5 description: {e}") from None
+    stored = np.dtype(dset.dtype.str) if kind == "fixed" else zdt
+    if kind == "vlen":
+        vkind = "vlen"
+    elif layout == h5py.h5d.CHUNKED and all(x["id"] in NATIVE_FILTERS for x in filters) and not dset.is_virtual:
+        vkind = "chunked"
+    elif layout == h5py.h5d.CONTIGUOUS and not filters and dset.external is None and not dset.is_virtual:
+        vkind = "contiguous"
+    else:
+        vkind = "h5py"
+    var = _Var(f, name, shape, np.dtype(stored), vkind, h5_chunks, filters if vkind == "chunked" else [], offset)
+    info = {"zdt": zdt, "attrs": attrs, "dims": dims, "fill": fill, "kind": kind, "packing": packing,
+            "has_fill_attr": has_fill_attr, "enum": "flag_meanings" in extra}
+    return var, info
+
+
+
+class _Skip(Exception):
+    pass
+
+
+def _xarray_fill(zdt: np.dtype, value: Any) -> Any:
+    """NetCDF's ``_FillValue`` kept as an attribute in the form xarray writes (and reads)
+    beside a Zarr v3 array's ``fill_value`` (xarray.backends.zarr ``FillValueCoder``:
+    floats as base64 of a little-endian float64, bytes as base64), so that
+    ``xarray.open_zarr`` masks missing values as ``open_dataset`` does."""
+    import base64
+    import struct
+
+    try:
+        if zdt.kind == "f":
+            return base64.standard_b64encode(struct.pack("<d", float(value))).decode()
+        if zdt.kind in "iu":
+            return int(value)
+        if zdt.kind == "b":
+            return bool(value)
+        if zdt.kind == "S":
+            return base64.standard_b64encode(bytes(value)).decode()
+        if zdt.kind == "O" and isinstance(value, str):
+            return value
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return None
+
+
+def _cf_chain(doc: dict[str, Any], zdt: np.dtype, packing: dict[str, Any], fill: Any, masked: bool) -> None:
+    """Show a CF-packed integer variable (``scale_factor``/``add_offset``) as the
+    floats it stands for, through ``[scale_offset, cast_value]`` (ext-codec-scale_offset.md:
+    decode ``x / scale + offset``; ext-codec-cast_value.md); ``_FillValue`` becomes NaN
+    through ``scalar_map``.  The float type is the attributes' own (float32 when they
+    are float32), float64 otherwise.  Exactness is checked by the converter
+    (zarrcy/convert/hdf5.py ``check_packing``)."""
+    from zarrcy.metadata.data_type import from_numpy
+
+    kinds = [np.asarray(v).dtype for v in packing.values()]
+    fdt = np.result_type(*kinds) if all(k.kind == "f" for k in kinds) else np.dtype("f8")
+    if fdt.itemsize < 4:
+        fdt = np.dtype("f4")
+    sf = fdt.type(packing.get("scale_factor", 1))
+    ao = fdt.type(packing.get("add_offset", 0))
+    if not np.isfinite(sf) or sf == 0 or not np.isfinite(ao):
+        return
+    with np.errstate(all="ignore"):
+        scale = fdt.type(1) / sf
+    if not np.isfinite(scale):
+        return
+    dt3 = from_numpy(fdt)
+    so: dict[str, Any] = {"offset": dt3.fill_value_to_json(ao), "scale": dt3.fill_value_to_json(scale)}
+    cv: dict[str, Any] = {"data_type": from_numpy(zdt).to_json(), "rounding": "nearest-even"}
+    # the fill value (``_FillValue``, else the HDF5 fill value) <-> NaN: the decoded fill
+    # value must round-trip exactly (ext-codec-cast_value.md), which NaN does
+    f = int(fill)
+    cv["scalar_map"] = {"encode": [["NaN", f]], "decode": [[f, "NaN"]]}
+    doc["fill_value"] = "NaN"
+    del masked
+    doc["data_type"] = dt3.to_json()
+    doc["codecs"] = [{"name": "scale_offset", "configuration": so}, {"name": "cast_value", "configuration": cv},
+                     *doc["codecs"]]
+    attrs = dict(doc["attributes"])
+    attrs.pop("scale_factor", None)
+    attrs.pop("add_offset", None)
+    attrs.pop("_FillValue", None)  # now the NaN of scalar_map
+    doc["attributes"] = attrs
+
+
+def _attrs_cmp(v: Any) -> str:
+    return json.dumps(v, sort_keys=True, default=str)
+
+
+def _valid_name(name: str) -> bool:
+    return bool(name) and name not in (".", "..") and not name.startswith("__") and "/" not in name
+
+
+def _vlen_utf8(data: np.ndarray, chunk_shape: tuple[int, ...], region: tuple[slice, ...]) -> bytes:
+    """Strings in the zarr-extensions ``vlen-utf8`` chunk layout: a little-endian u32
+    count, then per element (C order) a u32 byte length and the UTF-8 bytes; the
+    part of the chunk outside ``region`` holds empty strings (the fill value)."""
+    full = np.full(chunk_shape, b"", dtype=object)
+    flat_src = np.asarray(data, dtype=object)
+    full[tuple(slice(0, r.stop - r.start) for r in region)] = flat_src
+    parts = [int(full.size).to_bytes(4, "little")]
+    for x in full.reshape(-1):
+        b = x if isinstance(x, bytes) else str(x).encode("utf-8")
+        parts.append(len(b).to_bytes(4, "little"))
+        parts.append(b)
+    return b"".join(parts)
+
+
+def expand_sources(src: Any) -> list[str]:
+    """A glob pattern, a path or a list of them -> the existing files (sorted; a
+    pattern that matches nothing is an error)."""
+    items = [src] if isinstance(src, (str, os.PathLike)) else list(src)
+    out: list[str] = []
+    for it in items:
+        s = os.fspath(it)
+        if any(ch in s for ch in "*?[") and not os.path.exists(s):
+            hits = sorted(_glob.glob(s))
+            if not hits:
+                raise HDF5SourceError(expected("source", "files matching the pattern", s))
+            out.extend(hits)
+        else:
+            out.append(s)
+    return out
