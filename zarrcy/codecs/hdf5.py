@@ -33,6 +33,7 @@ import numpy as np
 from zarrcy._kernels import _deflate as _k
 from zarrcy._kernels._shuffle import unshuffle_into as _unshuffle_into
 from zarrcy.codecs._base import ArrayBytesCodec, ArraySpec
+from zarrcy.metadata._parse import config_dict
 from zarrcy.errors import CorruptChunkError, MetadataError, expected
 
 __all__ = ["HDF5ChunkCodec", "fletcher32"]
@@ -132,10 +133,7 @@ class HDF5ChunkCodec(ArrayBytesCodec):
 
     @classmethod
     def from_dict(cls, configuration: dict[str, Any] | None, path: str) -> Self:
-        cfg = configuration or {}
-        for k in cfg:
-            if k not in ("filters", "endian"):
-                raise MetadataError(expected(f"{path}.configuration.{k}", "no such key (allowed: filters, endian)", k))
+        cfg = config_dict(configuration, path, ("filters", "endian"))
         filters = cfg.get("filters", [])
         if not isinstance(filters, list):
             raise MetadataError(expected(f"{path}.configuration.filters", "a list", filters))

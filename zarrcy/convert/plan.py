@@ -8,6 +8,7 @@ import itertools
 import math
 from typing import Any, Iterable, Iterator, Sequence
 
+import ml_dtypes
 import numpy as np
 
 from zarrcy.array import META_KEY, Array
@@ -290,16 +291,14 @@ def _default_compressors(src: Array) -> list[dict[str, Any]]:
     return [c for c in _default_codecs(src)[1] if c["name"] != "crc32c"]
 
 
+_ML_FLOATS = (np.dtype(ml_dtypes.bfloat16), np.dtype(ml_dtypes.float8_e4m3), np.dtype(ml_dtypes.float8_e5m2))
+
+
 def _quantizable(dtype: np.dtype) -> bool:
     """--quantize applies to floating-point arrays (numpy float16/32/64, ml_dtypes floats)."""
     if dtype.kind == "f":
         return True
-    try:
-        import ml_dtypes
-
-        return dtype in (np.dtype(ml_dtypes.bfloat16), np.dtype(ml_dtypes.float8_e4m3), np.dtype(ml_dtypes.float8_e5m2))
-    except (ImportError, AttributeError, TypeError):  # pragma: no cover
-        return False
+    return dtype in _ML_FLOATS
 
 
 def _plan_array(src: Array, rel: str, dst_path: str, o: ConvertOptions, single: bool = False) -> ArrayPlan:

@@ -8,6 +8,8 @@ import threading
 import time
 from typing import Any, TextIO
 
+from tqdm import tqdm
+
 __all__ = ["Progress", "human_bytes"]
 
 
@@ -38,13 +40,8 @@ class Progress:
             mode = "bar" if isatty is not None and isatty() else "lines"
         self.mode = mode
         if mode == "bar":
-            try:
-                from tqdm import tqdm
-
-                self._bar = tqdm(total=self.total, unit="B", unit_scale=True, unit_divisor=1024, desc=desc,
-                                 file=self.stream, dynamic_ncols=True)
-            except ImportError:  # pragma: no cover - tqdm is a dependency
-                self.mode = "lines"
+            self._bar = tqdm(total=self.total, unit="B", unit_scale=True, unit_divisor=1024, desc=desc,
+                             file=self.stream, dynamic_ncols=True)
 
     def update(self, nbytes: int) -> None:
         with self._lock:
