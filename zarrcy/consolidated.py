@@ -31,7 +31,7 @@ from zarrcy.errors import MetadataError, NodeNotFoundError, ReadOnlyError, Store
 from zarrcy.storage import Store, store_from_url
 from zarrcy.storage._common import get_metadata
 
-__all__ = ["consolidate_metadata", "read_consolidated_v3", "ConsolidatedStore", "open_consolidated_store"]
+__all__ = ["read_consolidated_v3", "ConsolidatedStore", "open_consolidated_store"]
 
 META_KEY = "zarr.json"
 _V2_META = (".zarray", ".zgroup", ".zattrs")
@@ -241,45 +241,3 @@ def open_consolidated_store(store: Store, path: str, root_raw: bytes | None, *, 
         if node and name in (".zarray", ".zgroup"):
             nodes.append(prefix + node)
     return ConsolidatedStore(store, path, docs, nodes)
-
-
-# -- writing ---------------------------------------------------------------------------------
-def consolidate_metadata(store: Any, path: str = "", *, storage_options: dict | None = None) -> Any:
-    """Write the consolidated metadata of the group at ``path`` (v3: into its
-    ``zarr.json``; v2: ``.zmetadata``) and return the group reopened through it.
-
-    Documents are copied verbatim from the stored ``zarr.json`` files (extension fields
-    included; stale nested ``consolidated_metadata`` removed)."""
-    from zarrcy.api import open_group
-    from zarrcy.group import Group
-
-    st = store if isinstance(store, Store) else store_from_url(store, mode="r+", storage_options=storage_options)
-    if st.read_only:
-        raise ReadOnlyError(f"{st.url}: cannot write consolidated metadata to a read-only store")
-    path = path.strip("/")
-    group = open_group(st, path=path or None, mode="r+", use_consolidated=False)
-    if getattr(group.metadata, "zarr_format", 3) == 2:
-        from zarrcy.v2 import write_consolidated
-
-        write_consolidated(st, path)
-        return open_group(st, path=path or None, mode="r")
-    prefix = _prefix(path)
-    metadata: dict[str, Any] = {}
-    for rel, node in group.walk():
-        key = f"{prefix}{rel}/{META_KEY}"
-        raw = get_metadata(st, key)
-        if raw is None:  # a v2 node inside a v3 hierarchy: not consolidated here
-            continue
-        doc = json.loads(raw)
-        doc.pop(_FIELD, None)
-        if isinstance(node, Group):
-            doc[_FIELD] = {"kind": "inline", "must_understand": False, "metadata": {}}
-        metadata[rel] = doc
-    root_key = prefix + META_KEY
-    root_raw = get_metadata(st, root_key)
-    if root_raw is None:
-        raise StoreError(f"{st.url}: {root_key} disappeared while consolidating")
-    root_doc = json.loads(root_raw)
-    root_doc[_FIELD] = {"kind": "inline", "must_understand": False, "metadata": metadata}
-    st.set(root_key, _dumps(root_doc))
-    return open_group(st, path=path or None, mode="r")

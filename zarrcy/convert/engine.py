@@ -675,7 +675,7 @@ class _Unsupported(Exception):
 
 def _dst_metadata(plan: ArrayPlan) -> Any:
     if plan.dst_format == 3:
-        from zarrcy.metadata.array import ArrayMetadata
+        from zarrcy.document.array import ArrayMetadata
 
         return ArrayMetadata.from_json(plan.dst_doc, path=f"/{plan.dst_path} (destination)")
     from zarrcy.v2.metadata import V2ArrayMetadata
@@ -685,7 +685,7 @@ def _dst_metadata(plan: ArrayPlan) -> Any:
 
 def _group_metadata(fmt: int, attrs: dict[str, Any]) -> Any:
     if fmt == 3:
-        from zarrcy.metadata.group import GroupMetadata
+        from zarrcy.document.group import GroupMetadata
 
         return GroupMetadata(attributes=dict(attrs))
     from zarrcy.v2.metadata import V2GroupMetadata
@@ -1259,7 +1259,7 @@ def _in_place(plans: list[ArrayPlan], groups: list[tuple[str, Any]], arrays: lis
               o: ConvertOptions, report: ConvertReport, t0: float) -> ConvertReport:
     """Metadata-only migration in place: a ``zarr.json`` beside each v2/v1 node; the
     chunks (and the v2 documents, for v2 readers) stay as they are."""
-    from zarrcy.metadata.group import GroupMetadata
+    from zarrcy.document.group import GroupMetadata
 
     src_arrays = dict(arrays)
     for rel, g in groups:
@@ -1289,7 +1289,7 @@ def _in_place(plans: list[ArrayPlan], groups: list[tuple[str, Any]], arrays: lis
 
 
 def _ensure_v3_parents(store: Any, path: str) -> None:
-    from zarrcy.metadata.group import GroupMetadata
+    from zarrcy.document.group import GroupMetadata
 
     parts = path.split("/")[:-1]
     for i in range(len(parts) + 1):

@@ -46,7 +46,8 @@ from xarray.backends.store import StoreBackendEntrypoint
 from xarray.core import indexing
 from xarray.core.utils import FrozenDict
 
-import zarrcy
+from zarrcy.api import consolidate_metadata, open_group
+from zarrcy.nodes.group import Group
 
 __all__ = ["ZarrcyBackendEntrypoint", "ZarrcyBackendArray", "to_zarrcy", "open_zarrcy_store"]
 
@@ -199,12 +200,12 @@ def open_zarrcy_store(
     if use_consolidated is not None:
         kwargs["use_consolidated"] = use_consolidated
     try:
-        return zarrcy.open_group(filename_or_obj, path=(group or "").strip("/") or None, mode="r",
+        return open_group(filename_or_obj, path=(group or "").strip("/") or None, mode="r",
                                  storage_options=storage_options, **kwargs)
     except TypeError:
         if not kwargs:
             raise
-        return zarrcy.open_group(filename_or_obj, path=(group or "").strip("/") or None, mode="r",
+        return open_group(filename_or_obj, path=(group or "").strip("/") or None, mode="r",
                                  storage_options=storage_options)
 
 
@@ -264,7 +265,7 @@ class ZarrcyBackendEntrypoint(BackendEntrypoint):
     ) -> dict[str, xr.Dataset]:
         root = open_zarrcy_store(filename_or_obj, group=group, storage_options=storage_options,
                                  use_consolidated=use_consolidated)
-        groups = [("/", root)] + [("/" + p, n) for p, n in root.walk() if isinstance(n, zarrcy.Group)]
+        groups = [("/", root)] + [("/" + p, n) for p, n in root.walk() if isinstance(n, Group)]
         out: dict[str, xr.Dataset] = {}
         for path, g in groups:
             store = ZarrcyDataStore(g, use_zarr_fill_value_as_mask=use_zarr_fill_value_as_mask)
@@ -573,10 +574,10 @@ def to_zarrcy(
 
     # -- the destination group and what it already holds
     if mode in ("w", "w-"):
-        root = zarrcy.open_group(store, path=group, mode=mode, storage_options=storage_options)
+        root = open_group(store, path=group, mode=mode, storage_options=storage_options)
         arrays: dict[str, Any] = {}
     else:
-        root = zarrcy.open_group(store, path=group, mode="r+" if mode == "r+" else "a",
+        root = open_group(store, path=group, mode="r+" if mode == "r+" else "a",
                                  storage_options=storage_options)
         arrays = dict(root.arrays())
     was_consolidated = mode not in ("w", "w-") and _has_consolidated(root)
@@ -696,7 +697,7 @@ def to_zarrcy(
 
     # r+ changes no metadata; otherwise refresh metadata consolidated earlier in any case
     if mode != "r+" and (consolidated or consolidated is None or was_consolidated):
-        zarrcy.consolidate_metadata(root.store, path=root.path)
+        consolidate_metadata(root.store, path=root.path)
     return root
 
 
