@@ -15,7 +15,7 @@ import itertools
 import math
 import operator
 import threading
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from zarrcy.config import get as _config_get
 from zarrcy.config import named_pool as _named_pool
 from zarrcy._kernels import _grid, _rectilinear, _vlen
 from zarrcy.byte_range import ByteRequest, RangeRequest
+from zarrcy.chunk_grid import RegularChunkGrid
 from zarrcy.chunk_grid_rectilinear import RectilinearChunkGrid
 from zarrcy.codecs._base import ArrayArrayCodec, ArraySpec, BytesBytesCodec
 from zarrcy.codecs.pipeline import CodecPipeline
@@ -81,8 +82,7 @@ def _check_chunk_bytes(metadata: Any, where: str) -> None:
     limit = int(_config_get("max_chunk_bytes"))
     grid = metadata.chunk_grid
     rect = isinstance(grid, RectilinearChunkGrid)
-    # a rectilinear grid: the largest edge per axis (the largest chunk it can hold)
-    cs = grid.max_chunk_shape(tuple(metadata.shape)) if rect else tuple(grid.chunk_shape)
+    cs = grid.max_chunk_shape(tuple(metadata.shape))  # a rectilinear grid: the largest edge per axis
     n = metadata.data_type.dtype.itemsize
     for c in cs:
         n *= c
@@ -163,6 +163,7 @@ class Array(Node):
         self._pipeline = CodecPipeline.from_codecs(metadata.codecs, metadata.spec)
         self._stored_limit = self._pipeline.stored_size_limit()
         grid = metadata.chunk_grid
+        self._grid = grid
         if isinstance(grid, RectilinearChunkGrid):
             # ext-chunk-grid-rectilinear.md: chunks differ in shape; ``_chunk_shape`` is
             # the largest (the pipeline above, scratch bounds), each chunk's codec shape
@@ -255,9 +256,7 @@ class Array(Node):
     def write_chunk_sizes(self) -> tuple[tuple[int, ...], ...]:
         """Per axis, the sizes of the stored chunks (shards when sharded) clipped to the
         array (dask's ``chunks`` convention), for regular and rectilinear grids."""
-        if self._rect is not None:
-            return tuple(self._rect.axis_chunk_sizes(a, s) for a, s in enumerate(self._shape))
-        return tuple(_regular_sizes(s, c) for s, c in zip(self._shape, self._chunk_shape))
+        return tuple(self._grid.axis_chunk_sizes(a, s) for a, s in enumerate(self._shape))
 
     @property
     def read_chunk_sizes(self) -> tuple[tuple[int, ...], ...]:
@@ -266,7 +265,8 @@ class Array(Node):
         inner = self._inner_chunk_shape()
         if inner is None:
             return self.write_chunk_sizes
-        return tuple(_regular_sizes(s, c) for s, c in zip(self._shape, inner))
+        inner_grid = RegularChunkGrid(inner)  # inner chunks tile the array regularly
+        return tuple(inner_grid.axis_chunk_sizes(a, s) for a, s in enumerate(self._shape))
 
     def _inner_chunk_shape(self) -> tuple[int, ...] | None:
         inner = self._pipeline.array_bytes.inner_chunk_shape
@@ -281,14 +281,18 @@ class Array(Node):
         return self.metadata.dimension_names
 
     @property
+    def grid_shape(self) -> tuple[int, ...]:
+        """Stored chunks (shards when sharded) per axis: the chunk grid's ``grid_shape``."""
+        return self._grid.grid_shape(self._shape)
+
+    @property
     def cdata_shape(self) -> tuple[int, ...]:
-        if self._rect is not None:
-            return self._rect.grid_shape(self.shape)
-        return tuple(-(-s // c) for s, c in zip(self.shape, self._chunk_shape))
+        """:attr:`grid_shape` under zarr-python's name."""
+        return self._grid.grid_shape(self._shape)
 
     @property
     def nchunks(self) -> int:
-        return math.prod(self.cdata_shape)
+        return self._grid.nchunks(self._shape)
 
     @property
     def nchunks_initialized(self) -> int:
@@ -296,7 +300,7 @@ class Array(Node):
         decode = self.metadata.chunk_key_encoding.decode_chunk_key
         n = 0
         plen = len(self._prefix)
-        grid = self.cdata_shape
+        grid = self.grid_shape
         for key in self.store.list_prefix(self._prefix):
             coords = decode(key[plen:])
             if coords is not None and len(coords) == len(grid) and all(0 <= c < g for c, g in zip(coords, grid)):
@@ -432,7 +436,7 @@ class Array(Node):
         key = self._prefix + self._encode_key(tuple(coords))
         cshape = self._chunk_shape if runs is None else tuple(edges)
         pipeline = self._pipeline if runs is None else self._pipeline_for(cshape)
-        try:
+        with chunk_errors(key):
             if self._partial:
                 return pipeline.read_point(StorePath(self.store, key), local)
             data = self._get_stored(key)
@@ -445,11 +449,6 @@ class Array(Node):
             pipeline.decode_into(data, scratch)
             value = scratch[tuple(local)]
             return value.copy() if isinstance(value, np.generic) else value  # str/bytes: immutable
-        except (CorruptChunkError, CastError) as e:
-            named = _chunk_error(e, key)
-            if named is None:
-                raise
-            raise named from e
 
     def get_orthogonal_selection(self, selection: Any) -> Any:
         sel = normalize_orthogonal(selection, self.shape)
@@ -485,28 +484,28 @@ class Array(Node):
             return out[()]
         return out
 
-    def _chunk_valid_shape(self, coords: tuple[int, ...]) -> tuple[int, ...]:
-        return self._chunk_geometry(coords)[1]
-
     def _chunk_geometry(self, coords: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        """(codec shape, valid shape) of a chunk: the codec shape is the declared chunk
-        shape (a rectilinear chunk's full edge lengths; only the last one along an axis
-        may extend past the array), the valid shape its part inside the array."""
+        """(codec shape, valid shape) of a chunk: the grid's ``chunk_extent`` (a chunk's
+        codec shape is its declared shape; only the last chunk along an axis may extend
+        past the array), and its part inside the array."""
         if self._rect is None:
-            cs = self._chunk_shape
-            return cs, tuple(min(c, s - i * c) for i, c, s in zip(coords, cs, self._shape))
-        cs_l = []
-        valid = []
-        for a, c in enumerate(coords):
-            cache = self._extents[a]
-            ext = cache.get(c)
-            if ext is None:
-                ext = self._rect._extent(a, c)
-                if len(cache) < 1 << 16:
-                    cache[c] = ext
-            cs_l.append(ext[1])
-            valid.append(min(ext[1], self._shape[a] - ext[0]))
-        return tuple(cs_l), tuple(valid)
+            origin, cs = self._grid.chunk_extent(coords)
+        else:
+            # per-axis extents cached as chunks are touched (bounded; a binary search
+            # per axis per chunk otherwise costs ~10% of a read)
+            o_l = []
+            cs_l = []
+            for a, c in enumerate(coords):
+                cache = self._extents[a]
+                ext = cache.get(c)
+                if ext is None:
+                    ext = self._rect.axis_extent(a, c)
+                    if len(cache) < 1 << 16:
+                        cache[c] = ext
+                o_l.append(ext[0])
+                cs_l.append(ext[1])
+            origin, cs = tuple(o_l), tuple(cs_l)
+        return cs, tuple(min(e, s - o) for o, e, s in zip(origin, cs, self._shape))
 
     def _pipeline_of_key(self, key: str) -> CodecPipeline:
         """The pipeline of the chunk stored at ``key`` (a rectilinear chunk's shape
@@ -577,13 +576,8 @@ class Array(Node):
     def _keyed(self, fn: Any, item: Any, coords_of: Any) -> None:
         """``fn(item)``; a CorruptChunkError/CastError from the chunk's codecs is re-raised
         (same class) naming the chunk's key, ``coords_of(item)`` -> its chunk coordinates."""
-        try:
+        with chunk_errors(lambda: self._key(coords_of(item))):
             fn(item)
-        except (CorruptChunkError, CastError) as e:
-            named = _chunk_error(e, self._key(coords_of(item)))
-            if named is None:
-                raise
-            raise named from e
 
     def _scratch(self, shape: tuple[int, ...] | None = None) -> np.ndarray:
         """A per-thread decode buffer of one chunk (bounded memory: one chunk per thread)."""
@@ -613,10 +607,8 @@ class Array(Node):
     def _decode(self, key: str, data, pipeline: CodecPipeline | None = None) -> np.ndarray:
         if pipeline is None:
             pipeline = self._pipeline if self._rect is None else self._pipeline_of_key(key)
-        try:
+        with chunk_errors(key):
             return pipeline.decode(data)
-        except CorruptChunkError as e:
-            raise CorruptChunkError(f"{key}: {e}", key=key) from e
 
     def _read_chunk(self, p: ChunkProjection, out: np.ndarray) -> None:
         key = self._key(p.chunk_coords)
@@ -633,7 +625,7 @@ class Array(Node):
                 target = out[osel + (Ellipsis,)]  # always a view, even when 0-d
                 if target.shape != cshape:
                     target = target.reshape(cshape)  # only unit dims differ: a view
-                try:
+                with chunk_errors(key):
                     if target.flags.c_contiguous:
                         pipeline.decode_into(data, target)
                     else:
@@ -642,8 +634,6 @@ class Array(Node):
                         scratch = self._scratch(cshape)
                         pipeline.decode_into(data, scratch)
                         np.copyto(target, scratch)
-                except CorruptChunkError as e:
-                    raise CorruptChunkError(f"{key}: {e}", key=key) from e
                 return
             chunk = self._decode(key, data, pipeline)
             ortho_set(out, osel, ortho_get(chunk, p.chunk_selection))
@@ -651,10 +641,8 @@ class Array(Node):
         # partial decode (sharding): the selection reaches the codec intact (steps,
         # index arrays); a plain region of the output is decoded into in place
         target = out[osel + (Ellipsis,)] if all(isinstance(s, slice) for s in osel) else None
-        try:
+        with chunk_errors(key):
             piece = pipeline.decode_partial(StorePath(self.store, key), p.chunk_selection, target)
-        except CorruptChunkError as e:
-            raise CorruptChunkError(f"{key}: {e}", key=key) from e
         if piece is None:
             ortho_set(out, osel, self._fill)
         elif target is None:
@@ -671,7 +659,7 @@ class Array(Node):
             return out
         cs = np.asarray(self._chunk_shape, dtype=np.int64)[:, None]
         chunk_coords, in_chunk = self._locate_points(coords)
-        grid = np.asarray(self.cdata_shape, dtype=np.int64)
+        grid = np.asarray(self.grid_shape, dtype=np.int64)
         linear = np.ravel_multi_index(tuple(chunk_coords), tuple(grid))
         order = np.argsort(linear, kind="stable")
         lin_sorted = linear[order]
@@ -691,10 +679,8 @@ class Array(Node):
             if self._partial:
                 # the points reach the codec as they are: only the inner chunks holding
                 # them are decoded (sharding)
-                try:
+                with chunk_errors(key):
                     piece = pipeline.decode_points(StorePath(self.store, key), local)
-                except CorruptChunkError as e:
-                    raise CorruptChunkError(f"{key}: {e}", key=key) from e
                 out[idx] = self._fill if piece is None else piece
                 return
             data = self._get_stored(key)
@@ -857,10 +843,8 @@ class Array(Node):
             return
         if pipeline.supports_partial_encode:
             # the selection reaches the codec intact: only touched inner chunks change
-            try:
+            with chunk_errors(key):
                 pipeline.encode_partial(StorePath(self.store, key), p.chunk_selection, piece)
-            except CorruptChunkError as e:
-                raise CorruptChunkError(f"{key}: {e}", key=key) from e
             return
         data = self._get_stored(key)
         if data is None:
@@ -880,7 +864,7 @@ class Array(Node):
             return
         cs = np.asarray(self._chunk_shape, dtype=np.int64)[:, None]
         chunk_coords, in_chunk = self._locate_points(coords)
-        linear = np.ravel_multi_index(tuple(chunk_coords), self.cdata_shape)
+        linear = np.ravel_multi_index(tuple(chunk_coords), self.grid_shape)
         order = np.argsort(linear, kind="stable")
         lin_sorted = linear[order]
         starts = np.flatnonzero(np.r_[True, lin_sorted[1:] != lin_sorted[:-1]])
@@ -898,10 +882,8 @@ class Array(Node):
             key = self._key(cc)
             with _object_lock(self.store, key):
                 if self._partial:  # sharded: only the inner chunks holding the points change
-                    try:
+                    with chunk_errors(key):
                         pipeline.encode_points(StorePath(self.store, key), np.stack(local), v[idx])
-                    except CorruptChunkError as e:
-                        raise CorruptChunkError(f"{key}: {e}", key=key) from e
                     return
                 data = self._get_stored(key)
                 chunk = np.full(cshape, self._fill, self._dtype) if data is None else np.array(self._decode(key, data, pipeline))
@@ -949,7 +931,7 @@ class Array(Node):
             raise ValueError(f"resize: expected {self.ndim} dimensions, received {len(new_shape)}")
         if any(s < 0 for s in new_shape):
             raise ValueError(f"resize: expected non-negative sizes, received {new_shape}")
-        old_grid = self.cdata_shape
+        old_grid = self.grid_shape
         if self._rect is not None:
             # zarr-python 3.4's rule: growing past the edges appends one chunk covering
             # the new extent; shrinking keeps the edges (the spec allows overflow)
@@ -957,10 +939,7 @@ class Array(Node):
                                                   chunk_grid=self._rect.resized(self._shape, new_shape))
         else:
             new_meta = self.metadata.with_changes(shape=new_shape)  # fully validated
-        if isinstance(new_meta.chunk_grid, RectilinearChunkGrid):
-            new_grid = new_meta.chunk_grid.grid_shape(new_shape)
-        else:
-            new_grid = tuple(-(-s // c) for s, c in zip(new_shape, self._chunk_shape))
+        new_grid = new_meta.chunk_grid.grid_shape(new_shape)
         if delete_outside:
             # erase first, then write the metadata (a kill in between leaves no chunk
             # outside the shape that is stored in zarr.json).  Stores without deletes
@@ -1122,16 +1101,28 @@ class Array(Node):
         self.set_coordinate_selection(self._mask_coords(mask), value)
 
 
-def _chunk_error(e: ZarrcyError, key: str) -> ZarrcyError | None:
-    """``e`` (a CorruptChunkError or CastError from a chunk's codecs) as the same class
-    with the message prefixed by the chunk's key and ``e.key`` set; None if it names
-    the key already."""
-    if getattr(e, "key", None) is not None:
+class chunk_errors:
+    """``with chunk_errors(key):`` around a chunk's codec calls: a CorruptChunkError or
+    CastError raised inside is re-raised as the same class with the message prefixed by
+    the chunk's key and ``.key`` set (the cause kept), unless it names a key already.
+    ``key`` may be a callable, evaluated only when an error occurs."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: str | Callable[[], str]) -> None:
+        self.key = key
+
+    def __enter__(self) -> None:
         return None
-    new = copy.copy(e)
-    new.args = (f"{key}: {e}",)
-    new.key = key  # type: ignore[attr-defined]
-    return new
+
+    def __exit__(self, tp: Any, e: BaseException | None, tb: Any) -> bool:
+        if not isinstance(e, (CorruptChunkError, CastError)) or getattr(e, "key", None) is not None:
+            return False
+        key = self.key if isinstance(self.key, str) else self.key()
+        new = copy.copy(e)
+        new.args = (f"{key}: {e}",)
+        new.key = key  # type: ignore[union-attr]  # CastError gets the attribute here
+        raise new from e
 
 
 # numeric, bool and time kinds: Python values are converted with the target dtype (NEP 50)
@@ -1152,12 +1143,6 @@ def _convert_python_value(value: Any, dtype: np.dtype) -> np.ndarray:
         if isinstance(e, ZarrcyError):
             raise
         raise CastError(str(e)) from None
-
-
-def _regular_sizes(size: int, chunk: int) -> tuple[int, ...]:
-    """Clipped chunk sizes of a regular axis (dask's ``chunks`` convention)."""
-    full, rest = divmod(size, chunk)
-    return (chunk,) * full + ((rest,) if rest else ())
 
 
 def _proj_coords(p: ChunkProjection) -> tuple[int, ...]:
