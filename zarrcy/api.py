@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -31,6 +31,7 @@ from zarrcy.errors import (
     StoreError,
 )
 from zarrcy.metadata.names import normalize_path
+from zarrcy.document.group import GroupMetadata
 from zarrcy.nodes.array import Array
 from zarrcy.nodes.base import META_KEY, NodeApi, set_node_api
 from zarrcy.nodes.base import prefix as _prefix
@@ -138,7 +139,8 @@ def open_group(
     node = parse_node(st, p, raw)
     if not isinstance(node, Group):
         raise ContainsArrayError(f"{st.url}: '/{p}' is an array, not a group")
-    if use_consolidated is False and "consolidated_metadata" in node.metadata.extra:
+    if use_consolidated is False and isinstance(node.metadata, GroupMetadata) \
+            and "consolidated_metadata" in node.metadata.extra:
         # as zarr-python: the group is seen without its consolidated metadata
         extra = {k: v for k, v in node.metadata.extra.items() if k != "consolidated_metadata"}
         node = Group(node.store, node.path, dataclasses.replace(node.metadata, extra=extra))
@@ -177,7 +179,8 @@ def open(
         raw = get_metadata(st, _prefix(p) + META_KEY)
         if raw is not None:
             node = parse_node(st, p, raw)
-            if isinstance(node, Group) and "consolidated_metadata" in node.metadata.extra:
+            if isinstance(node, Group) and isinstance(node.metadata, GroupMetadata) \
+                    and "consolidated_metadata" in node.metadata.extra:
                 return open_group(st, path=p, mode="r", use_consolidated=use_consolidated)
             if use_consolidated:
                 raise NodeNotFoundError(f"{st.url}: no consolidated metadata at '/{p}'")
@@ -280,17 +283,17 @@ def from_array(
         data = np.asarray(data)
     v2 = src is not None and getattr(src.metadata, "zarr_format", 3) == 2
 
-    def keep(value: Any, from_src: Any, default: Any) -> Any:
+    def keep(value: Any, from_src: Callable[[Array], Any], default: Any) -> Any:
         if isinstance(value, str) and value == "keep":
-            return from_src() if src is not None and not v2 else default
+            return from_src(src) if src is not None and not v2 else default
         return value
 
     meta = None if src is None or v2 else src.metadata
-    chunks = keep(chunks, lambda: _chunking(src)[0], "auto")
-    shards = keep(shards, lambda: _chunking(src)[1], None)
-    filters = keep(filters, lambda: list(src.filters), "auto")
-    compressors = keep(compressors, lambda: list(src.compressors), "auto")
-    serializer = keep(serializer, lambda: src.serializer, "auto")
+    chunks = keep(chunks, lambda s: _chunking(s)[0], "auto")
+    shards = keep(shards, lambda s: _chunking(s)[1], None)
+    filters = keep(filters, lambda s: list(s.filters), "auto")
+    compressors = keep(compressors, lambda s: list(s.compressors), "auto")
+    serializer = keep(serializer, lambda s: s.serializer, "auto")
     if src is not None:
         fill_value = src.fill_value if fill_value is None else fill_value
         attributes = dict(src.attrs) if attributes is None else attributes
@@ -394,7 +397,7 @@ def copy(source: Array | Group, dest: Group, name: str | None = None, *, if_exis
         return (1, 0, target.nbytes)
     if not dry_run:
         dest.create_group(name, attributes=attrs, overwrite=if_exists == "replace")
-    sub = dest if dry_run else dest[name]
+    sub = dest if dry_run else dest.get_group(name)
     return _copy_members(source, sub, if_exists, without_attrs, dry_run, (1, 0, 0))
 
 

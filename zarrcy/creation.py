@@ -55,7 +55,7 @@ StoreLike = Store | str | Any
 _STORES: dict[tuple[str, str], Store] = {}
 
 
-def open_store(store: StoreLike, mode: str, storage_options: dict | None = None) -> Store:
+def open_store(store: StoreLike, mode: Mode, storage_options: dict | None = None) -> Store:
     """``store`` as a :class:`Store` opened with ``mode``: a Store, a URL or path, a dict
     (a copy in memory) or None (a new in-memory store)."""
     if mode not in ("r", "r+", "a", "w", "w-"):

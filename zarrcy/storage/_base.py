@@ -8,6 +8,8 @@ which optional operations a store supports; calling an unsupported one raises
 
 from __future__ import annotations
 
+import builtins
+
 from abc import ABC, abstractmethod
 from typing import Iterable, Iterator, Sequence
 
@@ -142,7 +144,7 @@ class Store(ABC):
         return (k for k in self.list() if k.startswith(prefix))
 
     @abstractmethod
-    def list_dir(self, prefix: str) -> list[str]:
+    def list_dir(self, prefix: str) -> builtins.list[str]:  # (``list`` here is the method above)
         """Names directly under ``prefix`` (a ``""`` or ``"a/b/"`` style prefix): keys and
         child "directories" alike, without the prefix and without a trailing ``/``; sorted."""
 
