@@ -24,6 +24,7 @@ so after changing a hierarchy call :func:`consolidate_metadata` again.
 from __future__ import annotations
 
 import json
+import builtins
 from typing import Any, Iterable, Iterator
 
 from zarrcy.byte_range import ByteRequest, resolve
@@ -170,7 +171,7 @@ class ConsolidatedStore(Store):
     def list_prefix(self, prefix: str) -> Iterator[str]:
         return self.base.list_prefix(prefix)
 
-    def list_dir(self, prefix: str) -> list[str]:
+    def list_dir(self, prefix: str) -> builtins.list[str]:  # (``list``, ``set``: methods here)
         """Children of a group under the root come from the documents (no request; works
         on stores that cannot list, such as HTTP); anything else from the real store."""
         node = prefix.rstrip("/")
@@ -178,7 +179,7 @@ class ConsolidatedStore(Store):
             return sorted(self._children.get(node, ()))
         return self.base.list_dir(prefix)
 
-    def _docs_nodes(self) -> set[str]:
+    def _docs_nodes(self) -> builtins.set[str]:
         nodes = getattr(self, "_node_set", None)
         if nodes is None:
             nodes = self._node_set = {p for p, kids in self._children.items()} | {

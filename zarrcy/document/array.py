@@ -147,8 +147,22 @@ def _product(values: Sequence[int]) -> int:
     return n
 
 
+class DataTypeLike(Protocol):
+    """A data type as an Array uses it: v3's :class:`DataType`, Zarr v2's ``V2DataType``."""
+
+    @property
+    def dtype(self) -> np.dtype: ...
+
+    def to_json(self) -> Any: ...
+
+
 class ArrayShapeViews:
     """Derived views every array-metadata class (v3, and Zarr v2 in zarrcy.v2) shares."""
+
+    # the fields these views read (each subclass is a dataclass declaring them)
+    shape: tuple[int, ...]
+    chunk_grid: RegularChunkGrid | RectilinearChunkGrid
+    data_type: DataTypeLike
 
     @property
     def ndim(self) -> int:
@@ -170,15 +184,6 @@ class ArrayShapeViews:
     @property
     def dtype(self) -> np.dtype:
         return self.data_type.dtype
-
-
-class DataTypeLike(Protocol):
-    """A data type as an Array uses it: v3's :class:`DataType`, Zarr v2's ``V2DataType``."""
-
-    @property
-    def dtype(self) -> np.dtype: ...
-
-    def to_json(self) -> Any: ...
 
 
 class ArrayMetadataLike(Protocol):
@@ -297,7 +302,7 @@ class ArrayMetadata(ArrayShapeViews):
         fv_json = doc["fill_value"]
         if type(data) is not dict and needs_exact_text(data_type, fv_json):
             # re-read the number's exact decimal text: round once, not via binary64
-            fv_json = json.loads(data, parse_float=Decimal)["fill_value"]  # type: ignore[arg-type]
+            fv_json = json.loads(data, parse_float=Decimal)["fill_value"]
         fill_value = parse_fill_value(data_type, fv_json, _join(path, "fill_value"))
 
         attributes = parse_attributes(doc, path)

@@ -156,10 +156,10 @@ def _float_bits(fmt: FloatFormat, ndigits: int, value: Any, path: str) -> int:
         return _float_bits(fmt, ndigits, float(value), path)  # an ml_dtypes float/int scalar
     else:
         raise _err(path, "a number or one of 'NaN', 'Infinity', '-Infinity', '0x...'", value)
-    bits = round_to_bits(fmt, x, negative)
-    if bits is None:
+    rounded = round_to_bits(fmt, x, negative)
+    if rounded is None:
         raise _err(path, "a number within the range of the data type", value)
-    return bits
+    return rounded
 
 
 def _from_bits(data_type: DataType, bits: int) -> Any:
@@ -355,15 +355,16 @@ def fill_value_to_json(data_type: DataType, value: Any) -> Any:
         return int(value)
     if cat == "bool":
         return bool(value)
-    if cat == "float":
-        bits = int(np.array(value).view(data_type.bits_dtype))
-        return _float_to_json(data_type.float_format, bits, float(value), 2 * data_type.itemsize)  # type: ignore[arg-type]
-    if cat == "complex":
-        parts = np.array(value).reshape(1).view(data_type.bits_dtype)
-        fmt = data_type.float_format
+    if cat == "float" or cat == "complex":
+        fmt, bits_dtype = data_type.float_format, data_type.bits_dtype
+        assert fmt is not None and bits_dtype is not None  # every float/complex type has both (data_type.py)
+        if cat == "float":
+            bits = int(np.array(value).view(bits_dtype))
+            return _float_to_json(fmt, bits, float(value), 2 * data_type.itemsize)
+        parts = np.array(value).reshape(1).view(bits_dtype)
         return [
-            _float_to_json(fmt, int(parts[0]), float(value.real), data_type.itemsize),  # type: ignore[arg-type]
-            _float_to_json(fmt, int(parts[1]), float(value.imag), data_type.itemsize),  # type: ignore[arg-type]
+            _float_to_json(fmt, int(parts[0]), float(value.real), data_type.itemsize),
+            _float_to_json(fmt, int(parts[1]), float(value.imag), data_type.itemsize),
         ]
     if data_type.configuration:  # zarr-python's raw_bytes: base64, as it writes them
         return base64.b64encode(value.tobytes()).decode("ascii")

@@ -343,6 +343,7 @@ _V1_COMPRESSION = {"blosc", "zlib", "bz2", "lzma", "none", None}
 def _v1_compressor(name: Any, opts: Any, path: str) -> dict[str, Any] | None:
     if name in (None, "none"):
         return None
+    cfg: dict[str, Any]
     if name == "blosc":
         cfg = {"id": "blosc"}
         if isinstance(opts, dict):
@@ -460,7 +461,9 @@ def write_consolidated(store: Any, path: str = "") -> None:
     for key in sorted(store.list_prefix(prefix)):
         base = key.rsplit("/", 1)[-1]
         if base in (ZARRAY, ZGROUP, ZATTRS):
-            meta[key[len(prefix):]] = json.loads(get_metadata(store, key))
+            raw = get_metadata(store, key)
+            if raw is not None:  # (erased since the listing)
+                meta[key[len(prefix):]] = json.loads(raw)
     store.set(prefix + ZMETADATA, _dumps({"metadata": meta, "zarr_consolidated_format": 1}))
 
 
