@@ -74,16 +74,16 @@ def layer_of(mod: str) -> int | None:
     return None if best is None else best[1]
 
 
-def module_name(path: pathlib.Path) -> str:
-    rel = path.relative_to(ROOT.parent).with_suffix("")
+def module_name(path: pathlib.Path, root: pathlib.Path = ROOT) -> str:
+    rel = path.relative_to(root.parent).with_suffix("")
     parts = list(rel.parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
 
 
-def _is_module(name: str) -> bool:
-    p = ROOT.parent.joinpath(*name.split("."))
+def _is_module(name: str, root: pathlib.Path = ROOT) -> bool:
+    p = root.parent.joinpath(*name.split("."))
     return (
         p.with_suffix(".py").exists()
         or (p / "__init__.py").exists()
@@ -112,7 +112,7 @@ def _import_nodes(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
         stack.extend(ast.iter_child_nodes(node))
 
 
-def imports(path: pathlib.Path, mod: str) -> list[tuple[int, str]]:
+def imports(path: pathlib.Path, mod: str, root: pathlib.Path = ROOT) -> list[tuple[int, str]]:
     """(line, module) for every zarrcy module ``path`` runs an import of."""
     tree = ast.parse(path.read_text(), str(path))
     out: list[tuple[int, str]] = []
@@ -129,8 +129,9 @@ def imports(path: pathlib.Path, mod: str) -> list[tuple[int, str]]:
             name = node.module or ""
         for a in node.names:  # "from zarrcy.x import y": y may be a submodule
             sub = f"{name}.{a.name}"
-            out.append((node.lineno, sub if _is_module(sub) else name))
-    return [(ln, n) for ln, n in out if n == ROOT_MODULE or n.startswith(ROOT_MODULE + ".")]
+            out.append((node.lineno, sub if _is_module(sub, root) else name))
+    top = root.name
+    return [(ln, n) for ln, n in out if n == top or n.startswith(top + ".")]
 
 
 def with_packages(mod: str, target: str) -> list[str]:
@@ -153,15 +154,16 @@ def pyx_imports(path: pathlib.Path) -> list[tuple[int, str]]:
     return out
 
 
-def build_graph() -> tuple[dict[str, dict[str, list[str]]], list[str]]:
-    """graph[a][b] = ["path:line", ...] where a imports b; plus the rule violations found."""
+def build_graph(root: pathlib.Path = ROOT) -> tuple[dict[str, dict[str, list[str]]], list[str]]:
+    """graph[a][b] = ["path:line", ...] where a imports b; plus the rule violations found.
+    ``root``: the package directory (tests point it at a small fake package)."""
     graph: dict[str, dict[str, list[str]]] = {}
     bad: list[str] = []
-    for path in sorted(ROOT.rglob("*")):
+    for path in sorted(root.rglob("*")):
         if path.suffix not in (".py", ".pyx", ".pxd") or "__pycache__" in path.parts:
             continue
-        rel = path.relative_to(ROOT.parent)
-        mod = module_name(path)
+        rel = path.relative_to(root.parent)
+        mod = module_name(path, root)
         me = layer_of(mod)
         if mod != ROOT_MODULE and me is None:
             bad.append(f"{rel}: module {mod} has no layer in ci/check_layers.py")
@@ -174,7 +176,7 @@ def build_graph() -> tuple[dict[str, dict[str, list[str]]], list[str]]:
         edges = graph.setdefault(mod, {})
         if mod == ROOT_MODULE:
             continue  # lazy public re-exports: the top of the graph
-        for ln, name in imports(path, mod):
+        for ln, name in imports(path, mod, root):
             if name == ROOT_MODULE:
                 bad.append(f"{rel}:{ln}: {mod} imports the package root zarrcy (import the defining module)")
                 continue
@@ -241,7 +243,7 @@ def cycles(graph: dict[str, dict[str, list[str]]]) -> list[list[str]]:
 def main(argv: list[str]) -> int:
     graph, bad = build_graph()
     if "--graph" in argv:
-        for mod in sorted(graph, key=lambda m: (layer_of(m) or 99, m)):
+        for mod in sorted(graph, key=lambda m: (99 if layer_of(m) is None else layer_of(m), m)):
             print(f"L{layer_of(mod)} {mod} -> {', '.join(sorted(graph[mod])) or '-'}")
         return 0
     for comp in cycles(graph):

@@ -74,7 +74,7 @@ def run_demo(output: str = "zarrcy-demo.zarr", size: str = "default") -> int:
     from zarrcy._version import __version__
     from zarrcy.codecs import BloscCodec, GzipCodec, ZstdCodec
     from zarrcy.config import config
-    from zarrcy.convert import convert
+    from zarrcy.convert.engine import convert
 
     n = 2048 if size == "default" else 256
     n3 = 256 if size == "default" else 64
