@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from zarrcy.chunk_grid_rectilinear import RectilinearChunkGrid
 from zarrcy.consolidated import open_consolidated_store
 from zarrcy.creation import (
     Mode,
@@ -223,7 +224,7 @@ def _chunking(a: Array) -> tuple[Any, Any]:
     """``(chunks, shards)`` to create an array chunked like ``a`` (a rectilinear grid is
     given by its ``chunk_shapes``, as written)."""
     grid = a.metadata.chunk_grid
-    if getattr(grid, "name", "regular") != "rectilinear":
+    if not isinstance(grid, RectilinearChunkGrid):
         return a.chunks, a.shards
     edges = grid.to_dict()["configuration"]["chunk_shapes"]
     inner = a._inner_chunk_shape()
@@ -281,7 +282,7 @@ def from_array(
     src = data if isinstance(data, Array) else None
     if src is None:
         data = np.asarray(data)
-    v2 = src is not None and getattr(src.metadata, "zarr_format", 3) == 2
+    v2 = src is not None and src.metadata.zarr_format == 2
 
     def keep(value: Any, from_src: Callable[[Array], Any], default: Any) -> Any:
         if isinstance(value, str) and value == "keep":
@@ -444,7 +445,7 @@ def consolidate_metadata(store: Any, path: str = "", *, storage_options: dict | 
         raise ReadOnlyError(f"{st.url}: cannot write consolidated metadata to a read-only store")
     path = path.strip("/")
     group = open_group(st, path=path or None, mode="r+", use_consolidated=False)
-    if getattr(group.metadata, "zarr_format", 3) == 2:
+    if group.metadata.zarr_format == 2:
         write_consolidated(st, path)
         return open_group(st, path=path or None, mode="r")
     prefix = _prefix(path)

@@ -52,7 +52,7 @@ Mode = Literal["r", "r+", "a", "w", "w-"]
 StoreLike = Store | str | Any
 
 
-_STORES: dict[tuple[str, str], Store] = {}
+_STORES: dict[tuple[str, str], LocalStore] = {}
 
 
 def open_store(store: StoreLike, mode: Mode, storage_options: dict | None = None) -> Store:
@@ -69,7 +69,7 @@ def open_store(store: StoreLike, mode: Mode, storage_options: dict | None = None
     key = (store, mode) if isinstance(store, str) and mode in ("r", "r+") and not storage_options else None
     if key is not None:
         hit = _STORES.get(key)
-        if hit is not None and os.path.isdir(hit.root):  # type: ignore[attr-defined]
+        if hit is not None and os.path.isdir(hit.root):
             return hit
     st = store_from_url(store, mode=mode, storage_options=storage_options)
     if key is not None and isinstance(st, LocalStore):

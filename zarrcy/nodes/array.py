@@ -20,6 +20,7 @@ import numpy as np
 
 from zarrcy.chunk_grid import RegularChunkGrid
 from zarrcy.codecs._base import ArrayArrayCodec, BytesBytesCodec
+from zarrcy.codecs.sharding import ShardingCodec
 from zarrcy.config import get as _config_get
 from zarrcy.document.array import ArrayMetadataLike
 from zarrcy.errors import REOPEN_HINT, ReadOnlyError
@@ -28,6 +29,7 @@ from zarrcy.nodes.array_read import ArrayReads
 from zarrcy.nodes.array_write import ArrayWrites
 from zarrcy.nodes.base import node_api
 from zarrcy.storage import Store, StorePath
+from zarrcy.v2.metadata import V2ArrayMetadata
 
 __all__ = ["Array", "ArrayConfig", "StoreValue", "RectilinearChunksError", "chunk_errors"]
 
@@ -177,15 +179,16 @@ class Array(ArrayReads, ArrayWrites):
         array, those of the inner chunks; for a Zarr v2 array, numcodecs objects (and no
         serializer)."""
         m = self.metadata
-        if getattr(m, "zarr_format", 3) == 2:
-            import numcodecs
+        if isinstance(m, V2ArrayMetadata):
+            import numcodecs  # optional dependency, needed only for a v2 array's parts
 
-            filters = tuple(numcodecs.get_codec(dict(f)) for f in (getattr(m, "filters", None) or ()))
-            comp = getattr(m, "compressor", None)
+            filters = tuple(numcodecs.get_codec(dict(f)) for f in (m.filters or ()))
+            comp = m.compressor
             return filters, None, (numcodecs.get_codec(dict(comp)),) if comp else ()
         codecs = tuple(m.codecs)
-        if self._inner_chunk_shape() is not None:  # sharded (also on a rectilinear shard grid)
-            codecs = tuple(self._pipeline.array_bytes.codecs)  # type: ignore[attr-defined]
+        ab = self._pipeline.array_bytes
+        if self._inner_chunk_shape() is not None and isinstance(ab, ShardingCodec):  # also on a rectilinear shard grid
+            codecs = tuple(ab.codecs)
         filters = tuple(c for c in codecs if isinstance(c, ArrayArrayCodec))
         compressors = tuple(c for c in codecs if isinstance(c, BytesBytesCodec))
         rest = [c for c in codecs if not isinstance(c, (ArrayArrayCodec, BytesBytesCodec))]

@@ -278,7 +278,7 @@ class ArrayBase(Node):
                     fn(item)
             return
         threads = _config_get("threads")
-        io = getattr(self.store, "io_concurrency", 0)
+        io = self.store.io_concurrency
         if io > threads:
             # a latency-bound store: keep ``io`` chunk/shard reads in flight (their decoding
             # releases the GIL; nested parallel loops use the CPU pool, caller-runs)
