@@ -29,7 +29,7 @@ from zarrcy.metadata.names import normalize_path
 from zarrcy.nodes.array import Array
 from zarrcy.nodes.base import META_KEY
 from zarrcy.nodes.base import prefix as _prefix
-from zarrcy.nodes.group import Group, ensure_parents
+from zarrcy.nodes.group import Group, parse_node
 from zarrcy.storage import LocalStore, MemoryStore, Store, store_from_url
 from zarrcy.storage._common import get_metadata
 from zarrcy.v2.metadata import V2ArrayMetadata, V2GroupMetadata, check_new_v2, ensure_parents_v2, vlen_filter_for
@@ -44,6 +44,7 @@ __all__ = [
     "create_array_v2",
     "create_group_v2",
     "create_hierarchy",
+    "ensure_parents",
     "array",
 ]
 
@@ -278,6 +279,21 @@ def _build_metadata(
     if dimension_names is not None:
         doc["dimension_names"] = list(dimension_names)
     return doc
+
+
+def ensure_parents(store: Store, path: str) -> None:
+    """Create the missing parent groups of ``path`` (v3 has no implicit groups)."""
+    parts = path.split("/")[:-1] if path else []
+    parents = [""] + ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    for p in parents:
+        key = _prefix(p) + META_KEY
+        raw = get_metadata(store, key)
+        if raw is None:
+            store.set(key, GroupMetadata().to_bytes())
+        elif b'"array"' in raw:
+            node = parse_node(store, p, raw)
+            if isinstance(node, Array):
+                raise ContainsNodeError(f"{store.url}: cannot create a node below the array at '/{p}'")
 
 
 def _check_new_node(store: Store, path: str, overwrite: bool) -> None:

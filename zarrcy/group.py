@@ -13,7 +13,8 @@ import types as _types
 from typing import Any
 
 from zarrcy import api as _api
-from zarrcy.nodes.group import Group, ensure_parents, join_path, open_node
+from zarrcy.creation import ensure_parents
+from zarrcy.nodes.group import Group, join_path, open_node
 
 __all__ = ["Group", "open_node", "ensure_parents", "join_path"]
 

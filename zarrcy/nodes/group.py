@@ -2,11 +2,12 @@
 
 A node at path ``P`` keeps its metadata at ``P/zarr.json``; children are discovered
 with ``list_dir(P + "/")``: every child name whose ``zarr.json`` exists is a member.
-Creating a node creates its missing parent groups; deleting one erases its prefix.
+Deleting a node erases its prefix.
 
 This module opens existing nodes (v3 documents, and v2/v1 ones through
 :func:`zarrcy.v2.load_v2_metadata`); creating them is the API layer's
-(``zarrcy.creation``), which a group reaches through :func:`zarrcy.nodes.base.node_api`.
+(``zarrcy.creation``: a new node gets its missing parent groups), which a group
+reaches through :func:`zarrcy.nodes.base.node_api`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from zarrcy.errors import (
     REOPEN_HINT,
     ContainsArrayError,
     ContainsGroupError,
-    ContainsNodeError,
     MetadataError,
     NodeNotFoundError,
     ReadOnlyError,
@@ -33,7 +33,7 @@ from zarrcy.storage import Store
 from zarrcy.storage._common import get_metadata
 from zarrcy.v2.metadata import V1ArrayMetadata, V2GroupMetadata, load_v2_metadata
 
-__all__ = ["Group", "open_node", "open_v2_node", "parse_node", "ensure_parents", "join_path"]
+__all__ = ["Group", "open_node", "open_v2_node", "parse_node", "join_path"]
 
 _V2_KEYS = frozenset((".zarray", ".zgroup", ".zattrs", ".zmetadata"))
 
@@ -76,21 +76,6 @@ def open_node(store: Store, path: str) -> Array | "Group":
     if node is None:
         raise NodeNotFoundError(f"{store.url}: no array or group at path '/{path}'")
     return node
-
-
-def ensure_parents(store: Store, path: str) -> None:
-    """Create the missing parent groups of ``path`` (v3 has no implicit groups)."""
-    parts = path.split("/")[:-1] if path else []
-    parents = [""] + ["/".join(parts[: i + 1]) for i in range(len(parts))]
-    for p in parents:
-        key = _prefix(p) + META_KEY
-        raw = get_metadata(store, key)
-        if raw is None:
-            store.set(key, GroupMetadata().to_bytes())
-        elif b'"array"' in raw:
-            node = parse_node(store, p, raw)
-            if isinstance(node, Array):
-                raise ContainsNodeError(f"{store.url}: cannot create a node below the array at '/{p}'")
 
 
 class Group(Node):
@@ -305,8 +290,8 @@ class Group(Node):
 
     # -- creation --------------------------------------------------------------------
     def create_group(self, name: str, *, attributes: dict | None = None, overwrite: bool = False) -> "Group":
-        return node_api().create_group(self.store, path=self._child_path(name), attributes=attributes, overwrite=overwrite,
-                            zarr_format=self._zarr_format)
+        return node_api().create_group(self.store, path=self._child_path(name), attributes=attributes,
+                                       overwrite=overwrite, zarr_format=self._zarr_format)
 
     def require_group(self, name: str, **kwargs: Any) -> "Group":
         node = self.get(name)
