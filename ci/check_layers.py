@@ -181,8 +181,9 @@ def build_graph(root: pathlib.Path = ROOT) -> tuple[dict[str, dict[str, list[str
                 bad.append(f"{rel}:{ln}: {mod} imports the package root zarrcy (import the defining module)")
                 continue
             for target in with_packages(mod, name):
-                if target != mod:
-                    edges.setdefault(target, []).append(f"{rel}:{ln}")
+                where = edges.setdefault(target, []) if target != mod else None
+                if where is not None and f"{rel}:{ln}" not in where:
+                    where.append(f"{rel}:{ln}")
             other = layer_of(name)
             if other is None or me is None:
                 continue
