@@ -1,7 +1,8 @@
 """zarrcy: Zarr v3 for Python with typed Cython hot paths.
 
 Public names are imported lazily (PEP 562) so ``import zarrcy`` stays cheap and
-submodules can be imported on their own.
+submodules can be imported on their own.  This module is the top of the import graph:
+nothing inside the package imports it (ci/check_layers.py; docs/ARCHITECTURE.md).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from zarrcy.errors import (
     ZarrcyError,
 )
 
-__version__ = "0.1.0"
+from zarrcy._version import __version__
 
 _LAZY = {
     "Array": "zarrcy.array",
@@ -54,7 +55,7 @@ _LAZY = {
     "copy_all": "zarrcy.api",
     "create_hierarchy": "zarrcy.api",
     "tree": "zarrcy.api",
-    "consolidate_metadata": "zarrcy.consolidated",
+    "consolidate_metadata": "zarrcy.api",
     "cast_value": "zarrcy.casting",
     "scale_offset_encode": "zarrcy.casting",
     "scale_offset_decode": "zarrcy.casting",

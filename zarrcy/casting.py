@@ -418,14 +418,15 @@ def _load_values(path: str) -> np.ndarray:
             raise ValueError(f"{path}: expected a .npy file or a Zarr array, received a file that is not .npy{why}") from None
     if not os.path.exists(path) and "://" not in path:
         raise ValueError(f"{path}: no such file or directory")
-    # through the package (this module sits below the API layer; the CLI is what calls it)
-    import zarrcy
+    # the API layer, loaded only for a Zarr input (this module sits above it, beside the CLI)
+    from zarrcy.api import open as api_open
+    from zarrcy.nodes.array import Array
 
     try:
-        node = zarrcy.open(path, mode="r")
+        node = api_open(path, mode="r")
     except (ZarrcyError, OSError) as e:
         raise ValueError(f"{path}: expected a .npy file or a Zarr array, received no array there ({e})") from None
-    if not isinstance(node, zarrcy.Array):
+    if not isinstance(node, Array):
         raise ValueError(f"{path}: expected a Zarr array, received a group (give the array's path, e.g. {path}/NAME)")
     return np.asarray(node[...])
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Iterator, Protocol
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from zarrcy.chunk_grid_rectilinear import RectilinearChunkGrid, rectilinear_from
 from zarrcy.errors import MetadataError, UnknownExtensionError, expected
 from zarrcy.metadata._parse import config_dict, name_path, parse_extension
 
-__all__ = ["RegularChunkGrid", "parse_chunk_grid"]
+__all__ = ["RegularChunkGrid", "ChunkGridGeometry", "parse_chunk_grid"]
 
 _INT64_MAX = (1 << 63) - 1
 _REGULAR_KEYS = ("chunk_shape",)
@@ -114,6 +114,63 @@ class RegularChunkGrid:
         if not g:
             return np.zeros((1, 0), dtype=np.int64)
         return np.indices(g, dtype=np.int64).reshape(len(g), -1).T.copy()
+
+    def axis_extent(self, axis: int, index: int) -> tuple[int, int]:
+        """``(origin, edge length)`` of chunk ``index`` along ``axis``."""
+        c = self.chunk_shape[axis]
+        return index * c, c
+
+    def chunk_shape_at(self, chunk_coords: tuple[int, ...]) -> tuple[int, ...]:
+        """The chunk's (codec) shape: ``chunk_shape`` for every chunk, edge chunks
+        included (they overhang the array; see :meth:`chunk_region`)."""
+        return self.chunk_shape
+
+    def chunk_extent(self, chunk_coords: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """``(chunk_origin, chunk_shape_at)`` of one chunk."""
+        return tuple(i * c for i, c in zip(chunk_coords, self.chunk_shape)), self.chunk_shape
+
+    def axis_chunk_sizes(self, axis: int, size: int) -> tuple[int, ...]:
+        """The clipped edge lengths along ``axis`` for an axis of length ``size`` (dask's
+        chunks convention: they sum to ``size``)."""
+        c = self.chunk_shape[axis]
+        full, rest = divmod(size, c)
+        return (c,) * full + ((rest,) if rest else ())
+
+    def axis_edges(self, axis: int, size: int) -> tuple[int, ...]:
+        """The distinct edge lengths along ``axis``: one."""
+        return (self.chunk_shape[axis],)
+
+    def max_chunk_shape(self, array_shape: tuple[int, ...]) -> tuple[int, ...]:
+        """The largest chunk (codec) shape: ``chunk_shape``."""
+        return self.chunk_shape
+
+    def chunk_shapes_in(self, array_shape: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+        """Every distinct chunk (codec) shape: ``chunk_shape`` alone."""
+        return iter((self.chunk_shape,))
+
+
+class ChunkGridGeometry(Protocol):
+    """The geometry both chunk grids offer (:class:`RegularChunkGrid`,
+    ``RectilinearChunkGrid``), in the spec's vocabulary: ``grid_shape`` is the number of
+    chunks per axis that hold array elements; a chunk's *origin* is the array index of
+    its first element, its *shape* (``chunk_shape_at``, what its codecs see) may extend
+    past the array at the upper edge, and ``chunk_region`` clips it to the array."""
+
+    @property
+    def ndim(self) -> int: ...
+    def grid_shape(self, array_shape: tuple[int, ...]) -> tuple[int, ...]: ...
+    def nchunks(self, array_shape: tuple[int, ...]) -> int: ...
+    def axis_extent(self, axis: int, index: int) -> tuple[int, int]: ...
+    def chunk_origin(self, chunk_coords: tuple[int, ...]) -> tuple[int, ...]: ...
+    def chunk_shape_at(self, chunk_coords: tuple[int, ...]) -> tuple[int, ...]: ...
+    def chunk_extent(self, chunk_coords: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]: ...
+    def chunk_region(self, array_shape: tuple[int, ...], chunk_coords: tuple[int, ...]) -> tuple[slice, ...]: ...
+    def axis_chunk_sizes(self, axis: int, size: int) -> tuple[int, ...]: ...
+    def axis_edges(self, axis: int, size: int) -> tuple[int, ...]: ...
+    def max_chunk_shape(self, array_shape: tuple[int, ...]) -> tuple[int, ...]: ...
+    def chunk_shapes_in(self, array_shape: tuple[int, ...]) -> Iterator[tuple[int, ...]]: ...
+    def all_chunk_coords(self, array_shape: tuple[int, ...]) -> Iterator[tuple[int, ...]]: ...
+    def all_chunk_coords_array(self, array_shape: tuple[int, ...]) -> np.ndarray: ...
 
 
 def parse_chunk_grid(value: Any, path: str = "chunk_grid") -> RegularChunkGrid | RectilinearChunkGrid:

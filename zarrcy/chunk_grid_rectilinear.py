@@ -125,7 +125,8 @@ class RectilinearChunkGrid:
             n *= g
         return n
 
-    def _extent(self, axis: int, c: int) -> tuple[int, int]:
+    def axis_extent(self, axis: int, c: int) -> tuple[int, int]:
+        """``(origin, edge length)`` of chunk ``c`` along ``axis`` (a binary search over the runs)."""
         origin, first, edge = self._tables[axis]
         r = int(np.searchsorted(first, c, side="right")) - 1
         e = int(edge[r])
@@ -133,15 +134,15 @@ class RectilinearChunkGrid:
 
     def chunk_origin(self, chunk_coords: tuple[int, ...]) -> tuple[int, ...]:
         """Array coordinates of the chunk's first element."""
-        return tuple(self._extent(a, c)[0] for a, c in enumerate(chunk_coords))
+        return tuple(self.axis_extent(a, c)[0] for a, c in enumerate(chunk_coords))
 
     def chunk_shape_at(self, chunk_coords: tuple[int, ...]) -> tuple[int, ...]:
         """The chunk's edge lengths (its stored shape: not clipped at the array edge)."""
-        return tuple(self._extent(a, c)[1] for a, c in enumerate(chunk_coords))
+        return tuple(self.axis_extent(a, c)[1] for a, c in enumerate(chunk_coords))
 
     def chunk_extent(self, chunk_coords: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """``(chunk_origin, chunk_shape_at)`` of one chunk, with one search per axis."""
-        ext = [self._extent(a, c) for a, c in enumerate(chunk_coords)]
+        ext = [self.axis_extent(a, c) for a, c in enumerate(chunk_coords)]
         return tuple(o for o, _ in ext), tuple(e for _, e in ext)
 
     def chunk_region(self, array_shape: tuple[int, ...], chunk_coords: tuple[int, ...]) -> tuple[slice, ...]:
@@ -151,7 +152,7 @@ class RectilinearChunkGrid:
             raise IndexError(expected("chunk_coords", f"coordinates inside grid {grid}", tuple(chunk_coords)))
         out = []
         for a, (c, s) in enumerate(zip(chunk_coords, array_shape)):
-            start, e = self._extent(a, c)
+            start, e = self.axis_extent(a, c)
             out.append(slice(start, min(start + e, s)))
         return tuple(out)
 
@@ -160,12 +161,20 @@ class RectilinearChunkGrid:
         chunks convention: they sum to ``size``)."""
         out: list[int] = []
         for c in range(self._axis_nchunks(axis, size)):
-            start, e = self._extent(axis, c)
+            start, e = self.axis_extent(axis, c)
             out.append(min(e, size - start))
         return tuple(out)
 
     def all_chunk_coords(self, array_shape: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+        """Every chunk's grid coordinates in C order (lazily; the grid may be huge)."""
         return itertools.product(*(range(g) for g in self.grid_shape(array_shape)))
+
+    def all_chunk_coords_array(self, array_shape: tuple[int, ...]) -> np.ndarray:
+        """``(nchunks, ndim)`` int64 array of every chunk's coordinates, C order."""
+        g = self.grid_shape(array_shape)
+        if not g:
+            return np.zeros((1, 0), dtype=np.int64)
+        return np.indices(g, dtype=np.int64).reshape(len(g), -1).T.copy()
 
     def axis_edges(self, axis: int, size: int) -> tuple[int, ...]:
         """The distinct edge lengths of the chunks of ``axis`` that hold elements of an

@@ -24,6 +24,7 @@ so after changing a hierarchy call :func:`consolidate_metadata` again.
 from __future__ import annotations
 
 import json
+import builtins
 from typing import Any, Iterable, Iterator
 
 from zarrcy.byte_range import ByteRequest, resolve
@@ -31,7 +32,7 @@ from zarrcy.errors import MetadataError, NodeNotFoundError, ReadOnlyError, Store
 from zarrcy.storage import Store, store_from_url
 from zarrcy.storage._common import get_metadata
 
-__all__ = ["consolidate_metadata", "read_consolidated_v3", "ConsolidatedStore", "open_consolidated_store"]
+__all__ = ["read_consolidated_v3", "ConsolidatedStore", "open_consolidated_store"]
 
 META_KEY = "zarr.json"
 _V2_META = (".zarray", ".zgroup", ".zattrs")
@@ -170,7 +171,7 @@ class ConsolidatedStore(Store):
     def list_prefix(self, prefix: str) -> Iterator[str]:
         return self.base.list_prefix(prefix)
 
-    def list_dir(self, prefix: str) -> list[str]:
+    def list_dir(self, prefix: str) -> builtins.list[str]:  # (``list``, ``set``: methods here)
         """Children of a group under the root come from the documents (no request; works
         on stores that cannot list, such as HTTP); anything else from the real store."""
         node = prefix.rstrip("/")
@@ -178,7 +179,7 @@ class ConsolidatedStore(Store):
             return sorted(self._children.get(node, ()))
         return self.base.list_dir(prefix)
 
-    def _docs_nodes(self) -> set[str]:
+    def _docs_nodes(self) -> builtins.set[str]:
         nodes = getattr(self, "_node_set", None)
         if nodes is None:
             nodes = self._node_set = {p for p, kids in self._children.items()} | {
@@ -241,45 +242,3 @@ def open_consolidated_store(store: Store, path: str, root_raw: bytes | None, *, 
         if node and name in (".zarray", ".zgroup"):
             nodes.append(prefix + node)
     return ConsolidatedStore(store, path, docs, nodes)
-
-
-# -- writing ---------------------------------------------------------------------------------
-def consolidate_metadata(store: Any, path: str = "", *, storage_options: dict | None = None) -> Any:
-    """Write the consolidated metadata of the group at ``path`` (v3: into its
-    ``zarr.json``; v2: ``.zmetadata``) and return the group reopened through it.
-
-    Documents are copied verbatim from the stored ``zarr.json`` files (extension fields
-    included; stale nested ``consolidated_metadata`` removed)."""
-    from zarrcy.api import open_group
-    from zarrcy.group import Group
-
-    st = store if isinstance(store, Store) else store_from_url(store, mode="r+", storage_options=storage_options)
-    if st.read_only:
-        raise ReadOnlyError(f"{st.url}: cannot write consolidated metadata to a read-only store")
-    path = path.strip("/")
-    group = open_group(st, path=path or None, mode="r+", use_consolidated=False)
-    if getattr(group.metadata, "zarr_format", 3) == 2:
-        from zarrcy.v2 import write_consolidated
-
-        write_consolidated(st, path)
-        return open_group(st, path=path or None, mode="r")
-    prefix = _prefix(path)
-    metadata: dict[str, Any] = {}
-    for rel, node in group.walk():
-        key = f"{prefix}{rel}/{META_KEY}"
-        raw = get_metadata(st, key)
-        if raw is None:  # a v2 node inside a v3 hierarchy: not consolidated here
-            continue
-        doc = json.loads(raw)
-        doc.pop(_FIELD, None)
-        if isinstance(node, Group):
-            doc[_FIELD] = {"kind": "inline", "must_understand": False, "metadata": {}}
-        metadata[rel] = doc
-    root_key = prefix + META_KEY
-    root_raw = get_metadata(st, root_key)
-    if root_raw is None:
-        raise StoreError(f"{st.url}: {root_key} disappeared while consolidating")
-    root_doc = json.loads(root_raw)
-    root_doc[_FIELD] = {"kind": "inline", "must_understand": False, "metadata": metadata}
-    st.set(root_key, _dumps(root_doc))
-    return open_group(st, path=path or None, mode="r")

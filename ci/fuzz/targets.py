@@ -32,7 +32,7 @@ from zarrcy.codecs._base import ArraySpec
 from zarrcy.codecs.pipeline import CodecPipeline
 from zarrcy.errors import ZarrcyError
 from zarrcy.metadata import DATA_TYPES, default_fill_value, fill_value_to_json, parse_data_type, parse_fill_value
-from zarrcy.metadata.node import parse_node_metadata
+from zarrcy.document.node import parse_node_metadata
 
 # Hostile input must be refused long before this; keep any fuzz process small.
 FUZZ_MAX_CHUNK_BYTES = 16 << 20

@@ -80,7 +80,7 @@ def _make_v2_hierarchy_zarrcy(root: str) -> dict[str, np.ndarray]:
     """The same hierarchy written by zarrcy's v2 writer."""
     import zarrcy
     from zarrcy.storage import store_from_url
-    from zarrcy.v2 import create_group_v2
+    from zarrcy.creation import create_group_v2
 
     rng = np.random.default_rng(7)
     out: dict[str, np.ndarray] = {}

@@ -391,7 +391,7 @@ def test_in_place_metadata_only_migration(tmp_path):
     assert set(after) - set(before) == {"zarr.json", "sub/zarr.json", "temp/zarr.json", "sub/fortran/zarr.json",
                                         "empty/zarr.json"}
     g = zarrcy.open_group(src, mode="r")
-    from zarrcy.metadata.array import ArrayMetadata
+    from zarrcy.document.array import ArrayMetadata
 
     assert g.metadata.zarr_format == 3 and isinstance(g["temp"].metadata, ArrayMetadata)  # v3 documents win
     for path in ("temp", "sub/fortran", "empty"):

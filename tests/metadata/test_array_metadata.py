@@ -13,7 +13,8 @@ from zarrcy.chunk_grid import RegularChunkGrid
 from zarrcy.chunk_key_encoding import DefaultChunkKeyEncoding, V2ChunkKeyEncoding
 from zarrcy.codecs._base import ArraySpec
 from zarrcy.errors import MetadataError, UnknownCodecError, UnknownExtensionError
-from zarrcy.metadata import ArrayMetadata, GroupMetadata, parse_data_type
+from zarrcy.document import ArrayMetadata, GroupMetadata
+from zarrcy.metadata import parse_data_type
 
 # v3-core.rst "Array metadata" -> "Example" (verbatim)
 CORE_EXAMPLE_1 = """{

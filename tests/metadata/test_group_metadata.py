@@ -7,7 +7,7 @@ import json
 import pytest
 
 from zarrcy.errors import MetadataError, UnknownExtensionError
-from zarrcy.metadata import GroupMetadata
+from zarrcy.document import GroupMetadata
 
 # v3-core.rst "Group metadata" -> "Example" (verbatim)
 GROUP_EXAMPLE = """{
@@ -77,7 +77,7 @@ def test_group_attributes_nan_written_as_strings() -> None:
 
 
 def test_parse_node_metadata() -> None:
-    from zarrcy.metadata import ArrayMetadata, parse_node_metadata
+    from zarrcy.document import ArrayMetadata, parse_node_metadata
 
     g = parse_node_metadata(GROUP_EXAMPLE.encode())
     assert isinstance(g, GroupMetadata) and g.attributes["eggs"] == 42

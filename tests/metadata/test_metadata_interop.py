@@ -23,7 +23,8 @@ import tensorstore as ts
 import zarr
 from zarr.storage import MemoryStore
 
-from zarrcy.metadata import ArrayMetadata, GroupMetadata, parse_data_type
+from zarrcy.document import ArrayMetadata, GroupMetadata
+from zarrcy.metadata import parse_data_type
 
 pytestmark = pytest.mark.interop
 

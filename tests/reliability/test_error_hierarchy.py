@@ -23,7 +23,7 @@ import zarrcy
 from zarrcy.codecs.registry import MAX_CODEC_NESTING
 from zarrcy.errors import MetadataError
 from zarrcy.metadata._parse import MAX_JSON_DEPTH, MAX_RANK
-from zarrcy.metadata.node import parse_node_metadata
+from zarrcy.document.node import parse_node_metadata
 from zarrcy.storage import LocalStore, MemoryStore
 
 

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import zarrcy
-from zarrcy import array as zarray
+from zarrcy.nodes import array_write as zarray  # the object locks live with the write path
 zconfig = importlib.import_module("zarrcy.config")  # (zarrcy.config is the function)
 
 pytestmark = pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")

@@ -8,7 +8,7 @@ import pytest
 
 import zarrcy
 from zarrcy.errors import MetadataError
-from zarrcy.metadata.node import parse_node_metadata
+from zarrcy.document.node import parse_node_metadata
 from zarrcy.storage import MemoryStore
 
 _ARRAY = {

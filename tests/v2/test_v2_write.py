@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import zarrcy
-from zarrcy.v2 import V2ArrayMetadata, create_group_v2
+from zarrcy.creation import create_group_v2
+from zarrcy.v2 import V2ArrayMetadata
 
 from v2_helpers import same
 

@@ -102,10 +102,11 @@ def array_info(node: Any) -> str:
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    import zarrcy
+    from zarrcy.api import open as api_open
+    from zarrcy.nodes.array import Array
 
-    node = zarrcy.open(args.url, path=args.path, mode="r")
-    if isinstance(node, zarrcy.Array):
+    node = api_open(args.url, path=args.path, mode="r")
+    if isinstance(node, Array):
         print(array_info(node))
     else:
         fmt = getattr(node.metadata, "zarr_format", 3)
@@ -116,10 +117,11 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 def _cmd_tree(args: argparse.Namespace) -> int:
-    import zarrcy
+    from zarrcy.api import open as api_open
+    from zarrcy.nodes.array import Array
 
-    node = zarrcy.open(args.url, path=args.path, mode="r")
-    if isinstance(node, zarrcy.Array):
+    node = api_open(args.url, path=args.path, mode="r")
+    if isinstance(node, Array):
         print(f"/{node.path} {node.shape} {node.dtype}")
     else:
         print(node.tree())
@@ -145,7 +147,7 @@ def _cmd_cast_check(argv: Sequence[str]) -> int:
 
 
 def _version() -> str:
-    from zarrcy import __version__
+    from zarrcy._version import __version__
 
     return __version__
 

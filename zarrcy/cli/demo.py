@@ -71,8 +71,11 @@ def prepare_output(output: str) -> None:
 def run_demo(output: str = "zarrcy-demo.zarr", size: str = "default") -> int:
     import sys
 
-    import zarrcy
+    from zarrcy import api as zarrcy  # the public functions, as a user would call them
+    from zarrcy._version import __version__
     from zarrcy.codecs import BloscCodec, GzipCodec, ZstdCodec
+    from zarrcy.config import config
+    from zarrcy.convert.engine import convert
 
     n = 2048 if size == "default" else 256
     n3 = 256 if size == "default" else 64
@@ -81,7 +84,7 @@ def run_demo(output: str = "zarrcy-demo.zarr", size: str = "default") -> int:
     except DemoOutputError as e:
         print(f"zarrcy demo: error: {e}", file=sys.stderr)
         return 2
-    root = zarrcy.open_group(output, mode="w-", attributes={"title": "zarrcy demo", "created_by": f"zarrcy {zarrcy.__version__}"})
+    root = zarrcy.open_group(output, mode="w-", attributes={"title": "zarrcy demo", "created_by": f"zarrcy {__version__}"})
     dense = _field((n, n))
     vol = (np.clip(_field((n3, n3, n3), 1) + 3, 0, 6) * 600).astype(np.uint16)
     # (array name, data, create_array keywords, how to check what reads back)
@@ -103,7 +106,7 @@ def run_demo(output: str = "zarrcy-demo.zarr", size: str = "default") -> int:
              compressors=[GzipCodec(level=1)]),
         "quantized",
     ))
-    print(f"zarrcy {zarrcy.__version__} demo -> {os.path.abspath(output)}  (threads: {zarrcy.config()['threads']})")
+    print(f"zarrcy {__version__} demo -> {os.path.abspath(output)}  (threads: {config()['threads']})")
     print(f"{'array':<18} {'shape':<18} {'dtype':<8} {'MB':>7} {'stored MB':>10} {'write s':>8} {'read s':>8}  check")
     ok = True
     for name, data, kw, check in cases:
@@ -129,7 +132,7 @@ def run_demo(output: str = "zarrcy-demo.zarr", size: str = "default") -> int:
                              zarr_format=2, compressors=numcodecs.Blosc("lz4", 5, numcodecs.Blosc.SHUFFLE))
     v2[...] = dense
     t0 = time.perf_counter()
-    report = zarrcy.convert(os.path.join(output, "legacy_v2"), output, dst_path="converted/v3_sharded",
+    report = convert(os.path.join(output, "legacy_v2"), output, dst_path="converted/v3_sharded",
                             shards=(n // 2, n // 2), chunks=(n // 8, n // 8), compressor="zstd:3", verify=True,
                             progress=False)
     t1 = time.perf_counter()

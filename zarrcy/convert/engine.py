@@ -440,7 +440,7 @@ def _in_place(plans: list[ArrayPlan], groups: list[tuple[str, Any]], arrays: lis
               o: ConvertOptions, report: ConvertReport, t0: float) -> ConvertReport:
     """Metadata-only migration in place: a ``zarr.json`` beside each v2/v1 node; the
     chunks (and the v2 documents, for v2 readers) stay as they are."""
-    from zarrcy.metadata.group import GroupMetadata
+    from zarrcy.document.group import GroupMetadata
 
     src_arrays = dict(arrays)
     for rel, g in groups:
@@ -470,7 +470,7 @@ def _in_place(plans: list[ArrayPlan], groups: list[tuple[str, Any]], arrays: lis
 
 
 def _ensure_v3_parents(store: Any, path: str) -> None:
-    from zarrcy.metadata.group import GroupMetadata
+    from zarrcy.document.group import GroupMetadata
 
     parts = path.split("/")[:-1]
     for i in range(len(parts) + 1):

@@ -527,7 +527,7 @@ def _rect_shards(src: Array, grid: RectilinearChunkGrid) -> tuple[int, ...] | No
 
 def _dst_metadata(plan: ArrayPlan) -> Any:
     if plan.dst_format == 3:
-        from zarrcy.metadata.array import ArrayMetadata
+        from zarrcy.document.array import ArrayMetadata
 
         return ArrayMetadata.from_json(plan.dst_doc, path=f"/{plan.dst_path} (destination)")
     from zarrcy.v2.metadata import V2ArrayMetadata
@@ -537,7 +537,7 @@ def _dst_metadata(plan: ArrayPlan) -> Any:
 
 def _group_metadata(fmt: int, attrs: dict[str, Any]) -> Any:
     if fmt == 3:
-        from zarrcy.metadata.group import GroupMetadata
+        from zarrcy.document.group import GroupMetadata
 
         return GroupMetadata(attributes=dict(attrs))
     from zarrcy.v2.metadata import V2GroupMetadata

@@ -1,7 +1,7 @@
 """``zarr.core.array`` names (see zarrcy/core/__init__.py)."""
 
 from zarrcy.array import Array, ArrayConfig
-from zarrcy.metadata.array import ArrayMetadata
+from zarrcy.document.array import ArrayMetadata
 
 ArrayV3Metadata = ArrayMetadata
 

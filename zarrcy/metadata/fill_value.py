@@ -156,10 +156,10 @@ def _float_bits(fmt: FloatFormat, ndigits: int, value: Any, path: str) -> int:
         return _float_bits(fmt, ndigits, float(value), path)  # an ml_dtypes float/int scalar
     else:
         raise _err(path, "a number or one of 'NaN', 'Infinity', '-Infinity', '0x...'", value)
-    bits = round_to_bits(fmt, x, negative)
-    if bits is None:
+    rounded = round_to_bits(fmt, x, negative)
+    if rounded is None:
         raise _err(path, "a number within the range of the data type", value)
-    return bits
+    return rounded
 
 
 def _from_bits(data_type: DataType, bits: int) -> Any:
@@ -176,7 +176,8 @@ def _parse_float(data_type: DataType, value: Any, path: str) -> Any:
     if t is int and data_type.name == "float64" and -(1 << 53) <= value <= (1 << 53):
         return np.float64(value)
     fmt = data_type.float_format
-    return _from_bits(data_type, _float_bits(fmt, 2 * data_type.itemsize, value, path))  # type: ignore[arg-type]
+    assert fmt is not None  # every float type has one (data_type.py)
+    return _from_bits(data_type, _float_bits(fmt, 2 * data_type.itemsize, value, path))
 
 
 def _parse_complex(data_type: DataType, value: Any, path: str) -> Any:
@@ -185,9 +186,10 @@ def _parse_complex(data_type: DataType, value: Any, path: str) -> Any:
     if (type(value) is not list and type(value) is not tuple) or len(value) != 2:
         raise _err(path, "a two-element array [real, imaginary]", value)
     fmt = data_type.float_format
+    assert fmt is not None  # every complex type has one (data_type.py)
     nd = data_type.itemsize  # hex digits per component: 2 x (itemsize / 2)
-    re = _float_bits(fmt, nd, value[0], f"{path}[0]")  # type: ignore[arg-type]
-    im = _float_bits(fmt, nd, value[1], f"{path}[1]")  # type: ignore[arg-type]
+    re = _float_bits(fmt, nd, value[0], f"{path}[0]")
+    im = _float_bits(fmt, nd, value[1], f"{path}[1]")
     return np.array([re, im], dtype=data_type.bits_dtype).view(data_type.dtype)[0]
 
 
@@ -237,7 +239,8 @@ def parse_fill_value(data_type: DataType, json_value: Any, path: str = "fill_val
     if cat == "datetime" or cat == "timedelta":
         return _parse_time(data_type, json_value, path)
     if cat == "int" or cat == "uint":
-        lo, hi = data_type.int_range  # type: ignore[misc]
+        assert data_type.int_range is not None  # every integer type has one (data_type.py)
+        lo, hi = data_type.int_range
         if t is not int:
             if isinstance(json_value, np.integer):
                 json_value = int(json_value)
@@ -329,7 +332,8 @@ def _parse_time(data_type: DataType, value: Any, path: str) -> Any:
         return np.asarray(value).astype(data_type.dtype)[()]
     if isinstance(value, np.integer):
         value = int(value)
-    lo, hi = data_type.int_range  # type: ignore[misc]
+    assert data_type.int_range is not None  # every time type has one (data_type.py)
+    lo, hi = data_type.int_range
     if type(value) is not int or not lo <= value <= hi:
         raise _err(path, f"an integer in [{lo}, {hi}] (int64 value of {data_type.dtype}; NaT is {lo})", value)
     return np.array(value, dtype=np.int64).view(data_type.dtype)[()]
@@ -355,15 +359,16 @@ def fill_value_to_json(data_type: DataType, value: Any) -> Any:
         return int(value)
     if cat == "bool":
         return bool(value)
-    if cat == "float":
-        bits = int(np.array(value).view(data_type.bits_dtype))
-        return _float_to_json(data_type.float_format, bits, float(value), 2 * data_type.itemsize)  # type: ignore[arg-type]
-    if cat == "complex":
-        parts = np.array(value).reshape(1).view(data_type.bits_dtype)
-        fmt = data_type.float_format
+    if cat == "float" or cat == "complex":
+        fmt, bits_dtype = data_type.float_format, data_type.bits_dtype
+        assert fmt is not None and bits_dtype is not None  # every float/complex type has both (data_type.py)
+        if cat == "float":
+            bits = int(np.array(value).view(bits_dtype))
+            return _float_to_json(fmt, bits, float(value), 2 * data_type.itemsize)
+        parts = np.array(value).reshape(1).view(bits_dtype)
         return [
-            _float_to_json(fmt, int(parts[0]), float(value.real), data_type.itemsize),  # type: ignore[arg-type]
-            _float_to_json(fmt, int(parts[1]), float(value.imag), data_type.itemsize),  # type: ignore[arg-type]
+            _float_to_json(fmt, int(parts[0]), float(value.real), data_type.itemsize),
+            _float_to_json(fmt, int(parts[1]), float(value.imag), data_type.itemsize),
         ]
     if data_type.configuration:  # zarr-python's raw_bytes: base64, as it writes them
         return base64.b64encode(value.tobytes()).decode("ascii")

@@ -1,6 +1,9 @@
 """Zarr v2 (read/write) and v1 (read) support on zarrcy's array machinery.
 
-See :mod:`zarrcy.v2.metadata` (documents, node opening, creation),
+Documents only, one layer below the nodes: ``zarrcy.nodes`` opens v2 nodes from
+:func:`load_v2_metadata`, ``zarrcy.creation`` creates them (``zarr_format=2``).
+
+See :mod:`zarrcy.v2.metadata` (documents, ``.zmetadata``),
 :mod:`zarrcy.v2.dtypes` (data types, fill values) and :mod:`zarrcy.v2.codecs`
 (how v2 filters/compressors run in the codec pipeline).
 """
@@ -11,11 +14,10 @@ from zarrcy.v2.metadata import (
     V1ArrayMetadata,
     V2ArrayMetadata,
     V2GroupMetadata,
-    create_array_v2,
-    create_group_v2,
+    check_new_v2,
     ensure_parents_v2,
     is_v2_node,
-    open_v2_node,
+    load_v2_metadata,
     read_consolidated,
     write_consolidated,
 )
@@ -33,11 +35,10 @@ __all__ = [
     "V1ArrayMetadata",
     "V2ArrayMetadata",
     "V2GroupMetadata",
-    "create_array_v2",
-    "create_group_v2",
+    "check_new_v2",
     "ensure_parents_v2",
     "is_v2_node",
-    "open_v2_node",
+    "load_v2_metadata",
     "read_consolidated",
     "write_consolidated",
 ]

@@ -4,11 +4,12 @@ Specs: ../shared/specs/v2.rst ("Metadata", "Attributes", "Groups", consolidated
 ``.zmetadata`` as zarr-python writes it), ../shared/specs/v1.rst, and
 ../shared/specs/v3-chunk-key-encoding-v2.rst for chunk keys.
 
-:class:`V2ArrayMetadata` has the interface of :class:`zarrcy.metadata.ArrayMetadata`
-(``shape``, ``data_type``, ``chunk_grid``, ``chunk_key_encoding`` (``v2``),
+:class:`V2ArrayMetadata` provides :class:`zarrcy.document.ArrayMetadataLike`, what an
+Array needs (``shape``, ``data_type``, ``chunk_grid``, ``chunk_key_encoding`` (``v2``),
 ``fill_value``, ``codecs``, ``attributes``, ``dimension_names``, ``spec``,
-``to_json``/``to_bytes``) plus ``write_to(store, prefix)``, which writes ``.zarray``
-and ``.zattrs``.  ``to_json()`` is the ``.zarray`` document with ``attributes`` added
+``to_json``/``to_bytes``, ``with_changes``); its ``write_to(store, prefix)`` writes
+``.zarray`` and ``.zattrs``.  This module builds documents only: the Array/Group
+objects over them are made by ``zarrcy.nodes`` (opening) and ``zarrcy.creation``.  ``to_json()`` is the ``.zarray`` document with ``attributes`` added
 when there are any (as zarr-python 3 does internally); ``from_json`` accepts it back.
 
 ``fill_value`` is the value missing chunks read as; a v2 ``null`` reads as zeros (see
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import InitVar, dataclass, field
+from dataclasses import InitVar, dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -33,7 +34,7 @@ from zarrcy.chunk_grid import RegularChunkGrid
 from zarrcy.chunk_key_encoding import V2ChunkKeyEncoding
 from zarrcy.codecs._base import ArraySpec, Codec
 from zarrcy.errors import ContainsNodeError, MetadataError, ReadOnlyError, expected
-from zarrcy.metadata.array import ArrayShapeViews
+from zarrcy.document.array import ArrayShapeViews
 from zarrcy.metadata._parse import INT64_MAX, check_rank, expect_int_list, load_json_object, normalize_json_value
 from zarrcy.storage._common import get_metadata
 from zarrcy.v2.codecs import numcodecs_codec, v2_codecs
@@ -56,11 +57,11 @@ __all__ = [
     "ZMETADATA",
     "read_consolidated",
     "write_consolidated",
-    "open_v2_node",
+    "load_v2_metadata",
     "is_v2_node",
-    "create_array_v2",
-    "create_group_v2",
+    "check_new_v2",
     "ensure_parents_v2",
+    "vlen_filter_for",
 ]
 
 ZARRAY, ZGROUP, ZATTRS, ZMETADATA = ".zarray", ".zgroup", ".zattrs", ".zmetadata"
@@ -249,7 +250,7 @@ class V2ArrayMetadata(ArrayShapeViews):
                 del d["checksum"]  # as zarr-python writes it (older readers, e.g. tensorstore, reject the key)
             return d
 
-        vlen = _vlen_filter_for(dtype)
+        vlen = vlen_filter_for(dtype)
         if vlen is not None:  # variable-length strings / bytes as zarr-python writes them
             tmp = V2DataType(np.dtype(object), "|O", vlen)
             rest = [f for f in (filters or []) if cfg(f).get("id") != vlen]
@@ -297,6 +298,10 @@ class V2ArrayMetadata(ArrayShapeViews):
     def to_bytes(self) -> bytes:
         return _dumps(self.zarray_json())
 
+    def with_changes(self, *, validate: bool = True, **changes: Any) -> V2ArrayMetadata:
+        new = replace(self, **changes)
+        return type(self).from_json(new.to_json()) if validate else new
+
     def write_to(self, store: Any, prefix: str) -> None:
         """Write ``.zarray`` and ``.zattrs`` (erased when there are no attributes)."""
         store.set(prefix + ZARRAY, self.to_bytes())
@@ -338,6 +343,7 @@ _V1_COMPRESSION = {"blosc", "zlib", "bz2", "lzma", "none", None}
 def _v1_compressor(name: Any, opts: Any, path: str) -> dict[str, Any] | None:
     if name in (None, "none"):
         return None
+    cfg: dict[str, Any]
     if name == "blosc":
         cfg = {"id": "blosc"}
         if isinstance(opts, dict):
@@ -455,7 +461,9 @@ def write_consolidated(store: Any, path: str = "") -> None:
     for key in sorted(store.list_prefix(prefix)):
         base = key.rsplit("/", 1)[-1]
         if base in (ZARRAY, ZGROUP, ZATTRS):
-            meta[key[len(prefix):]] = json.loads(get_metadata(store, key))
+            raw = get_metadata(store, key)
+            if raw is not None:  # (erased since the listing)
+                meta[key[len(prefix):]] = json.loads(raw)
     store.set(prefix + ZMETADATA, _dumps({"metadata": meta, "zarr_consolidated_format": 1}))
 
 
@@ -475,15 +483,14 @@ def is_v2_node(store: Any, path: str) -> bool:
     return get_metadata(store, prefix + ZARRAY) is not None or get_metadata(store, prefix + ZGROUP) is not None
 
 
-def open_v2_node(store: Any, path: str) -> Any:
-    """The v2 (or v1) array or group at ``path``, or None if there is none.
+def load_v2_metadata(store: Any, path: str) -> V2ArrayMetadata | V2GroupMetadata | None:
+    """The metadata of the v2 (or v1: a read-only ``V1ArrayMetadata``) array or group at
+    ``path``, or None if there is none; the node objects are built by the layer above
+    (``zarrcy.nodes.group.open_v2_node``).
 
     Missing ``.zarray``/``.zgroup``/``.zattrs`` keys are looked up in the root's
     consolidated ``.zmetadata`` when there is one.
     """
-    from zarrcy.array import Array
-    from zarrcy.group import Group
-
     prefix = path + "/" if path else ""
     consolidated = None
     zarray = get_metadata(store, prefix + ZARRAY)
@@ -495,13 +502,10 @@ def open_v2_node(store: Any, path: str) -> Any:
             zgroup = consolidated.get(prefix + ZGROUP) if zarray is None else None
     if zarray is not None or zgroup is not None:
         zattrs = _get_doc(store, prefix + ZATTRS, consolidated)
-        if zattrs is None and consolidated is None:
-            pass
         attrs = dict(load_json_object(zattrs, prefix + ZATTRS)) if zattrs is not None else {}
         if zarray is not None:
-            meta = V2ArrayMetadata.from_json(zarray, prefix + ZARRAY, attributes=attrs)
-            return Array(store, path, meta, read_only=store.read_only)  # type: ignore[arg-type]
-        return Group(store, path, V2GroupMetadata.from_json(zgroup, prefix + ZGROUP, attributes=attrs))  # type: ignore[arg-type]
+            return V2ArrayMetadata.from_json(zarray, prefix + ZARRAY, attributes=attrs)
+        return V2GroupMetadata.from_json(zgroup, prefix + ZGROUP, attributes=attrs)
     raw = get_metadata(store, prefix + "meta")
     if raw is not None:
         try:
@@ -511,8 +515,7 @@ def open_v2_node(store: Any, path: str) -> Any:
         if isinstance(doc, dict) and doc.get("zarr_format") == 1:
             attrs_raw = get_metadata(store, prefix + "attrs")
             attrs = dict(load_json_object(attrs_raw, prefix + "attrs")) if attrs_raw is not None else {}
-            meta = V1ArrayMetadata.from_v1_json(doc, prefix + "meta", attributes=attrs)
-            return Array(store, path, meta, read_only=True)  # type: ignore[arg-type]
+            return V1ArrayMetadata.from_v1_json(doc, prefix + "meta", attributes=attrs)
     return None
 
 
@@ -534,14 +537,14 @@ def ensure_parents_v2(store: Any, path: str) -> None:
             store.set(prefix + ZGROUP, V2GroupMetadata().to_bytes())
 
 
-def _check_new(store: Any, path: str, overwrite: bool) -> None:
+def check_new_v2(store: Any, path: str, overwrite: bool) -> None:
     if _has_node(store, path):
         if not overwrite:
             raise ContainsNodeError(f"{store.url}: a node already exists at '/{path}' (pass overwrite=True)")
         store.erase_prefix(path + "/" if path else "")
 
 
-def _vlen_filter_for(dtype: Any) -> str | None:
+def vlen_filter_for(dtype: Any) -> str | None:
     """``"vlen-utf8"`` / ``"vlen-bytes"`` when ``dtype`` asks for variable-length strings
     (``str``, ``"T"``, StringDType, width-0 ``U``) or bytes (``bytes``, width-0 ``S``)."""
     if dtype is str:
@@ -557,43 +560,3 @@ def _vlen_filter_for(dtype: Any) -> str | None:
     if dt.kind == "S" and dt.itemsize == 0:
         return "vlen-bytes"
     return None
-
-
-def create_array_v2(store: Any, path: str, *, shape: Any, dtype: Any, chunks: Any = None, fill_value: Any = 0,
-                    order: str = "C", filters: Any = None, compressor: Any = "auto", dimension_separator: str = ".",
-                    attributes: dict[str, Any] | None = None, overwrite: bool = False, data: Any = None) -> Any:
-    """Create a Zarr v2 array (``.zarray`` + ``.zattrs``); ``compressor="auto"`` is
-    ``Zstd(level=0)`` as in zarr-python 3.4."""
-    from zarrcy.api import guess_chunks
-    from zarrcy.array import Array
-
-    if isinstance(shape, int):
-        shape = (shape,)
-    shape = tuple(int(s) for s in shape)
-    if chunks in (None, "auto"):
-        chunks = guess_chunks(shape, 16 if _vlen_filter_for(dtype) else np.dtype(dtype).itemsize)
-    elif isinstance(chunks, int):
-        chunks = (chunks,) * len(shape)
-    chunks = tuple(max(1, int(c)) for c in chunks)
-    if isinstance(compressor, str) and compressor == "auto":
-        compressor = {"id": "zstd", "level": 0}
-    meta = V2ArrayMetadata.create(shape=shape, dtype=dtype, chunks=chunks, fill_value=fill_value, order=order,
-                                  filters=filters, compressor=compressor, dimension_separator=dimension_separator,
-                                  attributes=attributes)
-    arr = Array(store, path, meta)  # type: ignore[arg-type]  # builds the pipeline before writing
-    _check_new(store, path, overwrite)
-    ensure_parents_v2(store, path)
-    meta.write_to(store, path + "/" if path else "")
-    if data is not None:
-        arr[...] = data
-    return arr
-
-
-def create_group_v2(store: Any, path: str, *, attributes: dict[str, Any] | None = None, overwrite: bool = False) -> Any:
-    from zarrcy.group import Group
-
-    _check_new(store, path, overwrite)
-    ensure_parents_v2(store, path)
-    meta = V2GroupMetadata(attributes=dict(attributes or {}))
-    meta.write_to(store, path + "/" if path else "")
-    return Group(store, path, meta)  # type: ignore[arg-type]

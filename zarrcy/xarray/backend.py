@@ -11,7 +11,7 @@ import xarray as xr
 from xarray.backends import BackendEntrypoint
 from xarray.backends.store import StoreBackendEntrypoint
 
-import zarrcy
+from zarrcy.nodes.group import Group
 from zarrcy.xarray.store import ZarrcyDataStore, open_zarrcy_store
 
 __all__ = ["ZarrcyBackendEntrypoint"]
@@ -72,7 +72,7 @@ class ZarrcyBackendEntrypoint(BackendEntrypoint):
     ) -> dict[str, xr.Dataset]:
         root = open_zarrcy_store(filename_or_obj, group=group, storage_options=storage_options,
                                  use_consolidated=use_consolidated)
-        groups = [("/", root)] + [("/" + p, n) for p, n in root.walk() if isinstance(n, zarrcy.Group)]
+        groups = [("/", root)] + [("/" + p, n) for p, n in root.walk() if isinstance(n, Group)]
         out: dict[str, xr.Dataset] = {}
         for path, g in groups:
             store = ZarrcyDataStore(g, use_zarr_fill_value_as_mask=use_zarr_fill_value_as_mask)

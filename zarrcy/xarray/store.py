@@ -13,7 +13,7 @@ from xarray.backends.common import AbstractDataStore
 from xarray.core import indexing
 from xarray.core.utils import FrozenDict
 
-import zarrcy
+from zarrcy.api import open_group
 from zarrcy.xarray._conventions import decode_fill_attr, dims_and_attrs, zarr_format
 
 __all__ = ["ZarrcyBackendArray", "ZarrcyDataStore", "open_zarrcy_store"]
@@ -121,10 +121,10 @@ def open_zarrcy_store(
     if use_consolidated is not None:
         kwargs["use_consolidated"] = use_consolidated
     try:
-        return zarrcy.open_group(filename_or_obj, path=(group or "").strip("/") or None, mode="r",
+        return open_group(filename_or_obj, path=(group or "").strip("/") or None, mode="r",
                                  storage_options=storage_options, **kwargs)
     except TypeError:
         if not kwargs:
             raise
-        return zarrcy.open_group(filename_or_obj, path=(group or "").strip("/") or None, mode="r",
+        return open_group(filename_or_obj, path=(group or "").strip("/") or None, mode="r",
                                  storage_options=storage_options)

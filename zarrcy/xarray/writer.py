@@ -8,7 +8,7 @@ from typing import Any, Literal, Mapping
 import numpy as np
 import xarray as xr
 
-import zarrcy
+from zarrcy.api import consolidate_metadata, open_group
 from zarrcy.storage._common import get_metadata
 from zarrcy.xarray._conventions import DIMENSION_KEY, dims_and_attrs, encode_fill_attr, zarr_format
 from zarrcy.xarray.store import ZarrcyDataStore
@@ -307,10 +307,10 @@ def to_zarrcy(
 
     # -- the destination group and what it already holds
     if mode in ("w", "w-"):
-        root = zarrcy.open_group(store, path=group, mode=mode, storage_options=storage_options)
+        root = open_group(store, path=group, mode=mode, storage_options=storage_options)
         arrays: dict[str, Any] = {}
     else:
-        root = zarrcy.open_group(store, path=group, mode="r+" if mode == "r+" else "a",
+        root = open_group(store, path=group, mode="r+" if mode == "r+" else "a",
                                  storage_options=storage_options)
         arrays = dict(root.arrays())
     was_consolidated = mode not in ("w", "w-") and _has_consolidated(root)
@@ -430,7 +430,7 @@ def to_zarrcy(
 
     # r+ changes no metadata; otherwise refresh metadata consolidated earlier in any case
     if mode != "r+" and (consolidated or consolidated is None or was_consolidated):
-        zarrcy.consolidate_metadata(root.store, path=root.path)
+        consolidate_metadata(root.store, path=root.path)
     return root
 
 

@@ -163,7 +163,7 @@ def _driver(
     """``one(w)``: run work item ``w`` through the kernel ``call``; an ambiguous gzip
     code is retried for that one task through the Python codec, then the kernel resumes."""
     from zarrcy.codecs.sharding._parallel import scratch as _scratch_chunk
-    from zarrcy.codecs.sharding.reader import decode_stats
+    from zarrcy.codecs.sharding._parallel import decode_stats
 
     def one(w: int) -> None:
         t0, t1, src = work[w]

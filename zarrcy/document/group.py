@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import InitVar, dataclass, field
 from typing import Any
 
+from zarrcy.document.array import ArrayMetadata, _join, check_format, checked_attributes, parse_attributes, split_extra
+from zarrcy.errors import MetadataError, expected
 from zarrcy.metadata._parse import dumps, load_json_object
-from zarrcy.metadata.array import check_format, checked_attributes, parse_attributes, split_extra
 
 __all__ = ["GroupMetadata", "ConsolidatedMetadata"]
 
@@ -50,6 +51,9 @@ class GroupMetadata:
     def to_bytes(self) -> bytes:
         return dumps(self.to_json())
 
+    def write_to(self, store: Any, prefix: str) -> None:
+        store.set(prefix + "zarr.json", self.to_bytes())
+
     @property
     def zarr_format(self) -> int:
         return 3
@@ -82,9 +86,6 @@ class ConsolidatedMetadata:
 
     @classmethod
     def from_json(cls, data: Any, path: str = "consolidated_metadata") -> "ConsolidatedMetadata":
-        from zarrcy.errors import MetadataError, expected
-        from zarrcy.metadata.node import parse_node_metadata
-
         if not isinstance(data, dict):
             raise MetadataError(expected(path, "an object", data), path)
         kind = data.get("kind", "inline")
@@ -106,8 +107,6 @@ class ConsolidatedMetadata:
 
     @property
     def flattened_metadata(self) -> dict[str, Any]:
-        from zarrcy.metadata.node import parse_node_metadata
-
         return {rel: parse_node_metadata(doc, f"consolidated_metadata.metadata[{rel!r}]")
                 for rel, doc in self.flat_docs.items()}
 
@@ -115,8 +114,6 @@ class ConsolidatedMetadata:
 def _flatten_docs(meta: Any, where: str, base: str, out: dict[str, dict]) -> None:
     """Relative path -> node document (without its nested consolidated metadata), from
     zarr-python's layout (flat keys at the root, possibly nested entries below)."""
-    from zarrcy.errors import MetadataError, expected
-
     if not isinstance(meta, dict):
         raise MetadataError(expected(where, "an object", meta), where)
     for rel, doc in meta.items():
@@ -130,3 +127,20 @@ def _flatten_docs(meta: Any, where: str, base: str, out: dict[str, dict]) -> Non
         out.setdefault(full, doc)
         if isinstance(nested, dict) and nested.get("metadata"):
             _flatten_docs(nested["metadata"], f"{where}[{rel!r}].consolidated_metadata.metadata", full, out)
+
+
+def parse_node_metadata(data: bytes | str | dict[str, Any], path: str = "") -> ArrayMetadata | GroupMetadata:
+    """Parse a ``zarr.json`` (bytes preferred: decimal fill values then round once from
+    their text) into :class:`ArrayMetadata` or :class:`GroupMetadata`; the JSON is
+    decoded once.  Raises MetadataError naming the field (``path`` prefixes it)."""
+    doc = load_json_object(data, path)
+    nt = doc.get("node_type")
+    if nt == "array":
+        return ArrayMetadata._from_doc(doc, data, path)
+    if nt == "group":
+        return GroupMetadata.from_json(doc, path)
+    if "zarr_format" in doc and doc["zarr_format"] != 3:
+        p = _join(path, "zarr_format")
+        raise MetadataError(expected(p, "3", doc["zarr_format"]), p)
+    p = _join(path, "node_type")
+    raise MetadataError(expected(p, "'array' or 'group'", nt), p)

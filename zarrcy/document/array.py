@@ -19,17 +19,19 @@ likewise (none is implemented).  Codec parsing is delegated to
 from __future__ import annotations
 
 import json
-from dataclasses import InitVar, dataclass, field
+from dataclasses import InitVar, dataclass, field, replace
 from decimal import Decimal
 from functools import cached_property
-from typing import Any, Sequence
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 
 from zarrcy.chunk_grid import RegularChunkGrid, parse_chunk_grid
 from zarrcy.chunk_grid_rectilinear import RectilinearChunkGrid
 from zarrcy.chunk_key_encoding import ChunkKeyEncoding, parse_chunk_key_encoding
-from zarrcy.codecs._base import ArraySpec, Codec
+from zarrcy.codecs import parse_codecs
+from zarrcy.codecs._base import ArrayArrayCodec, ArrayBytesCodec, ArraySpec, Codec
+from zarrcy.codecs.registry import resolve_codecs
 from zarrcy.errors import MetadataError, UnknownExtensionError, expected
 from zarrcy.metadata._parse import (
     INT64_MAX,
@@ -45,16 +47,13 @@ from zarrcy.metadata._parse import (
 from zarrcy.metadata.data_type import DataType, parse_data_type
 from zarrcy.metadata.fill_value import fill_value_to_json, needs_exact_text, parse_fill_value
 
-__all__ = ["ArrayMetadata"]
+__all__ = ["ArrayMetadata", "ArrayMetadataLike", "DataTypeLike"]
 
 _MANDATORY = ("zarr_format", "node_type", "shape", "data_type", "chunk_grid", "chunk_key_encoding", "fill_value", "codecs")
 _KNOWN = frozenset((*_MANDATORY, "attributes", "dimension_names", "storage_transformers"))
 
 
 def _parse_codecs(value: list[Any], spec: ArraySpec, path: str) -> list[Codec]:
-    # imported here: zarrcy.codecs imports zarrcy.metadata (fill values), not the reverse
-    from zarrcy.codecs import parse_codecs
-
     return parse_codecs(value, spec, path)
 
 
@@ -68,9 +67,6 @@ def _check_codecs_per_edge(
     checked directly: without array->array codecs only the array->bytes codec's inner
     chunks constrain the shape (by divisibility; resolving a sharding layout per edge
     would cost ~1 ms each)."""
-    from zarrcy.codecs._base import ArrayArrayCodec, ArrayBytesCodec
-    from zarrcy.codecs.registry import resolve_codecs
-
     if not any(isinstance(c, ArrayArrayCodec) for c in codecs):
         for i, c in enumerate(codecs):
             if isinstance(c, ArrayBytesCodec):
@@ -151,8 +147,22 @@ def _product(values: Sequence[int]) -> int:
     return n
 
 
+class DataTypeLike(Protocol):
+    """A data type as an Array uses it: v3's :class:`DataType`, Zarr v2's ``V2DataType``."""
+
+    @property
+    def dtype(self) -> np.dtype: ...
+
+    def to_json(self) -> Any: ...
+
+
 class ArrayShapeViews:
     """Derived views every array-metadata class (v3, and Zarr v2 in zarrcy.v2) shares."""
+
+    # the fields these views read (each subclass is a dataclass declaring them)
+    shape: tuple[int, ...]
+    chunk_grid: RegularChunkGrid | RectilinearChunkGrid
+    data_type: DataTypeLike
 
     @property
     def ndim(self) -> int:
@@ -176,9 +186,52 @@ class ArrayShapeViews:
         return self.data_type.dtype
 
 
+class ArrayMetadataLike(Protocol):
+    """What :class:`zarrcy.Array` needs from an array's metadata document: provided by
+    :class:`ArrayMetadata` (v3) and by ``zarrcy.v2``'s ``V2ArrayMetadata`` /
+    ``V1ArrayMetadata`` (which sit above this layer and satisfy it structurally)."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+    @property
+    def data_type(self) -> DataTypeLike: ...
+    @property
+    def chunk_grid(self) -> RegularChunkGrid | RectilinearChunkGrid: ...
+    @property
+    def chunk_key_encoding(self) -> ChunkKeyEncoding: ...
+    @property
+    def fill_value(self) -> Any: ...
+    @property
+    def codecs(self) -> tuple[Codec, ...]: ...
+    @property
+    def attributes(self) -> dict[str, Any]: ...
+    @property
+    def dimension_names(self) -> tuple[str | None, ...] | None: ...
+    @property
+    def zarr_format(self) -> int: ...
+    @property
+    def spec(self) -> ArraySpec: ...
+
+    def to_json(self) -> dict[str, Any]: ...
+
+    def to_bytes(self) -> bytes: ...
+
+    def write_to(self, store: Any, prefix: str) -> None:
+        """Store the document(s) under ``prefix`` (v3: ``zarr.json``; v2: ``.zarray`` + ``.zattrs``)."""
+        ...
+
+    def with_changes(self, *, validate: bool = True, **changes: Any) -> ArrayMetadataLike:
+        """A copy with fields replaced (``shape``, ``chunk_grid``, ``attributes``);
+        ``validate``: parsed again from its JSON, as a new document would be."""
+        ...
+
+
 @dataclass(frozen=True, eq=False)
 class ArrayMetadata(ArrayShapeViews):
     """A parsed array ``zarr.json``.  Equality compares the written JSON (bit-exact fill)."""
+
+    zarr_format = 3
+    node_type = "array"
 
     shape: tuple[int, ...]
     data_type: DataType
@@ -249,7 +302,7 @@ class ArrayMetadata(ArrayShapeViews):
         fv_json = doc["fill_value"]
         if type(data) is not dict and needs_exact_text(data_type, fv_json):
             # re-read the number's exact decimal text: round once, not via binary64
-            fv_json = json.loads(data, parse_float=Decimal)["fill_value"]  # type: ignore[arg-type]
+            fv_json = json.loads(data, parse_float=Decimal)["fill_value"]
         fill_value = parse_fill_value(data_type, fv_json, _join(path, "fill_value"))
 
         attributes = parse_attributes(doc, path)
@@ -328,6 +381,13 @@ class ArrayMetadata(ArrayShapeViews):
 
     def to_bytes(self) -> bytes:
         return dumps(self.to_json())
+
+    def write_to(self, store: Any, prefix: str) -> None:
+        store.set(prefix + "zarr.json", self.to_bytes())
+
+    def with_changes(self, *, validate: bool = True, **changes: Any) -> ArrayMetadata:
+        new = replace(self, **changes)
+        return type(self).from_json(new.to_json()) if validate else new
 
     # ------------------------------------------------------------------ derived
     @cached_property

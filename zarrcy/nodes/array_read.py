@@ -1,0 +1,261 @@
+"""Reading an Array (docs/ARCHITECTURE.md "A sharded read"): selections are normalised
+by :mod:`zarrcy.indexing`, projected onto the chunk grid, and each touched stored chunk
+(shard) becomes one task: a whole chunk is fetched and decoded (straight into the
+output when it covers it), a sharded one reaches the codec's ``decode_partial`` /
+``decode_points`` / ``read_point`` with its selection intact."""
+
+from __future__ import annotations
+
+import bisect
+from typing import Any
+
+import numpy as np
+
+from zarrcy._kernels import _rectilinear
+from zarrcy.indexing import (
+    BasicSelection,
+    ChunkProjection,
+    _VectorizedSelection,
+    iter_chunk_projections,
+    normalize_basic,
+    normalize_blocks,
+    normalize_orthogonal,
+    normalize_vectorized,
+    ortho_get,
+    ortho_set,
+)
+from zarrcy.nodes.array_base import ArrayBase, _proj_coords, chunk_errors
+from zarrcy.storage import StorePath
+
+__all__ = ["ArrayReads"]
+
+_NOT_A_POINT = object()
+
+
+class ArrayReads(ArrayBase):
+    """``a[...]``, ``oindex``, ``vindex``, ``blocks`` and the ``get_*_selection`` methods."""
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        a = self[...]
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def __getitem__(self, selection: Any) -> Any:
+        if type(selection) is tuple and len(selection) == self._ndim and self._ndim:
+            value = self._read_point(selection)
+            if value is not _NOT_A_POINT:
+                return value
+        try:
+            sel = normalize_basic(selection, self.shape)
+        except _VectorizedSelection:
+            return self.get_coordinate_selection(selection)
+        return self._finish(self._read(sel), sel)
+
+    def _read_point(self, selection: tuple) -> Any:
+        """``a[i, j, ...]`` with one integer per dimension: the latency path.  Decodes the
+        one chunk (inner chunk when sharded) holding the element into a per-thread
+        scratch buffer, with none of the general selection machinery."""
+        coords = []
+        local = []
+        runs = self._runs  # None: the regular grid
+        edges: list[int] = []  # a rectilinear chunk's shape
+        for axis, (i, n, c) in enumerate(zip(selection, self._shape, self._chunk_shape)):
+            if type(i) is not int:
+                if isinstance(i, np.integer) and not isinstance(i, np.bool_):
+                    i = int(i)
+                else:
+                    return _NOT_A_POINT
+            if i < 0:
+                i += n
+            if i < 0 or i >= n:
+                raise IndexError(f"index {i - n if i < 0 else i} is out of bounds for axis {axis} with size {n}")
+            if runs is None:
+                q = i // c
+                coords.append(q)
+                local.append(i - q * c)
+            else:  # the run holding i (ext-chunk-grid-rectilinear.md "Indexing"), then divide
+                origin, first, edge = runs[axis]
+                r = bisect.bisect_right(origin, i) - 1
+                e = edge[r]
+                q, rem = divmod(i - origin[r], e)
+                coords.append(first[r] + q)
+                local.append(rem)
+                edges.append(e)
+        key = self._prefix + self._encode_key(tuple(coords))
+        cshape = self._chunk_shape if runs is None else tuple(edges)
+        pipeline = self._pipeline if runs is None else self._pipeline_for(cshape)
+        with chunk_errors(key):
+            if self._partial:
+                return pipeline.read_point(StorePath(self.store, key), local)
+            data = self._get_stored(key)
+            if data is None:
+                # a missing chunk: is the array itself still there?  (sharded point reads
+                # skip this check: they cannot tell a missing shard from a fill value)
+                self._check_node_exists()
+                return self._fill[()]
+            scratch = self._scratch(cshape)
+            pipeline.decode_into(data, scratch)
+            value = scratch[tuple(local)]
+            return value.copy() if isinstance(value, np.generic) else value  # str/bytes: immutable
+
+    def get_basic_selection(self, selection: Any = Ellipsis) -> Any:
+        return self[selection]
+
+    def get_orthogonal_selection(self, selection: Any) -> Any:
+        sel = normalize_orthogonal(selection, self.shape)
+        return self._finish(self._read(sel), sel)
+
+    def get_coordinate_selection(self, selection: Any) -> np.ndarray:
+        coords, out_shape = normalize_vectorized(selection, self.shape)
+        out = self._read_points(coords)
+        if out.size and self._may_be_all_fill(out):
+            self._check_node_exists()
+        return out.reshape(out_shape)
+
+    def get_block_selection(self, selection: Any) -> Any:
+        sel = normalize_blocks(selection, self.shape, self._axis_grids)
+        return self._finish(self._read(sel), sel)
+
+    def get_mask_selection(self, mask: Any) -> np.ndarray:
+        """The elements where ``mask`` (a boolean array of the array's shape) is True, in C order."""
+        return self.get_coordinate_selection(self._mask_coords(mask))
+
+    @property
+    def oindex(self) -> "_OIndex":
+        return _OIndex(self)
+
+    @property
+    def vindex(self) -> "_VIndex":
+        return _VIndex(self)
+
+    @property
+    def blocks(self) -> "_Blocks":
+        return _Blocks(self)
+
+    def _finish(self, out: np.ndarray, sel: BasicSelection) -> Any:
+        if sel.newaxis:
+            out = out.reshape(sel.final_shape)
+        if out.ndim == 0:
+            return out[()]
+        return out
+
+    def _read(self, sel: BasicSelection) -> np.ndarray:
+        out = np.empty(sel.out_shape, dtype=self._dtype)
+        if out.size == 0:
+            return out
+        projections = iter_chunk_projections(sel, self._axis_grids)
+        self._run(lambda p: self._keyed(lambda q: self._read_chunk(q, out), p, _proj_coords), projections)
+        if self._may_be_all_fill(out):
+            self._check_node_exists()
+        return out
+
+    def _read_chunk(self, p: ChunkProjection, out: np.ndarray) -> None:
+        key = self._key(p.chunk_coords)
+        osel = p.out_selection
+        cshape, valid = self._chunk_geometry(p.chunk_coords)
+        pipeline = self._pipeline if cshape is self._chunk_shape else self._pipeline_for(cshape)
+        if p.is_complete or not self._partial:
+            data = self._get_stored(key)
+            if data is None:
+                ortho_set(out, osel, self._fill)
+                return
+            if p.is_complete and valid == cshape and all(isinstance(s, slice) for s in osel):
+                # a fully covered interior chunk decodes straight into the caller's array
+                target = out[osel + (Ellipsis,)]  # always a view, even when 0-d
+                if target.shape != cshape:
+                    target = target.reshape(cshape)  # only unit dims differ: a view
+                with chunk_errors(key):
+                    if target.flags.c_contiguous:
+                        pipeline.decode_into(data, target)
+                    else:
+                        # strided destination: decode into this thread's reusable scratch
+                        # chunk (no per-chunk allocation), then one strided copy
+                        scratch = self._scratch(cshape)
+                        pipeline.decode_into(data, scratch)
+                        np.copyto(target, scratch)
+                return
+            chunk = self._decode(key, data, pipeline)
+            ortho_set(out, osel, ortho_get(chunk, p.chunk_selection))
+            return
+        # partial decode (sharding): the selection reaches the codec intact (steps,
+        # index arrays); a plain region of the output is decoded into in place
+        target = out[osel + (Ellipsis,)] if all(isinstance(s, slice) for s in osel) else None
+        with chunk_errors(key):
+            piece = pipeline.decode_partial(StorePath(self.store, key), p.chunk_selection, target)
+        if piece is None:
+            ortho_set(out, osel, self._fill)
+        elif target is None:
+            ortho_set(out, osel, piece)
+
+    def _read_points(self, coords: np.ndarray) -> np.ndarray:
+        """Vectorised read of points (coords: (ndim, N) int64, in bounds)."""
+        ndim, n = coords.shape
+        out = np.empty(n, dtype=self._dtype)
+        if n == 0:
+            return out
+        if ndim == 0:
+            out[...] = self._read(normalize_basic((), ()))
+            return out
+        cs = np.asarray(self._chunk_shape, dtype=np.int64)[:, None]
+        chunk_coords, in_chunk = self._locate_points(coords)
+        grid = np.asarray(self.grid_shape, dtype=np.int64)
+        linear = np.ravel_multi_index(tuple(chunk_coords), tuple(grid))
+        order = np.argsort(linear, kind="stable")
+        lin_sorted = linear[order]
+        starts = np.flatnonzero(np.r_[True, lin_sorted[1:] != lin_sorted[:-1]])
+        ends = np.r_[starts[1:], n]
+        groups = [(order[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
+
+        def task(idx: np.ndarray) -> None:
+            cc = tuple(int(x) for x in chunk_coords[:, idx[0]])
+            if in_chunk is None:
+                local = coords[:, idx] - cs * np.asarray(cc, dtype=np.int64)[:, None]
+                pipeline = self._pipeline
+            else:
+                local = in_chunk[:, idx]
+                pipeline = self._pipeline_for(self._chunk_geometry(cc)[0])
+            key = self._key(cc)
+            if self._partial:
+                # the points reach the codec as they are: only the inner chunks holding
+                # them are decoded (sharding)
+                with chunk_errors(key):
+                    piece = pipeline.decode_points(StorePath(self.store, key), local)
+                out[idx] = self._fill if piece is None else piece
+                return
+            data = self._get_stored(key)
+            if data is None:
+                out[idx] = self._fill
+            else:
+                out[idx] = self._decode(key, data, pipeline)[tuple(local)]
+
+        self._run(lambda idx: self._keyed(task, idx, lambda i: tuple(int(x) for x in chunk_coords[:, i[0]])), groups)
+        return out
+
+
+
+class _OIndex:
+    __slots__ = ("array",)
+
+    def __init__(self, array: Any) -> None:
+        self.array = array
+
+    def __getitem__(self, selection: Any) -> Any:
+        return self.array.get_orthogonal_selection(selection)
+
+    def __setitem__(self, selection: Any, value: Any) -> None:
+        self.array.set_orthogonal_selection(selection, value)
+
+
+class _VIndex(_OIndex):
+    def __getitem__(self, selection: Any) -> Any:
+        return self.array.get_coordinate_selection(selection)
+
+    def __setitem__(self, selection: Any, value: Any) -> None:
+        self.array.set_coordinate_selection(selection, value)
+
+
+class _Blocks(_OIndex):
+    def __getitem__(self, selection: Any) -> Any:
+        return self.array.get_block_selection(selection)
+
+    def __setitem__(self, selection: Any, value: Any) -> None:
+        self.array.set_block_selection(selection, value)
