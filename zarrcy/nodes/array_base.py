@@ -28,6 +28,7 @@ from zarrcy.config import at_fork_reset as _at_fork_reset
 from zarrcy.config import executor as _executor
 from zarrcy.config import get as _config_get
 from zarrcy.config import named_pool as _named_pool
+from zarrcy.config import run_bounded as _run_bounded
 from zarrcy.document.array import ArrayMetadataLike
 from zarrcy.errors import (
     REOPEN_HINT,
@@ -285,18 +286,10 @@ class ArrayBase(Node):
             ex, window = _named_pool("tasks", io), 2 * io
         else:
             ex, window = _executor(), max(2, 2 * threads)
-        pending: list = []
-        try:
-            for item in itertools.chain((first, second), it):
-                pending.append(ex.submit(fn, item))
-                if len(pending) >= window:
-                    pending.pop(0).result()
-            for f in pending:
-                f.result()
-        except BaseException:
-            for f in pending:
-                f.cancel()
-            raise
+        # the package's one bounded-window runner (config.run_bounded): on an error the
+        # queued items are cancelled and the running ones finish before it is raised
+        for _ in _run_bounded(fn, itertools.chain((first, second), it), max_in_flight=window, pool=ex):
+            pass
 
     def _keyed(self, fn: Any, item: Any, coords_of: Any) -> None:
         """``fn(item)``; a CorruptChunkError/CastError from the chunk's codecs is re-raised
