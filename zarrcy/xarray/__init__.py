@@ -33,7 +33,7 @@ arrays), :mod:`~zarrcy.xarray.writer` (:func:`to_zarrcy`) and ``_conventions`` (
 names and ``_FillValue`` attributes, shared by reader and writer).  This package re-exports
 their public names.
 
-Uses zarrcy's public API only (layer 6).
+Uses zarrcy's public API only (layer 8; see docs/ARCHITECTURE.md).
 """
 
 from zarrcy.xarray._conventions import DIMENSION_KEY
