@@ -7,12 +7,21 @@ from __future__ import annotations
 import gzip as std_gzip
 import zlib
 
+import deflate._deflate
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from zarrcy._kernels import _deflate as K
 
+
+@pytest.fixture(autouse=True, scope="module")
+def _entry_points_loaded() -> None:
+    """The kernel calls libdeflate through the entry points the ``deflate`` wheel's
+    module exports; load them here (zarrcy.codecs.gzip does it on import) so these tests
+    run alone (``pytest tests/kernels`` against the debug build)."""
+    assert K.load(deflate._deflate.__file__)
 
 def test_kernel_loaded() -> None:
     assert K.available()
