@@ -56,6 +56,7 @@ class Mutant:
 T_SEL = ("tests/array/test_selection_bounds.py",)
 T_FILL = ("tests/metadata/test_fill_value.py", "tests/metadata/test_fill_value_boundaries.py")
 T_EXT = ("tests/metadata/test_extension_rules.py", "tests/metadata/test_array_metadata.py")
+T_CORRUPT = ("tests/reliability/test_corrupt_chunk_errors.py",)
 T_KEYS = ("tests/metadata/test_chunk_key_encoding.py", "tests/array/test_selection_bounds.py")
 
 MUTANTS: list[Mutant] = [
@@ -91,6 +92,9 @@ MUTANTS: list[Mutant] = [
            "a strided slice covering a chunk's ends counted as the whole chunk (a write drops the skipped elements)"),
     Mutant("blocks-past-end", "indexing.py", "b0 = _index_int(e, nblocks, axis)", "b0 = _index_int(e, nblocks + 1, axis)",
            T_SEL, "a.blocks[nblocks] accepted"),
+    Mutant("ortho-set-int-kept", "indexing.py", "            norm.append(slice(s, s + 1))\n", "            norm.append(s)\n",
+           T_SEL + ("tests/array/test_indexing_property.py",),
+           "a chunk write keeps an int beside an index array: numpy's advanced-index reordering transposes the value"),
     # ---------------------------------------------------------------- array.py (point path)
     Mutant("point-past-end", "array.py", "if i < 0 or i >= n:", "if i < 0 or i > n:", T_SEL,
            "a[n, j] (one int per dimension: the point path) accepted"),
@@ -98,6 +102,13 @@ MUTANTS: list[Mutant] = [
            "            if i < -1:\n                i += n\n", T_SEL, "a[-1, j] on the point path not wrapped"),
     Mutant("mask-selection-shape-unchecked", "array.py", "if m.dtype != np.bool_ or m.shape != self.shape:",
            "if m.dtype != np.bool_:", T_SEL, "get/set_mask_selection with a mask of another shape"),
+    # ---------------------------------------------------------------- corrupt chunks
+    Mutant("corrupt-key-not-named", "array.py", "new.args = (f\"{key}: {e}\",)", "new.args = (str(e),)", T_CORRUPT,
+           "a CorruptChunkError that does not name the chunk's store key"),
+    Mutant("crc32c-unchecked", "codecs/crc32c_.py", "if stored != actual:", "if False:", T_CORRUPT,
+           "crc32c decodes without verifying the checksum"),
+    Mutant("bytes-size-unchecked", "codecs/bytes.py", "if n != spec.nbytes:", "if False:", T_CORRUPT,
+           "the bytes codec decodes a chunk of the wrong size"),
     # ---------------------------------------------------------------- metadata/fill_value.py
     Mutant("e4m3fn-overflow", "metadata/fill_value.py",
            "if biased > max_biased or (fmt.special == \"fn\" and biased == max_biased and man == (1 << M) - 1):",
