@@ -165,11 +165,13 @@ def test_oindex_write_matches_numpy(sharded, case):
 
 
 @pytest.mark.xfail(strict=True, reason=SHARDED_ASSIGN_BUG)
-def test_sharded_oindex_write_int_and_array_apart():
+@pytest.mark.parametrize("rectilinear", [False, True])
+def test_sharded_oindex_write_int_and_array_apart(rectilinear):
     for shape, sel, value in (((1, 2, 3), (0, slice(None), np.array([0, 1])), [[1, 2], [3, 4]]),
-                              ((3, 4, 5), (1, slice(None), np.array([0, 3])), np.arange(8).reshape(4, 2))):
+                              ((3, 4, 6), (1, slice(None), np.array([0, 3])), np.arange(8).reshape(4, 2))):
+        shards = [[1] * shape[0], [2] * (shape[1] // 2), [3] * (shape[2] // 3)] if rectilinear else (1, 4, 3)
         a = zarrcy.create_array(zarrcy.MemoryStore(), shape=shape, dtype="int32", chunks=(1, 2, 3),
-                                shards=(1, 4, 3), fill_value=-1)
+                                shards=shards, fill_value=-1)
         ref = np.full(shape, -1, dtype=np.int32)
         a.oindex[sel] = value
         ref[sel[0]][np.ix_(np.arange(shape[1]), sel[2])] = value
