@@ -20,6 +20,7 @@ Usage (from the repository root, with the kernels compiled in place)::
     python ci/mutation_spotcheck.py            # every mutant
     python ci/mutation_spotcheck.py --list     # the table, nothing run
     python ci/mutation_spotcheck.py --only basic-int-past-end,e4m3fn-overflow
+    python ci/mutation_spotcheck.py --only e4m3fn-overflow --tests tests/metadata/test_fill_value_boundaries.py
 
 Exit status 0 when every mutant is killed, 1 when one survives or errors.  Runs in a few
 minutes (one pytest process per mutant, ``-x``); not part of ``.ci/run``.
@@ -34,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,6 +91,8 @@ MUTANTS: list[Mutant] = [
     Mutant("strided-slice-complete", "indexing.py", "complete = step == 1 and a == 0 and b == valid",
            "complete = a == 0 and b == valid", T_SEL,
            "a strided slice covering a chunk's ends counted as the whole chunk (a write drops the skipped elements)"),
+    Mutant("empty-slice-one-element", "indexing.py", "    if stop <= start:\n", "    if stop < start:\n", T_SEL,
+           "an empty slice (a[n:], a[3:3]) selects one element"),
     Mutant("blocks-past-end", "indexing.py", "b0 = _index_int(e, nblocks, axis)", "b0 = _index_int(e, nblocks + 1, axis)",
            T_SEL, "a.blocks[nblocks] accepted"),
     Mutant("ortho-set-int-kept", "indexing.py", "            norm.append(slice(s, s + 1))\n", "            norm.append(s)\n",
@@ -135,6 +138,11 @@ MUTANTS: list[Mutant] = [
            "if value in (\"Infinity\", \"-Infinity\"):", T_FILL, "'+Infinity' refused"),
     Mutant("fast-path-unbounded", "metadata/fill_value.py", "if limit is not None and -limit <= value <= limit:",
            "if limit is not None:", T_FILL, "float16/float32 beyond the largest finite take numpy's overflowing cast"),
+    Mutant("nan-payload-dropped", "metadata/fill_value.py", "        if bits == fmt.nan_bits:\n", "        if True:\n", T_FILL,
+           "every NaN written as \"NaN\" (a payload NaN loses its bits)"),
+    Mutant("negative-zero-written-as-zero", "metadata/fill_value.py", "    if v == 0 or fmt.man_bits == 52:\n        return v\n",
+           "    if v == 0:\n        return 0.0\n    if fmt.man_bits == 52:\n        return v\n", T_FILL,
+           "-0.0 written back as 0.0"),
     Mutant("int-range-past-max", "metadata/fill_value.py", "if json_value < lo or json_value > hi:",
            "if json_value < lo or json_value > hi + 1:", T_FILL, "integer fill one past the maximum accepted"),
     Mutant("bool-accepts-int", "metadata/fill_value.py", "if t is bool or t is np.bool_:",
@@ -225,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--list", action="store_true", help="print the mutants and exit")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per pytest run")
     ap.add_argument("--keep", action="store_true", help="keep the scratch copy")
+    ap.add_argument("--tests", help="comma-separated pytest paths run for every mutant instead of its own subset "
+                                    "(e.g. to see whether one new test file alone kills a group of mutants)")
     a = ap.parse_args(argv)
     mutants = MUTANTS
     if a.only:
@@ -233,6 +243,8 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             ap.error(f"unknown mutant ids: {sorted(unknown)}")
         mutants = [m for m in MUTANTS if m.id in want]
+    if a.tests:
+        mutants = [replace(m, tests=tuple(a.tests.split(",")), extra=()) for m in mutants]
     if a.list:
         for m in mutants:
             print(f"{m.id:32} {m.file:26} {m.why}")

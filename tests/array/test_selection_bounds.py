@@ -245,10 +245,10 @@ def test_mask_selection_boundaries(arr: Any) -> None:
 # -- block selections --------------------------------------------------------------------
 def test_block_selection_boundaries(arr: Any) -> None:
     a, ref = arr
-    nb = a.cdata_shape[0] if a.shards is None else -(-N // 3)
-    rows = [(0, 3), (3, 6), (6, 7)]
-    if a.shards is not None:  # blocks of a sharded array are its shards
-        nb, rows = 2, [(0, 6), (6, 7)]
+    rows = [(0, 3), (3, 6), (6, 7)]  # the row spans of the blocks (chunks; shards when sharded)
+    if a.shards is not None:
+        rows = [(0, 6), (6, 7)]
+    nb = len(rows)
     lo, hi = rows[-1]
     np.testing.assert_array_equal(a.blocks[nb - 1], ref[lo:hi])
     np.testing.assert_array_equal(a.blocks[-nb], ref[rows[0][0]:rows[0][1]])
