@@ -288,7 +288,9 @@ def test_integer_fill_value_boundaries(name: str) -> None:
 
 def test_bool_fill_value() -> None:
     d = _dt("bool")
-    assert parse_fill_value(d, True, "fill_value") is np.True_ or parse_fill_value(d, True, "fill_value") == True  # noqa: E712
+    for ok in (True, False, np.True_):
+        v = parse_fill_value(d, ok, "fill_value")
+        assert isinstance(v, np.bool_) and bool(v) is bool(ok)
     for bad in (0, 1, 1.0, "true", None, [True]):
         with pytest.raises(MetadataError, match=r"^fill_value: expected true or false"):
             parse_fill_value(d, bad, "fill_value")
