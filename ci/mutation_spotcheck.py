@@ -51,6 +51,9 @@ class Mutant:
     why: str  # the bug, in words
     occurrence: int = 0  # which occurrence of ``old`` to replace (0: the first)
     extra: tuple[str, ...] = field(default=())  # further pytest arguments (-k ...)
+    # (old, new) pairs tried when ``old`` is absent: the same bug in another version of
+    # the source (e.g. before and after a refactoring of the module)
+    alt: tuple[tuple[str, str], ...] = field(default=())
 
 
 # the pytest subsets (keep each a few seconds: a surviving mutant runs all of it)
@@ -160,9 +163,11 @@ MUTANTS: list[Mutant] = [
            "mu = value.get(\"must_understand\", False)", T_EXT,
            "an unknown extension without must_understand ignored instead of refused"),
     Mutant("extension-extra-keys", "metadata/_parse.py", "if not _EXT_KEYS.issuperset(value):", "if False:", T_EXT,
-           "an extension object with members beyond name/configuration/must_understand accepted"),
+           "an extension object with members beyond name/configuration/must_understand accepted",
+           alt=(("    check_keys(value, path, _EXT_KEYS)\n", ""),)),
     Mutant("extension-null-configuration", "metadata/_parse.py", "if \"configuration\" in value and config is None:",
-           "if False:", T_EXT, "\"configuration\": null accepted"),
+           "if False:", T_EXT, "\"configuration\": null accepted",
+           alt=(("    elif not isinstance(config, dict):\n", "    elif config is not None and not isinstance(config, dict):\n"),)),
     Mutant("extension-one-letter-name", "metadata/_parse.py", "if len(name) >= 2 and", "if len(name) >= 1 and", T_EXT,
            "a one-letter extension name accepted (the name pattern needs two characters)"),
     Mutant("expect-int-past-max", "metadata/_parse.py", "if value < minimum or value > maximum:",
@@ -184,6 +189,10 @@ MUTANTS: list[Mutant] = [
 
 
 def _plant(src: str, m: Mutant) -> str:
+    if m.old not in src:
+        for old, new in m.alt:
+            if src.count(old) == 1:
+                return src.replace(old, new)
     parts = src.split(m.old)
     if len(parts) <= m.occurrence + 1:
         raise LookupError(f"{m.file}: {m.old!r} occurs {len(parts) - 1} times (need occurrence {m.occurrence})")

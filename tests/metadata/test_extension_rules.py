@@ -41,7 +41,7 @@ def test_must_understand_booleans(mu: bool) -> None:
 
 @pytest.mark.parametrize("mu", NOT_BOOLEANS, ids=repr)
 def test_must_understand_only_booleans(mu: Any) -> None:
-    with pytest.raises(MetadataError, match=r"^e\.must_understand: expected a boolean"):
+    with pytest.raises(MetadataError, match=r"^e\.must_understand: expected .*, received "):
         parse_extension({"name": "xy", "must_understand": mu}, "e")
 
 
@@ -82,7 +82,7 @@ def test_unknown_top_level_member_needs_must_understand_false(array_doc: Any) ->
 # -- extension objects -------------------------------------------------------------------
 @pytest.mark.parametrize("extra", ["nme", "Name", "config", "mustUnderstand", ""])
 def test_extension_object_members(extra: str) -> None:
-    with pytest.raises(MetadataError, match=rf"^e\.{extra}: expected only the members"):
+    with pytest.raises(MetadataError, match=rf"^e\.{extra}: expected .*, received "):
         parse_extension({"name": "xy", extra: 1}, "e")
 
 
