@@ -339,4 +339,5 @@ def test_arbitrary_bytes_never_crash(data: bytes, name: str) -> None:
     assert name not in CHECKED, f"{name} decoded arbitrary bytes {data!r}"
     out = np.zeros((4, 5), "float32")
     p.decode_into(data, out)
-    assert arr.shape == (4, 5) and arr.tobytes() == out.tobytes()
+    assert arr.tobytes() == out.tobytes()
+    assert arr.shape == (4, 5)  # only possible for payloads that really decode (e.g. blosc has no checksum)

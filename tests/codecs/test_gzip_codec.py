@@ -1,4 +1,4 @@
-"""gzip codec (v3-codec-gzip.rst) on every route (the _deflate kernel itself: tests/kernels/test_deflate_kernel.py)."""
+"""gzip codec (v3-codec-gzip.rst) on every route (the _deflate kernel itself: tests/kernels/test_deflate_gzip_kernel.py)."""
 
 from __future__ import annotations
 
