@@ -1,6 +1,7 @@
 """zarrcy._kernels._deflate (libdeflate's gzip wrapper) against the zlib reference:
 round trips at every level, result codes (too small an output, bad data, empty input,
-several members), compress-bound overflow.  The gzip codec on top: tests/codecs/test_gzip_codec.py."""
+several members), compress-bound overflow.  The gzip codec on top: tests/codecs/test_gzip_codec.py;
+the zlib entry point (HDF5's deflate filter): tests/kernels/test_deflate_kernel.py."""
 
 from __future__ import annotations
 
