@@ -54,6 +54,8 @@ class Mutant:
     # (old, new) pairs tried when ``old`` is absent: the same bug in another version of
     # the source (e.g. before and after a refactoring of the module)
     alt: tuple[tuple[str, str], ...] = field(default=())
+    # further files (relative to zarrcy/) the code may live in, tried in order after ``file``
+    moved: tuple[str, ...] = field(default=())
 
 
 # the pytest subsets (keep each a few seconds: a surviving mutant runs all of it)
@@ -101,16 +103,18 @@ MUTANTS: list[Mutant] = [
     Mutant("ortho-set-int-kept", "indexing.py", "            norm.append(slice(s, s + 1))\n", "            norm.append(s)\n",
            T_SEL + ("tests/array/test_indexing_property.py",),
            "a chunk write keeps an int beside an index array: numpy's advanced-index reordering transposes the value"),
-    # ---------------------------------------------------------------- array.py (point path)
+    # ---------------------------------------------------------------- array.py (nodes/ after the layering split)
     Mutant("point-past-end", "array.py", "if i < 0 or i >= n:", "if i < 0 or i > n:", T_SEL,
-           "a[n, j] (one int per dimension: the point path) accepted"),
+           "a[n, j] (one int per dimension: the point path) accepted", moved=("nodes/array_read.py",)),
     Mutant("point-before-start", "array.py", "            if i < 0:\n                i += n\n",
-           "            if i < -1:\n                i += n\n", T_SEL, "a[-1, j] on the point path not wrapped"),
+           "            if i < -1:\n                i += n\n", T_SEL, "a[-1, j] on the point path not wrapped",
+           moved=("nodes/array_read.py",)),
     Mutant("mask-selection-shape-unchecked", "array.py", "if m.dtype != np.bool_ or m.shape != self.shape:",
-           "if m.dtype != np.bool_:", T_SEL, "get/set_mask_selection with a mask of another shape"),
+           "if m.dtype != np.bool_:", T_SEL, "get/set_mask_selection with a mask of another shape",
+           moved=("nodes/array_base.py",)),
     # ---------------------------------------------------------------- corrupt chunks
     Mutant("corrupt-key-not-named", "array.py", "new.args = (f\"{key}: {e}\",)", "new.args = (str(e),)", T_CORRUPT,
-           "a CorruptChunkError that does not name the chunk's store key"),
+           "a CorruptChunkError that does not name the chunk's store key", moved=("nodes/array_base.py",)),
     Mutant("crc32c-unchecked", "codecs/crc32c_.py", "if stored != actual:", "if False:", T_CORRUPT,
            "crc32c decodes without verifying the checksum"),
     Mutant("bytes-size-unchecked", "codecs/bytes.py", "if n != spec.nbytes:", "if False:", T_CORRUPT,
@@ -201,6 +205,23 @@ def _plant(src: str, m: Mutant) -> str:
     return head + m.new + tail
 
 
+def _locate(pkg: Path, m: Mutant) -> tuple[Path, str, str]:
+    """(file, its source, the mutated source): the first of ``m.file``, ``m.moved`` that
+    exists and holds the code the mutant edits."""
+    errors = []
+    for rel in (m.file, *m.moved):
+        path = pkg / rel
+        if not path.exists():
+            errors.append(f"{rel}: no such file")
+            continue
+        src = path.read_text()
+        try:
+            return path, src, _plant(src, m)
+        except LookupError as e:
+            errors.append(str(e))
+    raise LookupError("; ".join(errors))
+
+
 def _scratch(root: Path) -> Path:
     """A copy of the package (sources and compiled kernels) and the tests."""
     work = Path(tempfile.mkdtemp(prefix="zarrcy-mutants-"))
@@ -275,11 +296,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"baseline: {len(subsets)} test files pass unmutated ({time.monotonic() - t0:.0f} s)")
         results = []
         for m in mutants:
-            path = work / "zarrcy" / m.file
-            original = path.read_text()
             t1 = time.monotonic()
             try:
-                path.write_text(_plant(original, m))
+                path, original, mutated = _locate(work / "zarrcy", m)
+                path.write_text(mutated)
             except LookupError as e:
                 results.append((m, "ERROR", str(e)))
                 print(f"  {m.id:32} ERROR     {e}", flush=True)
