@@ -126,10 +126,12 @@ def test_corrupt_values(name: str) -> None:
     rng = np.random.default_rng(1)
     bad = [enc[: len(enc) // 2], enc[:3], b"", rng.integers(0, 256, 300, dtype=np.uint8).tobytes(), enc + bytes(2 << 20)]
     for b in bad:
-        with pytest.raises(CorruptChunkError):
+        with pytest.raises(CorruptChunkError) as e:
             p.decode(b)
-        with pytest.raises(CorruptChunkError):
+        assert type(e.value) is CorruptChunkError
+        with pytest.raises(CorruptChunkError) as e:
             p.decode_into(b, np.zeros((40, 20), "float32"))
+        assert type(e.value) is CorruptChunkError
 
 
 class _FakePartial(ArrayBytesCodec):
@@ -313,15 +315,31 @@ def test_native_bytes_decode_is_zero_copy_for_writable_input() -> None:
     assert ro.flags.writeable and same(ro, arr)
 
 
+#: chains whose integrity checks make arbitrary bytes decoding successfully impossible in
+#: practice (a 32-bit checksum over the payload, or gzip's CRC-32 and length trailer)
+CHECKED = {"gzip", "gzip-big-crc", "crc-gzip", "T-gzip", "T-big-zstd-crc", "T-T"}
+
+
 @settings(max_examples=30, deadline=None)
 @given(data=st.binary(max_size=600), name=st.sampled_from([n for n in CHAINS if n not in ("bytes", "bytes-big")]))
 def test_arbitrary_bytes_never_crash(data: bytes, name: str) -> None:
+    """Arbitrary bytes raise exactly CorruptChunkError (never a builtin error, never a
+    subclass standing in for it); a chain with an integrity check never decodes them; a
+    chain without one (zstd without checksum, blosc) decodes them identically through
+    ``decode`` and ``decode_into``."""
     spec = make_spec((4, 5), "float32")
     p = CodecPipeline.from_codecs(CHAINS[name], spec)
     try:
         arr = p.decode(data)
-    except CorruptChunkError:
+    except CorruptChunkError as e:
+        assert type(e) is CorruptChunkError and str(e)
+        with pytest.raises(CorruptChunkError):
+            p.decode_into(data, np.zeros((4, 5), "float32"))
         return
+    assert name not in CHECKED, f"{name} decoded arbitrary bytes {data!r}"
+    out = np.zeros((4, 5), "float32")
+    p.decode_into(data, out)
+    assert arr.tobytes() == out.tobytes()
     assert arr.shape == (4, 5)  # only possible for payloads that really decode (e.g. blosc has no checksum)
 
 

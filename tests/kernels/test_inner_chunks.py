@@ -8,16 +8,22 @@ import itertools
 import sys
 import threading
 
+import deflate._deflate
 import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-import zarrcy.codecs.gzip  # noqa: F401 - resolves libdeflate's entry points (_deflate.load)
 from zarrcy._kernels import _deflate
 from zarrcy._kernels import _inner_chunks as K
 
-pytestmark = pytest.mark.skipif(not _deflate.available(), reason="libdeflate entry points not found")
+
+@pytest.fixture(autouse=True, scope="module")
+def _entry_points_loaded() -> None:
+    """libdeflate's entry points (the ``deflate`` wheel, a hard dependency) are loaded, or
+    every test here fails: no silent skip of the kernel tests."""
+    assert _deflate.load(deflate._deflate.__file__), "libdeflate entry points not found in the deflate wheel"
+
 
 NATIVE = "<" if sys.byteorder == "little" else ">"
 OTHER = ">" if NATIVE == "<" else "<"

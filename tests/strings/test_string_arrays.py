@@ -4,12 +4,16 @@ missing and edge chunks, sharding, corrupt chunks naming their key, bad values."
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pytest
-from vlen_helpers import STRING, ref_encode, texts
+import zarr
+import zarr.storage
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from vlen_helpers import STRING, ref_decode, ref_encode, texts
+from zarr.core.buffer import cpu
 
 import zarrcy
 from zarrcy.errors import CorruptChunkError, MetadataError
@@ -236,13 +240,26 @@ def test_open_existing_and_reopen() -> None:
 @settings(max_examples=40, deadline=None)
 @given(st.lists(texts, min_size=1, max_size=30), st.integers(1, 7), st.data())
 def test_hypothesis_write_read(items: list[str], chunk: int, data: st.DataObject) -> None:
+    """Read back by zarrcy, by the reference decoder of the stored chunks and by zarr-python."""
     n = len(items)
-    a = zarrcy.create_array(zarrcy.MemoryStore(), shape=(n,), chunks=(chunk,), dtype=str)
+    store = zarrcy.MemoryStore()
+    a = zarrcy.create_array(store, name="s", shape=(n,), chunks=(chunk,), dtype=str, compressors=None)
     a[:] = items
     assert a[:].tolist() == items
     lo = data.draw(st.integers(0, n - 1))
     hi = data.draw(st.integers(lo, n))
     assert a[lo:hi].tolist() == items[lo:hi]
+    # independent readers: the vlen format reference, chunk by chunk (edge chunk padded
+    # with the fill value ""), and zarr-python
+    decoded: list[str] = []
+    for c in range(-(-n // chunk)):
+        raw = store.get(f"s/c/{c}")  # None: a chunk of fill values only is not stored
+        decoded += [""] * chunk if raw is None else ref_decode(raw, True)
+    assert decoded[:n] == items and all(x == "" for x in decoded[n:])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        zs = zarr.storage.MemoryStore({k: cpu.Buffer.from_bytes(store.get(k)) for k in store.list()})
+        assert [str(x) for x in zarr.open_array(zs, path="s", mode="r")[:].tolist()] == items
 
 
 def test_corrupt_inner_chunk_of_a_shard() -> None:

@@ -1,4 +1,4 @@
-"""zarrcy._kernels._vlen against the slow reference (conftest.ref_encode/ref_decode)."""
+"""zarrcy._kernels._vlen against the slow reference (tests/vlen_helpers.ref_encode/ref_decode)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Plain helpers of the string tests (imported by name, like tests/codecs/codec_helpers.py):
+"""Plain helpers of the string tests and the _vlen kernel tests (imported by name, like
+tests/codecs/codec_helpers.py; it sits in tests/, whose conftest.py puts it on sys.path,
+so tests/strings and tests/kernels both see it):
 a slow, obviously-correct reference of the vlen chunk format (u32le count, then per item
 u32le length + bytes) and hypothesis strategies for items."""
 
