@@ -118,13 +118,9 @@ def test_oindex_read_matches_numpy(data):
     np.testing.assert_array_equal(a.oindex[sel], _np_ortho(ref, sel))
 
 
-#: codecs/_base.assign (the sharded write path) with one index array and an int separated
-#: from it by a slice, e.g. ``a.oindex[0, :, [0, 1]] = v``: numpy moves the int+array
-#: (advanced) dimension to the front, so the piece is written transposed (silently when
-#: square) or fails with numpy's ValueError
-SHARDED_ASSIGN_BUG = ("sharded oindex write with an int and an index array separated by a slice writes the "
-                      "value transposed or raises numpy's ValueError (codecs/_base.assign: numpy advanced-index "
-                      "dimension reordering)")
+#: regression (found by this property, fixed in codecs/_base.assign): a sharded oindex write
+#: with one index array and an int apart from it, e.g. ``a.oindex[0, :, [0, 1]] = v``, was
+#: stored transposed, because numpy moves the int+array (advanced) dimension to the front
 
 
 @st.composite
@@ -133,8 +129,8 @@ def oindex_write_case(draw):
     return shape, chunks, draw(orthogonal_selection(shape))
 
 
-@pytest.mark.parametrize("sharded", [False, pytest.param(True, marks=pytest.mark.xfail(strict=True, reason=SHARDED_ASSIGN_BUG))])
-@example(case=((1, 2, 3), (1, 2, 3), (0, slice(None), np.array([0, 1]))))  # SHARDED_ASSIGN_BUG
+@pytest.mark.parametrize("sharded", [False, True])
+@example(case=((1, 2, 3), (1, 2, 3), (0, slice(None), np.array([0, 1]))))  # the transposed-write regression
 @example(case=((7, 5), (3, 2), (np.array([-1, 0, -7, 3, 0, 6]), np.array([True, False, False, True, True]))))
 @SETTINGS
 @given(case=oindex_write_case())
@@ -164,7 +160,6 @@ def test_oindex_write_matches_numpy(sharded, case):
     np.testing.assert_array_equal(a[...], ref)
 
 
-@pytest.mark.xfail(strict=True, reason=SHARDED_ASSIGN_BUG)
 @pytest.mark.parametrize("rectilinear", [False, True])
 def test_sharded_oindex_write_int_and_array_apart(rectilinear):
     for shape, sel, value in (((1, 2, 3), (0, slice(None), np.array([0, 1])), [[1, 2], [3, 4]]),

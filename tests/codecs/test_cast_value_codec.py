@@ -141,9 +141,14 @@ def test_parse_scalar_rules():
     assert np.isnan(parse_scalar("NaN", "bfloat16", "x").astype(np.float64))
     assert parse_scalar("0x3c00", "float16", "x") == 1.0
     for bad, t in [("0x3c0", "float16"), ("0x00003c00", "float16"), (1.0, "int8"), (128, "int8"), ("NaN", "int8"),
-                   ("NaN", "float4_e2m1fn"), (True, "uint8"), (1e39, "float32"), ("nan", "float64")]:
+                   ("NaN", "float4_e2m1fn"), (True, "uint8"), ("nan", "float64"), ("0X3c00", "float16"),
+                   (1e39, "float8_e4m3fn"), (7.0, "float4_e2m1fn")]:
         with pytest.raises(MetadataError):
             parse_scalar(bad, t, "x")
+    # beyond the largest finite value: infinity where the type has one (as fill values)
+    assert parse_scalar(1e39, "float32", "x") == np.inf
+    assert parse_scalar(-65520, "float16", "x") == -np.inf
+    assert parse_scalar(65519, "float16", "x") == np.float16(65504)
     # decimal rounded once from the exact value (ties to even)
     from decimal import Decimal
 

@@ -18,10 +18,7 @@ import pytest
 
 from zarrcy.errors import MetadataError, UnknownExtensionError
 
-try:  # the node documents moved to zarrcy.document (issue 15 item 1); drop the fallback once merged
-    from zarrcy.document import ArrayMetadata, GroupMetadata
-except ModuleNotFoundError:
-    from zarrcy.metadata import ArrayMetadata, GroupMetadata
+from zarrcy.document import ArrayMetadata, GroupMetadata
 from zarrcy.metadata._parse import (
     INT64_MAX,
     MAX_JSON_DEPTH,

@@ -180,27 +180,11 @@ def test_float_fill_value_boundaries_written_back(name: str, case: str, value: A
 
 
 # the second parser of the same encoding, where the two are known to disagree
-_SCALAR_DISAGREES = {
-    "half": "overflow", "-half": "overflow", "half-above": "overflow", "twice-max": "overflow", "huge": "overflow",
-}
-
-
 def _scalar_cases() -> list[Any]:
-    out = []
-    for name, case, value, want in FLOAT_CASES:
-        if name not in SUPPORTED_TYPES:
-            continue
-        kind = _SCALAR_DISAGREES.get(case.removesuffix(" (float)"))
-        if kind == "overflow" and want == ERR:
-            kind = None
-        marks = []
-        if kind == "overflow":
-            marks.append(pytest.mark.xfail(strict=True, reason=(
-                "cast_value.parse_scalar refuses a number beyond the largest finite value that "
-                "parse_fill_value rounds to infinity (v3-data-types.rst: 'rounded to the nearest "
-                "representable value'); the spec says scalar_map/scale/offset use the fill-value encoding")))
-        out.append(pytest.param(name, case, value, want, marks=marks, id=f"{name}-{case}"))
-    return out
+    """Every float row, through cast_value.parse_scalar: the same rule as the fill value
+    (numbers beyond the largest finite value round to infinity where the type has one)."""
+    return [pytest.param(name, case, value, want, id=f"{name}-{case}")
+            for name, case, value, want in FLOAT_CASES if name in SUPPORTED_TYPES]
 
 
 @pytest.mark.parametrize("name,case,value,want", _scalar_cases())
@@ -222,7 +206,6 @@ def test_hex_prefix_is_lower_case(name: str) -> None:
         parse_fill_value(_dt(name), "0X" + "0" * nd, "fill_value")
 
 
-@pytest.mark.xfail(strict=True, reason="cast_value.parse_scalar accepts the '0X' prefix that parse_fill_value refuses")
 @pytest.mark.parametrize("name", [n for n in FLOATS if n in SUPPORTED_TYPES])
 def test_scalar_hex_prefix_is_lower_case(name: str) -> None:
     nd = 2 * _dt(name).itemsize

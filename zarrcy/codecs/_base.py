@@ -44,8 +44,20 @@ Selection = tuple[Any, ...]
 def assign(a: np.ndarray, sel: Selection, value: Any) -> None:
     """``a[sel] = value`` with orthogonal semantics (``value`` shaped like ``select(a, sel)``)."""
     n_arr = sum(1 for s in sel if isinstance(s, np.ndarray))
-    if n_arr <= 1:
+    if n_arr == 0:
         a[tuple(sel) + (Ellipsis,)] = value
+        return
+    if n_arr == 1:
+        # numpy counts an int as an advanced index too: an int and an index array apart
+        # (a[0, :, [0, 1]]) would move the array's axis to the front and store the value
+        # transposed.  Ints become length-1 slices and the value gains their axes.
+        if not any(isinstance(s, (int, np.integer)) for s in sel):
+            a[tuple(sel) + (Ellipsis,)] = value
+            return
+        wide = tuple(slice(int(s), int(s) + 1) if isinstance(s, (int, np.integer)) else s for s in sel)
+        shape = selection_shape(wide, a.shape)
+        v = np.broadcast_to(np.asarray(value), selection_shape(sel, a.shape))
+        a[wide + (Ellipsis,)] = v.reshape(shape)
         return
     keep = [not isinstance(s, (int, np.integer)) for s in sel]
     parts = [

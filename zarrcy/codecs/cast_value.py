@@ -185,7 +185,11 @@ def format_of_dtype(dtype: Any, path: str = "dtype") -> Format:
 # ---------------------------------------------------------------------------------------
 
 def _round_fraction(x: Fraction, neg_zero: bool, fmt: Format, path: str, raw: Any) -> np.ndarray:
-    """Round an exact rational once to ``fmt`` (nearest, ties to even); overflow is an error."""
+    """Round an exact rational once to ``fmt`` (nearest, ties to even).  Beyond the
+    largest finite value it rounds to infinity where ``fmt`` has one, as the fill-value
+    encoding does (v3-data-types.rst: "rounded to the nearest representable value"; the
+    cast_value/scale_offset specs use that encoding); for types without infinity it is an
+    error."""
     if x == 0:
         v = -0.0 if neg_zero else 0.0
         return np.array(v, dtype=np.float64).astype(fmt.dtype)
@@ -208,6 +212,8 @@ def _round_fraction(x: Fraction, neg_zero: bool, fmt: Format, path: str, raw: An
         m >>= 1
         q += 1
     if m and m.bit_length() + q - 1 > fmt.emax:
+        if fmt.has_inf:
+            return np.array(-math.inf if neg else math.inf, dtype=np.float64).astype(fmt.dtype)
         raise MetadataError(expected(path, f"a value representable as {fmt.name}", raw), path)
     v = math.ldexp(m, q)
     return np.array(-v if neg else v, dtype=np.float64).astype(fmt.dtype)
@@ -234,7 +240,7 @@ def parse_scalar(value: Any, data_type: Any, path: str) -> np.ndarray:
                 raise MetadataError(expected(path, f"a finite number ({fmt.name} has no NaN/Infinity)", value), path)
             v = math.nan if value == "NaN" else (-math.inf if value[0] == "-" else math.inf)
             return np.array(v, dtype=np.float64).astype(fmt.dtype)
-        if value[:2] in ("0x", "0X"):
+        if value[:2] == "0x":  # lower-case only, as v3-data-types.rst spells it
             digits = value[2:]
             nbytes = fmt.itemsize
             try:
