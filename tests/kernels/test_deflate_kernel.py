@@ -10,10 +10,16 @@ import zlib
 import numpy as np
 import pytest
 
-import zarrcy.codecs.gzip  # noqa: F401  (resolves libdeflate's entry points)
+import deflate._deflate
+
 from zarrcy._kernels import _deflate as K
 
-pytestmark = pytest.mark.skipif(not K.available(), reason="libdeflate entry points not found in the deflate wheel")
+
+@pytest.fixture(autouse=True, scope="module")
+def _libdeflate() -> None:
+    """libdeflate's entry points (the ``deflate`` wheel, a hard dependency) are loaded, or
+    every test here fails: a missing libdeflate must not turn into silent skips."""
+    assert K.load(deflate._deflate.__file__), "libdeflate entry points not found in the deflate wheel"
 
 
 def payload(n: int, seed: int = 0) -> bytes:
