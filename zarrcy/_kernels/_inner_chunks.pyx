@@ -28,6 +28,8 @@ import numpy as np
 cnp.import_array()
 
 from zarrcy._kernels._inner_common cimport *
+from zarrcy._kernels cimport _workers
+from libc.stdlib cimport free, malloc
 
 # result codes (0 = every task done) and codecs, as Python ints
 OK = R_OK
@@ -63,8 +65,88 @@ def describe(int code):
 # decode + scatter
 # ------------------------------------------------------------------------------------
 
+cdef extern from *:
+    """
+    #include <stdlib.h>
+    #if !defined(_WIN32)
+    #include <pthread.h>
+    #endif
+    /* per-thread scratch chunk and libdeflate decompressor of the parallel decodes (pool
+       helpers have no Python thread state); freed when the thread ends */
+    typedef struct { void *scratch; size_t cap; void *dec; } zc_tls;
+    static void (*zc_free_dec)(void *) = NULL;
+    static void zc_tls_free(void *p) {
+        zc_tls *t = (zc_tls *)p;
+        if (!t) return;
+        free(t->scratch);
+        if (t->dec && zc_free_dec) zc_free_dec(t->dec);
+        free(t);
+    }
+    #if defined(_WIN32)
+    static __declspec(thread) zc_tls zc_tls_one;
+    static int zc_tls_init(void (*fd)(void *)) { zc_free_dec = fd; return 0; }
+    static zc_tls *zc_tls_here(void) { return &zc_tls_one; }
+    #else
+    static pthread_key_t zc_key;
+    static int zc_tls_init(void (*fd)(void *)) {
+        zc_free_dec = fd;
+        return pthread_key_create(&zc_key, zc_tls_free);
+    }
+    static zc_tls *zc_tls_here(void) {
+        zc_tls *t = (zc_tls *)pthread_getspecific(zc_key);
+        if (!t) {
+            t = (zc_tls *)calloc(1, sizeof *t);
+            if (!t) return NULL;
+            if (pthread_setspecific(zc_key, t) != 0) { free(t); return NULL; }
+        }
+        return t;
+    }
+    #endif
+    static zc_tls *zc_tls_get(size_t need) {
+        zc_tls *t = zc_tls_here();
+        if (!t) return NULL;
+        if (t->cap < need) {
+            void *p = malloc(need ? need : 1);
+            if (!p) return NULL;
+            free(t->scratch);
+            t->scratch = p;
+            t->cap = need;
+        }
+        return t;
+    }
+    """
+    ctypedef struct zc_tls:
+        void *scratch
+        size_t cap
+        void *dec
+    ctypedef void (*zc_free_fn)(void *) noexcept nogil
+    int zc_tls_init(zc_free_fn fd) noexcept
+    zc_tls *zc_tls_get(size_t need) noexcept nogil
+
+
+cdef void _free_dec(void *p) noexcept nogil:
+    dfl.c_free_decompressor(p)
+
+
+if zc_tls_init(_free_dec) != 0:  # pragma: no cover - out of thread-local keys
+    raise MemoryError("pthread_key_create failed")
+
+
+cdef zc_tls *_thread_state(Py_ssize_t chunk_bytes, int codec) noexcept nogil:
+    """This thread's scratch chunk (and decompressor for gzip), or NULL (no memory)."""
+    cdef zc_tls *ts = zc_tls_get(<size_t>chunk_bytes)
+    if ts == NULL:
+        return NULL
+    if codec == C_GZIP and ts.dec == NULL:
+        ts.dec = dfl.c_alloc_decompressor()
+        if ts.dec == NULL:
+            return NULL
+    return ts
+
+
 cdef struct DecodeCtx:
-    const uint8_t *src
+    const uint8_t **srcs   # source buffers
+    const int64_t *tsrc    # source of each task (NULL: every task reads srcs[0])
     const int64_t *coords
     const int64_t *toff
     const int64_t *tlen
@@ -80,75 +162,199 @@ cdef struct DecodeCtx:
     bint block          # a whole inner chunk in out is one contiguous block
 
 
+cdef int _decode_task(const DecodeCtx *c, const Geom *g, Py_ssize_t t, uint8_t *scratch,
+                      void *dec) noexcept nogil:
+    """Decode and scatter task ``t``; a result code."""
+    cdef Sel s
+    cdef Py_ssize_t d, ndim = g.ndim, j
+    cdef int64_t k0, n, off
+    cdef bint whole = True
+    cdef uint8_t *base = NULL
+    cdef const uint8_t *chunk
+    cdef const uint8_t *src
+    cdef const int64_t *co = c.coords + t * ndim
+    cdef int r
+    for d in range(ndim):
+        j = c.dbase[d] + co[d]
+        k0 = c.dstart[j]
+        n = c.dstart[j + 1] - k0
+        if n == 0:
+            return R_OK  # nothing selected: the chunk is not even decoded
+        s.cnt[d] = n
+        s.loc[d] = c.dlocal + k0
+        s.dst[d] = c.dout + k0
+        s.runs[d] = c.runs[j]
+        if n != g.cshape[d] or (c.runs[j] & (RUN_LOCAL | RUN_OUT)) != (RUN_LOCAL | RUN_OUT):
+            whole = False
+    if whole and c.block:
+        # the selection is the whole chunk, in order, one contiguous block of out
+        off = 0
+        for d in range(ndim):
+            off += s.dst[d][0] * g.ostride[d]
+        base = c.out + off
+    n = c.tlen[t]
+    if n < 0:  # missing inner chunk: fill value
+        if base != NULL:
+            _fill_run(base, g.chunk_elems, g)
+        else:
+            _scatter(NULL, c.out, g, &s)
+        return R_OK
+    src = c.srcs[c.tsrc[t] if c.tsrc != NULL else 0] + c.toff[t]
+    if base != NULL:
+        r = _decode(c.codec, dec, src, n, base, g.chunk_bytes)
+        if r != R_OK:
+            return r
+        if g.swapw:
+            zc_bswap(base, g.chunk_bytes, g.swapw)
+        return R_OK
+    if c.codec == C_RAW and not g.swapw:
+        if n != g.chunk_bytes:
+            return R_RAW_SIZE
+        chunk = src  # scatter straight from the stored bytes
+    else:
+        r = _decode(c.codec, dec, src, n, scratch, g.chunk_bytes)
+        if r != R_OK:
+            return r
+        if g.swapw:
+            zc_bswap(scratch, g.chunk_bytes, g.swapw)
+        chunk = scratch
+    _scatter(chunk, c.out, g, &s)
+    return R_OK
+
+
 cdef Py_ssize_t _decode_loop(const DecodeCtx *c, const Geom *g, Py_ssize_t t0, Py_ssize_t t1,
                              int *code) noexcept nogil:
     """Run tasks ``t0..t1-1``; -1 when all succeeded, else the failing task (``code`` set)."""
-    cdef Sel s
-    cdef Py_ssize_t t, d, ndim = g.ndim, j
-    cdef int64_t k0, n, off
-    cdef bint empty, whole
-    cdef uint8_t *base
-    cdef const uint8_t *chunk
-    cdef const int64_t *co
+    cdef Py_ssize_t t
     cdef int r
     code[0] = R_OK
     for t in range(t0, t1):
-        co = c.coords + t * ndim
-        empty = False
-        whole = True
-        for d in range(ndim):
-            j = c.dbase[d] + co[d]
-            k0 = c.dstart[j]
-            n = c.dstart[j + 1] - k0
-            if n == 0:
-                empty = True
-                break
-            s.cnt[d] = n
-            s.loc[d] = c.dlocal + k0
-            s.dst[d] = c.dout + k0
-            s.runs[d] = c.runs[j]
-            if n != g.cshape[d] or (c.runs[j] & (RUN_LOCAL | RUN_OUT)) != (RUN_LOCAL | RUN_OUT):
-                whole = False
-        if empty:
-            continue  # nothing selected: the chunk is not even decoded
-        base = NULL
-        if whole and c.block:
-            # the selection is the whole chunk, in order, one contiguous block of out
-            off = 0
-            for d in range(ndim):
-                off += s.dst[d][0] * g.ostride[d]
-            base = c.out + off
-        n = c.tlen[t]
-        if n < 0:  # missing inner chunk: fill value
-            if base != NULL:
-                _fill_run(base, g.chunk_elems, g)
-            else:
-                _scatter(NULL, c.out, g, &s)
-            continue
-        if base != NULL:
-            r = _decode(c.codec, c.dec, c.src + c.toff[t], n, base, g.chunk_bytes)
-            if r != R_OK:
-                code[0] = r
-                return t
-            if g.swapw:
-                zc_bswap(base, g.chunk_bytes, g.swapw)
-            continue
-        if c.codec == C_RAW and not g.swapw:
-            if n != g.chunk_bytes:
-                code[0] = R_RAW_SIZE
-                return t
-            chunk = c.src + c.toff[t]  # scatter straight from the stored bytes
-        else:
-            r = _decode(c.codec, c.dec, c.src + c.toff[t], n, c.scratch, g.chunk_bytes)
-            if r != R_OK:
-                code[0] = r
-                return t
-            if g.swapw:
-                zc_bswap(c.scratch, g.chunk_bytes, g.swapw)
-            chunk = c.scratch
-        _scatter(chunk, c.out, g, &s)
+        r = _decode_task(c, g, t, c.scratch, c.dec)
+        if r != R_OK:
+            code[0] = r
+            return t
     return -1
 
+
+cdef struct DecodeJob:
+    DecodeCtx c
+    Geom g
+    long next
+    long t1
+    uint8_t *status
+
+
+cdef void _decode_work(void *arg) noexcept nogil:
+    """One thread's share of a parallel decode: claim tasks until none are left."""
+    cdef DecodeJob *job = <DecodeJob *>arg
+    cdef zc_tls *ts = _thread_state(job.g.chunk_bytes, job.c.codec)
+    cdef long t
+    if ts == NULL:
+        return  # no memory here: other threads take the tasks (or they stay NOT_RUN)
+    while True:
+        t = _workers.claim(&job.next)
+        if t >= job.t1:
+            return
+        job.status[t] = <uint8_t>_decode_task(&job.c, &job.g, t, <uint8_t *>ts.scratch, ts.dec)
+
+
+cdef object _check_decode(DecodeCtx *c, Geom *g, const int64_t[:, ::1] task_coords,
+                          const int64_t[::1] task_off, const int64_t[::1] task_len,
+                          const int64_t[::1] task_src, const Py_ssize_t *src_len, Py_ssize_t nsrcs,
+                          Py_ssize_t t0, Py_ssize_t t1,
+                          const int64_t[::1] dim_base, const int64_t[::1] dim_start,
+                          const int64_t[::1] dim_local, const int64_t[::1] dim_out, int codec, out):
+    """Validate a decode call's tasks ``t0..t1-1`` and tables; fill ``c`` (except
+    ``srcs``, ``scratch``, ``dec``).  Returns the array ``c.runs`` points into."""
+    cdef Py_ssize_t ndim = g.ndim, ntask = task_coords.shape[0], t, d, j, k, nk, ns
+    if task_coords.shape[1] != ndim and ntask:
+        raise ValueError(f"task_coords: expected {ndim} columns, received {task_coords.shape[1]}")
+    if task_off.shape[0] != ntask or task_len.shape[0] != ntask:
+        raise ValueError(f"task_off/task_len: expected {ntask} entries each, "
+                         f"received {task_off.shape[0]} and {task_len.shape[0]}")
+    if task_src is not None and task_src.shape[0] != ntask:
+        raise ValueError(f"task_src: expected {ntask} entries, received {task_src.shape[0]}")
+    if not 0 <= t0 <= t1 <= ntask:
+        raise IndexError(f"t0, t1: expected 0 <= t0 <= t1 <= {ntask}, received {t0}, {t1}")
+    if codec != C_RAW and codec != C_GZIP:
+        raise ValueError(f"codec: expected 0 (raw) or 1 (gzip), received {codec}")
+    if codec == C_GZIP and not dfl.loaded():
+        raise RuntimeError("libdeflate entry points are not loaded (_deflate.load)")
+    if not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>out):
+        raise ValueError("out: expected a writable array")
+    if dim_base.shape[0] != ndim:
+        raise ValueError(f"dim_base: expected {ndim} entries, received {dim_base.shape[0]}")
+    if dim_local.shape[0] != dim_out.shape[0]:
+        raise ValueError(f"dim_local/dim_out: expected equal lengths, received "
+                         f"{dim_local.shape[0]} and {dim_out.shape[0]}")
+    nk = dim_local.shape[0]
+    ns = dim_start.shape[0]
+    cdef Py_ssize_t nsrc
+    cdef int64_t off, ln, cmax, lo, hi, b, v, w, si
+    # byte ranges inside their source buffer
+    for t in range(t0, t1):
+        ln = task_len[t]
+        if ln == -1:
+            continue
+        si = task_src[t] if task_src is not None else 0
+        if si < 0 or si >= nsrcs:
+            raise IndexError(f"task_src[{t}]: expected 0 <= index < {nsrcs} for a stored chunk, received {si}")
+        nsrc = src_len[si]
+        off = task_off[t]
+        if ln < 0 or off < 0 or off > nsrc or ln > nsrc - off:
+            raise ValueError(f"task {t}: expected a byte range inside src ({nsrc} bytes), "
+                             f"received offset={off}, length={ln}")
+    # per-dimension tables: coordinates, CSR ranges, indices; runs are recorded per range
+    runs = np.zeros(max(ns, 1), np.uint8)
+    cdef uint8_t[::1] rv = runs
+    cdef uint8_t flag
+    for d in range(ndim if t1 > t0 else 0):
+        cmax = -1
+        for t in range(t0, t1):
+            v = task_coords[t, d]
+            if v < 0:
+                raise IndexError(f"task_coords[{t}, {d}]: expected a non-negative coordinate, received {v}")
+            if v > cmax:
+                cmax = v
+        b = dim_base[d]
+        if b < 0 or b > ns or cmax >= ns - b - 1:
+            raise IndexError(f"dim_base[{d}]: expected room for {cmax + 2} entries in dim_start "
+                             f"({ns}), received {b}")
+        for j in range(b, b + cmax + 1):
+            lo = dim_start[j]
+            hi = dim_start[j + 1]
+            if lo < 0 or hi < lo or hi > nk:
+                raise IndexError(f"dim_start[{j}:{j + 2}]: expected 0 <= start <= stop <= {nk}, "
+                                 f"received {lo}, {hi}")
+            flag = RUN_LOCAL | RUN_OUT
+            for k in range(lo, hi):
+                v = dim_local[k]
+                w = dim_out[k]
+                if v < 0 or v >= g.cshape[d]:
+                    raise IndexError(f"dim_local[{k}] (dimension {d}): expected 0 <= index < "
+                                     f"{g.cshape[d]}, received {v}")
+                if w < 0 or w >= g.oshape[d]:
+                    raise IndexError(f"dim_out[{k}] (dimension {d}): expected 0 <= index < "
+                                     f"{g.oshape[d]}, received {w}")
+                if k > lo:
+                    if v != dim_local[k - 1] + 1:
+                        flag &= ~RUN_LOCAL
+                    if w != dim_out[k - 1] + 1:
+                        flag &= ~RUN_OUT
+            rv[j] = flag
+    c.tsrc = &task_src[0] if task_src is not None and ntask else NULL
+    c.coords = &task_coords[0, 0] if ntask and ndim else NULL
+    c.toff = &task_off[0] if ntask else NULL
+    c.tlen = &task_len[0] if ntask else NULL
+    c.dbase = &dim_base[0] if ndim else NULL
+    c.dstart = &dim_start[0] if ns else NULL
+    c.dlocal = &dim_local[0] if nk else NULL
+    c.dout = &dim_out[0] if nk else NULL
+    c.runs = &rv[0]
+    c.out = <uint8_t *>cnp.PyArray_DATA(<cnp.ndarray>out)  # the caller's argument keeps out alive
+    c.codec = codec
+    c.block = _contiguous_block(g)
+    return runs
 
 
 def decode_scatter(const uint8_t[::1] src, const int64_t[:, ::1] task_coords,
@@ -187,94 +393,17 @@ def decode_scatter(const uint8_t[::1] src, const int64_t[:, ::1] task_coords,
     cdef Geom g
     cdef DecodeCtx c
     _geometry(&g, chunk_shape, out, itemsize, swap, fill, "out")
-    cdef Py_ssize_t ndim = g.ndim, ntask = task_coords.shape[0], t, d, j, k, nk, ns
-    if task_coords.shape[1] != ndim and ntask:
-        raise ValueError(f"task_coords: expected {ndim} columns, received {task_coords.shape[1]}")
-    if task_off.shape[0] != ntask or task_len.shape[0] != ntask:
-        raise ValueError(f"task_off/task_len: expected {ntask} entries each, "
-                         f"received {task_off.shape[0]} and {task_len.shape[0]}")
-    if not 0 <= t0 <= t1 <= ntask:
-        raise IndexError(f"t0, t1: expected 0 <= t0 <= t1 <= {ntask}, received {t0}, {t1}")
-    if codec != C_RAW and codec != C_GZIP:
-        raise ValueError(f"codec: expected 0 (raw) or 1 (gzip), received {codec}")
-    if codec == C_GZIP and not dfl.loaded():
-        raise RuntimeError("libdeflate entry points are not loaded (_deflate.load)")
-    if not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>out):
-        raise ValueError("out: expected a writable array")
     if scratch.shape[0] < g.chunk_bytes:
         raise ValueError(f"scratch: expected at least {g.chunk_bytes} bytes, received {scratch.shape[0]}")
-    if dim_base.shape[0] != ndim:
-        raise ValueError(f"dim_base: expected {ndim} entries, received {dim_base.shape[0]}")
-    if dim_local.shape[0] != dim_out.shape[0]:
-        raise ValueError(f"dim_local/dim_out: expected equal lengths, received "
-                         f"{dim_local.shape[0]} and {dim_out.shape[0]}")
+    cdef Py_ssize_t nsrc = src.shape[0]
+    runs = _check_decode(&c, &g, task_coords, task_off, task_len, None, &nsrc, 1, t0, t1,
+                         dim_base, dim_start, dim_local, dim_out, codec, out)
     if t0 == t1:
         return -1, R_OK
-    nk = dim_local.shape[0]
-    ns = dim_start.shape[0]
-    cdef Py_ssize_t nsrc = src.shape[0]
-    cdef int64_t off, ln, cmax, lo, hi, b, v, w
-    # byte ranges inside src
-    for t in range(t0, t1):
-        ln = task_len[t]
-        if ln == -1:
-            continue
-        off = task_off[t]
-        if ln < 0 or off < 0 or off > nsrc or ln > nsrc - off:
-            raise ValueError(f"task {t}: expected a byte range inside src ({nsrc} bytes), "
-                             f"received offset={off}, length={ln}")
-    # per-dimension tables: coordinates, CSR ranges, indices; runs are recorded per range
-    runs = np.zeros(ns, np.uint8)
-    cdef uint8_t[::1] rv = runs
-    cdef uint8_t flag
-    for d in range(ndim):
-        cmax = -1
-        for t in range(t0, t1):
-            v = task_coords[t, d]
-            if v < 0:
-                raise IndexError(f"task_coords[{t}, {d}]: expected a non-negative coordinate, received {v}")
-            if v > cmax:
-                cmax = v
-        b = dim_base[d]
-        if b < 0 or b > ns or cmax >= ns - b - 1:
-            raise IndexError(f"dim_base[{d}]: expected room for {cmax + 2} entries in dim_start "
-                             f"({ns}), received {b}")
-        for j in range(b, b + cmax + 1):
-            lo = dim_start[j]
-            hi = dim_start[j + 1]
-            if lo < 0 or hi < lo or hi > nk:
-                raise IndexError(f"dim_start[{j}:{j + 2}]: expected 0 <= start <= stop <= {nk}, "
-                                 f"received {lo}, {hi}")
-            flag = RUN_LOCAL | RUN_OUT
-            for k in range(lo, hi):
-                v = dim_local[k]
-                w = dim_out[k]
-                if v < 0 or v >= g.cshape[d]:
-                    raise IndexError(f"dim_local[{k}] (dimension {d}): expected 0 <= index < "
-                                     f"{g.cshape[d]}, received {v}")
-                if w < 0 or w >= g.oshape[d]:
-                    raise IndexError(f"dim_out[{k}] (dimension {d}): expected 0 <= index < "
-                                     f"{g.oshape[d]}, received {w}")
-                if k > lo:
-                    if v != dim_local[k - 1] + 1:
-                        flag &= ~RUN_LOCAL
-                    if w != dim_out[k - 1] + 1:
-                        flag &= ~RUN_OUT
-            rv[j] = flag
     cdef uint8_t dummy = 0
-    c.src = &src[0] if nsrc else &dummy
-    c.coords = &task_coords[0, 0] if ntask and ndim else NULL
-    c.toff = &task_off[0]
-    c.tlen = &task_len[0]
-    c.dbase = &dim_base[0] if ndim else NULL
-    c.dstart = &dim_start[0] if ns else NULL
-    c.dlocal = &dim_local[0] if nk else NULL
-    c.dout = &dim_out[0] if nk else NULL
-    c.runs = &rv[0] if ns else NULL
-    c.out = <uint8_t *>cnp.PyArray_DATA(<cnp.ndarray>out)  # the argument keeps out alive
+    cdef const uint8_t *sp = &src[0] if nsrc else &dummy
+    c.srcs = &sp
     c.scratch = &scratch[0]
-    c.codec = codec
-    c.block = _contiguous_block(&g)
     c.dec = dfl._decompressor() if codec == C_GZIP else NULL
     cdef int code = R_OK
     cdef Py_ssize_t bad
@@ -283,12 +412,87 @@ def decode_scatter(const uint8_t[::1] src, const int64_t[:, ::1] task_coords,
     return bad, code
 
 
+cdef class _Sources:
+    """The buffers of a parallel decode, held (and their pointers listed) for one call."""
+    cdef const uint8_t **ptr
+    cdef Py_ssize_t *size
+    cdef Py_ssize_t n
+    cdef list views
+    cdef uint8_t dummy
+
+    def __cinit__(self, srcs):
+        cdef const uint8_t[::1] mv
+        cdef Py_ssize_t i
+        self.views = []
+        self.n = len(srcs)
+        self.ptr = <const uint8_t **>malloc(max(self.n, 1) * sizeof(uint8_t *))
+        self.size = <Py_ssize_t *>malloc(max(self.n, 1) * sizeof(Py_ssize_t))
+        if self.ptr == NULL or self.size == NULL:
+            raise MemoryError()
+        for i in range(self.n):
+            mv = srcs[i]
+            self.views.append(mv)
+            self.size[i] = mv.shape[0]
+            self.ptr[i] = &mv[0] if mv.shape[0] else &self.dummy
+
+    def __dealloc__(self):
+        free(self.ptr)
+        free(self.size)
+
+
+cdef Py_ssize_t _finish_status(const uint8_t[::1] status, Py_ssize_t n) except -1:
+    cdef Py_ssize_t t, bad = 0
+    for t in range(n):
+        if status[t] == R_NOT_RUN:
+            raise MemoryError("inner-chunk decode: no memory for a thread's scratch chunk")
+        if status[t] != R_OK:
+            bad += 1
+    return bad
+
+
+def decode_scatter_all(srcs, const int64_t[::1] task_src, const int64_t[:, ::1] task_coords,
+                       const int64_t[::1] task_off, const int64_t[::1] task_len,
+                       const int64_t[::1] dim_base, const int64_t[::1] dim_start,
+                       const int64_t[::1] dim_local, const int64_t[::1] dim_out,
+                       const int64_t[::1] chunk_shape, Py_ssize_t itemsize, swap, int codec,
+                       const uint8_t[::1] fill, out, uint8_t[::1] status, int threads):
+    """:func:`decode_scatter` of every task, on up to ``threads`` threads (the caller and
+    helpers of the native pool, ``_workers``), from several source buffers.
+
+    Task ``t`` reads ``srcs[task_src[t]][task_off[t] : task_off[t] + task_len[t]]``
+    (``task_len[t] == -1``: missing, fill; ``task_src[t]`` is then ignored).  Every task
+    runs; ``status[t]`` gets its result code (0 ok, see :func:`describe`).  Returns the
+    number of failed tasks.  Each thread uses its own scratch chunk and decompressor.
+    """
+    cdef Geom g
+    cdef DecodeJob job
+    _geometry(&job.g, chunk_shape, out, itemsize, swap, fill, "out")
+    cdef _Sources S = _Sources(srcs)
+    cdef Py_ssize_t ntask = task_coords.shape[0]
+    if status.shape[0] != ntask:
+        raise ValueError(f"status: expected {ntask} entries, received {status.shape[0]}")
+    runs = _check_decode(&job.c, &job.g, task_coords, task_off, task_len, task_src, S.size, S.n, 0, ntask,
+                         dim_base, dim_start, dim_local, dim_out, codec, out)
+    if ntask == 0:
+        return 0
+    memset(&status[0], R_NOT_RUN, ntask)
+    job.c.srcs = S.ptr
+    job.next = 0
+    job.t1 = ntask
+    job.status = &status[0]
+    cdef int helpers = min(max(threads, 1) - 1, ntask - 1)
+    with nogil:
+        _workers.run(_decode_work, &job, helpers)
+    return _finish_status(status, ntask)
+
+
 # ------------------------------------------------------------------------------------
 # decode + point scatter (non-orthogonal selections: vindex, points)
 # ------------------------------------------------------------------------------------
 
 cdef struct PointsCtx:
-    const uint8_t *src
+    const uint8_t **srcs
+    const int64_t *tsrc    # NULL: every task reads srcs[0]
     const int64_t *toff
     const int64_t *tlen
     const int64_t *pstart
@@ -300,37 +504,118 @@ cdef struct PointsCtx:
     int codec
 
 
+cdef int _points_task(const PointsCtx *c, const Geom *g, Py_ssize_t t, uint8_t *scratch,
+                      void *dec) noexcept nogil:
+    cdef int64_t k0 = c.pstart[t], n = c.pstart[t + 1] - c.pstart[t], ln
+    cdef const uint8_t *chunk
+    cdef const uint8_t *src
+    cdef int r
+    if n == 0:
+        return R_OK
+    ln = c.tlen[t]
+    if ln < 0:
+        _fill_elems(c.out, c.pout + k0, n, g)
+        return R_OK
+    src = c.srcs[c.tsrc[t] if c.tsrc != NULL else 0] + c.toff[t]
+    if c.codec == C_RAW and not g.swapw:
+        if ln != g.chunk_bytes:
+            return R_RAW_SIZE
+        chunk = src
+    else:
+        r = _decode(c.codec, dec, src, ln, scratch, g.chunk_bytes)
+        if r != R_OK:
+            return r
+        if g.swapw:
+            zc_bswap(scratch, g.chunk_bytes, g.swapw)
+        chunk = scratch
+    _copy_elems(c.out, chunk, c.pout + k0, c.plocal + k0, n, g.itemsize)
+    return R_OK
+
+
 cdef Py_ssize_t _points_loop(const PointsCtx *c, const Geom *g, Py_ssize_t t0, Py_ssize_t t1,
                              int *code) noexcept nogil:
     cdef Py_ssize_t t
-    cdef int64_t k0, n, ln
-    cdef const uint8_t *chunk
     cdef int r
     code[0] = R_OK
     for t in range(t0, t1):
-        k0 = c.pstart[t]
-        n = c.pstart[t + 1] - k0
-        if n == 0:
-            continue
-        ln = c.tlen[t]
-        if ln < 0:
-            _fill_elems(c.out, c.pout + k0, n, g)
-            continue
-        if c.codec == C_RAW and not g.swapw:
-            if ln != g.chunk_bytes:
-                code[0] = R_RAW_SIZE
-                return t
-            chunk = c.src + c.toff[t]
-        else:
-            r = _decode(c.codec, c.dec, c.src + c.toff[t], ln, c.scratch, g.chunk_bytes)
-            if r != R_OK:
-                code[0] = r
-                return t
-            if g.swapw:
-                zc_bswap(c.scratch, g.chunk_bytes, g.swapw)
-            chunk = c.scratch
-        _copy_elems(c.out, chunk, c.pout + k0, c.plocal + k0, n, g.itemsize)
+        r = _points_task(c, g, t, c.scratch, c.dec)
+        if r != R_OK:
+            code[0] = r
+            return t
     return -1
+
+
+cdef struct PointsJob:
+    PointsCtx c
+    Geom g
+    long next
+    long t1
+    uint8_t *status
+
+
+cdef void _points_work(void *arg) noexcept nogil:
+    cdef PointsJob *job = <PointsJob *>arg
+    cdef zc_tls *ts = _thread_state(job.g.chunk_bytes, job.c.codec)
+    cdef long t
+    if ts == NULL:
+        return
+    while True:
+        t = _workers.claim(&job.next)
+        if t >= job.t1:
+            return
+        job.status[t] = <uint8_t>_points_task(&job.c, &job.g, t, <uint8_t *>ts.scratch, ts.dec)
+
+
+cdef int _check_points(PointsCtx *c, Geom *g, const int64_t[::1] task_off, const int64_t[::1] task_len,
+                       const int64_t[::1] task_src, const Py_ssize_t *src_len, Py_ssize_t nsrcs,
+                       Py_ssize_t t0, Py_ssize_t t1, const int64_t[::1] pt_start,
+                       const int64_t[::1] pt_local, const int64_t[::1] pt_out, int codec, out) except -1:
+    cdef Py_ssize_t ntask = task_off.shape[0], t, k, npt = pt_local.shape[0], nsrc
+    cdef int64_t off, ln, lo, hi, v, si, size = cnp.PyArray_SIZE(<cnp.ndarray>out)
+    if task_len.shape[0] != ntask or pt_start.shape[0] != ntask + 1:
+        raise ValueError(f"task_len/pt_start: expected {ntask} and {ntask + 1} entries, "
+                         f"received {task_len.shape[0]} and {pt_start.shape[0]}")
+    if task_src is not None and task_src.shape[0] != ntask:
+        raise ValueError(f"task_src: expected {ntask} entries, received {task_src.shape[0]}")
+    if pt_out.shape[0] != npt:
+        raise ValueError(f"pt_local/pt_out: expected equal lengths, received {npt} and {pt_out.shape[0]}")
+    if not 0 <= t0 <= t1 <= ntask:
+        raise IndexError(f"t0, t1: expected 0 <= t0 <= t1 <= {ntask}, received {t0}, {t1}")
+    _gzip_decompressor(codec)  # checks the codec (and that libdeflate is loaded)
+    if not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>out):
+        raise ValueError("out: expected a writable array")
+    for t in range(t0, t1):
+        lo = pt_start[t]
+        hi = pt_start[t + 1]
+        if lo < 0 or hi < lo or hi > npt:
+            raise IndexError(f"pt_start[{t}:{t + 2}]: expected 0 <= start <= stop <= {npt}, received {lo}, {hi}")
+        for k in range(lo, hi):
+            v = pt_local[k]
+            if v < 0 or v >= g.chunk_elems:
+                raise IndexError(f"pt_local[{k}]: expected 0 <= index < {g.chunk_elems}, received {v}")
+            v = pt_out[k]
+            if v < 0 or v >= size:
+                raise IndexError(f"pt_out[{k}]: expected 0 <= index < {size}, received {v}")
+        ln = task_len[t]
+        if ln == -1:
+            continue
+        si = task_src[t] if task_src is not None else 0
+        if si < 0 or si >= nsrcs:
+            raise IndexError(f"task_src[{t}]: expected 0 <= index < {nsrcs} for a stored chunk, received {si}")
+        nsrc = src_len[si]
+        off = task_off[t]
+        if ln < 0 or off < 0 or off > nsrc or ln > nsrc - off:
+            raise ValueError(f"task {t}: expected a byte range inside src ({nsrc} bytes), "
+                             f"received offset={off}, length={ln}")
+    c.tsrc = &task_src[0] if task_src is not None and ntask else NULL
+    c.toff = &task_off[0] if ntask else NULL
+    c.tlen = &task_len[0] if ntask else NULL
+    c.pstart = &pt_start[0]
+    c.plocal = &pt_local[0] if npt else NULL
+    c.pout = &pt_out[0] if npt else NULL
+    c.out = <uint8_t *>cnp.PyArray_DATA(<cnp.ndarray>out)  # the caller's argument keeps out alive
+    c.codec = codec
+    return 0
 
 
 def decode_points(const uint8_t[::1] src, const int64_t[::1] task_off, const int64_t[::1] task_len,
@@ -349,57 +634,49 @@ def decode_points(const uint8_t[::1] src, const int64_t[::1] task_off, const int
     cdef Geom g
     cdef PointsCtx c
     _geometry(&g, chunk_shape, out, itemsize, swap, fill, "out", False)
-    cdef Py_ssize_t ntask = task_off.shape[0], t, k, npt = pt_local.shape[0], nsrc = src.shape[0]
-    cdef int64_t off, ln, lo, hi, v, size = cnp.PyArray_SIZE(<cnp.ndarray>out)
-    if task_len.shape[0] != ntask or pt_start.shape[0] != ntask + 1:
-        raise ValueError(f"task_len/pt_start: expected {ntask} and {ntask + 1} entries, "
-                         f"received {task_len.shape[0]} and {pt_start.shape[0]}")
-    if pt_out.shape[0] != npt:
-        raise ValueError(f"pt_local/pt_out: expected equal lengths, received {npt} and {pt_out.shape[0]}")
-    if not 0 <= t0 <= t1 <= ntask:
-        raise IndexError(f"t0, t1: expected 0 <= t0 <= t1 <= {ntask}, received {t0}, {t1}")
-    c.dec = _gzip_decompressor(codec)
-    if not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>out):
-        raise ValueError("out: expected a writable array")
+    cdef Py_ssize_t nsrc = src.shape[0]
     if scratch.shape[0] < g.chunk_bytes:
         raise ValueError(f"scratch: expected at least {g.chunk_bytes} bytes, received {scratch.shape[0]}")
+    _check_points(&c, &g, task_off, task_len, None, &nsrc, 1, t0, t1, pt_start, pt_local, pt_out, codec, out)
     if t0 == t1:
         return -1, R_OK
-    for t in range(t0, t1):
-        lo = pt_start[t]
-        hi = pt_start[t + 1]
-        if lo < 0 or hi < lo or hi > npt:
-            raise IndexError(f"pt_start[{t}:{t + 2}]: expected 0 <= start <= stop <= {npt}, received {lo}, {hi}")
-        for k in range(lo, hi):
-            v = pt_local[k]
-            if v < 0 or v >= g.chunk_elems:
-                raise IndexError(f"pt_local[{k}]: expected 0 <= index < {g.chunk_elems}, received {v}")
-            v = pt_out[k]
-            if v < 0 or v >= size:
-                raise IndexError(f"pt_out[{k}]: expected 0 <= index < {size}, received {v}")
-        ln = task_len[t]
-        if ln == -1:
-            continue
-        off = task_off[t]
-        if ln < 0 or off < 0 or off > nsrc or ln > nsrc - off:
-            raise ValueError(f"task {t}: expected a byte range inside src ({nsrc} bytes), "
-                             f"received offset={off}, length={ln}")
     cdef uint8_t dummy = 0
-    c.src = &src[0] if nsrc else &dummy
-    c.toff = &task_off[0]
-    c.tlen = &task_len[0]
-    c.pstart = &pt_start[0]
-    c.plocal = &pt_local[0] if npt else NULL
-    c.pout = &pt_out[0] if npt else NULL
-    c.out = <uint8_t *>cnp.PyArray_DATA(<cnp.ndarray>out)  # the argument keeps out alive
+    cdef const uint8_t *sp = &src[0] if nsrc else &dummy
+    c.srcs = &sp
     c.scratch = &scratch[0]
-    c.codec = codec
+    c.dec = _gzip_decompressor(codec)
     cdef int code = R_OK
     cdef Py_ssize_t bad
     with nogil:
         bad = _points_loop(&c, &g, t0, t1, &code)
     return bad, code
 
+
+def decode_points_all(srcs, const int64_t[::1] task_src, const int64_t[::1] task_off,
+                      const int64_t[::1] task_len, const int64_t[::1] pt_start, const int64_t[::1] pt_local,
+                      const int64_t[::1] pt_out, const int64_t[::1] chunk_shape, Py_ssize_t itemsize, swap,
+                      int codec, const uint8_t[::1] fill, out, uint8_t[::1] status, int threads):
+    """:func:`decode_points` of every task from several buffers on up to ``threads``
+    threads, as :func:`decode_scatter_all` (``status`` per task; returns the failures)."""
+    cdef PointsJob job
+    _geometry(&job.g, chunk_shape, out, itemsize, swap, fill, "out", False)
+    cdef _Sources S = _Sources(srcs)
+    cdef Py_ssize_t ntask = task_off.shape[0]
+    if status.shape[0] != ntask:
+        raise ValueError(f"status: expected {ntask} entries, received {status.shape[0]}")
+    _check_points(&job.c, &job.g, task_off, task_len, task_src, S.size, S.n, 0, ntask, pt_start, pt_local,
+                  pt_out, codec, out)
+    if ntask == 0:
+        return 0
+    memset(&status[0], R_NOT_RUN, ntask)
+    job.c.srcs = S.ptr
+    job.next = 0
+    job.t1 = ntask
+    job.status = &status[0]
+    cdef int helpers = min(max(threads, 1) - 1, ntask - 1)
+    with nogil:
+        _workers.run(_points_work, &job, helpers)
+    return _finish_status(status, ntask)
 
 
 # the encode kernels live in their own module (file size); their old home re-exports them

@@ -1,4 +1,5 @@
-"""The sharding codec's parallel loop over inner chunks and per-thread scratch chunks."""
+"""The sharding codec's parallel loop over inner chunks (Python codec chains), per-thread
+scratch chunks, and the count of inner chunks decoded (tests, benchmarks)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from zarrcy.codecs._base import ArraySpec
 from zarrcy.config import executor as _executor
 from zarrcy.config import get as _config_get
 
-__all__ = ["run", "scratch", "PARALLEL_MIN_BYTES"]
+__all__ = ["run", "scratch", "PARALLEL_MIN_BYTES", "decode_stats"]
 
 # below this many decoded bytes per call, inner chunks are processed inline
 PARALLEL_MIN_BYTES = 1 << 17  # two 64 KiB inner chunks already pay for a second thread
@@ -77,3 +78,24 @@ def scratch(spec: ArraySpec) -> np.ndarray:
             d.clear()
         buf = d[k] = np.empty(spec.shape, dtype=spec.dtype)
     return buf
+
+
+class _DecodeStats:
+    """Inner chunks decoded by partial and point reads, when enabled (tests, bench)."""
+
+    def __init__(self) -> None:
+        self.enabled = False
+        self.decoded = 0
+        self.lock = threading.Lock()
+
+    def add(self, n: int) -> None:
+        if self.enabled:
+            with self.lock:
+                self.decoded += n
+
+    def reset(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self.decoded = 0
+
+
+decode_stats = _DecodeStats()

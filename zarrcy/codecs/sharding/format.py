@@ -122,7 +122,7 @@ class ShardLayout:
     __slots__ = (
         "spec", "chunk_shape", "cps", "n", "inner", "inner_spec", "index_pipeline", "start",
         "index_size", "fill_row", "coords", "itemsize", "has_object", "fill", "fill_scalar", "fast_index",
-        "has_crc", "inner_limit", "kernel_kind", "kernel_swap",
+        "has_crc", "inner_limit", "kernel_kind", "kernel_swap", "kernel_codec", "kernel_shape", "fill_bytes",
     )
 
     def __init__(self, codec: Any, spec: ArraySpec, path: str) -> None:
@@ -198,6 +198,10 @@ class ShardLayout:
         self.coords = [tuple(int(x) for x in c) for c in np.ndindex(*self.cps)] if n <= (1 << 16) else None
         # inner codec chain the C scatter kernel can run itself ("raw", "gzip"), or None
         self.kernel_kind, self.kernel_swap = _kernel_kind(self.inner)
+        # the kernels' arguments that never change for this layout (no per-read rebuild)
+        self.kernel_codec = 1 if self.kernel_kind == "gzip" else 0  # _inner_chunks.GZIP / RAW
+        self.kernel_shape = np.asarray(cs, np.int64)
+        self.fill_bytes = b"" if self.has_object else np.asarray(spec.fill_value, dtype=spec.dtype).tobytes()
 
     def region(self, i: int) -> tuple[slice, ...]:
         """Slices of inner chunk ``i`` (C-order linear index) within the shard."""

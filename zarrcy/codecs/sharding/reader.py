@@ -35,7 +35,7 @@ from zarrcy._kernels import _sharding as K
 from zarrcy.byte_range import RangeRequest
 from zarrcy.codecs._base import ByteGetter, Selection, ValueSnapshot, assign, select
 from zarrcy.codecs.sharding import scatter
-from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, run, scratch
+from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, decode_stats, run, scratch
 from zarrcy.codecs.sharding.projection import Projection, whole_projection
 from zarrcy.codecs.sharding.format import SENTINEL, ShardLayout, flat_bytes
 from zarrcy.config import get as _config_get
@@ -100,25 +100,6 @@ def _cache_key(cid: Any, layout: ShardLayout) -> Any:
     return (cid, layout.index_size, layout.start, layout.n)
 
 
-class _DecodeStats:
-    """Inner chunks decoded by partial and point reads, when enabled (tests, bench)."""
-
-    def __init__(self) -> None:
-        self.enabled = False
-        self.decoded = 0
-        self.lock = threading.Lock()
-
-    def add(self, n: int) -> None:
-        if self.enabled:
-            with self.lock:
-                self.decoded += n
-
-    def reset(self, enabled: bool = True) -> None:
-        self.enabled = enabled
-        self.decoded = 0
-
-
-decode_stats = _DecodeStats()
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reset_after_fork)
