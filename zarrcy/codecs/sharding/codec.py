@@ -130,6 +130,14 @@ class ShardingCodec(ArrayBytesCodec):
 
     def layout(self, spec: ArraySpec, path: str = "sharding_indexed") -> ShardLayout:
         """The :class:`ShardLayout` of shards of ``spec`` (computed once per spec)."""
+        last = self._layouts.get(None)  # the spec object of the last call (a pipeline passes the same one)
+        if last is not None and last[0] is spec:
+            return last[1]
+        lay = self._layout_of(spec, path)
+        self._layouts[None] = (spec, lay)  # holds spec: its identity cannot be reused
+        return lay
+
+    def _layout_of(self, spec: ArraySpec, path: str) -> ShardLayout:
         fill = spec.fill_value
         try:
             fkey = np.asarray(fill, dtype=spec.dtype).tobytes() if not spec.dtype.hasobject else repr(fill)
@@ -199,9 +207,9 @@ class ShardingCodec(ArrayBytesCodec):
         proj = reader.whole_projection(layout)
         offs = flat[0::2]
         stored = offs != SENTINEL
-        g_task = np.where(stored, 0, -1).astype(np.int64)
+        task_src = np.where(stored, 0, -1).astype(np.int64)
         off_task = np.where(stored, offs, 0).astype(np.int64)
-        nb_task = np.where(stored, flat[1::2], 0).astype(np.int64)
+        nb_task = np.where(stored, flat[1::2].astype(np.int64), -1)
         inner = layout.inner
 
         def python_task(k: int, dest: np.ndarray) -> None:  # an ambiguous gzip code: the codec decides
@@ -211,7 +219,7 @@ class ShardingCodec(ArrayBytesCodec):
             except CorruptChunkError as e:
                 raise CorruptChunkError(f"{layout.chunk_name(k)}: {e}") from e
 
-        scatter.decode_tasks(layout, proj, out, [buf], g_task, off_task, nb_task, python_task)
+        scatter.decode_tasks(layout, proj, out, [buf], task_src, off_task, nb_task, python_task)
 
     # -- whole-shard encode ------------------------------------------------------------------
     def encode(self, chunk: np.ndarray, spec: ArraySpec) -> bytes | bytearray | None:

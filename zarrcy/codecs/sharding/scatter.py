@@ -95,15 +95,6 @@ def _threads(layout: Any, n_tasks: int) -> int:
     return max(1, int(_config_get("threads")))
 
 
-def _sources(g_of_task: np.ndarray, off_in_group: np.ndarray, nbytes: np.ndarray) -> tuple[np.ndarray, ...]:
-    """(source buffer, offset, length) per task in the kernels' form (length -1: missing)."""
-    stored = g_of_task >= 0
-    task_src = np.ascontiguousarray(g_of_task, dtype=np.int64)
-    task_off = np.where(stored, off_in_group, 0).astype(np.int64)
-    task_len = np.where(stored, nbytes, -1).astype(np.int64)
-    return task_src, task_off, task_len
-
-
 def _settle(layout: Any, linear: np.ndarray, status: np.ndarray, task_len: np.ndarray,
             retry: Callable[[int], None]) -> None:
     """After a kernel call: count the decoded chunks; a gzip code that may only mean
@@ -121,13 +112,14 @@ def _settle(layout: Any, linear: np.ndarray, status: np.ndarray, task_len: np.nd
 
 
 def decode_tasks(
-    layout: Any, proj: Any, out: np.ndarray, bufs: list[Any], g_of_task: np.ndarray,
-    off_in_group: np.ndarray, nbytes: np.ndarray, python_task: Callable[[int, np.ndarray], None],
+    layout: Any, proj: Any, out: np.ndarray, bufs: list[Any], task_src: np.ndarray,
+    task_off: np.ndarray, task_len: np.ndarray, python_task: Callable[[int, np.ndarray], None],
 ) -> None:
     """Decode and scatter every task of ``proj`` into ``out`` (the selection's shape).
 
-    ``g_of_task[t]``: coalesced buffer of task ``t`` (-1: inner chunk not stored, fill);
-    ``off_in_group`` / ``nbytes``: its byte range in that buffer.  One kernel call runs
+    ``task_src[t]``: buffer of task ``t`` (-1: inner chunk not stored, fill; then
+    ``task_len[t] == -1``); ``task_off`` / ``task_len``: its byte range in that buffer
+    (:func:`.reader.plan_and_fetch`).  One kernel call runs
     every task on up to ``config.threads`` threads (the native pool of ``_workers``);
     ``python_task(t, dest)`` decodes one task into ``dest`` through the Python codec
     (retries of ambiguous gzip codes)."""
@@ -142,7 +134,6 @@ def decode_tasks(
     target = out.reshape(kshape) if direct else np.empty(kshape, out.dtype)
     dest = target.reshape(out.shape)  # a view: what the Python retries write into
     coords, dim_base, dim_start, dim_local, dim_out = scatter_tables(proj)
-    task_src, task_off, task_len = _sources(g_of_task, off_in_group, nbytes)
     status = np.empty(task_src.size, np.uint8)
     KI.decode_scatter_all(
         bufs, task_src, coords, task_off, task_len, dim_base, dim_start, dim_local, dim_out,
@@ -155,8 +146,8 @@ def decode_tasks(
 
 
 def decode_point_tasks(
-    layout: Any, out: np.ndarray, bufs: list[Any], linear: np.ndarray, g_of_task: np.ndarray,
-    off_in_group: np.ndarray, nbytes: np.ndarray, groups: list[np.ndarray], local: np.ndarray,
+    layout: Any, out: np.ndarray, bufs: list[Any], linear: np.ndarray, task_src: np.ndarray,
+    task_off: np.ndarray, task_len: np.ndarray, groups: list[np.ndarray], local: np.ndarray,
     python_task: Callable[[int], None],
 ) -> None:
     """vindex: task ``j`` (inner chunk ``linear[j]``) provides the points ``groups[j]``
@@ -167,7 +158,6 @@ def decode_point_tasks(
     pt_out = np.concatenate(groups).astype(np.int64) if groups else np.empty(0, np.int64)
     pt_local = np.ravel_multi_index(tuple(local[:, pt_out]), layout.chunk_shape).astype(np.int64) \
         if layout.chunk_shape else np.zeros(pt_out.size, np.int64)
-    task_src, task_off, task_len = _sources(g_of_task, off_in_group, nbytes)
     status = np.empty(task_src.size, np.uint8)
     KI.decode_points_all(
         bufs, task_src, task_off, task_len, pt_start, pt_local, pt_out, layout.kernel_shape, layout.itemsize,
