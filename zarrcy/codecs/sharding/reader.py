@@ -315,6 +315,12 @@ def plan_and_fetch(
 def decode_partial(
     layout: ShardLayout, getter: ByteGetter, selection: Selection, out: np.ndarray | None
 ) -> np.ndarray | None:
+    lin = _one_inner_chunk(selection, layout)
+    if lin is not None and (out is None or out.shape == layout.chunk_shape):
+        # exactly one whole inner chunk (aligned reads): no projection, no tables
+        dest = np.empty(layout.chunk_shape, dtype=layout.spec.dtype) if out is None else out
+        return with_index(getter, layout, lambda snap, flat, version: _one(snap, getter, layout, lin, flat, version,
+                                                                           dest))
     proj = Projection(selection, layout)
     if out is None:
         out = np.empty(proj.out_shape, dtype=layout.spec.dtype)
@@ -323,6 +329,68 @@ def decode_partial(
     if out.size == 0:
         return out
     return with_index(getter, layout, lambda snap, flat, version: _partial(snap, getter, layout, proj, flat, version, out))
+
+
+def _one_inner_chunk(selection: Selection, layout: ShardLayout) -> int | None:
+    """The C-order index of the inner chunk ``selection`` covers exactly (unit-step
+    slices on inner-chunk boundaries), or None."""
+    if len(selection) != len(layout.chunk_shape) or not layout.chunk_shape:
+        return None
+    lin = 0
+    for sel, c, g in zip(selection, layout.chunk_shape, layout.cps):
+        if type(sel) is not slice or (sel.step is not None and sel.step != 1):
+            return None
+        a, b = sel.start, sel.stop
+        if type(a) is not int or type(b) is not int or b - a != c or a < 0 or a % c:
+            return None
+        q = a // c
+        if q >= g:
+            return None
+        lin = lin * g + q
+    return lin
+
+
+def _read_one(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, lin: int, flat: np.ndarray,
+              version: Any) -> Any:
+    """The stored bytes of inner chunk ``lin`` (one range read; None: not stored), with
+    the checks of :func:`fetch_ranges` on plain ints (the latency path)."""
+    off = int(flat[2 * lin])
+    nb = int(flat[2 * lin + 1])
+    if off == SENTINEL:
+        return None
+    if nb > max(layout.inner_limit, 1 << 20) or (snap.size is not None and off + nb > snap.size):
+        fetch_ranges(snap, getter, layout, np.array([lin]), np.array([off], np.uint64),
+                     np.array([nb], np.uint64), version)  # raises with the full message
+    (raw,) = read_ranges(snap, getter, [RangeRequest(off, nb)], version)
+    if raw is None:
+        raise CorruptChunkError("shard disappeared while its inner chunks were read")
+    if len(raw) < nb:
+        raise CorruptChunkError(
+            f"{layout.chunk_name(lin)}: points past the end of the shard "
+            f"(offset={off}, nbytes={nb}, shard ends at {off + len(raw)}; truncated?)"
+        )
+    return raw
+
+
+def _one(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, lin: int, flat: Any, version: Any,
+         out: np.ndarray) -> np.ndarray | None:
+    if flat is None:
+        return None
+    raw = _read_one(snap, getter, layout, lin, flat, version)
+    if raw is None:
+        out[...] = layout.fill
+        return out
+    try:
+        if out.flags.c_contiguous and out.flags.writeable:
+            layout.inner.decode_into(raw, out)
+        else:
+            buf = scratch(layout.inner_spec)
+            layout.inner.decode_into(raw, buf)
+            out[...] = buf
+    except CorruptChunkError as e:
+        raise CorruptChunkError(f"{layout.chunk_name(lin)}: {e}") from e
+    decode_stats.add(1)
+    return out
 
 
 def _decode_into(layout: ShardLayout, data: Any, osel: tuple[Any, ...], csel: tuple[Any, ...], full: bool,
@@ -382,22 +450,9 @@ def _point(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, local: 
         q = x // c
         lin = lin * g + q
         rel.append(x - q * c)
-    off = int(flat[2 * lin])
-    nb = int(flat[2 * lin + 1])
-    if off == SENTINEL:
-        return layout.fill_scalar
-    # one range: the checks of fetch_ranges with plain ints (the latency path)
-    if nb > max(layout.inner_limit, 1 << 20) or (snap.size is not None and off + nb > snap.size):
-        fetch_ranges(snap, getter, layout, np.array([lin]), np.array([off], np.uint64),
-                     np.array([nb], np.uint64), version)  # raises with the full message
-    (raw,) = read_ranges(snap, getter, [RangeRequest(off, nb)], version)
+    raw = _read_one(snap, getter, layout, lin, flat, version)
     if raw is None:
-        raise CorruptChunkError("shard disappeared while its inner chunks were read")
-    if len(raw) < nb:
-        raise CorruptChunkError(
-            f"{layout.chunk_name(lin)}: points past the end of the shard "
-            f"(offset={off}, nbytes={nb}, shard ends at {off + len(raw)}; truncated?)"
-        )
+        return layout.fill_scalar
     buf = scratch(layout.inner_spec)
     try:
         layout.inner.decode_into(raw, buf)
