@@ -204,7 +204,7 @@ class ShardingCodec(ArrayBytesCodec):
     @staticmethod
     def _decode_whole_kernel(layout: ShardLayout, buf: memoryview, flat: np.ndarray, out: np.ndarray) -> None:
         """Every inner chunk in one C loop per thread (the whole shard is one buffer)."""
-        proj = reader.whole_projection(layout)
+        proj, tables = scatter.whole_tables(layout)
         offs = flat[0::2]
         stored = offs != SENTINEL
         task_src = np.where(stored, 0, -1).astype(np.int64)
@@ -219,7 +219,7 @@ class ShardingCodec(ArrayBytesCodec):
             except CorruptChunkError as e:
                 raise CorruptChunkError(f"{layout.chunk_name(k)}: {e}") from e
 
-        scatter.decode_tasks(layout, proj, out, [buf], task_src, off_task, nb_task, python_task)
+        scatter.decode_tasks(layout, proj, out, [buf], task_src, off_task, nb_task, python_task, tables)
 
     # -- whole-shard encode ------------------------------------------------------------------
     def encode(self, chunk: np.ndarray, spec: ArraySpec) -> bytes | bytearray | None:

@@ -122,7 +122,7 @@ class ShardLayout:
     __slots__ = (
         "spec", "chunk_shape", "cps", "n", "inner", "inner_spec", "index_pipeline", "start",
         "index_size", "fill_row", "coords", "itemsize", "has_object", "fill", "fill_scalar", "fast_index",
-        "has_crc", "inner_limit", "kernel_kind", "kernel_swap", "kernel_codec", "kernel_shape", "fill_bytes",
+        "has_crc", "inner_limit", "kernel_kind", "kernel_swap", "kernel_codec", "kernel_shape", "fill_bytes", "whole",
     )
 
     def __init__(self, codec: Any, spec: ArraySpec, path: str) -> None:
@@ -202,6 +202,8 @@ class ShardLayout:
         self.kernel_codec = 1 if self.kernel_kind == "gzip" else 0  # _inner_chunks.GZIP / RAW
         self.kernel_shape = np.asarray(cs, np.int64)
         self.fill_bytes = b"" if self.has_object else np.asarray(spec.fill_value, dtype=spec.dtype).tobytes()
+        # the whole shard's projection and kernel tables, built on first use (.scatter.whole_tables)
+        self.whole: Any = None
 
     def region(self, i: int) -> tuple[slice, ...]:
         """Slices of inner chunk ``i`` (C-order linear index) within the shard."""

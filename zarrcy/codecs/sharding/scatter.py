@@ -18,6 +18,7 @@ import numpy as np
 
 from zarrcy._kernels import _inner_chunks as KI
 from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, decode_stats
+from zarrcy.codecs.sharding.projection import whole_projection
 from zarrcy.config import get as _config_get
 from zarrcy.errors import CorruptChunkError
 
@@ -111,9 +112,24 @@ def _settle(layout: Any, linear: np.ndarray, status: np.ndarray, task_len: np.nd
         retry(t)  # the codec decides (raises when corrupt)
 
 
+def whole_tables(layout: Any) -> tuple[Any, tuple[np.ndarray, ...]]:
+    """(projection, kernel tables) of a whole shard: immutable per layout, so built once
+    and kept on it (up to 65,536 inner chunks; larger grids rebuild them per shard)."""
+    got = layout.whole
+    if got is None:
+        proj = whole_projection(layout)
+        got = (proj, scatter_tables(proj))
+        if layout.n <= 1 << 16:
+            for t in got[1]:
+                t.flags.writeable = False
+            layout.whole = got
+    return got
+
+
 def decode_tasks(
     layout: Any, proj: Any, out: np.ndarray, bufs: list[Any], task_src: np.ndarray,
     task_off: np.ndarray, task_len: np.ndarray, python_task: Callable[[int, np.ndarray], None],
+    tables: tuple[np.ndarray, ...] | None = None,
 ) -> None:
     """Decode and scatter every task of ``proj`` into ``out`` (the selection's shape).
 
@@ -133,7 +149,7 @@ def decode_tasks(
     direct = out.flags.c_contiguous and out.flags.writeable
     target = out.reshape(kshape) if direct else np.empty(kshape, out.dtype)
     dest = target.reshape(out.shape)  # a view: what the Python retries write into
-    coords, dim_base, dim_start, dim_local, dim_out = scatter_tables(proj)
+    coords, dim_base, dim_start, dim_local, dim_out = scatter_tables(proj) if tables is None else tables
     status = np.empty(task_src.size, np.uint8)
     KI.decode_scatter_all(
         bufs, task_src, coords, task_off, task_len, dim_base, dim_start, dim_local, dim_out,
