@@ -67,7 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     data += rng.integers(0, 16, data.shape, dtype=np.uint16)
     spec = ArraySpec((n,) * 3, np.dtype("uint16"), np.uint16(0))
     codec = ShardingCodec(chunk_shape=(inner,) * 3, codecs=(BytesCodec(), GzipCodec(1)), index_codecs=(BytesCodec(),))
-    shard = bytes(codec.encode(data, spec))
+    enc = codec.encode(data, spec)
+    assert enc is not None
+    shard = bytes(enc)
     grid = (n // inner,) * 3
     nchunks = int(np.prod(grid))
     index = np.frombuffer(shard[-16 * nchunks:], "<u8").reshape(-1, 2).astype(np.int64)

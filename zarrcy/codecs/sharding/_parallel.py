@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import wait as _wait_futures
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -71,7 +71,7 @@ _SCRATCH = threading.local()
 def scratch(spec: ArraySpec) -> np.ndarray:
     """A per-thread decode buffer for one inner chunk of ``spec``."""
     k = (spec.shape, spec.dtype.str)
-    d = _SCRATCH.__dict__
+    d: dict[Any, Any] = _SCRATCH.__dict__
     buf = d.get(k)
     if buf is None:
         if len(d) > 8:

@@ -5,7 +5,7 @@ whole-shard encode/decode; partial reads and writes are delegated to
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Sequence
+from typing import Any, ClassVar, Literal, Sequence, cast
 
 import numpy as np
 
@@ -106,7 +106,8 @@ class ShardingCodec(ArrayBytesCodec):
             raise MetadataError(
                 expected(f"{cfg}.index_location", "one of ('start', 'end')", loc), f"{cfg}.index_location"
             )
-        return cls(chunk_shape=tuple(cs), codecs=codecs, index_codecs=index_codecs, index_location=loc)
+        return cls(chunk_shape=tuple(cs), codecs=codecs, index_codecs=index_codecs,
+                   index_location=cast(IndexLocation, loc))
 
     def to_dict(self) -> dict[str, Any]:
         from zarrcy.codecs import codecs_to_json
