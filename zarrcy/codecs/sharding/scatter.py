@@ -1,13 +1,19 @@
-"""Partial reads through the C inner-chunk kernel (``zarrcy._kernels._inner_chunks``):
-locate, decode (raw bytes or gzip via libdeflate) and scatter every touched inner chunk
-of an orthogonal selection without the GIL -- Python runs once per coalesced buffer
-and thread, not once per inner chunk (issue 13.3).
+"""Partial and whole-shard reads through the C inner-chunk kernel
+(``zarrcy._kernels._inner_chunks``): locate, decode (raw bytes or gzip via libdeflate)
+and scatter every touched inner chunk of a selection without the GIL -- one kernel call
+per shard, whatever the number of inner chunks or coalesced buffers (issue 13.3).
 
-Applies when the inner codec chain is ``bytes`` in native order, optionally followed by
-``gzip`` (``ShardLayout.kernel_kind``), for fixed-size data types; everything else uses
-the Python path in :mod:`.reader`.  The kernel reports ``(task, code)``; a gzip code
-that may only mean "several members" (valid gzip the kernel does not stitch) is retried
-for that one inner chunk through the Python codec, which decides.
+The call splits its inner chunks over the calling thread and up to ``config.threads - 1``
+helpers of a native pool (``zarrcy._kernels._workers``: pthreads that spin briefly, then
+block; no Python thread hand-off, no GIL) once there are two chunks and
+``PARALLEL_MIN_BYTES`` of decoded data; each thread claims one inner chunk at a time.
+
+Applies when the inner codec chain is ``bytes`` (either byte order), optionally followed
+by ``gzip`` (``ShardLayout.kernel_kind``), for fixed-size data types; everything else
+uses the Python path in :mod:`.reader`.  Every inner chunk gets a status code; a gzip
+code that may only mean "several members" (valid gzip the kernel does not stitch) is
+retried for that one inner chunk through the Python codec, which decides; any other
+failure raises naming the inner chunk.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from zarrcy._kernels import _deflate
 from zarrcy._kernels import _inner_chunks as KI
 from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, decode_stats
 from zarrcy.codecs.sharding.projection import whole_projection
@@ -35,11 +42,7 @@ def usable(layout: Any) -> bool:
     kind = layout.kernel_kind
     if not ENABLED or kind is None or layout.has_object:
         return False
-    if kind == "gzip":
-        from zarrcy._kernels import _deflate
-
-        return bool(_deflate.available())
-    return True
+    return kind != "gzip" or bool(_deflate.available())
 
 
 def scatter_tables(proj: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
