@@ -252,7 +252,7 @@ cdef void _decode_work(void *arg) noexcept nogil:
     if ts == NULL:
         return  # no memory here: other threads take the tasks (or they stay NOT_RUN)
     while True:
-        t = _workers.claim(&job.next)
+        t = _workers.claim_as_helper(&job.next, job.t1)
         if t >= job.t1:
             return
         job.status[t] = <uint8_t>_decode_task(&job.c, &job.g, t, <uint8_t *>ts.scratch, ts.dec)
@@ -560,7 +560,7 @@ cdef void _points_work(void *arg) noexcept nogil:
     if ts == NULL:
         return
     while True:
-        t = _workers.claim(&job.next)
+        t = _workers.claim_as_helper(&job.next, job.t1)
         if t >= job.t1:
             return
         job.status[t] = <uint8_t>_points_task(&job.c, &job.g, t, <uint8_t *>ts.scratch, ts.dec)

@@ -11,3 +11,7 @@ ctypedef void (*work_fn)(void *arg) noexcept nogil
 
 cdef void run(work_fn fn, void *arg, int helpers) noexcept nogil
 cdef long claim(long *counter) noexcept nogil
+# ``claim``, except that a pool helper takes nothing when at most one item is left: the
+# caller (already running) does it, instead of perhaps waiting for a helper that woke
+# late or was preempted on a busy machine (returns ``stop`` then)
+cdef long claim_as_helper(long *counter, long stop) noexcept nogil

@@ -28,6 +28,8 @@ cdef extern from *:
     typedef void (*zcw_fn)(void *);
     static void zcw_run(zcw_fn fn, void *arg, int helpers) { (void)helpers; fn(arg); }
     static long zcw_claim(long *c) { return (*c)++; }
+    static long zcw_peek(long *c) { return *c; }
+    static int zcw_is_helper(void) { return 0; }
     static int zcw_started(void) { return 0; }
     static void zcw_set_spin(long us) { (void)us; }
     static long zcw_jobs_helped(void) { return 0; }
@@ -55,8 +57,9 @@ cdef extern from *:
     static int zcw_nthreads = 0;      /* helper threads started */
     static int zcw_sleeping = 0;      /* helpers blocked in zcw_work */
     static volatile int zcw_posted = 0;   /* jobs in the list (read while spinning) */
-    static long zcw_spin_ns = 300000; /* spin this long for a new job before blocking */
+    static long zcw_spin_ns = 200000; /* spin this long for a new job before blocking */
     static long zcw_helped = 0;       /* jobs a helper joined (tests, benchmarks) */
+    static __thread int zcw_helper_thread = 0;   /* 1 in pool threads */
 
     static inline void zcw_pause(void) {
     #if defined(__x86_64__) || defined(__i386__)
@@ -85,6 +88,7 @@ cdef extern from *:
 
     static void *zcw_helper(void *unused) {
         (void)unused;
+        zcw_helper_thread = 1;
         pthread_mutex_lock(&zcw_mu);
         for (;;) {
             zcw_job *j = zcw_head;
@@ -153,6 +157,8 @@ cdef extern from *:
     }
 
     static long zcw_claim(long *c) { return __atomic_fetch_add(c, 1, __ATOMIC_RELAXED); }
+    static long zcw_peek(long *c) { return __atomic_load_n(c, __ATOMIC_RELAXED); }
+    static int zcw_is_helper(void) { return zcw_helper_thread; }
 
     static int zcw_started(void) {
         pthread_mutex_lock(&zcw_mu);
@@ -189,6 +195,8 @@ cdef extern from *:
     ctypedef void (*zcw_fn)(void *) noexcept nogil
     void zcw_run(zcw_fn fn, void *arg, int helpers) noexcept nogil
     long zcw_claim(long *c) noexcept nogil
+    long zcw_peek(long *c) noexcept nogil
+    int zcw_is_helper() noexcept nogil
     int zcw_started() noexcept nogil
     void zcw_set_spin(long us) noexcept nogil
     long zcw_jobs_helped() noexcept nogil
@@ -208,6 +216,12 @@ cdef long claim(long *counter) noexcept nogil:
     return zcw_claim(counter)
 
 
+cdef long claim_as_helper(long *counter, long stop) noexcept nogil:
+    if zcw_is_helper() and zcw_peek(counter) >= stop - 1:
+        return stop
+    return zcw_claim(counter)
+
+
 def started():
     """Helper threads started so far in this process (0 in a fresh fork child)."""
     return zcw_started()
@@ -219,7 +233,7 @@ def jobs_helped():
 
 
 def set_spin(long microseconds):
-    """How long an idle helper spins for the next job before blocking (default 300)."""
+    """How long an idle helper spins for the next job before blocking (default 200)."""
     zcw_set_spin(microseconds)
 
 
