@@ -482,7 +482,7 @@ def decode_scatter_all(srcs, const int64_t[::1] task_src, const int64_t[:, ::1] 
     job.status = &status[0]
     cdef int helpers = min(max(threads, 1) - 1, ntask - 1)
     with nogil:
-        _workers.run(_decode_work, &job, helpers)
+        _workers.run(_decode_work, &job, helpers, max(threads, 1))
     return _finish_status(status, ntask)
 
 
@@ -675,7 +675,7 @@ def decode_points_all(srcs, const int64_t[::1] task_src, const int64_t[::1] task
     job.status = &status[0]
     cdef int helpers = min(max(threads, 1) - 1, ntask - 1)
     with nogil:
-        _workers.run(_points_work, &job, helpers)
+        _workers.run(_points_work, &job, helpers, max(threads, 1))
     return _finish_status(status, ntask)
 
 

@@ -26,7 +26,7 @@ cdef extern from *:
     """
     #if defined(_WIN32)
     typedef void (*zcw_fn)(void *);
-    static void zcw_run(zcw_fn fn, void *arg, int helpers) { (void)helpers; fn(arg); }
+    static void zcw_run(zcw_fn fn, void *arg, int helpers, int limit) { (void)helpers; (void)limit; fn(arg); }
     static long zcw_claim(long *c) { return (*c)++; }
     static long zcw_peek(long *c) { return *c; }
     static int zcw_is_helper(void) { return 0; }
@@ -47,6 +47,7 @@ cdef extern from *:
         void *arg;
         int want;                 /* helpers that may still join */
         int active;               /* helpers inside fn */
+        int limit;                /* helpers join only while fewer threads run kernel work */
         struct zcw_job *next;
     } zcw_job;
 
@@ -57,6 +58,8 @@ cdef extern from *:
     static int zcw_nthreads = 0;      /* helper threads started */
     static int zcw_sleeping = 0;      /* helpers blocked in zcw_work */
     static volatile int zcw_posted = 0;   /* jobs in the list (read while spinning) */
+    static volatile int zcw_running = 0;  /* threads inside a job's fn: callers and helpers */
+    static volatile int zcw_limit = 1;    /* the newest job's limit (read while spinning) */
     static long zcw_spin_ns = 200000; /* spin this long for a new job before blocking */
     static long zcw_helped = 0;       /* jobs a helper joined (tests, benchmarks) */
     static __thread int zcw_helper_thread = 0;   /* 1 in pool threads */
@@ -92,12 +95,17 @@ cdef extern from *:
         pthread_mutex_lock(&zcw_mu);
         for (;;) {
             zcw_job *j = zcw_head;
-            if (j) {
+            /* join only while fewer than the job's limit of threads run kernel work: the
+               callers of several jobs (Python threads of the array layer) already fill
+               the cores; a helper joins when one of them leaves */
+            if (j && __atomic_load_n(&zcw_running, __ATOMIC_ACQUIRE) < j->limit) {
                 if (--j->want <= 0) zcw_unlink(j);
                 j->active++;
                 zcw_helped++;
+                __atomic_add_fetch(&zcw_running, 1, __ATOMIC_ACQ_REL);
                 pthread_mutex_unlock(&zcw_mu);
                 j->fn(j->arg);
+                __atomic_sub_fetch(&zcw_running, 1, __ATOMIC_ACQ_REL);
                 pthread_mutex_lock(&zcw_mu);
                 if (--j->active == 0) pthread_cond_broadcast(&zcw_left);
                 continue;
@@ -106,12 +114,13 @@ cdef extern from *:
             pthread_mutex_unlock(&zcw_mu);
             long until = zcw_now_ns() + zcw_spin_ns;
             for (long k = 0; ; k++) {
-                if (__atomic_load_n(&zcw_posted, __ATOMIC_ACQUIRE) > 0) break;
+                if (__atomic_load_n(&zcw_posted, __ATOMIC_ACQUIRE) > 0
+                    && __atomic_load_n(&zcw_running, __ATOMIC_ACQUIRE) < zcw_limit) break;
                 zcw_pause();
                 if ((k & 63) == 63 && zcw_now_ns() > until) break;
             }
             pthread_mutex_lock(&zcw_mu);
-            if (!zcw_head) {
+            if (!zcw_head || __atomic_load_n(&zcw_running, __ATOMIC_ACQUIRE) >= zcw_head->limit) {
                 zcw_sleeping++;
                 pthread_cond_wait(&zcw_work, &zcw_mu);
                 zcw_sleeping--;
@@ -135,23 +144,37 @@ cdef extern from *:
         }
     }
 
-    static void zcw_run(zcw_fn fn, void *arg, int helpers) {
+    static void zcw_leave(void) {   /* a caller's fn returned: a helper may join another job */
+        __atomic_sub_fetch(&zcw_running, 1, __ATOMIC_ACQ_REL);
+        if (__atomic_load_n(&zcw_posted, __ATOMIC_ACQUIRE) > 0) {
+            pthread_mutex_lock(&zcw_mu);
+            if (zcw_sleeping && zcw_head) pthread_cond_signal(&zcw_work);
+            pthread_mutex_unlock(&zcw_mu);
+        }
+    }
+
+    static void zcw_run(zcw_fn fn, void *arg, int helpers, int limit) {
         zcw_job j;
-        if (helpers <= 0) { fn(arg); return; }
+        __atomic_add_fetch(&zcw_running, 1, __ATOMIC_ACQ_REL);
+        if (helpers <= 0) { fn(arg); zcw_leave(); return; }
         j.fn = fn; j.arg = arg; j.want = helpers; j.active = 0; j.next = NULL;
+        j.limit = limit < 1 ? 1 : limit;
         pthread_mutex_lock(&zcw_mu);
         zcw_start(helpers);
-        if (zcw_nthreads == 0) { pthread_mutex_unlock(&zcw_mu); fn(arg); return; }
+        if (zcw_nthreads == 0) { pthread_mutex_unlock(&zcw_mu); fn(arg); zcw_leave(); return; }
         if (zcw_tail) zcw_tail->next = &j; else zcw_head = &j;
         zcw_tail = &j;
+        zcw_limit = j.limit;
         __atomic_add_fetch(&zcw_posted, 1, __ATOMIC_RELEASE);
-        if (zcw_sleeping) {
+        if (zcw_sleeping && __atomic_load_n(&zcw_running, __ATOMIC_ACQUIRE) < j.limit) {
             if (helpers > 1) pthread_cond_broadcast(&zcw_work); else pthread_cond_signal(&zcw_work);
         }
         pthread_mutex_unlock(&zcw_mu);
         fn(arg);
+        __atomic_sub_fetch(&zcw_running, 1, __ATOMIC_ACQ_REL);
         pthread_mutex_lock(&zcw_mu);
         zcw_unlink(&j);            /* no more helpers join (no-op if it already left) */
+        if (zcw_sleeping && zcw_head) pthread_cond_signal(&zcw_work);  /* a slot for another job */
         while (j.active > 0) pthread_cond_wait(&zcw_left, &zcw_mu);
         pthread_mutex_unlock(&zcw_mu);
     }
@@ -188,12 +211,13 @@ cdef extern from *:
         zcw_mu = m; zcw_work = c1; zcw_left = c2;
         zcw_head = zcw_tail = NULL;
         zcw_nthreads = 0; zcw_sleeping = 0; zcw_posted = 0; zcw_helped = 0;
+        zcw_running = 0; zcw_limit = 1;
     }
     static int zcw_init(void) { return pthread_atfork(zcw_prepare, zcw_parent, zcw_child); }
     #endif
     """
     ctypedef void (*zcw_fn)(void *) noexcept nogil
-    void zcw_run(zcw_fn fn, void *arg, int helpers) noexcept nogil
+    void zcw_run(zcw_fn fn, void *arg, int helpers, int limit) noexcept nogil
     long zcw_claim(long *c) noexcept nogil
     long zcw_peek(long *c) noexcept nogil
     int zcw_is_helper() noexcept nogil
@@ -208,8 +232,8 @@ if zcw_init() != 0:  # pragma: no cover - pthread_atfork only fails without memo
 MAX_HELPERS = 63
 
 
-cdef void run(work_fn fn, void *arg, int helpers) noexcept nogil:
-    zcw_run(<zcw_fn>fn, arg, helpers)
+cdef void run(work_fn fn, void *arg, int helpers, int limit) noexcept nogil:
+    zcw_run(<zcw_fn>fn, arg, helpers, limit)
 
 
 cdef long claim(long *counter) noexcept nogil:
@@ -260,7 +284,7 @@ cdef void _count_fn(void *arg) noexcept nogil:
         zcw_claim(&c.done)
 
 
-def run_test_job(long n, int helpers, long spin=1000):
+def run_test_job(long n, int helpers, long spin=1000, int limit=64):
     """Run a job of ``n`` items on the caller plus up to ``helpers`` helpers; returns the
     number of items done (``n``) -- exercises the pool (threads, fork children)."""
     cdef _Count c
@@ -269,5 +293,5 @@ def run_test_job(long n, int helpers, long spin=1000):
     c.done = 0
     c.spin = spin
     with nogil:
-        zcw_run(_count_fn, &c, helpers)
+        zcw_run(_count_fn, &c, helpers, limit)
     return c.done
