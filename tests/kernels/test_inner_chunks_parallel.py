@@ -178,6 +178,16 @@ def test_pool_runs_every_item(helpers):
         assert _workers.run_test_job(n, helpers, 200) == n
 
 
+def test_pool_limit_counts_running_callers():
+    """A helper joins only while fewer than ``limit`` threads run kernel work: with
+    limit 1 the caller alone does every item (no oversubscription when the array layer
+    already runs one job per core)."""
+    before = _workers.jobs_helped()
+    for _ in range(20):
+        assert _workers.run_test_job(200, 3, 500, 1) == 200
+    assert _workers.jobs_helped() == before
+
+
 def test_pool_concurrent_jobs_from_python_threads():
     """Several callers post jobs at once; every job completes exactly."""
     results: list[int] = []
