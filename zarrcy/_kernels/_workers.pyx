@@ -60,7 +60,7 @@ cdef extern from *:
     static volatile int zcw_posted = 0;   /* jobs in the list (read while spinning) */
     static volatile int zcw_running = 0;  /* threads inside a job's fn: callers and helpers */
     static volatile int zcw_limit = 1;    /* the newest job's limit (read while spinning) */
-    static long zcw_spin_ns = 200000; /* spin this long for a new job before blocking */
+    static long zcw_spin_ns = 1000000; /* spin this long for a new job before blocking */
     static long zcw_helped = 0;       /* jobs a helper joined (tests, benchmarks) */
     static __thread int zcw_helper_thread = 0;   /* 1 in pool threads */
 
@@ -257,7 +257,7 @@ def jobs_helped():
 
 
 def set_spin(long microseconds):
-    """How long an idle helper spins for the next job before blocking (default 200)."""
+    """How long an idle helper spins for the next job before blocking (default 1000)."""
     zcw_set_spin(microseconds)
 
 
