@@ -11,10 +11,16 @@ output array; a missing inner chunk writes the fill value instead.
 Full-shard writes (:func:`gather_encode`, :func:`slot_size`) live in ``_inner_encode``
 (re-exported here); helpers shared by both modules in ``_inner_common.pxd``.
 
-Python runs once per call (one call per shard and thread); the loops run with the GIL
-released, trusting tables the wrapper validated first.  Like every kernel, this module
-knows nothing of metadata or stores: failures are ``(task, code)`` pairs (see
-:func:`describe`) which the caller turns into errors naming the inner chunk.
+:func:`decode_scatter_all` / :func:`decode_points_all`: every task of one call, from
+several source buffers (the coalesced ranges of a shard), split over the calling thread
+and native pool helpers (``_workers``), each thread with its own scratch chunk and
+libdeflate decompressor (thread-local C state, freed when the thread ends); a status
+code per task.
+
+Python runs once per call (one call per shard); the loops run with the GIL released,
+trusting tables the wrapper validated first.  Like every kernel, this module knows
+nothing of metadata or stores: failures are ``(task, code)`` pairs or per-task codes
+(see :func:`describe`) which the caller turns into errors naming the inner chunk.
 """
 
 from libc.stdint cimport int64_t, uint8_t
