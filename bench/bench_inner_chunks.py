@@ -4,12 +4,15 @@ One uint16 shard of 256^3 with 32^3 inner chunks, bytes + gzip(1) (``--quick``: 
 decoded whole:
 
 * ``libdeflate only``: a loop of ``_deflate.gzip_decompress_into`` over the inner chunks
-  into one scratch buffer (no scatter): the decompression limit on one thread;
+  into one scratch buffer (no scatter): the decompression limit on 1 and 2 threads
+  (halves, each thread its own buffer);
 * ``decode_scatter``: the kernel on 1 and 2 threads (tasks split in halves, each thread
   its own scratch), i.e. decompression + scatter into the shard-shaped array;
+* ``decode_scatter_all``: one call, the caller plus native pool helpers (``_workers``);
 * ``ShardingCodec.decode``: the current Python path (``zarrcy.config(threads=1/2)``).
 
-And encoded whole: ``gather_encode`` on 1 and 2 threads vs ``ShardingCodec.encode``.
+And encoded whole: libdeflate level 1 alone (the encode limit) and ``gather_encode`` on
+1 and 2 threads vs ``ShardingCodec.encode``.
 Standalone: ``python bench/bench_inner_chunks.py [--quick] [--min]``.  Prints MB/s of
 the decoded shard size (median of a few runs after a warm-up).
 """
@@ -64,7 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     data += rng.integers(0, 16, data.shape, dtype=np.uint16)
     spec = ArraySpec((n,) * 3, np.dtype("uint16"), np.uint16(0))
     codec = ShardingCodec(chunk_shape=(inner,) * 3, codecs=(BytesCodec(), GzipCodec(1)), index_codecs=(BytesCodec(),))
-    shard = bytes(codec.encode(data, spec))
+    enc = codec.encode(data, spec)
+    assert enc is not None
+    shard = bytes(enc)
     grid = (n // inner,) * 3
     nchunks = int(np.prod(grid))
     index = np.frombuffer(shard[-16 * nchunks:], "<u8").reshape(-1, 2).astype(np.int64)
@@ -86,10 +91,13 @@ def main(argv: list[str] | None = None) -> int:
     scratch = [np.empty(cb, np.uint8) for _ in range(2)]
     pool = ThreadPoolExecutor(2)
 
-    def libdeflate_only() -> None:
-        s = scratch[0]
-        for off, ln in index:
-            _deflate.gzip_decompress_into(src[off:off + ln], s)
+    def libdeflate_only(nthreads: int = 1) -> None:
+        def part(k: int) -> None:
+            s = scratch[k]
+            for off, ln in index[k * nchunks // nthreads:(k + 1) * nchunks // nthreads]:
+                _deflate.gzip_decompress_into(src[off:off + ln], s)
+
+        list(pool.map(part, range(nthreads))) if nthreads > 1 else part(0)
 
     def kernel(out: np.ndarray, nthreads: int) -> None:
         bounds = np.linspace(0, nchunks, nthreads + 1).astype(int)
@@ -105,9 +113,18 @@ def main(argv: list[str] | None = None) -> int:
     out = np.empty(data.shape, np.uint16)
     kernel(out, 1)
     np.testing.assert_array_equal(out, data)
-    rows = [("libdeflate only (decompress, no scatter), 1 thread", timeit(libdeflate_only, repeat))]
+    rows = [(f"libdeflate only (decompress, no scatter), {t} thread(s)", timeit(lambda: libdeflate_only(t), repeat))
+            for t in (1, 2)]
     for t in (1, 2):
         rows.append((f"decode_scatter, {t} thread(s)", timeit(lambda: kernel(out, t), repeat)))
+    task_src = np.zeros(nchunks, np.int64)
+    status = np.empty(nchunks, np.uint8)
+
+    def kernel_all(nthreads: int) -> None:
+        K.decode_scatter_all([src], task_src, coords, index[:, 0].copy(), index[:, 1].copy(), dim_base, dim_start,
+                             dim_local, dim_out, chunk_shape, 2, 0, K.GZIP, fill, out, status, nthreads)
+
+    rows.append(("decode_scatter_all (native pool), 2 threads", timeit(lambda: kernel_all(2), repeat)))
     for t in (1, 2):
         zarrcy.config(threads=t)
         rows.append((f"ShardingCodec.decode, threads={t}", timeit(lambda: codec.decode(shard, spec), repeat)))
@@ -129,6 +146,19 @@ def main(argv: list[str] | None = None) -> int:
         res = list(pool.map(part, range(nthreads))) if nthreads > 1 else [part(0)]
         assert all(r == (-1, 0) for r in res), res
 
+    chunk_list = [np.ascontiguousarray(data[tuple(slice(c * inner, (c + 1) * inner) for c in cc)]).view(np.uint8)
+                  .reshape(-1) for cc in coords.tolist()]
+
+    def libdeflate_encode(nthreads: int) -> None:
+        def part(k: int) -> None:
+            for i in range(k * nchunks // nthreads, (k + 1) * nchunks // nthreads):
+                _deflate.gzip_compress_into(chunk_list[i], buf[offsets[i]:offsets[i + 1]], 1)
+
+        list(pool.map(part, range(nthreads))) if nthreads > 1 else part(0)
+
+    for t in (1, 2):
+        rows.append((f"libdeflate only (compress level 1, no gather), {t} thread(s)",
+                     timeit(lambda: libdeflate_encode(t), repeat)))
     for t in (1, 2):
         rows.append((f"gather_encode gzip 1, {t} thread(s)", timeit(lambda: encode(t), repeat)))
     for t in (1, 2):

@@ -177,9 +177,16 @@ def run(quick: bool = False, threads: int | None = None, peers: list[str] | None
         fns["points"] = lambda: [get(p) for p in points]
         fns["aligned"] = lambda: [get(tuple(slice(o, o + inner) for o in c)) for c in aligned]
         fns["unaligned"] = lambda: [get(tuple(slice(o, o + unal) for o in c)) for c in unaligned]
-        fns["chunk_writes"] = lambda: [put(tuple(slice(o, o + inner) for o in c), block) for c in writes]
+        def chunk_writes() -> None:
+            for c in writes:
+                put(tuple(slice(o, o + inner) for o in c), block)
+
+        def getter_of(sel: Any) -> Callable[[], Any]:
+            return lambda: get(sel)
+
+        fns["chunk_writes"] = chunk_writes
         for name, sel in step_ops.items():
-            fns[name] = (lambda sel=sel: get(sel))
+            fns[name] = getter_of(sel)
         fns["oindex"] = lambda: oget((oidx, slice(None), slice(None)))
         fns["strided"] = lambda: [get(tuple(slice(o, o + 64, 4) for o in c)) for c in strided]
         return fns
@@ -216,8 +223,64 @@ def run(quick: bool = False, threads: int | None = None, peers: list[str] | None
     table.add(f"{nops} strided boxes [z:z+64:4, y:y+64:4, x:x+64:4]", res["strided"])
     for name, (got, touched) in decoded.items():
         table.add(f"inner chunks decoded: {name} (touched: {touched})", {"zarrcy": got}, unit="")
+    # issue 13's yardsticks: the full read / write against pure libdeflate on 2 threads
+    dec_limit, enc_limit = libdeflate_limits(data, inner, repeat)
+    table.add("limit: 2-thread libdeflate decode, same inner chunks, no I/O", {"zarrcy": dec_limit})
+    table.add("limit: 2-thread libdeflate level-1 encode, same inner chunks, no I/O", {"zarrcy": enc_limit})
+    zc_read, zc_write_t = res["read"].get("zarrcy"), res["write"].get("zarrcy")
+    if zc_read and dec_limit:
+        table.add("full read / 2-thread decode limit", {"zarrcy": round(zc_read / dec_limit, 2)}, unit="x")
+    if zc_write_t and enc_limit:
+        table.add("full write / 2-thread encode limit", {"zarrcy": round(zc_write_t / enc_limit, 2)}, unit="x")
     shutil.rmtree(d, ignore_errors=True)
     return table
+
+
+def libdeflate_limits(data: np.ndarray, inner: int, repeat: int) -> tuple[float | None, float | None]:
+    """Median seconds to gzip-compress (level 1) and to decompress every inner chunk of
+    ``data`` with libdeflate alone on 2 threads (half the chunks each, a thread's own
+    (de)compressor and buffer): no I/O, no gather or scatter, no index -- the limits
+    issue 13 states the full write and read goals against."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import zarrcy.codecs.gzip  # noqa: F401 - resolves libdeflate's entry points
+    from zarrcy._kernels import _deflate
+
+    if not _deflate.available():
+        return None, None
+    n = data.shape[0] // inner
+    chunks = [np.ascontiguousarray(data[i * inner:(i + 1) * inner, j * inner:(j + 1) * inner,
+                                        k * inner:(k + 1) * inner]).view(np.uint8).reshape(-1)
+              for i in range(n) for j in range(n) for k in range(n)]
+    cb = chunks[0].nbytes
+    bound = int(_deflate.gzip_compress_bound(1, cb))
+    outs = [np.empty(bound, np.uint8) for _ in chunks]
+    sizes = [0] * len(chunks)
+    half = len(chunks) // 2
+    parts = [range(0, half), range(half, len(chunks))]
+
+    def encode(part: range) -> None:
+        for i in part:
+            sizes[i] = int(_deflate.gzip_compress_into(chunks[i], outs[i], 1))
+
+    def decode(part: range) -> None:
+        buf = np.empty(cb, np.uint8)
+        for i in part:
+            _deflate.gzip_decompress_into(outs[i][:sizes[i]], buf)
+
+    def timed(fn: Callable[[range], None]) -> float:
+        times = []
+        with ThreadPoolExecutor(2) as pool:
+            for rnd in range(repeat + 1):
+                t0 = time.perf_counter()
+                list(pool.map(fn, parts))
+                if rnd:
+                    times.append(time.perf_counter() - t0)
+        return statistics.median(times)
+
+    enc = timed(encode)
+    dec = timed(decode)
+    return dec, enc
 
 
 def _decoded_counts(zc: Any, step_ops: dict[str, Any], oidx: list[int], strided: list[Any],

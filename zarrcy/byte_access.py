@@ -87,7 +87,7 @@ class BytesSnapshot(ValueSnapshot):
         self.exists = value is not None
         self.size = None if value is None else len(value)
 
-    def get(self, byte_range: ByteRequest = None) -> bytes | None:
+    def get(self, byte_range: ByteRequest = None) -> Buffer | None:
         v = self.value
         if v is None or byte_range is None:
             return v

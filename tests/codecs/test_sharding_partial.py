@@ -333,3 +333,39 @@ def test_single_chunk_read_of_truncated_shard():
         c.decode_partial(MemValue(value), (slice(2, 4),), sp)
     value = forge([(0, 4), (SENTINEL, SENTINEL)], b"\1\0\2\0")
     np.testing.assert_array_equal(c.decode_partial(MemValue(value), (slice(3, 4),), sp), [0])
+
+
+@pytest.mark.parametrize("codecs", [(BYTES,), (BYTES, GZIP)])
+def test_whole_inner_chunk_reads(location, codecs):
+    """An aligned read of exactly one inner chunk (the latency path: no projection):
+    equal to numpy for every chunk, stored or not, into None / a contiguous / a strided
+    ``out``; one range read after the index, one inner chunk decoded (none if missing)."""
+    from zarrcy.codecs.sharding import decode_stats
+
+    c = make(CHUNK, codecs, location)
+    sp = spec(SHAPE, fill=5)
+    a = data_array(3)
+    a[a == 0] = 5  # the empty chunks hold the fill value: not stored
+    v = MemValue(c.encode(a, sp))
+    decode_stats.reset(True)
+    try:
+        for cc in np.ndindex(*[s // k for s, k in zip(SHAPE, CHUNK)]):
+            sel = tuple(slice(g * k, (g + 1) * k) for g, k in zip(cc, CHUNK))
+            want = a[sel]
+            stored = not (want == 5).all()
+            before = decode_stats.decoded
+            v.calls.clear()
+            np.testing.assert_array_equal(c.decode_partial(v, sel, sp), want)
+            assert decode_stats.decoded - before == int(stored)
+            assert [k[0] for k in v.calls] == (["get", "get_ranges"] if stored else ["get"])
+            out = np.zeros(CHUNK, np.uint16)
+            assert c.decode_partial(v, sel, sp, out) is out
+            np.testing.assert_array_equal(out, want)
+            big = np.zeros((CHUNK[0], CHUNK[1], 2 * CHUNK[2]), np.uint16)
+            c.decode_partial(v, sel, sp, big[:, :, ::2])  # a strided view
+            np.testing.assert_array_equal(big[:, :, ::2], want)
+    finally:
+        decode_stats.reset(False)
+    # not exactly one inner chunk: the general path, same answers
+    sel = (slice(0, 2), slice(0, 4), slice(1, 4))
+    np.testing.assert_array_equal(c.decode_partial(v, sel, sp), a[sel])

@@ -189,13 +189,22 @@ def _oracle_oindex(data, sel):
     return out.reshape([len(p) for d, p in enumerate(parts) if d not in drop]) if parts else out
 
 
-@pytest.fixture(params=["kernel", "python"])
+@pytest.fixture(params=["kernel", "kernel-pool", "python"])
 def inner_loop(request, monkeypatch):
-    """Partial reads through the C scatter kernel, and through the Python path."""
+    """Partial reads through the C scatter kernel (on the calling thread, or split over
+    the calling thread and native pool helpers even for tiny reads), and through the
+    Python path."""
     from zarrcy.codecs.sharding import scatter
 
-    monkeypatch.setattr(scatter, "ENABLED", request.param == "kernel")
-    return request.param
+    monkeypatch.setattr(scatter, "ENABLED", request.param != "python")
+    if request.param == "kernel-pool":
+        monkeypatch.setattr(scatter, "PARALLEL_MIN_BYTES", 0)
+        before = zarrcy.config()["threads"]
+        zarrcy.config(threads=3)
+        yield request.param
+        zarrcy.config(threads=before)
+        return
+    yield request.param
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

@@ -9,6 +9,10 @@
 cdef void *_decompressor() except? NULL
 cdef void *_compressor(int level) except? NULL
 cdef bint loaded() noexcept nogil
+# a decompressor owned by the caller (threads without Python state: the native pool);
+# NULL when unavailable or out of memory; freed with c_free_decompressor
+cdef void *c_alloc_decompressor() noexcept nogil
+cdef void c_free_decompressor(void *d) noexcept nogil
 cdef int c_gzip_decompress_ex(void *d, const void *src, size_t src_n, void *dst, size_t dst_n,
                               size_t *consumed, size_t *written) noexcept nogil
 cdef size_t c_gzip_compress(void *c, const void *src, size_t src_n, void *dst, size_t dst_n) noexcept nogil

@@ -151,6 +151,17 @@ cdef void *_compressor(int level) except? NULL:
     return PyCapsule_GetPointer(cap, b"zarrcy.libdeflate_compressor")
 
 
+cdef void *c_alloc_decompressor() noexcept nogil:
+    if not _loaded:
+        return NULL
+    return p_alloc_decompressor()
+
+
+cdef void c_free_decompressor(void *d) noexcept nogil:
+    if d != NULL and p_free_decompressor != NULL:
+        p_free_decompressor(d)
+
+
 cdef bint loaded() noexcept nogil:
     return _loaded
 

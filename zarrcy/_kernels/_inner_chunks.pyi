@@ -1,5 +1,8 @@
 from collections.abc import Buffer
 
+from zarrcy._kernels._inner_encode import gather_encode as gather_encode
+from zarrcy._kernels._inner_encode import slot_size as slot_size
+
 import numpy as np
 import numpy.typing as npt
 
@@ -34,6 +37,42 @@ def decode_scatter(
     out: npt.NDArray[np.generic],
     scratch: npt.NDArray[np.uint8] | bytearray | memoryview,
 ) -> tuple[int, int]: ...
+def decode_scatter_all(
+    srcs: list[Buffer],
+    task_src: npt.NDArray[np.int64],
+    task_coords: npt.NDArray[np.int64],
+    task_off: npt.NDArray[np.int64],
+    task_len: npt.NDArray[np.int64],
+    dim_base: npt.NDArray[np.int64],
+    dim_start: npt.NDArray[np.int64],
+    dim_local: npt.NDArray[np.int64],
+    dim_out: npt.NDArray[np.int64],
+    chunk_shape: npt.NDArray[np.int64],
+    itemsize: int,
+    swap: int,
+    codec: int,
+    fill: Buffer,
+    out: npt.NDArray[np.generic],
+    status: npt.NDArray[np.uint8],
+    threads: int,
+) -> int: ...
+def decode_points_all(
+    srcs: list[Buffer],
+    task_src: npt.NDArray[np.int64],
+    task_off: npt.NDArray[np.int64],
+    task_len: npt.NDArray[np.int64],
+    pt_start: npt.NDArray[np.int64],
+    pt_local: npt.NDArray[np.int64],
+    pt_out: npt.NDArray[np.int64],
+    chunk_shape: npt.NDArray[np.int64],
+    itemsize: int,
+    swap: int,
+    codec: int,
+    fill: Buffer,
+    out: npt.NDArray[np.generic],
+    status: npt.NDArray[np.uint8],
+    threads: int,
+) -> int: ...
 def decode_points(
     src: Buffer,
     task_off: npt.NDArray[np.int64],
@@ -51,21 +90,4 @@ def decode_points(
     out: npt.NDArray[np.generic],
     scratch: npt.NDArray[np.uint8] | bytearray | memoryview,
 ) -> tuple[int, int]: ...
-def slot_size(codec: int, level: int, chunk_bytes: int) -> int: ...
-def gather_encode(
-    src: npt.NDArray[np.generic],
-    chunk_shape: npt.NDArray[np.int64],
-    itemsize: int,
-    swap: int,
-    codec: int,
-    level: int,
-    fill: Buffer,
-    write_empty: bool,
-    t0: int,
-    t1: int,
-    out_buf: npt.NDArray[np.uint8] | bytearray | memoryview,
-    out_offsets: npt.NDArray[np.int64],
-    out_nbytes: npt.NDArray[np.int64],
-    empty_flags: npt.NDArray[np.uint8],
-    scratch: npt.NDArray[np.uint8] | bytearray | memoryview,
-) -> tuple[int, int]: ...
+NOT_RUN: int

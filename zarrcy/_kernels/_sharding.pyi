@@ -44,3 +44,18 @@ def copy_ranges(
     dst: npt.NDArray[np.uint8] | bytearray | memoryview,
     dst_offsets: npt.NDArray[np.uint64],
 ) -> int: ...
+def plan_reads(
+    index: npt.NDArray[np.uint64],
+    linear: npt.NDArray[np.int64],
+    shard_size: int,
+    max_one: int,
+    per_chunk: int,
+    slack: int,
+    gap: int,
+    cap: int,
+    task_src: npt.NDArray[np.int64],
+    task_off: npt.NDArray[np.int64],
+    task_len: npt.NDArray[np.int64],
+    group_start: npt.NDArray[np.uint64],
+    group_stop: npt.NDArray[np.uint64],
+) -> int: ...

@@ -11,6 +11,7 @@ Functions return ``-1`` (or a count) on success; the Python layer raises with co
 
 from libc.stdint cimport int64_t, uint64_t, uint8_t
 from libc.string cimport memcmp, memcpy
+from libc.stdlib cimport free, malloc, qsort
 
 import numpy as np
 
@@ -28,16 +29,7 @@ MAX_RANK = MAX_NDIM
 # index <-> little-endian bytes
 # ------------------------------------------------------------------------------------
 
-cdef inline uint64_t _load_le64(const uint8_t* p) noexcept nogil:
-    return ((<uint64_t>p[0]) | (<uint64_t>p[1] << 8) | (<uint64_t>p[2] << 16)
-            | (<uint64_t>p[3] << 24) | (<uint64_t>p[4] << 32) | (<uint64_t>p[5] << 40)
-            | (<uint64_t>p[6] << 48) | (<uint64_t>p[7] << 56))
-
-
-cdef inline void _store_le64(uint8_t* p, uint64_t v) noexcept nogil:
-    cdef int k
-    for k in range(8):
-        p[k] = <uint8_t>(v >> (8 * k))
+from zarrcy._kernels._endian cimport load_le64 as _load_le64, store_le64 as _store_le64
 
 
 def decode_index(const uint8_t[::1] raw, uint64_t[::1] out):
@@ -209,6 +201,105 @@ def coalesce(const uint64_t[::1] offsets, const uint64_t[::1] nbytes, const int6
                 group_stop[g] = ge
             group_of[i] = g
     return g + 1
+
+
+cdef struct _Range:
+    uint64_t off
+    int64_t task
+
+
+cdef int _cmp_range(const void *a, const void *b) noexcept nogil:
+    cdef const _Range *x = <const _Range *>a
+    cdef const _Range *y = <const _Range *>b
+    if x.off != y.off:
+        return -1 if x.off < y.off else 1
+    return -1 if x.task < y.task else (1 if x.task > y.task else 0)
+
+
+def plan_reads(const uint64_t[::1] index, const int64_t[::1] linear, int64_t shard_size,
+               uint64_t max_one, uint64_t per_chunk, uint64_t slack, uint64_t gap, uint64_t cap,
+               int64_t[::1] task_src, int64_t[::1] task_off, int64_t[::1] task_len,
+               uint64_t[::1] group_start, uint64_t[::1] group_stop):
+    """The reads of the inner chunks ``linear`` (C-order indices into the validated
+    ``index``), in one pass: look up each task's entry, check it, coalesce the ranges.
+
+    Task ``k`` (inner chunk ``linear[k]``) gets ``task_src[k]`` = its coalesced group
+    (-1: not stored; then ``task_len[k] = -1``), ``task_off[k]`` = its offset inside the
+    group, ``task_len[k]`` = its size.  Groups (``group_start/stop``, room for
+    ``len(linear)``) are formed as by :func:`coalesce` (``gap``, ``cap``).  Returns the
+    number of groups, or ``-1`` when an entry is implausible -- one larger than
+    ``max_one``, stored entries totalling more than ``per_chunk`` times their number
+    plus ``slack``, or a range past ``shard_size`` (>= 0: known) -- so that the caller
+    raises naming the entry (hostile stores: a sparse file must not make us read GiBs).
+    """
+    cdef Py_ssize_t m = linear.shape[0], n2 = index.shape[0], k, np_ = 0
+    if task_src.shape[0] < m or task_off.shape[0] < m or task_len.shape[0] < m:
+        raise ValueError("plan_reads: task outputs need len(linear) entries")
+    if group_start.shape[0] < m or group_stop.shape[0] < m:
+        raise ValueError("plan_reads: group outputs need room for len(linear) groups")
+    for k in range(m):
+        if linear[k] < 0 or 2 * linear[k] + 1 >= n2:
+            raise IndexError(f"linear[{k}]: expected 0 <= index < {n2 // 2}, received {linear[k]}")
+    if m == 0:
+        return 0
+    cdef _Range *rs = <_Range *>malloc(m * sizeof(_Range))
+    if rs == NULL:
+        raise MemoryError()
+    cdef uint64_t off, nb, total = 0, gs = 0, ge = 0, end, new_end
+    cdef Py_ssize_t g = -1, i
+    cdef bint bad = False, join
+    with nogil:
+        for k in range(m):
+            off = index[2 * linear[k]]
+            nb = index[2 * linear[k] + 1]
+            if off == SENTINEL:
+                task_src[k] = -1
+                task_off[k] = 0
+                task_len[k] = -1
+                continue
+            # a validated index has no overflow; sizes are checked before any read
+            if nb > max_one or nb > SENTINEL - total:
+                bad = True
+                break
+            total += nb
+            if shard_size >= 0 and (off > <uint64_t>shard_size or nb > <uint64_t>shard_size - off):
+                bad = True
+                break
+            task_len[k] = <int64_t>nb
+            rs[np_].off = off
+            rs[np_].task = k
+            np_ += 1
+        if not bad and per_chunk == 0:
+            bad = total > slack
+        elif not bad and <uint64_t>np_ <= (SENTINEL - slack) // per_chunk:
+            bad = total > <uint64_t>np_ * per_chunk + slack
+        if not bad:
+            if np_ > 1:
+                qsort(rs, np_, sizeof(_Range), _cmp_range)
+            for i in range(np_):
+                k = rs[i].task
+                off = rs[i].off
+                end = off + <uint64_t>task_len[k]
+                join = False
+                if g >= 0:
+                    if off <= ge or off - ge < gap:
+                        new_end = end if end > ge else ge
+                        if new_end - gs <= cap or new_end == ge:
+                            join = True
+                if join:
+                    if end > ge:
+                        ge = end
+                    group_stop[g] = ge
+                else:
+                    g += 1
+                    gs = off
+                    ge = end
+                    group_start[g] = gs
+                    group_stop[g] = ge
+                task_src[k] = g
+                task_off[k] = <int64_t>(off - gs)
+    free(rs)
+    return -1 if bad else g + 1
 
 
 # ------------------------------------------------------------------------------------

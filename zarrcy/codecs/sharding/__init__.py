@@ -24,17 +24,18 @@ The package is split as zarrs and tensorstore split it:
 * :mod:`.writer` -- partial writes: ``rewrite`` and ``append`` strategies;
 * :mod:`.codec` -- the ``ShardingCodec`` object: configuration, whole-shard encode/decode;
 * :mod:`.scatter` -- the per-inner-chunk loops in C (``_kernels._inner_chunks``) for
-  ``bytes`` (+ ``gzip``) inner chunks: partial, point-set and whole-shard decodes,
-  whole-shard encodes.
+  ``bytes`` (+ ``gzip``) inner chunks: partial, point-set and whole-shard decodes in one
+  kernel call per shard, split over the caller and native pool helpers
+  (``_kernels._workers``); whole-shard encodes (``_kernels._inner_encode``).
 
-Index arithmetic, validation and range coalescing are Cython kernels
-(``zarrcy._kernels._sharding``); other inner codec chains are decoded/encoded in parallel
+Index arithmetic, validation, the lookup + checks + coalescing of a read
+(``plan_reads``) are Cython kernels (``zarrcy._kernels._sharding``); other inner codec chains are decoded/encoded in parallel
 on the shared pool with a caller-runs scheme (:func:`._parallel.run`).
 
 Call path of a sharded read: ``Array.__getitem__`` -> ``indexing`` (chunk projections)
 -> ``CodecPipeline.decode_partial`` (through transposes) -> :func:`.reader.decode_partial`
 (one snapshot of the shard: index, projection with the ``_grid`` kernels, coalesced
-ranges) -> ``_inner_chunks.decode_scatter``.  Nothing here imports ``zarrcy.array``.
+ranges; exactly one whole inner chunk: no projection) -> ``_inner_chunks.decode_scatter_all``.  Nothing here imports ``zarrcy.array``.
 """
 
 from __future__ import annotations

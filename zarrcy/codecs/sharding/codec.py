@@ -5,14 +5,14 @@ whole-shard encode/decode; partial reads and writes are delegated to
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Sequence
+from typing import Any, ClassVar, Literal, Sequence, cast
 
 import numpy as np
 
 from zarrcy._kernels import _sharding as K
 from zarrcy.codecs._base import ArrayBytesCodec, ArraySpec, ByteGetter, ByteSetter, Codec, Selection, fill_key
 from zarrcy.codecs.sharding import reader, scatter, writer
-from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, run
+from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, run, work_buffer
 from zarrcy.codecs.sharding.format import (
     SENTINEL,
     ShardLayout,
@@ -99,7 +99,8 @@ class ShardingCodec(ArrayBytesCodec):
             raise MetadataError(
                 expected(f"{cfg}.index_location", "one of ('start', 'end')", loc), f"{cfg}.index_location"
             )
-        return cls(chunk_shape=tuple(cs), codecs=codecs, index_codecs=index_codecs, index_location=loc)
+        return cls(chunk_shape=tuple(cs), codecs=codecs, index_codecs=index_codecs,
+                   index_location=cast(IndexLocation, loc))
 
     def to_dict(self) -> dict[str, Any]:
         from zarrcy.codecs import codecs_to_json
@@ -123,6 +124,14 @@ class ShardingCodec(ArrayBytesCodec):
 
     def layout(self, spec: ArraySpec, path: str = "sharding_indexed") -> ShardLayout:
         """The :class:`ShardLayout` of shards of ``spec`` (computed once per spec)."""
+        last = self._layouts.get(None)  # the spec object of the last call (a pipeline passes the same one)
+        if last is not None and last[0] is spec:
+            return last[1]
+        lay = self._layout_of(spec, path)
+        self._layouts[None] = (spec, lay)  # holds spec: its identity cannot be reused
+        return lay
+
+    def _layout_of(self, spec: ArraySpec, path: str) -> ShardLayout:
         key = (tuple(spec.shape), spec.dtype.str, fill_key(spec))
         lay = self._layouts.get(key)
         if lay is None:
@@ -184,12 +193,12 @@ class ShardingCodec(ArrayBytesCodec):
     @staticmethod
     def _decode_whole_kernel(layout: ShardLayout, buf: memoryview, flat: np.ndarray, out: np.ndarray) -> None:
         """Every inner chunk in one C loop per thread (the whole shard is one buffer)."""
-        proj = reader.whole_projection(layout)
+        proj, tables = scatter.whole_tables(layout)
         offs = flat[0::2]
         stored = offs != SENTINEL
-        g_task = np.where(stored, 0, -1).astype(np.int64)
+        task_src = np.where(stored, 0, -1).astype(np.int64)
         off_task = np.where(stored, offs, 0).astype(np.int64)
-        nb_task = np.where(stored, flat[1::2], 0).astype(np.int64)
+        nb_task = np.where(stored, flat[1::2].astype(np.int64), -1)
         inner = layout.inner
 
         def python_task(k: int, dest: np.ndarray) -> None:  # an ambiguous gzip code: the codec decides
@@ -199,7 +208,7 @@ class ShardingCodec(ArrayBytesCodec):
             except CorruptChunkError as e:
                 raise CorruptChunkError(f"{layout.chunk_name(k)}: {e}") from e
 
-        scatter.decode_tasks(layout, proj, out, [buf], g_task, off_task, nb_task, python_task)
+        scatter.decode_tasks(layout, proj, out, [buf], task_src, off_task, nb_task, python_task, tables)
 
     # -- whole-shard encode ------------------------------------------------------------------
     def encode(self, chunk: np.ndarray, spec: ArraySpec) -> bytes | bytearray | None:
@@ -255,7 +264,7 @@ class ShardingCodec(ArrayBytesCodec):
         level = int(layout.inner.bytes_bytes[0].to_dict()["configuration"]["level"]) if gz else 0
         chunk_bytes = layout.inner_spec.nbytes
         slot = int(KI.slot_size(codec, level, chunk_bytes))
-        slots = np.empty(n * slot, np.uint8)
+        slots = work_buffer(n * slot)  # this thread's, until the shard below is packed
         slot_off = np.arange(n + 1, dtype=np.int64) * slot
         nbytes = np.empty(n, np.int64)
         empty = np.empty(n, np.uint8)

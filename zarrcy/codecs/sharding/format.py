@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any
+from typing import Any, cast
 
 import crc32c as _crc32c
 import numpy as np
@@ -27,7 +27,7 @@ __all__ = ["SENTINEL", "ShardLayout", "flat_bytes", "contiguous", "codecs_from_j
 SENTINEL = K.SENTINEL_U64
 _LITTLE = np.little_endian
 
-FAULT_TEXT = {
+FAULT_TEXT: dict[int, str] = {
     K.IndexFault.FAULT_HALF_EMPTY: "exactly one of offset/nbytes is 2^64-1 (the empty marker needs both)",
     K.IndexFault.FAULT_OVERFLOW: "offset + nbytes overflows uint64",
     K.IndexFault.FAULT_PAST_END: "points past the end of the shard",
@@ -122,7 +122,7 @@ class ShardLayout:
     __slots__ = (
         "spec", "chunk_shape", "cps", "n", "inner", "inner_spec", "index_pipeline", "start",
         "index_size", "fill_row", "coords", "itemsize", "has_object", "fill", "fill_scalar", "fast_index",
-        "has_crc", "inner_limit", "kernel_kind", "kernel_swap",
+        "has_crc", "inner_limit", "kernel_kind", "kernel_swap", "kernel_codec", "kernel_shape", "fill_bytes", "whole",
     )
 
     def __init__(self, codec: Any, spec: ArraySpec, path: str) -> None:
@@ -198,12 +198,18 @@ class ShardLayout:
         self.coords = [tuple(int(x) for x in c) for c in np.ndindex(*self.cps)] if n <= (1 << 16) else None
         # inner codec chain the C scatter kernel can run itself ("raw", "gzip"), or None
         self.kernel_kind, self.kernel_swap = _kernel_kind(self.inner)
+        # the kernels' arguments that never change for this layout (no per-read rebuild)
+        self.kernel_codec = 1 if self.kernel_kind == "gzip" else 0  # _inner_chunks.GZIP / RAW
+        self.kernel_shape = np.asarray(cs, np.int64)
+        self.fill_bytes = b"" if self.has_object else np.asarray(spec.fill_value, dtype=spec.dtype).tobytes()
+        # the whole shard's projection and kernel tables, built on first use (.scatter.whole_tables)
+        self.whole: Any = None
 
-    def region(self, i: int) -> tuple[slice, ...]:
+    def region(self, i: int) -> tuple[Any, ...]:
         """Slices of inner chunk ``i`` (C-order linear index) within the shard."""
         if not self.cps:
             return (Ellipsis,)
-        c = self.coords[i] if self.coords is not None else np.unravel_index(i, self.cps)
+        c: Any = self.coords[i] if self.coords is not None else np.unravel_index(i, self.cps)
         return tuple(slice(int(a) * s, (int(a) + 1) * s) for a, s in zip(c, self.chunk_shape))
 
     def chunk_name(self, i: int) -> str:
@@ -338,7 +344,7 @@ class ShardLayout:
         out = np.empty(int(np.prod(grid)), np.uint8)
         K.empty_chunks(
             arr.reshape(-1).view(np.uint8), np.asarray(shape, np.int64), np.asarray(chunk_shape, np.int64),
-            self.itemsize, self.fill_row, out,
+            self.itemsize, cast(np.ndarray, self.fill_row), out,  # not None without objects
         )
         return out
 

@@ -42,10 +42,10 @@ class Projection:
             raise ValueError(
                 f"selection: expected {len(shape)} entries (one per dimension), received {len(selection)}"
             )
-        self.chunks: list[np.ndarray] = []
+        self.chunks: list[Any] = []
         self.csel: list[list[Any]] = []
         self.osel: list[list[Any]] = []
-        self.full: list[np.ndarray] = []
+        self.full: list[Any] = []
         out_shape: list[int] = []
         n_arrays = 0
         dropped = []

@@ -41,7 +41,7 @@ from zarrcy.codecs.sharding.format import SENTINEL, ShardLayout, flat_bytes
 from zarrcy.config import get as _config_get
 from zarrcy.errors import CorruptChunkError, StoreError
 
-__all__ = ["Projection", "whole_projection", "decode_partial", "read_point", "fetch_ranges", "with_index", "clear_index_cache",
+__all__ = ["Projection", "whole_projection", "decode_partial", "read_point", "fetch_ranges", "plan_and_fetch", "with_index", "clear_index_cache",
            "decode_stats"]
 
 STALE_RETRIES = 3
@@ -257,6 +257,55 @@ def fetch_ranges(
     return bufs, g_of, gs[:ng]
 
 
+def plan_and_fetch(
+    snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, flat: np.ndarray, linear: np.ndarray,
+    version: Any = None,
+) -> tuple[list[memoryview], np.ndarray, np.ndarray, np.ndarray]:
+    """Read the stored inner chunks among ``linear`` (C-order indices) with one coalesced
+    ``get_ranges`` call.  Returns ``(buffers, task_src, task_off, task_len)``: task ``k``
+    is ``buffers[task_src[k]][task_off[k]:][:task_len[k]]`` (``task_src[k] == -1``: not
+    stored).  Lookup, checks and coalescing are one kernel call (``_sharding.plan_reads``);
+    an implausible entry is reported by :func:`fetch_ranges`'s checks, naming it."""
+    m = linear.size
+    task_src = np.empty(m, np.int64)
+    task_off = np.empty(m, np.int64)
+    task_len = np.empty(m, np.int64)
+    gs = np.empty(m, np.uint64)
+    ge = np.empty(m, np.uint64)
+    limit = layout.inner_limit
+    ng = K.plan_reads(
+        flat, linear, -1 if snap.size is None else snap.size, max(limit, 1 << 20), limit, 1 << 20,
+        int(_config_get("coalesce_gap")), int(_config_get("coalesce_max")), task_src, task_off, task_len, gs, ge,
+    )
+    if ng < 0:  # raises naming the entry
+        offs = flat[2 * linear]
+        nbs = flat[2 * linear + 1]
+        present = offs != SENTINEL
+        fetch_ranges(snap, getter, layout, linear[present], offs[present], nbs[present], version)
+        raise CorruptChunkError("shard index: implausible inner chunk entries")  # pragma: no cover
+    if not ng:
+        return [], task_src, task_off, task_len
+    starts = gs[:ng].tolist()
+    stops = ge[:ng].tolist()
+    got = read_ranges(snap, getter, [RangeRequest(a, b - a) for a, b in zip(starts, stops)], version)
+    bufs: list[memoryview] = []
+    for g, (raw, a, b) in enumerate(zip(got, starts, stops)):
+        if raw is None:
+            raise CorruptChunkError("shard disappeared while its inner chunks were read")
+        raw = flat_bytes(raw)
+        if len(raw) < b - a:
+            avail = a + len(raw)
+            members = np.flatnonzero(task_src == g)
+            ends = task_off[members] + task_len[members] + a
+            bad = int(members[np.argmax(ends > avail)])
+            raise CorruptChunkError(
+                f"{layout.chunk_name(int(linear[bad]))}: points past the end of the shard "
+                f"(offset={a + int(task_off[bad])}, nbytes={int(task_len[bad])}, shard ends at {avail}; truncated?)"
+            )
+        bufs.append(raw)
+    return bufs, task_src, task_off, task_len
+
+
 # ------------------------------------------------------------------------------------
 # reads
 # ------------------------------------------------------------------------------------
@@ -265,6 +314,12 @@ def fetch_ranges(
 def decode_partial(
     layout: ShardLayout, getter: ByteGetter, selection: Selection, out: np.ndarray | None
 ) -> np.ndarray | None:
+    lin = _one_inner_chunk(selection, layout)
+    if lin is not None and (out is None or out.shape == layout.chunk_shape):
+        # exactly one whole inner chunk (aligned reads): no projection, no tables
+        dest = np.empty(layout.chunk_shape, dtype=layout.spec.dtype) if out is None else out
+        return with_index(getter, layout, lambda snap, flat, version: _one(snap, getter, layout, lin, flat, version,
+                                                                           dest))
     proj = Projection(selection, layout)
     if out is None:
         out = np.empty(proj.out_shape, dtype=layout.spec.dtype)
@@ -273,6 +328,68 @@ def decode_partial(
     if out.size == 0:
         return out
     return with_index(getter, layout, lambda snap, flat, version: _partial(snap, getter, layout, proj, flat, version, out))
+
+
+def _one_inner_chunk(selection: Selection, layout: ShardLayout) -> int | None:
+    """The C-order index of the inner chunk ``selection`` covers exactly (unit-step
+    slices on inner-chunk boundaries), or None."""
+    if len(selection) != len(layout.chunk_shape) or not layout.chunk_shape:
+        return None
+    lin = 0
+    for sel, c, g in zip(selection, layout.chunk_shape, layout.cps):
+        if type(sel) is not slice or (sel.step is not None and sel.step != 1):
+            return None
+        a, b = sel.start, sel.stop
+        if type(a) is not int or type(b) is not int or b - a != c or a < 0 or a % c:
+            return None
+        q = a // c
+        if q >= g:
+            return None
+        lin = lin * g + q
+    return lin
+
+
+def _read_one(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, lin: int, flat: np.ndarray,
+              version: Any) -> Any:
+    """The stored bytes of inner chunk ``lin`` (one range read; None: not stored), with
+    the checks of :func:`fetch_ranges` on plain ints (the latency path)."""
+    off = int(flat[2 * lin])
+    nb = int(flat[2 * lin + 1])
+    if off == SENTINEL:
+        return None
+    if nb > max(layout.inner_limit, 1 << 20) or (snap.size is not None and off + nb > snap.size):
+        fetch_ranges(snap, getter, layout, np.array([lin]), np.array([off], np.uint64),
+                     np.array([nb], np.uint64), version)  # raises with the full message
+    (raw,) = read_ranges(snap, getter, [RangeRequest(off, nb)], version)
+    if raw is None:
+        raise CorruptChunkError("shard disappeared while its inner chunks were read")
+    if len(raw) < nb:
+        raise CorruptChunkError(
+            f"{layout.chunk_name(lin)}: points past the end of the shard "
+            f"(offset={off}, nbytes={nb}, shard ends at {off + len(raw)}; truncated?)"
+        )
+    return raw
+
+
+def _one(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, lin: int, flat: Any, version: Any,
+         out: np.ndarray) -> np.ndarray | None:
+    if flat is None:
+        return None
+    raw = _read_one(snap, getter, layout, lin, flat, version)
+    if raw is None:
+        out[...] = layout.fill
+        return out
+    try:
+        if out.flags.c_contiguous and out.flags.writeable:
+            layout.inner.decode_into(raw, out)
+        else:
+            buf = scratch(layout.inner_spec)
+            layout.inner.decode_into(raw, buf)
+            out[...] = buf
+    except CorruptChunkError as e:
+        raise CorruptChunkError(f"{layout.chunk_name(lin)}: {e}") from e
+    decode_stats.add(1)
+    return out
 
 
 def _decode_into(layout: ShardLayout, data: Any, osel: tuple[Any, ...], csel: tuple[Any, ...], full: bool,
@@ -294,38 +411,25 @@ def _partial(
     if flat is None:
         return None
     lin = proj.linear
-    offs = flat[2 * lin]
-    nbs = flat[2 * lin + 1]
-    present = np.flatnonzero(offs != SENTINEL)
-    g_task = np.full(proj.m, -1, np.int64)  # coalesced buffer of each task (-1: not stored)
-    off_task = np.zeros(proj.m, np.int64)
-    nb_task = np.zeros(proj.m, np.int64)
-    bufs: list[memoryview] = []
-    if present.size:
-        p_offs = offs[present]
-        p_nbs = nbs[present]
-        bufs, g_of, gs = fetch_ranges(snap, getter, layout, lin[present], p_offs, p_nbs, version)
-        g_task[present] = g_of
-        off_task[present] = (p_offs - gs[g_of]).astype(np.int64)
-        nb_task[present] = p_nbs.astype(np.int64)
+    bufs, task_src, task_off, task_len = plan_and_fetch(snap, getter, layout, flat, lin, version)
     fill = layout.fill
 
     def task(k: int, dest: np.ndarray = out) -> None:
         csel, osel, full = proj.task(k)
-        g = int(g_task[k])
+        g = int(task_src[k])
         if g < 0:
             assign(dest, osel, fill)
         else:
-            o = int(off_task[k])
+            o = int(task_off[k])
             try:
-                _decode_into(layout, bufs[g][o:o + int(nb_task[k])], osel, csel, full, proj, dest)
+                _decode_into(layout, bufs[g][o:o + int(task_len[k])], osel, csel, full, proj, dest)
             except CorruptChunkError as e:
                 raise CorruptChunkError(f"{layout.chunk_name(int(lin[k]))}: {e}") from e
 
     if proj.m > 1 and scatter.usable(layout):
-        scatter.decode_tasks(layout, proj, out, bufs, g_task, off_task, nb_task, task)
+        scatter.decode_tasks(layout, proj, out, bufs, task_src, task_off, task_len, task)
         return out
-    run(proj.m, task, present.size * layout.inner_spec.nbytes >= PARALLEL_MIN_BYTES)
+    run(proj.m, task, int((task_len >= 0).sum()) * layout.inner_spec.nbytes >= PARALLEL_MIN_BYTES)
     return out
 
 
@@ -345,22 +449,9 @@ def _point(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, local: 
         q = x // c
         lin = lin * g + q
         rel.append(x - q * c)
-    off = int(flat[2 * lin])
-    nb = int(flat[2 * lin + 1])
-    if off == SENTINEL:
-        return layout.fill_scalar
-    # one range: the checks of fetch_ranges with plain ints (the latency path)
-    if nb > max(layout.inner_limit, 1 << 20) or (snap.size is not None and off + nb > snap.size):
-        fetch_ranges(snap, getter, layout, np.array([lin]), np.array([off], np.uint64),
-                     np.array([nb], np.uint64), version)  # raises with the full message
-    (raw,) = read_ranges(snap, getter, [RangeRequest(off, nb)], version)
+    raw = _read_one(snap, getter, layout, lin, flat, version)
     if raw is None:
-        raise CorruptChunkError("shard disappeared while its inner chunks were read")
-    if len(raw) < nb:
-        raise CorruptChunkError(
-            f"{layout.chunk_name(lin)}: points past the end of the shard "
-            f"(offset={off}, nbytes={nb}, shard ends at {off + len(raw)}; truncated?)"
-        )
+        return layout.fill_scalar
     buf = scratch(layout.inner_spec)
     try:
         layout.inner.decode_into(raw, buf)
@@ -402,37 +493,26 @@ def _points(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, flat: 
             uniq: np.ndarray, groups: list[np.ndarray], local: np.ndarray, out: np.ndarray) -> np.ndarray | None:
     if flat is None:
         return None
-    offs = flat[2 * uniq]
-    nbs = flat[2 * uniq + 1]
-    present = np.flatnonzero(offs != SENTINEL)
-    g_task = np.full(uniq.size, -1, np.int64)
-    off_task = np.zeros(uniq.size, np.int64)
-    nb_task = np.zeros(uniq.size, np.int64)
-    bufs: list[memoryview] = []
-    if present.size:
-        bufs, g_of, gs = fetch_ranges(snap, getter, layout, uniq[present], offs[present], nbs[present], version)
-        g_task[present] = g_of
-        off_task[present] = (offs[present] - gs[g_of]).astype(np.int64)
-        nb_task[present] = nbs[present].astype(np.int64)
+    bufs, task_src, task_off, task_len = plan_and_fetch(snap, getter, layout, flat, uniq, version)
     fill = layout.fill
 
     def task(j: int) -> None:
         idx = groups[j]
-        g = int(g_task[j])
+        g = int(task_src[j])
         if g < 0:
             out[idx] = fill
             return
         buf = scratch(layout.inner_spec)
-        o = int(off_task[j])
+        o = int(task_off[j])
         try:
-            layout.inner.decode_into(bufs[g][o:o + int(nb_task[j])], buf)
+            layout.inner.decode_into(bufs[g][o:o + int(task_len[j])], buf)
         except CorruptChunkError as e:
             raise CorruptChunkError(f"{layout.chunk_name(int(uniq[j]))}: {e}") from e
         decode_stats.add(1)
         out[idx] = buf[tuple(local[:, idx])]
 
     if uniq.size > 1 and scatter.usable(layout):
-        scatter.decode_point_tasks(layout, out, bufs, uniq, g_task, off_task, nb_task, groups, local, task)
+        scatter.decode_point_tasks(layout, out, bufs, uniq, task_src, task_off, task_len, groups, local, task)
         return out
-    run(uniq.size, task, present.size * layout.inner_spec.nbytes >= PARALLEL_MIN_BYTES)
+    run(uniq.size, task, int((task_len >= 0).sum()) * layout.inner_spec.nbytes >= PARALLEL_MIN_BYTES)
     return out

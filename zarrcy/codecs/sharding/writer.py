@@ -290,7 +290,7 @@ def _rewrite(
             if order is not None:
                 kept, slot, kept_group = kept[order], slot[order], kept_group[order]
                 cuts = np.flatnonzero(np.diff(kept_group)) + 1
-                parts = zip(np.split(kept, cuts), np.split(slot, cuts))
+                parts = list(zip(np.split(kept, cuts), np.split(slot, cuts)))
             else:
                 parts = [(kept, slot)]
             for sel, sl in parts:

@@ -1,0 +1,327 @@
+# Shared C-level pieces of the per-inner-chunk kernels (``_inner_chunks``: decodes,
+# ``_inner_encode``: encodes): geometry of an inner chunk inside an array, selection
+# tables, fill / copy / scatter helpers, one inner chunk's decode, byte swaps, and the
+# argument checks that run with the GIL before a loop trusts its tables.
+# (../shared/specs/v3-codec-sharding-indexed.rst; issue 13 item 3.)
+
+from libc.stdint cimport int64_t, uint8_t
+from libc.string cimport memcmp, memcpy, memset
+
+from zarrcy._kernels cimport _deflate as dfl
+
+cimport numpy as cnp
+import numpy as np
+
+cdef extern from "numpy/ndarraytypes.h":
+    int NPY_ITEM_HASOBJECT
+
+cdef extern from *:
+    """
+    #include <string.h>
+    #include <stdint.h>
+    /* in-place byte swap of nbytes / w words of w = 2, 4 or 8 bytes (the shift
+       patterns compile to bswap instructions) */
+    static void zc_bswap(uint8_t *p, Py_ssize_t nbytes, int w) {
+        Py_ssize_t i;
+        if (w == 2) {
+            for (i = 0; i + 2 <= nbytes; i += 2) {
+                uint16_t v; memcpy(&v, p + i, 2);
+                v = (uint16_t)((v >> 8) | (v << 8));
+                memcpy(p + i, &v, 2);
+            }
+        } else if (w == 4) {
+            for (i = 0; i + 4 <= nbytes; i += 4) {
+                uint32_t v; memcpy(&v, p + i, 4);
+                v = ((v & 0x000000FFu) << 24) | ((v & 0x0000FF00u) << 8)
+                  | ((v & 0x00FF0000u) >> 8) | ((v & 0xFF000000u) >> 24);
+                memcpy(p + i, &v, 4);
+            }
+        } else if (w == 8) {
+            for (i = 0; i + 8 <= nbytes; i += 8) {
+                uint64_t v; memcpy(&v, p + i, 8);
+                v = ((v & 0x00000000000000FFull) << 56) | ((v & 0x000000000000FF00ull) << 40)
+                  | ((v & 0x0000000000FF0000ull) << 24) | ((v & 0x00000000FF000000ull) << 8)
+                  | ((v & 0x000000FF00000000ull) >> 8) | ((v & 0x0000FF0000000000ull) >> 24)
+                  | ((v & 0x00FF000000000000ull) >> 40) | ((v & 0xFF00000000000000ull) >> 56);
+                memcpy(p + i, &v, 8);
+            }
+        }
+    }
+    """
+    void zc_bswap(uint8_t *p, Py_ssize_t nbytes, int w) noexcept nogil
+
+cdef enum:
+    MAX_NDIM = 64
+    RUN_LOCAL = 1     # the chunk-local indices of a (dim, chunk) range are consecutive
+    RUN_OUT = 2       # the output indices of a (dim, chunk) range are consecutive
+
+# result codes (0 = every task done); Python names without the R_ prefix in _inner_chunks
+cdef enum:
+    R_OK = 0
+    R_GZIP_BAD_DATA = 1     # libdeflate: not a valid gzip member
+    R_GZIP_TOO_LONG = 2     # the member decodes to more than one inner chunk's bytes
+    R_GZIP_TOO_SHORT = 3    # the first member decodes to fewer bytes (maybe more members follow)
+    R_GZIP_TRAILING = 4     # non-zero bytes after the first member (maybe more members)
+    R_RAW_SIZE = 5          # raw (no compression) bytes are not exactly one inner chunk
+    R_NO_SPACE = 6          # gather_encode: an output slot was too small for the encoded chunk
+    R_NOT_RUN = 255         # status of a task no thread ran (scratch allocation failed)
+
+# codecs
+cdef enum:
+    C_RAW = 0
+    C_GZIP = 1
+
+cdef struct Geom:
+    Py_ssize_t ndim
+    Py_ssize_t itemsize
+    Py_ssize_t chunk_bytes
+    Py_ssize_t chunk_elems
+    int swapw               # byte-swap word width (0: none)
+    int fill_byte           # the fill value's byte when all its bytes are equal, else -1
+    const uint8_t *fill
+    int64_t cshape[MAX_NDIM]
+    int64_t cstride[MAX_NDIM]   # byte strides of a C-order inner chunk
+    int64_t oshape[MAX_NDIM]
+    int64_t ostride[MAX_NDIM]   # byte strides of the C-contiguous array
+
+
+cdef struct Sel:
+    const int64_t *loc[MAX_NDIM]
+    const int64_t *dst[MAX_NDIM]
+    int64_t cnt[MAX_NDIM]
+    uint8_t runs[MAX_NDIM]
+
+
+cdef inline void _fill_run(uint8_t *p, Py_ssize_t n, const Geom *g) noexcept nogil:
+    """``n`` consecutive fill values at ``p``."""
+    cdef Py_ssize_t total = n * g.itemsize, done, k
+    if total <= 0:
+        return
+    if g.fill_byte >= 0:
+        memset(p, g.fill_byte, total)
+        return
+    memcpy(p, g.fill, g.itemsize)
+    done = g.itemsize
+    while done < total:
+        k = done if done <= total - done else total - done
+        memcpy(p + done, p, k)
+        done += k
+
+
+cdef inline void _copy_elems(uint8_t *o, const uint8_t *c, const int64_t *dj, const int64_t *lj,
+                             Py_ssize_t n, Py_ssize_t isz) noexcept nogil:
+    """``o[dj[j]] = c[lj[j]]`` for elements of ``isz`` bytes (specialised sizes)."""
+    cdef Py_ssize_t j
+    if isz == 1:
+        for j in range(n):
+            o[dj[j]] = c[lj[j]]
+    elif isz == 2:
+        for j in range(n):
+            memcpy(o + 2 * dj[j], c + 2 * lj[j], 2)
+    elif isz == 4:
+        for j in range(n):
+            memcpy(o + 4 * dj[j], c + 4 * lj[j], 4)
+    elif isz == 8:
+        for j in range(n):
+            memcpy(o + 8 * dj[j], c + 8 * lj[j], 8)
+    else:
+        for j in range(n):
+            memcpy(o + isz * dj[j], c + isz * lj[j], isz)
+
+
+cdef inline void _fill_elems(uint8_t *o, const int64_t *dj, Py_ssize_t n, const Geom *g) noexcept nogil:
+    cdef Py_ssize_t j, isz = g.itemsize
+    cdef const uint8_t *f = g.fill
+    cdef uint8_t b
+    if isz == 1:
+        b = f[0]
+        for j in range(n):
+            o[dj[j]] = b
+    elif isz == 2:
+        for j in range(n):
+            memcpy(o + 2 * dj[j], f, 2)
+    elif isz == 4:
+        for j in range(n):
+            memcpy(o + 4 * dj[j], f, 4)
+    elif isz == 8:
+        for j in range(n):
+            memcpy(o + 8 * dj[j], f, 8)
+    else:
+        for j in range(n):
+            memcpy(o + isz * dj[j], f, isz)
+
+
+cdef inline void _scatter(const uint8_t *chunk, uint8_t *out, const Geom *g, const Sel *s) noexcept nogil:
+    """Copy the selection ``s`` of a decoded (native order) inner chunk into ``out``;
+    ``chunk == NULL`` writes the fill value instead.
+
+    Rows along the innermost dimension are one memcpy when both index lists are runs
+    (merged with the dimensions above while they span the chunk and ``out`` entirely),
+    else an element loop; the outer dimensions are an odometer."""
+    cdef Py_ssize_t ndim = g.ndim, inner, d
+    cdef Py_ssize_t row, so, do
+    cdef int64_t pos[MAX_NDIM]
+    cdef bint runs
+    if ndim == 0:
+        if chunk == NULL:
+            _fill_run(out, 1, g)
+        else:
+            memcpy(out, chunk, g.itemsize)
+        return
+    inner = ndim - 1
+    if chunk == NULL:
+        runs = (s.runs[inner] & RUN_OUT) != 0
+    else:
+        runs = (s.runs[inner] & (RUN_LOCAL | RUN_OUT)) == (RUN_LOCAL | RUN_OUT)
+    row = s.cnt[inner]
+    if runs:
+        while inner > 0 and s.cnt[inner] == g.oshape[inner] and (chunk == NULL or s.cnt[inner] == g.cshape[inner]):
+            if chunk == NULL:
+                if not (s.runs[inner - 1] & RUN_OUT):
+                    break
+            elif (s.runs[inner - 1] & (RUN_LOCAL | RUN_OUT)) != (RUN_LOCAL | RUN_OUT):
+                break
+            inner -= 1
+            row *= s.cnt[inner]
+    for d in range(inner):
+        pos[d] = 0
+    while True:
+        so = 0
+        do = 0
+        for d in range(inner):
+            do += s.dst[d][pos[d]] * g.ostride[d]
+        if chunk != NULL:
+            for d in range(inner):
+                so += s.loc[d][pos[d]] * g.cstride[d]
+        if runs:
+            do += s.dst[inner][0] * g.ostride[inner]
+            if chunk == NULL:
+                _fill_run(out + do, row, g)
+            else:
+                so += s.loc[inner][0] * g.cstride[inner]
+                memcpy(out + do, chunk + so, row * g.itemsize)
+        elif chunk == NULL:
+            _fill_elems(out + do, s.dst[inner], row, g)
+        else:
+            _copy_elems(out + do, chunk + so, s.dst[inner], s.loc[inner], row, g.itemsize)
+        # odometer over the outer dimensions
+        d = inner - 1
+        while d >= 0:
+            pos[d] += 1
+            if pos[d] < s.cnt[d]:
+                break
+            pos[d] = 0
+            d -= 1
+        if d < 0:
+            break
+
+
+cdef inline int _decode(int codec, void *dec, const uint8_t *src, int64_t n, uint8_t *dst,
+                 Py_ssize_t nbytes) noexcept nogil:
+    """Decode one inner chunk's bytes into ``dst`` (exactly ``nbytes``); a result code."""
+    cdef size_t used = 0, got = 0
+    cdef int r
+    cdef int64_t i
+    if codec == C_RAW:
+        if n != nbytes:
+            return R_RAW_SIZE
+        memcpy(dst, src, nbytes)
+        return R_OK
+    if n <= 0:
+        return R_GZIP_BAD_DATA
+    r = dfl.c_gzip_decompress_ex(dec, src, <size_t>n, dst, <size_t>nbytes, &used, &got)
+    if r == 3:  # LIBDEFLATE_INSUFFICIENT_SPACE
+        return R_GZIP_TOO_LONG
+    if r != 0:
+        return R_GZIP_BAD_DATA
+    if got != <size_t>nbytes:
+        return R_GZIP_TOO_SHORT
+    # trailing zero padding is accepted, as by the gzip codec's other routes
+    for i in range(<int64_t>used, n):
+        if src[i] != 0:
+            return R_GZIP_TRAILING
+    return R_OK
+
+
+cdef inline bint _contiguous_block(const Geom *g) noexcept nogil:
+    """True when a whole inner chunk placed in the array is one contiguous block:
+    after its first dimension longer than 1, it spans the array's dimensions entirely."""
+    cdef Py_ssize_t d = 0
+    while d < g.ndim and g.cshape[d] == 1:
+        d += 1
+    d += 1
+    while d < g.ndim:
+        if g.cshape[d] != g.oshape[d]:
+            return False
+        d += 1
+    return True
+
+
+cdef inline int _swap_width(object swap, Py_ssize_t itemsize) except -1:
+    cdef int w = int(swap)
+    if w == 0 or itemsize == 1 and w == 1:
+        return 0
+    if w == 1:
+        w = <int>itemsize
+    if w not in (2, 4, 8) or itemsize % w:
+        raise ValueError(f"swap: expected 0/1 or a word width 2/4/8 dividing itemsize {itemsize}, received {swap!r}")
+    return w
+
+
+cdef inline int _geometry(Geom *g, const int64_t[::1] chunk_shape, object arr, Py_ssize_t itemsize,
+                   object swap, const uint8_t[::1] fill, str what, bint same_rank=True) except -1:
+    """Fill ``g`` from the chunk shape and the C-contiguous array ``arr`` (of the chunk's
+    rank unless not ``same_rank``; then ``g.oshape``/``g.ostride`` are left unset)."""
+    cdef Py_ssize_t ndim = chunk_shape.shape[0], d
+    cdef int64_t limit = (<int64_t>1) << 62
+    if ndim > MAX_NDIM:
+        raise ValueError(f"chunk_shape: expected at most {MAX_NDIM} dimensions, received {ndim}")
+    if itemsize <= 0:
+        raise ValueError(f"itemsize: expected a positive size, received {itemsize}")
+    if not isinstance(arr, np.ndarray):
+        raise ValueError(f"{what}: expected a numpy array, received {type(arr).__name__}")
+    cdef cnp.ndarray a = <cnp.ndarray>arr
+    if same_rank and cnp.PyArray_NDIM(a) != ndim:
+        raise ValueError(f"{what}: expected {ndim} dimensions, received {arr.ndim}")
+    if not cnp.PyArray_IS_C_CONTIGUOUS(a):
+        raise ValueError(f"{what}: expected a C-contiguous array")
+    if (a.descr.flags & NPY_ITEM_HASOBJECT) or cnp.PyArray_ITEMSIZE(a) != itemsize:
+        raise ValueError(f"{what}: expected a dtype of {itemsize} bytes without objects, received {arr.dtype}")
+    if fill.shape[0] != itemsize:
+        raise ValueError(f"fill: expected {itemsize} bytes, received {fill.shape[0]}")
+    g.ndim = ndim
+    g.itemsize = itemsize
+    g.swapw = _swap_width(swap, itemsize)
+    g.fill = &fill[0]
+    g.fill_byte = fill[0]
+    for d in range(1, itemsize):
+        if fill[d] != fill[0]:
+            g.fill_byte = -1
+    cdef int64_t n = 1
+    for d in range(ndim):
+        if chunk_shape[d] <= 0 or chunk_shape[d] > limit // n // itemsize:
+            raise ValueError(f"chunk_shape[{d}]: expected a positive extent (chunk under 2^62 bytes), "
+                             f"received {chunk_shape[d]}")
+        g.cshape[d] = chunk_shape[d]
+        n *= chunk_shape[d]
+        g.oshape[d] = cnp.PyArray_DIMS(a)[d] if same_rank else 0
+    g.chunk_elems = n
+    g.chunk_bytes = n * itemsize
+    cdef int64_t cs = itemsize, os = itemsize
+    for d in range(ndim - 1, -1, -1):
+        g.cstride[d] = cs
+        cs *= g.cshape[d]
+        g.ostride[d] = os
+        os *= g.oshape[d]
+    return 0
+
+
+cdef inline void *_gzip_decompressor(int codec) except? NULL:
+    if codec != C_RAW and codec != C_GZIP:
+        raise ValueError(f"codec: expected 0 (raw) or 1 (gzip), received {codec}")
+    if codec == C_RAW:
+        return NULL
+    if not dfl.loaded():
+        raise RuntimeError("libdeflate entry points are not loaded (_deflate.load)")
+    return dfl._decompressor()
+
