@@ -4,14 +4,13 @@ scratch chunks, and the count of inner chunks decoded (tests, benchmarks)."""
 from __future__ import annotations
 
 import threading
-from concurrent.futures import wait as _wait_futures
 from typing import Any, Callable
 
 import numpy as np
 
 from zarrcy.codecs._base import ArraySpec
-from zarrcy.config import executor as _executor
 from zarrcy.config import get as _config_get
+from zarrcy.config import run_bounded as _run_bounded
 
 __all__ = ["run", "scratch", "work_buffer", "PARALLEL_MIN_BYTES", "decode_stats"]
 
@@ -51,16 +50,10 @@ def run(n: int, fn: Callable[[int], None], parallel: bool) -> None:
                 errors.append(e)
                 return
 
-    try:
-        pool = _executor()
-        futures = [pool.submit(worker) for _ in range(min(threads, n) - 1)]
-    except RuntimeError:  # pool shut down (interpreter exit): run inline
-        futures = []
-    try:
-        worker()
-    finally:
-        running = [f for f in futures if not f.cancel()]
-        _wait_futures(running)
+    # the package's one bounded runner: ``min(threads, n)`` claiming loops, the caller
+    # running one of them itself (caller_runs: it never waits for queued work)
+    for _ in _run_bounded(lambda _i: worker(), range(min(threads, n)), max_in_flight=threads, caller_runs=True):
+        pass
     if errors:
         raise errors[0]
 
