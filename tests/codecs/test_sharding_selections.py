@@ -328,3 +328,28 @@ def test_vindex_write_touches_only_the_inner_chunks_of_the_points(monkeypatch):
     assert calls == [(64,), (64,)]  # two inner chunks decoded, not the 4096-element shard
     monkeypatch.setattr(CodecPipeline, "decode", real)
     np.testing.assert_array_equal(a[...], data)
+
+
+@pytest.mark.parametrize("location", ["start", "end"])
+@pytest.mark.parametrize("codecs", [(BYTES,), (BYTES, GZIP), (BYTES_BIG, GZIP)])
+def test_whole_shards_decode_into_strided_output(counting, location, codecs):
+    """A read covering whole shards decodes each straight into its (strided) region of
+    the output -- the kernel scatters with the output's strides, no scratch shard and
+    copy (ShardingCodec.decodes_into_strided) -- equal to numpy, interior and edge
+    shards, missing inner chunks and missing shards filled; every stored inner chunk
+    decoded once."""
+    shape, shard, inner = (20, 18, 14), (8, 6, 4), (4, 3, 2)
+    a = zarrcy.create_array(zarrcy.MemoryStore(), metadata=_meta(shape, shard, [_sharding(inner, codecs, location)]))
+    data = np.arange(1, math.prod(shape) + 1, dtype="int32").reshape(shape)
+    data[8:16, 0:6, 0:4] = 0  # one whole shard of fill: not stored
+    data[0:4, 0:3, 4:6] = 0  # one inner chunk of fill: not stored
+    a[...] = data
+    assert a._pipeline.decodes_into_strided
+    stored = sum(1 for c in np.ndindex(5, 6, 7)
+                 if data[tuple(slice(i * k, (i + 1) * k) for i, k in zip(c, inner))].any())
+    counting.reset()
+    np.testing.assert_array_equal(a[...], data)
+    assert counting.decoded == stored
+    for sel in (np.s_[8:16, 6:12, 4:12], np.s_[0:16, :, 8:], np.s_[16:, 12:, 12:], np.s_[3:17, 5:13, 1:13]):
+        np.testing.assert_array_equal(a[sel], data[sel])
+    np.testing.assert_array_equal(a.oindex[[1, 9, 17], :, 4:8], data[[1, 9, 17]][:, :, 4:8])

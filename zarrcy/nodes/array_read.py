@@ -164,7 +164,8 @@ class ArrayReads(ArrayBase):
                 if target.shape != cshape:
                     target = target.reshape(cshape)  # only unit dims differ: a view
                 with chunk_errors(key):
-                    if target.flags.c_contiguous:
+                    if target.flags.c_contiguous or pipeline.decodes_into_strided:
+                        # (sharding's kernel scatters straight into a strided region)
                         pipeline.decode_into(data, target)
                     else:
                         # strided destination: decode into this thread's reusable scratch
