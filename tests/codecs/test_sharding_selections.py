@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import zarrcy
 from zarrcy.codecs.sharding import decode_stats
+from zarrcy.config import get as _config_get
 
 BYTES = {"name": "bytes", "configuration": {"endian": "little"}}
 BYTES_BIG = {"name": "bytes", "configuration": {"endian": "big"}}
@@ -379,8 +380,11 @@ def test_partial_reads_of_few_shards_run_in_the_calling_thread(monkeypatch):
     readers = set()
     real_partial = type(a._pipeline).decode_partial
 
+    seen_threads = []
+
     def record(self, *args, **kw):
         readers.add(threading.get_ident())
+        seen_threads.append(_config_get("threads"))
         return real_partial(self, *args, **kw)
 
     monkeypatch.setattr(type(a._pipeline), "decode_partial", record)
@@ -393,8 +397,11 @@ def test_partial_reads_of_few_shards_run_in_the_calling_thread(monkeypatch):
     np.testing.assert_array_equal(a[6:10, 6:10, 6:10], data[6:10, 6:10, 6:10])  # 8 shards: the pool
     assert sum(pooled) == 8
     pooled.clear()
+    seen_threads.clear()
     np.testing.assert_array_equal(a[5:20, 5:20, 5:20], data[5:20, 5:20, 5:20])  # 27 shards: the pool
     assert sum(pooled) == 27
+    # ... whose tasks keep both threads busy: each shard's kernel call runs alone
+    assert seen_threads == [1] * 26 and _config_get("threads") == 2  # (the middle shard is whole)
     pooled.clear()
     np.testing.assert_array_equal(a[0:8, 0:8, 0:12], data[0:8, 0:8, 0:12])  # one shard whole: the pool
     assert sum(pooled) == 2
