@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import zarrcy
 from zarrcy.codecs.sharding import decode_stats
+from zarrcy.config import get as _config_get
 
 BYTES = {"name": "bytes", "configuration": {"endian": "little"}}
 BYTES_BIG = {"name": "bytes", "configuration": {"endian": "big"}}
@@ -328,3 +329,79 @@ def test_vindex_write_touches_only_the_inner_chunks_of_the_points(monkeypatch):
     assert calls == [(64,), (64,)]  # two inner chunks decoded, not the 4096-element shard
     monkeypatch.setattr(CodecPipeline, "decode", real)
     np.testing.assert_array_equal(a[...], data)
+
+
+@pytest.mark.parametrize("location", ["start", "end"])
+@pytest.mark.parametrize("codecs", [(BYTES,), (BYTES, GZIP), (BYTES_BIG, GZIP)])
+def test_whole_shards_decode_into_strided_output(counting, location, codecs):
+    """A read covering whole shards decodes each straight into its (strided) region of
+    the output -- the kernel scatters with the output's strides, no scratch shard and
+    copy (ShardingCodec.decodes_into_strided) -- equal to numpy, interior and edge
+    shards, missing inner chunks and missing shards filled; every stored inner chunk
+    decoded once."""
+    shape, shard, inner = (20, 18, 14), (8, 6, 4), (4, 3, 2)
+    a = zarrcy.create_array(zarrcy.MemoryStore(), metadata=_meta(shape, shard, [_sharding(inner, codecs, location)]))
+    data = np.arange(1, math.prod(shape) + 1, dtype="int32").reshape(shape)
+    data[8:16, 0:6, 0:4] = 0  # one whole shard of fill: not stored
+    data[0:4, 0:3, 4:6] = 0  # one inner chunk of fill: not stored
+    a[...] = data
+    assert a._pipeline.decodes_into_strided
+    stored = sum(1 for c in np.ndindex(5, 6, 7)
+                 if data[tuple(slice(i * k, (i + 1) * k) for i, k in zip(c, inner))].any())
+    counting.reset()
+    np.testing.assert_array_equal(a[...], data)
+    assert counting.decoded == stored
+    for sel in (np.s_[8:16, 6:12, 4:12], np.s_[0:16, :, 8:], np.s_[16:, 12:, 12:], np.s_[3:17, 5:13, 1:13]):
+        np.testing.assert_array_equal(a[sel], data[sel])
+    np.testing.assert_array_equal(a.oindex[[1, 9, 17], :, 4:8], data[[1, 9, 17]][:, :, 4:8])
+
+
+def test_partial_reads_of_few_shards_run_in_the_calling_thread(monkeypatch):
+    """A partial read touching 2-4 shards (an unaligned box across shard edges) reads
+    them in the calling thread, one kernel call each, no Python task per shard; more
+    shards, or whole ones, still go to the pool.  Results equal numpy either way."""
+    import threading
+
+    shape, shard, inner = (24, 24, 24), (8, 8, 8), (4, 4, 4)
+    a = zarrcy.create_array(zarrcy.MemoryStore(), metadata=_meta(shape, shard, [_sharding(inner, (BYTES, GZIP))]))
+    data = np.arange(1, math.prod(shape) + 1, dtype="int32").reshape(shape)
+    a[...] = data
+    zarrcy.config(threads=2)
+    pooled = []
+    real_run = type(a)._run
+
+    def spy(self, fn, items):
+        items = list(items)
+        pooled.append(len(items))
+        real_run(self, fn, items)
+
+    monkeypatch.setattr(type(a), "_run", spy)
+    main = threading.get_ident()
+    readers = set()
+    real_partial = type(a._pipeline).decode_partial
+
+    seen_threads = []
+
+    def record(self, *args, **kw):
+        readers.add(threading.get_ident())
+        seen_threads.append(_config_get("threads"))
+        return real_partial(self, *args, **kw)
+
+    monkeypatch.setattr(type(a._pipeline), "decode_partial", record)
+    for sel in (np.s_[6:10, 1:5, 2:7], np.s_[6:10, 6:10, 1:3], np.s_[3, 6:10, 1:3]):
+        pooled.clear()
+        readers.clear()
+        np.testing.assert_array_equal(a[sel], data[sel])
+        assert sum(pooled) == 0 and readers == {main}
+    pooled.clear()
+    np.testing.assert_array_equal(a[6:10, 6:10, 6:10], data[6:10, 6:10, 6:10])  # 8 shards: the pool
+    assert sum(pooled) == 8
+    pooled.clear()
+    seen_threads.clear()
+    np.testing.assert_array_equal(a[5:20, 5:20, 5:20], data[5:20, 5:20, 5:20])  # 27 shards: the pool
+    assert sum(pooled) == 27
+    # ... whose tasks keep both threads busy: each shard's kernel call runs alone
+    assert seen_threads == [1] * 26 and _config_get("threads") == 2  # (the middle shard is whole)
+    pooled.clear()
+    np.testing.assert_array_equal(a[0:8, 0:8, 0:12], data[0:8, 0:8, 0:12])  # one shard whole: the pool
+    assert sum(pooled) == 2

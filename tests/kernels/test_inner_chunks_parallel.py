@@ -268,3 +268,56 @@ def test_pool_in_child_processes(method, tmp_path):
     pool = next(g for g in got if isinstance(g, tuple))
     assert pool[0] == 0 and pool[1] == 500 and pool[2] >= 1, got
     assert True in got, got
+
+
+@settings(max_examples=100, deadline=None)
+@given(cases(), st.integers(1, 3), st.data())
+def test_decode_scatter_all_into_strided_view(case, threads, data):
+    """``out`` a region of a larger array (last dimension contiguous, rows strided): the
+    kernel writes through the view's strides -- the same values as into a contiguous
+    ``out`` -- and leaves every byte outside the region alone."""
+    chunk_shape, grid, shape, indices, dt, stored, codec, seed, missing_p, _ = case
+    rng = np.random.default_rng(seed)
+    fill = fill_for(dt, rng)
+    all_coords = list(itertools.product(*map(range, grid)))
+    chunks = {
+        c: rng.integers(0, 256, int(np.prod(chunk_shape)) * dt.itemsize, dtype=np.uint8).view(dt).reshape(chunk_shape)
+        for c in all_coords if rng.random() >= missing_p
+    }
+    bufs, where = split_buffers(chunks, list(chunks), codec, stored, 2, rng)
+    src, off, ln = task_arrays(all_coords, where)
+    # whole selections half the time: whole inner chunks, the kernel's block path
+    sel = [np.arange(n) if data.draw(st.booleans()) else idx for n, idx in zip(shape, indices)]
+    tables = csr_tables(sel, chunk_shape, grid)
+    oshape = tuple(len(i) for i in sel)
+    lo = [data.draw(st.integers(0, 2)) for _ in oshape]
+    hi = [data.draw(st.integers(0, 2)) for _ in oshape]
+    big = np.empty(tuple(n + a + b for n, a, b in zip(oshape, lo, hi)), dt)
+    big.view(np.uint8)[...] = 0x5A
+    before = big.copy()
+    region = tuple(slice(a, a + n) for a, n in zip(lo, oshape))
+    out = big[region]
+    status = np.empty(len(all_coords), np.uint8)
+    coords = np.array(all_coords, np.int64).reshape(len(all_coords), len(chunk_shape))
+    failed = K.decode_scatter_all(bufs, src, coords, off, ln, *tables, np.asarray(chunk_shape, np.int64),
+                                  dt.itemsize, stored != NATIVE, codec, fill, out, status, threads)
+    assert failed == 0 and not status.any()
+    want = expected_array(shape, chunk_shape, grid, dt, chunks, fill)[np.ix_(*sel)]
+    assert np.ascontiguousarray(out).tobytes() == want.tobytes()
+    outside = np.ones(big.shape, bool)
+    outside[region] = False
+    assert big[outside].tobytes() == before[outside].tobytes()
+
+
+def test_decode_scatter_all_rejects_views_it_cannot_write():
+    """A non-contiguous last dimension or a negative stride: ValueError, nothing written."""
+    chunk = np.arange(16, dtype=np.uint16).reshape(4, 4)
+    bufs = [chunk.tobytes()]
+    tables = csr_tables([np.arange(4), np.arange(4)], (4, 4), (1, 1))
+    one = np.zeros(1, np.int64)
+    for view in (np.zeros((4, 8), np.uint16)[:, ::2], np.zeros((4, 4), np.uint16)[::-1]):
+        with pytest.raises(ValueError, match="C-contiguous"):
+            K.decode_scatter_all(bufs, one, np.zeros((1, 2), np.int64), one, np.array([32], np.int64), *tables,
+                                 np.array([4, 4], np.int64), 2, 0, K.RAW, np.zeros(2, np.uint8), view,
+                                 np.empty(1, np.uint8), 1)
+        assert not view.any()

@@ -469,10 +469,14 @@ def decode_scatter_all(srcs, const int64_t[::1] task_src, const int64_t[:, ::1] 
     (``task_len[t] == -1``: missing, fill; ``task_src[t]`` is then ignored).  Every task
     runs; ``status[t]`` gets its result code (0 ok, see :func:`describe`).  Returns the
     number of failed tasks.  Each thread uses its own scratch chunk and decompressor.
+
+    ``out`` may be a strided view (non-negative strides, last dimension contiguous),
+    e.g. a shard's region of the whole output array: whole inner chunks are then
+    decoded into the thread's scratch chunk and scattered row by row.
     """
     cdef Geom g
     cdef DecodeJob job
-    _geometry(&job.g, chunk_shape, out, itemsize, swap, fill, "out")
+    _geometry(&job.g, chunk_shape, out, itemsize, swap, fill, "out", True, True)
     cdef _Sources S = _Sources(srcs)
     cdef Py_ssize_t ntask = task_coords.shape[0]
     if status.shape[0] != ntask:

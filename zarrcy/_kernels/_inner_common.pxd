@@ -175,7 +175,8 @@ cdef inline void _scatter(const uint8_t *chunk, uint8_t *out, const Geom *g, con
         runs = (s.runs[inner] & (RUN_LOCAL | RUN_OUT)) == (RUN_LOCAL | RUN_OUT)
     row = s.cnt[inner]
     if runs:
-        while inner > 0 and s.cnt[inner] == g.oshape[inner] and (chunk == NULL or s.cnt[inner] == g.cshape[inner]):
+        while (inner > 0 and s.cnt[inner] == g.oshape[inner] and (chunk == NULL or s.cnt[inner] == g.cshape[inner])
+           and g.ostride[inner - 1] == g.ostride[inner] * g.oshape[inner]):
             if chunk == NULL:
                 if not (s.runs[inner - 1] & RUN_OUT):
                     break
@@ -244,14 +245,17 @@ cdef inline int _decode(int codec, void *dec, const uint8_t *src, int64_t n, uin
 
 
 cdef inline bint _contiguous_block(const Geom *g) noexcept nogil:
-    """True when a whole inner chunk placed in the array is one contiguous block:
-    after its first dimension longer than 1, it spans the array's dimensions entirely."""
+    """True when a whole inner chunk placed in the array is one contiguous block: from
+    its first dimension longer than 1 on, the array's byte strides are the chunk's own
+    (C order), so the chunk's later dimensions span the array's entirely."""
     cdef Py_ssize_t d = 0
     while d < g.ndim and g.cshape[d] == 1:
         d += 1
+    if d < g.ndim and g.ostride[d] != g.cstride[d]:
+        return False
     d += 1
     while d < g.ndim:
-        if g.cshape[d] != g.oshape[d]:
+        if g.cshape[d] != g.oshape[d] or g.ostride[d] != g.cstride[d]:
             return False
         d += 1
     return True
@@ -269,9 +273,15 @@ cdef inline int _swap_width(object swap, Py_ssize_t itemsize) except -1:
 
 
 cdef inline int _geometry(Geom *g, const int64_t[::1] chunk_shape, object arr, Py_ssize_t itemsize,
-                   object swap, const uint8_t[::1] fill, str what, bint same_rank=True) except -1:
+                   object swap, const uint8_t[::1] fill, str what, bint same_rank=True,
+                   bint strided=False) except -1:
     """Fill ``g`` from the chunk shape and the C-contiguous array ``arr`` (of the chunk's
-    rank unless not ``same_rank``; then ``g.oshape``/``g.ostride`` are left unset)."""
+    rank unless not ``same_rank``; then ``g.oshape``/``g.ostride`` are left unset).
+
+    ``strided``: ``arr`` may also be a strided view whose last dimension is contiguous
+    (its stride the item size) and whose strides are non-negative (a region of a larger
+    array); ``g.ostride`` are then its byte strides.  Every address the kernels form is
+    ``sum(index[d] * ostride[d])`` with ``0 <= index[d] < oshape[d]``: inside the view."""
     cdef Py_ssize_t ndim = chunk_shape.shape[0], d
     cdef int64_t limit = (<int64_t>1) << 62
     if ndim > MAX_NDIM:
@@ -283,8 +293,9 @@ cdef inline int _geometry(Geom *g, const int64_t[::1] chunk_shape, object arr, P
     cdef cnp.ndarray a = <cnp.ndarray>arr
     if same_rank and cnp.PyArray_NDIM(a) != ndim:
         raise ValueError(f"{what}: expected {ndim} dimensions, received {arr.ndim}")
-    if not cnp.PyArray_IS_C_CONTIGUOUS(a):
-        raise ValueError(f"{what}: expected a C-contiguous array")
+    if not cnp.PyArray_IS_C_CONTIGUOUS(a) and not (strided and same_rank and _strided_ok(a, itemsize)):
+        raise ValueError(f"{what}: expected a C-contiguous array"
+                         + (" or a view with a contiguous last dimension and non-negative strides" if strided else ""))
     if (a.descr.flags & NPY_ITEM_HASOBJECT) or cnp.PyArray_ITEMSIZE(a) != itemsize:
         raise ValueError(f"{what}: expected a dtype of {itemsize} bytes without objects, received {arr.dtype}")
     if fill.shape[0] != itemsize:
@@ -308,12 +319,27 @@ cdef inline int _geometry(Geom *g, const int64_t[::1] chunk_shape, object arr, P
     g.chunk_elems = n
     g.chunk_bytes = n * itemsize
     cdef int64_t cs = itemsize, os = itemsize
+    cdef bint own = same_rank and not cnp.PyArray_IS_C_CONTIGUOUS(a)
     for d in range(ndim - 1, -1, -1):
         g.cstride[d] = cs
         cs *= g.cshape[d]
-        g.ostride[d] = os
-        os *= g.oshape[d]
+        # a strided view: its own strides, except along length-1 dimensions (index 0
+        # only), which get the C value so that run merging sees through them
+        g.ostride[d] = cnp.PyArray_STRIDES(a)[d] if own and g.oshape[d] > 1 else os
+        os = g.ostride[d] * g.oshape[d]
     return 0
+
+
+cdef inline bint _strided_ok(cnp.ndarray a, Py_ssize_t itemsize):
+    """A view the strided kernels can write: non-negative strides, the last dimension
+    (when longer than 1) contiguous, no zero-size dimension."""
+    cdef Py_ssize_t d, nd = cnp.PyArray_NDIM(a)
+    if nd == 0:
+        return False
+    for d in range(nd):
+        if cnp.PyArray_DIMS(a)[d] == 0 or cnp.PyArray_STRIDES(a)[d] < 0:
+            return False
+    return cnp.PyArray_DIMS(a)[nd - 1] == 1 or cnp.PyArray_STRIDES(a)[nd - 1] == itemsize
 
 
 cdef inline void *_gzip_decompressor(int codec) except? NULL:

@@ -205,6 +205,13 @@ class ArrayBytesCodec(Codec):
         """Decode straight into ``out`` (shape ``spec.shape``); False if not supported."""
         return False
 
+    def decodes_into_strided(self, spec: ArraySpec) -> bool:
+        """True when :meth:`decode_into` writes a strided ``out`` (a chunk's region of a
+        larger array) with no chunk-sized intermediate copy, so a caller should pass that
+        view rather than decode into a contiguous scratch chunk and copy it (sharding:
+        its kernel scatters every inner chunk with the view's strides).  Default: False."""
+        return False
+
     def fix_endian_inplace(self, out: np.ndarray, spec: ArraySpec) -> None:
         """After a compressor wrote this codec's encoded bytes into ``out``: make them
         native (default: nothing to do)."""

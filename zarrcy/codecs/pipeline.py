@@ -123,6 +123,11 @@ class CodecPipeline:
             full = tuple(slice(0, n, 1) for n in s.shape)
             ok = aa.encode_selection(full, s) is not None
         self._partial_ok = ok
+        # decode_into(data, strided view) without a chunk-sized copy: the array->bytes
+        # codec alone, and it says so (sharding's kernel)
+        self.decodes_into_strided = (
+            not self.array_array and not self.bytes_bytes and self.array_bytes.decodes_into_strided(self._ab_spec)
+        )
 
     @classmethod
     def from_codecs(cls, codecs: Iterable[Any], spec: ArraySpec, path: str = "codecs") -> CodecPipeline:

@@ -7,11 +7,14 @@ output when it covers it), a sharded one reaches the codec's ``decode_partial`` 
 from __future__ import annotations
 
 import bisect
-from typing import Any
+import itertools
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
 from zarrcy._kernels import _rectilinear
+from zarrcy.config import get as _config_get
+from zarrcy.config import override as _config_override
 from zarrcy.indexing import (
     BasicSelection,
     ChunkProjection,
@@ -30,6 +33,9 @@ from zarrcy.storage import StorePath
 __all__ = ["ArrayReads"]
 
 _NOT_A_POINT = object()
+
+#: at most this many shards touched, none whole: read in the calling thread
+_FEW_SHARDS = 4
 
 
 class ArrayReads(ArrayBase):
@@ -142,8 +148,40 @@ class ArrayReads(ArrayBase):
         out = np.empty(sel.out_shape, dtype=self._dtype)
         if out.size == 0:
             return out
-        projections = iter_chunk_projections(sel, self._axis_grids)
-        self._run(lambda p: self._keyed(lambda q: self._read_chunk(q, out), p, _proj_coords), projections)
+        projections: Iterable[ChunkProjection] = iter_chunk_projections(sel, self._axis_grids)
+        task = lambda p: self._keyed(lambda q: self._read_chunk(q, out), p, _proj_coords)  # noqa: E731
+        threads = _config_get("threads")
+        if self._partial and threads > 1 and self.store.io_concurrency <= threads:
+            many = max(_FEW_SHARDS, 2 * threads)
+            first = list(itertools.islice(projections, many + 1))
+            if len(first) <= _FEW_SHARDS and not any(p.is_complete for p in first):
+                # a partial read of a few shards (an unaligned box crossing shard edges):
+                # the calling thread reads them in turn, each one kernel call whose inner
+                # chunks the native helpers share -- cheaper than a Python task per shard
+                # (measured: 50 cross-shard 40^3 reads 58 -> 52 ms at 2 threads).  Whole
+                # shards keep the pool, which overlaps one shard's file read with another's
+                # decode.
+                for p in first:
+                    task(p)
+                return self._read_done(out)
+            if len(first) > many:
+                # many shards: the pool's tasks already keep every thread busy, so each
+                # shard's kernel call runs on its task's thread alone (no native helpers
+                # competing with the other tasks' file reads and decodes; measured: full
+                # read of 8 shards 0.333 -> 0.313 s at 2 threads)
+                task = self._one_thread(task)
+            projections = itertools.chain(first, projections)
+        self._run(task, projections)
+        return self._read_done(out)
+
+    @staticmethod
+    def _one_thread(task: Callable[[Any], None]) -> Callable[[Any], None]:
+        def run(p: Any) -> None:
+            with _config_override(threads=1):
+                task(p)
+        return run
+
+    def _read_done(self, out: np.ndarray) -> np.ndarray:
         if self._may_be_all_fill(out):
             self._check_node_exists()
         return out
@@ -164,7 +202,8 @@ class ArrayReads(ArrayBase):
                 if target.shape != cshape:
                     target = target.reshape(cshape)  # only unit dims differ: a view
                 with chunk_errors(key):
-                    if target.flags.c_contiguous:
+                    if target.flags.c_contiguous or pipeline.decodes_into_strided:
+                        # (sharding's kernel scatters straight into a strided region)
                         pipeline.decode_into(data, target)
                     else:
                         # strided destination: decode into this thread's reusable scratch

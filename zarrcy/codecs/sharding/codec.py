@@ -154,6 +154,12 @@ class ShardingCodec(ArrayBytesCodec):
         layout.validate(flat, size)
         return flat
 
+    def decodes_into_strided(self, spec: ArraySpec) -> bool:
+        # the kernel path of decode_into scatters into the view's strides
+        # (scatter.writes_strided; other views get one copy, as before)
+        layout = self.layout(spec)
+        return layout.n > 1 and scatter.usable(layout)
+
     def decode(self, data: bytes | bytearray | memoryview, spec: ArraySpec) -> np.ndarray:
         out = np.empty(spec.shape, dtype=spec.dtype)
         self.decode_into(data, out, spec)

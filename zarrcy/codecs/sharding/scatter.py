@@ -29,7 +29,7 @@ from zarrcy.codecs.sharding.projection import whole_projection
 from zarrcy.config import get as _config_get
 from zarrcy.errors import CorruptChunkError
 
-__all__ = ["usable", "scatter_tables", "decode_tasks", "decode_point_tasks", "ENABLED"]
+__all__ = ["usable", "writes_strided", "scatter_tables", "decode_tasks", "decode_point_tasks", "ENABLED"]
 
 #: tests switch the kernel path off to compare it with the Python path
 ENABLED = True
@@ -115,6 +115,14 @@ def _settle(layout: Any, linear: np.ndarray, status: np.ndarray, task_len: np.nd
         retry(t)  # the codec decides (raises when corrupt)
 
 
+def writes_strided(out: np.ndarray) -> bool:
+    """The kernel writes into this (non-contiguous) view directly: non-negative
+    strides, the last dimension contiguous (``_inner_common._strided_ok``)."""
+    if out.ndim == 0 or 0 in out.shape or min(out.strides) < 0 or out.dtype.hasobject:
+        return False
+    return out.shape[-1] == 1 or out.strides[-1] == out.itemsize
+
+
 def whole_tables(layout: Any) -> tuple[Any, tuple[np.ndarray, ...]]:
     """(projection, kernel tables) of a whole shard: immutable per layout, so built once
     and kept on it (up to 65,536 inner chunks; larger grids rebuild them per shard)."""
@@ -149,8 +157,11 @@ def decode_tasks(
         if d not in proj.dropped:
             kshape[d] = proj.out_shape[k]
             k += 1
-    direct = out.flags.c_contiguous and out.flags.writeable
-    target = out.reshape(kshape) if direct else np.empty(kshape, out.dtype)
+    direct = out.flags.writeable and (out.flags.c_contiguous or writes_strided(out))
+    if direct:  # the selection's shape with its dropped dimensions back as length 1: a view
+        target = out[tuple(None if d in proj.dropped else slice(None) for d in range(ndim))]
+    else:
+        target = np.empty(kshape, out.dtype)
     dest = target.reshape(out.shape)  # a view: what the Python retries write into
     coords, dim_base, dim_start, dim_local, dim_out = scatter_tables(proj) if tables is None else tables
     status = np.empty(task_src.size, np.uint8)
