@@ -152,6 +152,19 @@ def build_index(const uint64_t[::1] nbytes, uint64_t base, uint64_t[::1] index_o
 # byte-range coalescing
 # ------------------------------------------------------------------------------------
 
+cdef inline bint _joins(Py_ssize_t g, uint64_t gs, uint64_t ge, uint64_t off, uint64_t end,
+                        uint64_t gap, uint64_t cap) noexcept nogil:
+    """The coalescing rule (shared by :func:`coalesce` and :func:`plan_reads`): range
+    ``[off, end)``, visited in offset order, joins group ``g`` (span ``[gs, ge)``) when it
+    overlaps or touches it or the hole is below ``gap``, and the grown group stays within
+    ``cap`` bytes (a group never grows past ``cap`` unless the range adds nothing)."""
+    cdef uint64_t new_end
+    if g < 0 or not (off <= ge or off - ge < gap):
+        return False
+    new_end = end if end > ge else ge
+    return new_end - gs <= cap or new_end == ge
+
+
 def coalesce(const uint64_t[::1] offsets, const uint64_t[::1] nbytes, const int64_t[::1] order,
              uint64_t gap, uint64_t cap, int64_t[::1] group_of, uint64_t[::1] group_start,
              uint64_t[::1] group_stop):
@@ -176,20 +189,13 @@ def coalesce(const uint64_t[::1] offsets, const uint64_t[::1] nbytes, const int6
         if nbytes[order[k]] > SENTINEL - offsets[order[k]]:
             raise ValueError("coalesce: range overflows uint64")
     cdef Py_ssize_t g = -1
-    cdef uint64_t gs = 0, ge = 0, off, end, new_end
-    cdef bint join
+    cdef uint64_t gs = 0, ge = 0, off, end
     with nogil:
         for k in range(n):
             i = order[k]
             off = offsets[i]
             end = off + nbytes[i]
-            join = False
-            if g >= 0:
-                if off <= ge or off - ge < gap:
-                    new_end = end if end > ge else ge
-                    if new_end - gs <= cap or new_end == ge:
-                        join = True
-            if join:
+            if _joins(g, gs, ge, off, end, gap, cap):
                 if end > ge:
                     ge = end
                 group_stop[g] = ge
@@ -245,9 +251,9 @@ def plan_reads(const uint64_t[::1] index, const int64_t[::1] linear, int64_t sha
     cdef _Range *rs = <_Range *>malloc(m * sizeof(_Range))
     if rs == NULL:
         raise MemoryError()
-    cdef uint64_t off, nb, total = 0, gs = 0, ge = 0, end, new_end
+    cdef uint64_t off, nb, total = 0, gs = 0, ge = 0, end
     cdef Py_ssize_t g = -1, i
-    cdef bint bad = False, join
+    cdef bint bad = False
     with nogil:
         for k in range(m):
             off = index[2 * linear[k]]
@@ -280,13 +286,7 @@ def plan_reads(const uint64_t[::1] index, const int64_t[::1] linear, int64_t sha
                 k = rs[i].task
                 off = rs[i].off
                 end = off + <uint64_t>task_len[k]
-                join = False
-                if g >= 0:
-                    if off <= ge or off - ge < gap:
-                        new_end = end if end > ge else ge
-                        if new_end - gs <= cap or new_end == ge:
-                            join = True
-                if join:
+                if _joins(g, gs, ge, off, end, gap, cap):
                     if end > ge:
                         ge = end
                     group_stop[g] = ge
