@@ -8,6 +8,7 @@ messages all read ``<path>.configuration.<key>: expected <what>, received <value
 from __future__ import annotations
 
 import sys
+import threading
 from typing import Any, ClassVar
 
 import numpy as np
@@ -16,6 +17,7 @@ from zarrcy.errors import CorruptChunkError, MetadataError, expected
 from zarrcy.metadata._parse import MISSING, config_dict
 
 __all__ = [
+    "thread_bytes",
     "NoConfiguration",
     "MISSING",
     "config_dict",
@@ -114,3 +116,23 @@ class NoConfiguration:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name}
+
+
+_THREAD_BYTES = threading.local()
+
+#: per-thread buffers up to this size are kept between calls (:func:`thread_bytes`)
+KEEP_THREAD_BYTES = 64 << 20
+
+
+def thread_bytes(name: str, nbytes: int) -> np.ndarray:
+    """A uint8 work buffer of ``nbytes`` owned by the calling thread until its next call
+    with the same ``name``: reused across chunks and shards (a fresh buffer costs its
+    page faults every time), kept only up to ``KEEP_THREAD_BYTES`` so memory stays
+    bounded by one buffer per name and thread."""
+    if nbytes > KEEP_THREAD_BYTES:
+        return np.empty(nbytes, np.uint8)
+    d: dict[str, np.ndarray] = _THREAD_BYTES.__dict__
+    buf = d.get(name)
+    if buf is None or buf.shape[0] < nbytes:
+        buf = d[name] = np.empty(max(nbytes, 1), np.uint8)
+    return buf[:nbytes]

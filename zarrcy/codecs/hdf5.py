@@ -23,7 +23,6 @@ metadata (zarrcy/convert/engine.py always re-encodes HDF5 sources).
 from __future__ import annotations
 
 import json
-import threading
 import zlib
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
@@ -33,6 +32,7 @@ import numpy as np
 from zarrcy._kernels import _deflate as _k
 from zarrcy._kernels._shuffle import unshuffle_into as _unshuffle_into
 from zarrcy.codecs._base import ArrayBytesCodec, ArraySpec
+from zarrcy.codecs._common import thread_bytes
 from zarrcy.metadata._parse import config_dict
 from zarrcy.errors import CorruptChunkError, MetadataError, expected
 
@@ -84,17 +84,6 @@ def _load_libdeflate() -> bool:
 
 
 _HAVE_LIBDEFLATE = _load_libdeflate()
-_LOCAL = threading.local()
-
-
-def _scratch(nbytes: int) -> np.ndarray:
-    """The calling thread's inflate buffer (reused: no fresh pages to fault in per
-    chunk), at least ``nbytes`` long; one chunk per thread, so memory stays bounded."""
-    buf: np.ndarray | None = getattr(_LOCAL, "buf", None)
-    if buf is None or buf.shape[0] < nbytes:
-        buf = np.empty(max(nbytes, 1), np.uint8)
-        _LOCAL.buf = buf
-    return buf[:nbytes]
 
 
 def _inflate_into(payload: Any, dst: np.ndarray) -> None:
@@ -206,7 +195,7 @@ class HDF5ChunkCodec(ArrayBytesCodec):
                     _inflate_into(buf, target)
                     placed = True
                 else:  # an intermediate result: the thread's scratch buffer
-                    dst = _scratch(sizes[k])
+                    dst = thread_bytes("hdf5-inflate", sizes[k])
                     _inflate_into(buf, dst)
                     buf = dst
             elif fid == 2:

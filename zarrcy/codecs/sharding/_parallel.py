@@ -12,7 +12,7 @@ from zarrcy.codecs._base import ArraySpec
 from zarrcy.config import get as _config_get
 from zarrcy.config import run_bounded as _run_bounded
 
-__all__ = ["run", "scratch", "work_buffer", "PARALLEL_MIN_BYTES", "decode_stats"]
+__all__ = ["run", "scratch", "PARALLEL_MIN_BYTES", "decode_stats"]
 
 # below this many decoded bytes per call, inner chunks are processed inline
 PARALLEL_MIN_BYTES = 1 << 17  # two 64 KiB inner chunks already pay for a second thread
@@ -74,23 +74,6 @@ def scratch(spec: ArraySpec) -> np.ndarray:
 
 
 # here, not in reader.py: the scatter driver counts too (reader imports scatter)
-#: encode buffers up to this size are kept per thread (``work_buffer``)
-KEEP_WORK_BYTES = 64 << 20
-
-
-def work_buffer(nbytes: int) -> np.ndarray:
-    """A uint8 buffer of ``nbytes`` owned by the calling thread until its next call:
-    reused across shard encodes (a fresh 30 MiB buffer costs ~5 ms of page faults per
-    shard), kept only up to ``KEEP_WORK_BYTES``."""
-    if nbytes > KEEP_WORK_BYTES:
-        return np.empty(nbytes, np.uint8)
-    d: dict[Any, Any] = _SCRATCH.__dict__
-    buf = d.get("work")
-    if buf is None or buf.size < nbytes:
-        buf = d["work"] = np.empty(nbytes, np.uint8)
-    return buf[:nbytes]
-
-
 class _DecodeStats:
     """Inner chunks decoded by partial and point reads, when enabled (tests, bench)."""
 

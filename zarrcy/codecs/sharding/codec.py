@@ -12,7 +12,8 @@ import numpy as np
 from zarrcy._kernels import _sharding as K
 from zarrcy.codecs._base import ArrayBytesCodec, ArraySpec, ByteGetter, ByteSetter, Codec, Selection, fill_key
 from zarrcy.codecs.sharding import reader, scatter, writer
-from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, run, work_buffer
+from zarrcy.codecs._common import thread_bytes
+from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, run
 from zarrcy.codecs.sharding.format import (
     SENTINEL,
     ShardLayout,
@@ -270,7 +271,7 @@ class ShardingCodec(ArrayBytesCodec):
         level = int(layout.inner.bytes_bytes[0].to_dict()["configuration"]["level"]) if gz else 0
         chunk_bytes = layout.inner_spec.nbytes
         slot = int(KI.slot_size(codec, level, chunk_bytes))
-        slots = work_buffer(n * slot)  # this thread's, until the shard below is packed
+        slots = thread_bytes("shard-encode", n * slot)  # this thread's, until the shard below is packed
         slot_off = np.arange(n + 1, dtype=np.int64) * slot
         nbytes = np.empty(n, np.int64)
         empty = np.empty(n, np.uint8)
