@@ -263,8 +263,9 @@ def plan_reads(const uint64_t[::1] index, const int64_t[::1] linear, int64_t sha
                 task_off[k] = 0
                 task_len[k] = -1
                 continue
-            # a validated index has no overflow; sizes are checked before any read
-            if nb > max_one or nb > SENTINEL - total:
+            # sizes are checked before any read; an overflowing range is refused here too
+            # (the reader validates the index first: defence in depth, one compare)
+            if nb > max_one or nb > SENTINEL - total or nb >= SENTINEL - off:
                 bad = True
                 break
             total += nb
