@@ -129,3 +129,80 @@ def _record(kills: int, completed: int) -> None:
 
         with open(out, "a") as f:
             f.write(json.dumps({"test": "convert", "kills": kills, "completed": completed}) + "\n")
+
+
+def test_kill_while_erasing_the_journal_is_finished_by_resume(tmp_path, monkeypatch):
+    """A finished run killed while erasing its journal (the window the random kills above
+    hit once in CI): ``plan.json`` goes last, so the journal is still a journal and
+    ``--resume`` skips every region and erases the rest."""
+    from zarrcy.convert import engine
+
+    src = str(tmp_path / "src.zarr")
+    _make_source(src)
+    ref = str(tmp_path / "ref.zarr")
+    assert convert_main([src, ref, *OPTS]) == 0
+    dst = str(tmp_path / "dst.zarr")
+    real = engine._erase_journal
+
+    def killed(store, jroot):  # the entries go, then the "kill" lands before plan.json
+        store.erase_values([k for k in store.list_prefix(jroot) if not k.endswith("plan.json")])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(engine, "_erase_journal", killed)
+    try:
+        convert_main([src, dst, *OPTS])
+    except KeyboardInterrupt:
+        pass
+    assert os.path.exists(os.path.join(dst, "__zarrcy_convert", "plan.json"))
+    monkeypatch.setattr(engine, "_erase_journal", real)
+    assert convert_main([src, dst, *OPTS, "--resume"]) == 0
+    assert _stored(dst) == _stored(ref)
+    assert not os.path.exists(os.path.join(dst, "__zarrcy_convert"))
+
+
+def test_resume_removes_journal_leftovers_without_plan(tmp_path):
+    """Leftovers of a clean-up from before plan.json went last (or of any interrupted
+    erase): ``--resume`` on a complete destination removes them instead of reporting
+    "nothing to do" and leaving them forever."""
+    src = str(tmp_path / "src.zarr")
+    _make_source(src)
+    dst = str(tmp_path / "dst.zarr")
+    assert convert_main([src, dst, *OPTS]) == 0
+    before = _stored(dst)
+    os.makedirs(os.path.join(dst, "__zarrcy_convert", "a"))
+    with open(os.path.join(dst, "__zarrcy_convert", "a", "3"), "w") as f:
+        f.write("{}")
+    assert convert_main([src, dst, *OPTS, "--resume"]) == 0
+    assert not os.path.exists(os.path.join(dst, "__zarrcy_convert"))
+    assert _stored(dst) == before
+
+
+def test_kill_while_overwrite_erases_is_redone_by_resume(tmp_path, monkeypatch):
+    """``--overwrite`` killed while erasing the old destination: the journal says so first,
+    so ``--resume`` erases again and converts afresh instead of calling the half-erased
+    old destination complete."""
+    from zarrcy.convert import engine
+
+    src = str(tmp_path / "src.zarr")
+    _make_source(src)
+    ref = str(tmp_path / "ref.zarr")
+    assert convert_main([src, ref, *OPTS]) == 0
+    dst = str(tmp_path / "dst.zarr")
+    other = [o if o != "zstd:1" else "zstd:5" for o in OPTS]  # an old destination with other bytes
+    assert convert_main([src, dst, *other]) == 0
+    real = engine._erase_except
+
+    def killed(store, prefix, keep):  # half the old keys go, then the "kill"
+        keys = [k for k in store.list_prefix(prefix) if k != keep]
+        store.erase_values(keys[: len(keys) // 2])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(engine, "_erase_except", killed)
+    try:
+        convert_main([src, dst, *OPTS, "--overwrite"])
+    except KeyboardInterrupt:
+        pass
+    monkeypatch.setattr(engine, "_erase_except", real)
+    assert convert_main([src, dst, *OPTS, "--resume"]) == 0
+    assert _stored(dst) == _stored(ref)
+    assert not os.path.exists(os.path.join(dst, "__zarrcy_convert"))

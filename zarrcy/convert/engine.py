@@ -310,14 +310,26 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
                                "than the interrupted run (rerun with the same options, or --overwrite)", 2)
     elif exists:
         if o.resume and not o.overwrite:
+            # a finished run killed while erasing its journal leaves entries without plan.json
+            # (plan.json goes last, see _erase_journal): finish that clean-up
+            if journal and next(iter(dst_store.list_prefix(jroot)), None) is not None:
+                _erase_journal(dst_store, jroot)
             report.already_complete = True
             report.seconds = time.perf_counter() - t0
             return report
         if not o.overwrite:
             raise ConvertError(f"destination {dst_store.url}/{dst_root}: a node exists there (pass --overwrite)", 2)
     resuming = o.resume and plan_raw is not None
-    if o.overwrite and not resuming and (exists or plan_raw is not None):
-        dst_store.erase_prefix(_prefix(dst_root))
+    if resuming and json.loads(plan_raw).get("erasing"):  # type: ignore[arg-type]
+        resuming = False  # killed while --overwrite erased the old destination: erase again, start afresh
+    if (o.overwrite or plan_raw is not None) and not resuming and (exists or plan_raw is not None):
+        if journal:
+            # mark the journal first: a run killed while erasing leaves plan.json saying so
+            # (a half-erased old destination must never pass for a complete one on --resume)
+            dst_store.set(jroot + "plan.json", json.dumps({"fingerprint": fp, "format": dst_fmt, "erasing": True}).encode())
+            _erase_except(dst_store, _prefix(dst_root), jroot + "plan.json")
+        else:
+            dst_store.erase_prefix(_prefix(dst_root))
     if resuming:
         cleanup = getattr(dst_store, "remove_temp_files", None)
         if cleanup is not None:
@@ -408,6 +420,8 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
         if e.exit_code == 5:
             # an inline quantize check failed: remove what this run wrote (journal
             # included), so a refused conversion leaves no destination behind
+            if journal:  # plan.json last: a kill in between leaves a journal, not a "complete" node
+                _erase_except(dst_store, _prefix(dst_root), jroot + "plan.json")
             dst_store.erase_prefix(_prefix(dst_root))
             e.args = (str(e) + "\n(checked while converting: the partly written destination was removed)",)
         raise
@@ -421,10 +435,32 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
         raise ConvertError(f"conversion stopped: {e}; completed regions are kept (--resume continues)", 1, report) from e
     progress.close()
     if journal:
-        dst_store.erase_prefix(jroot)
+        _erase_journal(dst_store, jroot)
     report.verified = bool(o.verify)
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _erase_journal(store: Any, jroot: str) -> None:
+    """Erase a finished conversion's journal with ``plan.json`` last, so a run killed in
+    the middle still has a journal: ``--resume`` then skips every region and erases the
+    rest (erasing ``plan.json`` first would leave entries that no run ever removes)."""
+    plan_key = jroot + "plan.json"
+    store.erase_values([k for k in store.list_prefix(jroot) if k != plan_key])
+    store.erase_prefix(jroot)
+
+
+def _erase_except(store: Any, prefix: str, keep: str) -> None:
+    """Erase every key under ``prefix`` but ``keep``, in batches (bounded memory)."""
+    batch: list[str] = []
+    for k in store.list_prefix(prefix):
+        if k != keep:
+            batch.append(k)
+            if len(batch) >= 4096:
+                store.erase_values(batch)
+                batch = []
+    if batch:
+        store.erase_values(batch)
 
 
 def _location(store: Any, path: str) -> str:
