@@ -320,7 +320,7 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
         if not o.overwrite:
             raise ConvertError(f"destination {dst_store.url}/{dst_root}: a node exists there (pass --overwrite)", 2)
     resuming = o.resume and plan_raw is not None
-    if resuming and json.loads(plan_raw).get("erasing"):  # type: ignore[arg-type]
+    if resuming and json.loads(plan_raw).get("erasing"):
         resuming = False  # killed while --overwrite erased the old destination: erase again, start afresh
     if (o.overwrite or plan_raw is not None) and not resuming and (exists or plan_raw is not None):
         if journal:
