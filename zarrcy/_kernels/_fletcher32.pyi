@@ -1,0 +1,3 @@
+from collections.abc import Buffer
+
+def fletcher32(data: Buffer) -> tuple[int, int]: ...
