@@ -12,16 +12,23 @@ dimension -- as a Zarr v3 hierarchy, so everything that reads stores
   ``DIMENSION_LIST``, ``CLASS`` dropped), ``dimension_names`` from the dimension
   scales (NetCDF dimensions);
 * each chunk key ``c/i/j/...`` serves the chunk's *stored* bytes, read straight from
-  the file with ``os.pread`` (no HDF5 library call and no lock: the chunk index is
-  read once per dataset with ``chunk_iter``) and prefixed with a 4-byte
-  little-endian filter mask.  The internal ``zarrcy.hdf5_chunk`` codec
+  the file with one ``pread`` (no HDF5 library call and no lock: the chunk index is
+  read once per dataset with ``chunk_iter`` into a :class:`~zarrcy.storage.hdf5_file.ChunkTable`
+  whose every offset and size was checked against the file first) and prefixed with a
+  4-byte little-endian filter mask.  The internal ``zarrcy.hdf5_chunk`` codec
   (:mod:`zarrcy.codecs.hdf5`) undoes the HDF5 filters (deflate, shuffle, fletcher32)
-  itself, outside h5py's global lock, so threads decode chunks in parallel.
-  :meth:`HDF5Store.read_chunk` serves the same bytes into a caller's reused buffer,
-  and :meth:`HDF5Store.prefetch` asks the OS to read a region's chunks ahead (the
-  converter's region reads, zarrcy/convert/hdf5.py ``read_region``);
-* datasets whose filters zarrcy does not decode (szip, lzf, plugins), compact or
-  external storage, and variable-length strings are read through h5py
+  itself, outside h5py's global lock, so the array's tasks (``config.run_bounded``)
+  decode chunks in parallel threads.  This is the one read path of HDF5 data: user
+  reads (``a[sel]``, ``oindex``, ``vindex``...) and the converter's region reads alike.
+  The served bytes are a memoryview of the reading thread's reused buffer (never
+  overwritten while still referenced: no fresh pages per chunk) and ``get`` with a
+  byte range covering the whole value returns them without a copy.
+  :meth:`HDF5Store.read_chunk` serves the same bytes into a caller's buffer, and
+  :meth:`HDF5Store.prefetch` asks the OS to read given chunks ahead;
+* contiguous datasets are served by byte range (one ``pread`` of whole rows per chunk);
+* datasets whose filters zarrcy does not decode (szip, lzf, scale-offset, n-bit,
+  plugins), compact or external storage, virtual datasets and variable-length strings
+  are read through h5py
   (``dataset[region]``, under its lock); their chunks are served as raw bytes (mask
   ``0xFFFFFFFF``: every filter skipped) or, for strings, in the ``vlen-utf8`` layout.
 
