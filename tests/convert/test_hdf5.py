@@ -229,11 +229,13 @@ def test_fletcher32_matches_numcodecs():
     from zarrcy.codecs.hdf5 import fletcher32
 
     rng = np.random.default_rng(5)
-    for n in (1, 2, 3, 359 * 2, 720, 721, 5000, 65537):
-        data = rng.integers(0, 256, n).astype("u1").tobytes()
-        enc = bytes(numcodecs_f.Fletcher32().encode(np.frombuffer(data, "u1")))
-        v = int.from_bytes(enc[-4:], "little")
-        assert fletcher32(data) == ((v & 0xFFFF) % 65535, (v >> 16) % 65535), n
+    # across the float64 blocks (2**16 words) and slabs (16 blocks) of the implementation
+    assert fletcher32(b"") == (0, 0)  # (numcodecs refuses empty input)
+    for n in (1, 2, 3, 359 * 2, 720, 721, 5000, 65537, 2**17, 2**17 + 1, 2**21 + 7, 2**22 + 2**17 + 3):
+        for data in (rng.integers(0, 256, n).astype("u1").tobytes(), b"\xff" * n):  # random; the largest words
+            enc = bytes(numcodecs_f.Fletcher32().encode(np.frombuffer(data, "u1")))
+            v = int.from_bytes(enc[-4:], "little")
+            assert fletcher32(data) == ((v & 0xFFFF) % 65535, (v >> 16) % 65535), n
 
 
 def test_damaged_chunk_is_corrupt(tmp_path):
