@@ -55,8 +55,9 @@ def fletcher32(data: Any) -> tuple[int, int]:
     ``sum2`` weighs word ``j`` of ``count`` by ``count - j``; per block of
     ``_F32_BLOCK`` words starting at ``lo`` that is ``(count - lo) * S - T`` with ``S``
     the block's sum and ``T`` the sum of its words times their position in the block,
-    both exact in float64 (numpy's pairwise sum and a BLAS matrix-vector product, no
-    GIL), combined in Python integers (no overflow)."""
+    both exact in float64 (numpy's pairwise sum and ``einsum``'s own loop -- not BLAS,
+    whose threads would compete with the reading threads), combined in Python integers
+    (no overflow)."""
     b = np.frombuffer(data, dtype=np.uint8)
     n = b.shape[0]
     words = b[: n & ~1].view(">u2")
@@ -69,7 +70,7 @@ def fletcher32(data: Any) -> tuple[int, int]:
         if full:
             m = part[:full].reshape(-1, _F32_BLOCK).astype(np.float64)
             sums = m.sum(axis=1).tolist()
-            moments = (m @ _F32_POS).tolist()
+            moments = np.einsum("ij,j->i", m, _F32_POS).tolist()  # not BLAS: its own threads oversubscribe
             for r, (sb, tb) in enumerate(zip(sums, moments)):
                 s1 += int(sb)
                 s2 += (count - lo - r * _F32_BLOCK) * int(sb) - int(tb)
@@ -77,7 +78,7 @@ def fletcher32(data: Any) -> tuple[int, int]:
             rest = part[full:].astype(np.float64)
             sb = int(rest.sum())
             s1 += sb
-            s2 += (count - lo - full) * sb - int(rest @ _F32_POS[: rest.shape[0]])
+            s2 += (count - lo - full) * sb - int(np.einsum("i,i->", rest, _F32_POS[: rest.shape[0]]))
     if n & 1:  # the odd byte is the last word (weight 1)
         s1 += int(b[-1]) << 8
         s2 += int(b[-1]) << 8
