@@ -121,6 +121,18 @@ def test_user_reads_equal_h5py(tmp_path, layout, dtype, threads, restore_config)
         store.close()
 
 
+def test_open_array_on_the_file_path(tmp_path):
+    """``zarrcy.open_array("file.h5", path=...)``: the HDF5 file detected by signature."""
+    path = str(tmp_path / "p.h5")
+    data = _data("<f8", 4)
+    _write(path, "g/v", data, LAYOUTS["deflate+shuffle"])
+    a = zarrcy.open_array(path, path="g/v", mode="r")
+    assert isinstance(a.store, HDF5Store)
+    with h5py.File(path, "r") as f:
+        assert np.array_equal(a[1:9:2, 3:], f["g/v"][1:9:2, 3:])
+    a.store.close()
+
+
 def test_unallocated_chunks_read_as_the_fill_value(tmp_path):
     path = str(tmp_path / "s.h5")
     with h5py.File(path, "w") as f:
