@@ -354,3 +354,53 @@ def test_forked_child_reads_correctly(tmp_path, restore_config):
     # the parent's own store still reads after the fork, and its held view is intact
     assert np.array_equal(a[5], data[5]) and held is not None and len(held) > 4
     store.close()
+
+
+def _child_reads_inherited(a, want: np.ndarray, q) -> None:
+    q.put(bool(np.array_equal(a[...], want)))
+
+
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_fork_while_another_thread_builds_the_chunk_table(tmp_path, monkeypatch):
+    """A thread is inside the chunk table's build (reading the index under h5py) when
+    the process forks: the child's read of the same, inherited store builds the table
+    itself instead of waiting forever on a lock the parent's thread held (it hung when
+    the build had a lock of its own, not reset at fork)."""
+    import zarrcy.storage.hdf5_file as hf
+
+    path = str(tmp_path / "b.h5")
+    data = np.arange(6 * 40, dtype="<i4").reshape(6, 40)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("v", data=data, chunks=(1, 40), compression="gzip")
+    store = HDF5Store(path)
+    a = zarrcy.open_array(store, path="v", mode="r")
+    inside, release = threading.Event(), threading.Event()
+    real = hf._Var.dataset
+
+    def slow_dataset(self):
+        if threading.current_thread().name == "builder":
+            inside.set()
+            release.wait(30)
+        return real(self)
+
+    monkeypatch.setattr(hf._Var, "dataset", slow_dataset)
+    builder = threading.Thread(target=lambda: store._arrays["v"].parts[0].chunk_index(), name="builder")
+    builder.start()
+    assert inside.wait(30)
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_child_reads_inherited, args=(a, data, q))
+    p.start()
+    try:
+        p.join(timeout=30)
+        hung = p.is_alive()
+        if hung:
+            p.kill()
+            p.join()
+        assert not hung, "the forked child waited forever for the chunk table"
+        assert q.get(timeout=10) is True and p.exitcode == 0
+    finally:
+        release.set()
+        builder.join()
+    assert np.array_equal(a[...], data)
+    store.close()

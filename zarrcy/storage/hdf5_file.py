@@ -21,7 +21,7 @@ import math
 import os
 import threading
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -96,7 +96,6 @@ class _Var:
     filters: list[dict[str, Any]]       # in HDF5 pipeline (encode) order
     contiguous_offset: int | None = None
     index: "ChunkTable | None" = None
-    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def dataset(self) -> Any:
         return self.file.h5[self.name]
@@ -108,7 +107,9 @@ class _Var:
         idx = self.index
         if idx is not None:
             return idx
-        with self.lock:
+        # under the file's lock (an RLock reset in a forked child: a build in progress in
+        # another thread at fork time cannot leave the child waiting on it forever)
+        with self.file.lock:
             if self.index is None:
                 entries: list[tuple[tuple[int, ...], int | None, int, int]] = []
 
@@ -116,8 +117,7 @@ class _Var:
                     entries.append((tuple(si.chunk_offset), si.byte_offset, si.size, si.filter_mask))
 
                 try:
-                    with self.file.lock:
-                        self.dataset().id.chunk_iter(visit)
+                    self.dataset().id.chunk_iter(visit)
                 except (OSError, RuntimeError, ValueError, KeyError, TypeError) as e:
                     raise HDF5SourceError(f"{self.file.path}: variable /{self.name}: cannot read the chunk index "
                                           f"(truncated or damaged file?): {e}") from None
