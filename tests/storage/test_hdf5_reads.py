@@ -357,7 +357,25 @@ def test_forked_child_reads_correctly(tmp_path, restore_config):
 
 
 def _child_reads_inherited(a, want: np.ndarray, q) -> None:
-    q.put(bool(np.array_equal(a[...], want)))
+    """The child's first reads of the inherited store start together in several threads
+    (each opening the child's own descriptor must not close another's)."""
+    start = threading.Barrier(4)
+    ok: list[bool] = []
+
+    def read(i: int) -> None:
+        start.wait()
+        try:
+            ok.append(bool(np.array_equal(a[i], want[i])))
+        except Exception as e:  # reported to the parent
+            ok.append(False)
+            q.put(repr(e))
+
+    ts = [threading.Thread(target=read, args=(i,)) for i in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    q.put(all(ok) and len(ok) == 4 and bool(np.array_equal(a[...], want)))
 
 
 @pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
@@ -404,3 +422,47 @@ def test_fork_while_another_thread_builds_the_chunk_table(tmp_path, monkeypatch)
         builder.join()
     assert np.array_equal(a[...], data)
     store.close()
+
+
+def test_descriptor_is_reopened_once_in_a_child(tmp_path, monkeypatch):
+    """After a fork (simulated: the file's pid is another process's), threads asking
+    for the descriptor at once open it exactly once and all get the same, working one;
+    none is ever closed under another thread (before: each thread reopened it, closing
+    the descriptor another had just opened -- EBADF in a forked child's first reads)."""
+    from zarrcy.storage.hdf5_file import _File
+
+    path = str(tmp_path / "d.h5")
+    data = np.arange(100, dtype="<i8")
+    with h5py.File(path, "w") as f:
+        f.create_dataset("v", data=data)
+        off = f["v"].id.get_offset()
+    fh = _File(path)
+    fh.pid = -1  # as if inherited from a parent process
+    opened: list[int] = []
+    real_open = os.open
+
+    def slow_open(*args, **kwargs):
+        fd = real_open(*args, **kwargs)
+        opened.append(fd)
+        threading.Event().wait(0.05)  # a wide window for the other threads
+        return fd
+
+    monkeypatch.setattr(os, "open", slow_open)
+    start = threading.Barrier(8)
+    got: list[int] = []
+
+    def ask() -> None:
+        start.wait()
+        got.append(fh.descriptor())
+
+    ts = [threading.Thread(target=ask) for _ in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    monkeypatch.undo()
+    assert len(opened) == 1 and got == opened * 8 and fh.pid == os.getpid()
+    buf = bytearray(800)
+    fh.pread_into(off, 800, memoryview(buf), "variable /v")
+    assert np.array_equal(np.frombuffer(buf, "<i8"), data)
+    fh.close()

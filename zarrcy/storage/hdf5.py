@@ -197,7 +197,6 @@ class HDF5Store(Store):
         except BaseException:
             self.close()
             raise
-        self._pid = os.getpid()
 
     # -- identity -------------------------------------------------------------------------
     @property
@@ -500,8 +499,6 @@ class HDF5Store(Store):
         advise = getattr(os, "posix_fadvise", None)
         if a is None or advise is None or not a.direct:
             return
-        if os.getpid() != self._pid:
-            self._reopen()
         ranges: dict[int, list[tuple[int, int]]] = {}
         files: dict[int, Any] = {}
         for c in coords:
@@ -522,7 +519,7 @@ class HDF5Store(Store):
                     stop = max(stop, off + n)
                     continue
                 try:
-                    advise(files[k].fd, start, stop - start, os.POSIX_FADV_WILLNEED)
+                    advise(files[k].descriptor(), start, stop - start, os.POSIX_FADV_WILLNEED)
                 except OSError:  # pragma: no cover - advisory only
                     return
                 start, stop = off, off + n
@@ -552,8 +549,6 @@ class HDF5Store(Store):
         """The served bytes of chunk ``coords`` (see the module docstring; ``into``: see
         :meth:`read_chunk`).  Stored chunks and contiguous byte ranges are read with one
         ``pread`` at offsets the chunk table checked against the file size."""
-        if os.getpid() != self._pid:  # a forked child: reopen our descriptors
-            self._reopen()
         part, local = self._part(a, coords)
         cs = a.chunk_shape
         lo = [c * s for c, s in zip(local, cs)]
@@ -604,15 +599,6 @@ class HDF5Store(Store):
         # the part outside the array is never read (v3-core.rst "Chunk grids": edge chunks)
         full[tuple(slice(0, s) for s in sub)] = arr
         return out
-
-    def _reopen(self) -> None:
-        for f in self._files:
-            try:
-                os.close(f.fd)
-            except OSError:
-                pass
-            f.fd = os.open(f.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-        self._pid = os.getpid()
 
     def get(self, key: str, byte_range: ByteRequest = None) -> bytes | None:
         if type(key) is not str:

@@ -262,6 +262,22 @@ class _File:
             raise HDF5SourceError(f"{path}: cannot open as HDF5 (truncated or damaged?): {e}") from None
         self.size = os.path.getsize(path)
         self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        self.pid = os.getpid()
+
+    def descriptor(self) -> int:
+        """The raw descriptor for positioned reads; a forked child opens its own once,
+        under the file's lock (reset at fork), so concurrent first reads in the child
+        never close a descriptor another thread is about to use."""
+        if self.pid != os.getpid():
+            with self.lock:
+                if self.pid != os.getpid():
+                    old, self.fd = self.fd, os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+                    self.pid = os.getpid()
+                    try:
+                        os.close(old)  # the parent's copy (no thread of this child has used it)
+                    except OSError:
+                        pass
+        return self.fd
 
     def close(self) -> None:
         try:
@@ -296,7 +312,7 @@ class _File:
             return
         while got < size:
             try:
-                n = os.preadv(self.fd, [mv[got:size]], offset + got)
+                n = os.preadv(self.descriptor(), [mv[got:size]], offset + got)
             except OSError as e:
                 raise HDF5SourceError(f"{where}: read failed at byte {offset + got}: {e}") from None
             if n <= 0:
