@@ -230,6 +230,29 @@ def test_truncated_file(tmp_path):
     store.close()
 
 
+def test_contiguous_dataset_truncated_while_open(tmp_path, monkeypatch):
+    """A contiguous dataset's rows are read with one pread each: a file cut after it was
+    opened gives a StoreError naming the file, the dataset and the rows."""
+    import zarrcy.storage.hdf5 as h5store
+
+    monkeypatch.setattr(h5store, "CONTIGUOUS_CHUNK_BYTES", 8 * 40 * 10)  # chunks of 10 rows
+    path = str(tmp_path / "c.h5")
+    data = np.arange(50 * 40, dtype="<f8").reshape(50, 40)
+    with h5py.File(path, "w") as f:
+        f.create_dataset("v", data=data)
+        off = f["v"].id.get_offset()
+    store = HDF5Store(path)
+    a = zarrcy.open_array(store, path="v", mode="r")
+    assert a.chunks == (10, 40)
+    assert np.array_equal(a[10:20, ::3], data[10:20, ::3])
+    os.truncate(path, off + 8 * 40 * 30)  # rows 30.. are gone
+    assert np.array_equal(a[:30], data[:30])
+    with pytest.raises(StoreError) as ei:
+        a[...]
+    assert "c.h5" in str(ei.value) and "variable /v rows" in str(ei.value)
+    store.close()
+
+
 def test_damaged_deflate_stream_names_the_chunk(tmp_path):
     path = str(tmp_path / "bad.h5")
     data, info = _deflate_file(path)
