@@ -14,7 +14,6 @@ import numpy as np
 from zarrcy.array import Array
 from zarrcy.config import named_pool, run_bounded
 from zarrcy.errors import CastError, CorruptChunkError
-from zarrcy.convert.hdf5 import read_region as _hdf5_read_region
 from zarrcy.convert.journal import _crc, _journal_ok, _write_entry
 from zarrcy.convert.model import ArrayPlan, ConvertError, ConvertOptions, RegionResult
 from zarrcy.convert.plan import _stored_size, overlapping_objects, region_selection, stored_coords
@@ -61,8 +60,7 @@ class RegionTask:
 def _read_source(task: RegionTask, sel: tuple[slice, ...], corrupt: list[str]) -> np.ndarray:
     src = task.src
     try:
-        data = _hdf5_read_region(src, sel)  # HDF5 sources: chunk by chunk into reused buffers (None: other)
-        return src[sel] if data is None else data
+        return src[sel]
     except CorruptChunkError as e:
         if task.on_error != "skip":
             raise CorruptChunkError(f"source /{src.path}: corrupt chunk {e.key or ''}: {e} (use --on-error skip to "

@@ -12,31 +12,25 @@ module holds the few conversion rules that differ from Zarr sources:
   never written): :func:`is_hdf5_array` makes the engine re-encode;
 * ``--cf-packing chain``: :func:`packing_chain` hands the source's ``[scale_offset,
   cast_value]`` chain to the destination, after :func:`check_packing` proved with the
-  cast engine that it gives back every packed integer exactly;
-* :func:`read_region`: the engine's region read for HDF5 arrays -- each stored chunk
-  read into the worker thread's reused buffer and decoded by the ``zarrcy.hdf5_chunk``
-  codec straight into the region, itself a reused per-thread buffer (no fresh pages to
-  fault in per chunk or per region, no nested thread pool: the engine's workers are
-  the parallelism).
+  cast engine that it gives back every packed integer exactly.
+
+Regions are read as every array is (``src[sel]``): the HDF5 layer itself serves each
+stored chunk with one ``pread`` at an offset its chunk table checked, and the
+``zarrcy.hdf5_chunk`` codec decodes it without the GIL (zarrcy/storage/hdf5.py).
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 import os
-import sys
-import threading
 from typing import Any, Sequence
 
 import numpy as np
 
-from zarrcy.codecs.hdf5 import HDF5ChunkCodec
-from zarrcy.errors import CorruptChunkError
 from zarrcy.storage.hdf5 import HDF5SourceError, HDF5Store, expand_sources, is_hdf5
 
 __all__ = ["open_source", "is_coordinate", "unsupported_datasets", "validate", "default_layout", "is_hdf5_array", "packing_chain", "check_packing", "HDF5SourceError",
-           "MIN_CHUNK_BYTES", "SHARD_BYTES", "read_region"]
+           "MIN_CHUNK_BYTES", "SHARD_BYTES"]
 
 #: source chunks smaller than this are grown (whole multiples) for the destination
 MIN_CHUNK_BYTES = 256 << 10
@@ -187,73 +181,3 @@ def _stored_ints(arr: Any, idt: np.dtype) -> np.ndarray:
                 block = np.asarray(ds[i: i + step] if ds.ndim else ds[()])
                 seen.update(np.unique(block).tolist())
     return np.array(sorted(seen), dtype=idt)
-
-
-_LOCAL = threading.local()
-
-
-def _buffer(name: str, nbytes: int) -> np.ndarray:
-    """This thread's reusable byte buffer ``name`` of at least ``nbytes``.  A buffer is
-    reused only while nothing else holds it (a caller still using a region it was
-    given keeps it: a new one is made), and only in worker threads (the main thread of
-    a library call keeps nothing once the conversion returns)."""
-    if threading.current_thread() is threading.main_thread():
-        return np.empty(max(nbytes, 1), np.uint8)
-    buf: np.ndarray | None = _LOCAL.__dict__.get(name)
-    # references: the thread's dict, ``buf`` and getrefcount's argument
-    if buf is None or buf.shape[0] < nbytes or sys.getrefcount(buf) > 3:
-        buf = np.empty(max(nbytes, 1), np.uint8)
-        _LOCAL.__dict__[name] = buf
-    return buf
-
-
-def read_region(arr: Any, sel: tuple[slice, ...]) -> np.ndarray | None:
-    """``arr[sel]`` for an HDF5 array read chunk by chunk in this thread (see the module
-    docstring), or None when the array is not one this path reads (other stores, CF
-    packing chains): the caller then reads ``arr[sel]``.  ``sel`` is a tuple of
-    slices with step 1 inside the array.  The result is valid until this thread's next
-    call (it is then reused unless still referenced).  A corrupt chunk raises
-    CorruptChunkError naming its key, as ``arr[sel]`` does."""
-    store = getattr(arr, "store", None)
-    if not isinstance(store, HDF5Store):
-        return None
-    codecs = arr.metadata.codecs
-    if len(codecs) != 1 or type(codecs[0]) is not HDF5ChunkCodec or len(sel) != arr.ndim:
-        return None
-    if any(s.step not in (None, 1) or s.start < 0 or s.stop > n or s.start > s.stop for s, n in zip(sel, arr.shape)):
-        return None
-    codec: HDF5ChunkCodec = codecs[0]
-    spec = arr.metadata.spec
-    cs = tuple(int(c) for c in spec.shape)
-    dtype = arr.dtype
-    shape = tuple(s.stop - s.start for s in sel)
-    out = _buffer("region", math.prod(shape) * dtype.itemsize)[: math.prod(shape) * dtype.itemsize]
-    out = out.view(dtype).reshape(shape)
-    if out.size == 0:
-        return out
-    # stored chunks are about this size or smaller (a larger one is read into a new buffer)
-    rawbuf = _buffer("raw", math.prod(cs) * dtype.itemsize + 4096)
-    scratch: np.ndarray | None = None
-    fill = np.asarray(arr.metadata.fill_value, dtype=dtype)
-    ranges = [range(s.start // c, -(-s.stop // c)) for s, c in zip(sel, cs)]
-    store.prefetch(arr.path, list(itertools.product(*ranges)))  # cold files: the OS reads ahead
-    for coords in itertools.product(*ranges):
-        lo = [i * c for i, c in zip(coords, cs)]
-        inter = [(max(s.start, o), min(s.stop, o + c)) for s, o, c in zip(sel, lo, cs)]
-        dst = out[tuple(slice(a - s.start, b - s.start) for (a, b), s in zip(inter, sel))]
-        raw = store.read_chunk(arr.path, coords, rawbuf)
-        if raw is None:
-            dst[...] = fill
-            continue
-        try:
-            if all(b - a == c for (a, b), c in zip(inter, cs)) and dst.flags.c_contiguous:
-                codec.decode_into(raw, dst, spec)  # straight into the region
-            else:  # edge or strided: the whole chunk, then its part
-                if scratch is None:
-                    scratch = np.empty(cs, dtype)
-                codec.decode_into(raw, scratch, spec)
-                dst[...] = scratch[tuple(slice(a - o, b - o) for (a, b), o in zip(inter, lo))]
-        except CorruptChunkError as e:
-            key = arr._key(tuple(coords))
-            raise CorruptChunkError(f"{key}: {e}", key=key) from e
-    return out

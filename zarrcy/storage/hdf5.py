@@ -12,16 +12,23 @@ dimension -- as a Zarr v3 hierarchy, so everything that reads stores
   ``DIMENSION_LIST``, ``CLASS`` dropped), ``dimension_names`` from the dimension
   scales (NetCDF dimensions);
 * each chunk key ``c/i/j/...`` serves the chunk's *stored* bytes, read straight from
-  the file with ``os.pread`` (no HDF5 library call and no lock: the chunk index is
-  read once per dataset with ``chunk_iter``) and prefixed with a 4-byte
-  little-endian filter mask.  The internal ``zarrcy.hdf5_chunk`` codec
+  the file with one ``pread`` (no HDF5 library call and no lock: the chunk index is
+  read once per dataset with ``chunk_iter`` into a :class:`~zarrcy.storage.hdf5_file.ChunkTable`
+  whose every offset and size was checked against the file first) and prefixed with a
+  4-byte little-endian filter mask.  The internal ``zarrcy.hdf5_chunk`` codec
   (:mod:`zarrcy.codecs.hdf5`) undoes the HDF5 filters (deflate, shuffle, fletcher32)
-  itself, outside h5py's global lock, so threads decode chunks in parallel.
-  :meth:`HDF5Store.read_chunk` serves the same bytes into a caller's reused buffer,
-  and :meth:`HDF5Store.prefetch` asks the OS to read a region's chunks ahead (the
-  converter's region reads, zarrcy/convert/hdf5.py ``read_region``);
-* datasets whose filters zarrcy does not decode (szip, lzf, plugins), compact or
-  external storage, and variable-length strings are read through h5py
+  itself, outside h5py's global lock, so the array's tasks (``config.run_bounded``)
+  decode chunks in parallel threads.  This is the one read path of HDF5 data: user
+  reads (``a[sel]``, ``oindex``, ``vindex``...) and the converter's region reads alike.
+  The served bytes are a memoryview of the reading thread's reused buffer (never
+  overwritten while still referenced: no fresh pages per chunk) and ``get`` with a
+  byte range covering the whole value returns them without a copy.
+  :meth:`HDF5Store.read_chunk` serves the same bytes into a caller's buffer, and
+  :meth:`HDF5Store.prefetch` asks the OS to read given chunks ahead;
+* contiguous datasets are served by byte range (one ``pread`` of whole rows per chunk);
+* datasets whose filters zarrcy does not decode (szip, lzf, scale-offset, n-bit,
+  plugins), compact or external storage, virtual datasets and variable-length strings
+  are read through h5py
   (``dataset[region]``, under its lock); their chunks are served as raw bytes (mask
   ``0xFFFFFFFF``: every filter skipped) or, for strings, in the ``vlen-utf8`` layout.
 
@@ -51,12 +58,15 @@ import itertools
 import json
 import math
 import os
+import sys
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
 import numpy as np
 
 from zarrcy.byte_range import ByteRequest
+from zarrcy.config import at_fork_reset
 from zarrcy.errors import ReadOnlyError, StoreError, expected
 from zarrcy.storage._base import Store
 from zarrcy.storage._common import check_prefix, resolve_range
@@ -89,6 +99,34 @@ CODEC_NAME = "zarrcy.hdf5_chunk"
 #: target decoded size of the chunks given to contiguous datasets
 CONTIGUOUS_CHUNK_BYTES = 4 << 20
 META_KEY = "zarr.json"
+#: per-thread served-chunk buffers up to this size are kept between reads (:func:`_served_buffer`)
+KEEP_SERVED_BYTES = 64 << 20
+
+_SERVED = threading.local()
+
+
+@at_fork_reset
+def _reset_served_after_fork() -> None:
+    """Forked child: forget the forking thread's buffer (per-thread state, CONVENTIONS 13)."""
+    global _SERVED
+    _SERVED = threading.local()
+
+
+def _served_buffer(nbytes: int) -> np.ndarray:
+    """A uint8 buffer of at least ``nbytes`` for one served chunk: this thread's reused
+    one when nothing else still references it (every view of it served before has been
+    dropped -- a held one is never overwritten: a new buffer is made), so reading chunk
+    after chunk faults in no fresh pages.  Bounded: one buffer per thread, kept only up
+    to ``KEEP_SERVED_BYTES``."""
+    if nbytes > KEEP_SERVED_BYTES:
+        return np.empty(nbytes, np.uint8)
+    d = _SERVED.__dict__
+    buf: np.ndarray | None = d.get("buf")
+    # references when free: the thread's dict, ``buf`` and getrefcount's argument
+    if buf is None or buf.shape[0] < nbytes or sys.getrefcount(buf) > 3:
+        buf = np.empty(max(nbytes + (nbytes >> 3), 64), np.uint8)  # headroom: stored sizes vary
+        d["buf"] = buf
+    return buf
 
 # --------------------------------------------------------------------------------------
 # nodes as the store shows them (possibly several files per array)
@@ -159,7 +197,6 @@ class HDF5Store(Store):
         except BaseException:
             self.close()
             raise
-        self._pid = os.getpid()
 
     # -- identity -------------------------------------------------------------------------
     @property
@@ -462,8 +499,6 @@ class HDF5Store(Store):
         advise = getattr(os, "posix_fadvise", None)
         if a is None or advise is None or not a.direct:
             return
-        if os.getpid() != self._pid:
-            self._reopen()
         ranges: dict[int, list[tuple[int, int]]] = {}
         files: dict[int, Any] = {}
         for c in coords:
@@ -484,7 +519,7 @@ class HDF5Store(Store):
                     stop = max(stop, off + n)
                     continue
                 try:
-                    advise(files[k].fd, start, stop - start, os.POSIX_FADV_WILLNEED)
+                    advise(files[k].descriptor(), start, stop - start, os.POSIX_FADV_WILLNEED)
                 except OSError:  # pragma: no cover - advisory only
                     return
                 start, stop = off, off + n
@@ -500,11 +535,20 @@ class HDF5Store(Store):
             raise StoreError(expected(f"{self.url}: /{path} chunk", "an array's chunk coordinates", coords))
         return self._chunk(a, tuple(coords), into)
 
+    @staticmethod
+    def _target(n: int, into: Any) -> memoryview:
+        """``n`` writable bytes: the start of ``into`` when it is large enough, else of this
+        thread's served-chunk buffer (:func:`_served_buffer`)."""
+        if into is not None:
+            mv = memoryview(into).cast("B")
+            if len(mv) >= n and not mv.readonly:
+                return mv[:n]
+        return memoryview(_served_buffer(n))[:n]
+
     def _chunk(self, a: _Array, coords: tuple[int, ...], into: Any = None) -> bytes | bytearray | memoryview | None:
         """The served bytes of chunk ``coords`` (see the module docstring; ``into``: see
-        :meth:`read_chunk`)."""
-        if os.getpid() != self._pid:  # a forked child: reopen our descriptors
-            self._reopen()
+        :meth:`read_chunk`).  Stored chunks and contiguous byte ranges are read with one
+        ``pread`` at offsets the chunk table checked against the file size."""
         part, local = self._part(a, coords)
         cs = a.chunk_shape
         lo = [c * s for c, s in zip(local, cs)]
@@ -516,27 +560,23 @@ class HDF5Store(Store):
             if hit is None:
                 return None
             off, size, mask = hit
-            if into is not None:
-                mv = memoryview(into).cast("B")
-                if len(mv) >= size + 4:
-                    part.file.pread_into(off, size, mv[4:])
-                    mv[0:4] = mask.to_bytes(4, "little")
-                    return mv[:size + 4]
-            buf = part.file.pread(off, size, 4)
-            buf[0:4] = mask.to_bytes(4, "little")
-            return buf
+            mv = self._target(size + 4, into)
+            part.file.pread_into(off, size, mv[4:], f"variable /{part.name} chunk {list(local)}")
+            mv[0:4] = mask.to_bytes(4, "little")
+            return mv
         if a.direct and part.kind == "contiguous":
             if part.contiguous_offset is None:
-                return None
+                return None  # never written: the fill value
             strides = [part.dtype.itemsize * math.prod(part.shape[d + 1:]) for d in range(len(part.shape))]
             start = part.contiguous_offset + sum(o * st for o, st in zip(lo, strides))
             n = math.prod(r.stop - r.start for r in region) * part.dtype.itemsize
-            full = tuple(cs)
-            if tuple(r.stop - r.start for r in region) != full:
-                return self._pad(a, part.file.pread(start, n, 0), region, part.dtype)
-            buf = part.file.pread(start, n, 4)
-            buf[0:4] = RAW_MASK.to_bytes(4, "little")
-            return buf
+            what = f"variable /{part.name} rows {[(r.start, r.stop) for r in region]}"
+            if tuple(r.stop - r.start for r in region) != tuple(cs):
+                return self._pad(a, part.file.pread(start, n, 0, what), region, part.dtype)
+            mv = self._target(n + 4, into)
+            part.file.pread_into(start, n, mv[4:], what)
+            mv[0:4] = RAW_MASK.to_bytes(4, "little")
+            return mv
         # through h5py (its filters, its lock)
         try:
             with part.file.lock:
@@ -560,15 +600,6 @@ class HDF5Store(Store):
         full[tuple(slice(0, s) for s in sub)] = arr
         return out
 
-    def _reopen(self) -> None:
-        for f in self._files:
-            try:
-                os.close(f.fd)
-            except OSError:
-                pass
-            f.fd = os.open(f.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-        self._pid = os.getpid()
-
     def get(self, key: str, byte_range: ByteRequest = None) -> bytes | None:
         if type(key) is not str:
             raise StoreError(expected("key", "a str", key))
@@ -581,10 +612,13 @@ class HDF5Store(Store):
             value = self._chunk(*loc)
         if value is None:
             return None
-        if byte_range is None:
-            return bytes(value) if not isinstance(value, (bytes, bytearray)) else value  # type: ignore[return-value]
-        start, stop = resolve_range(byte_range, len(value))
-        return bytes(value[start:stop])
+        if byte_range is not None:
+            start, stop = resolve_range(byte_range, len(value))
+            if start != 0 or stop != len(value):
+                return bytes(value[start:stop])
+        # a chunk: the served bytes as they are, no copy (a memoryview of this thread's
+        # reused buffer, never overwritten while the caller holds it; see _served_buffer)
+        return value  # bytes-like (Buffer), as readers use it
 
     def getsize(self, key: str) -> int | None:
         """Size of a value without reading it: the chunk index has the stored size; a
@@ -622,12 +656,11 @@ class HDF5Store(Store):
             return
         grid = [-(-s // c) for s, c in zip(a.shape, a.chunk_shape)]
         pre = (a.path + "/c") if a.path else "c"
-        for coords in itertools.product(*(range(g) for g in grid)):
-            key = pre + "".join(f"/{c}" for c in coords)
-            if a.direct and a.parts[0].kind == "chunked" and a.concat_axis is None:
-                if coords not in a.parts[0].chunk_index():
-                    continue
-            yield key
+        every: Any = itertools.product(*(range(g) for g in grid))
+        if a.direct and a.parts[0].kind == "chunked" and a.concat_axis is None:
+            every = a.parts[0].chunk_index().coords()  # the stored chunks only (C order)
+        for coords in every:
+            yield pre + "".join(f"/{c}" for c in coords)
 
     def list(self) -> Iterator[str]:
         for g in self._groups:

@@ -21,15 +21,16 @@ import math
 import os
 import threading
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from zarrcy.config import at_fork_reset
-from zarrcy.errors import StoreError, ZarrcyError, expected
+from zarrcy.errors import StoreError, expected
 
-__all__ = ["HDF5SourceError", "is_hdf5", "describe", "expand_sources", "HDF5_SIGNATURE", "NATIVE_FILTERS", "RAW_MASK"]
+__all__ = ["HDF5SourceError", "is_hdf5", "describe", "expand_sources", "HDF5_SIGNATURE", "NATIVE_FILTERS", "RAW_MASK",
+           "ChunkTable", "build_chunk_table"]
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 #: HDF5 filters the internal codec decodes (H5Zpublic.h: deflate 1, shuffle 2, fletcher32 3)
@@ -46,8 +47,10 @@ _NC_DIM_ONLY = b"This is a netCDF dimension but not a netCDF variable"
 
 
 
-class HDF5SourceError(ZarrcyError, ValueError):
-    """The HDF5 source cannot be read as asked (not HDF5, truncated, mismatched files...)."""
+class HDF5SourceError(StoreError, ValueError):
+    """The HDF5 source cannot be read as asked (not HDF5, truncated, mismatched files,
+    a chunk index pointing outside the file...): a :class:`StoreError` (the store cannot
+    serve it) that is also a ValueError (bad input), as it always was."""
 
 
 def is_hdf5(path: str) -> bool:
@@ -92,40 +95,145 @@ class _Var:
     h5_chunks: tuple[int, ...] | None
     filters: list[dict[str, Any]]       # in HDF5 pipeline (encode) order
     contiguous_offset: int | None = None
-    index: dict[tuple[int, ...], tuple[int, int, int]] | None = None
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    index: "ChunkTable | None" = None
 
     def dataset(self) -> Any:
         return self.file.h5[self.name]
 
-    def chunk_index(self) -> dict[tuple[int, ...], tuple[int, int, int]]:
-        """Chunk grid coordinates -> (file offset, stored size, filter mask), read once."""
+    def chunk_index(self) -> "ChunkTable":
+        """The dataset's stored chunks (:class:`ChunkTable`), read once with ``chunk_iter``
+        and checked entry by entry against the file (HDF5SourceError naming file,
+        dataset and chunk otherwise) before any read trusts an offset."""
         idx = self.index
         if idx is not None:
             return idx
-        with self.lock:
+        # under the file's lock (an RLock reset in a forked child: a build in progress in
+        # another thread at fork time cannot leave the child waiting on it forever)
+        with self.file.lock:
             if self.index is None:
-                out: dict[tuple[int, ...], tuple[int, int, int]] = {}
-                cs = self.h5_chunks or ()
+                entries: list[tuple[tuple[int, ...], int | None, int, int]] = []
 
                 def visit(si: Any) -> None:
-                    if si.byte_offset is not None:
-                        out[tuple(o // c for o, c in zip(si.chunk_offset, cs))] = (
-                            int(si.byte_offset), int(si.size), int(si.filter_mask))
+                    entries.append((tuple(si.chunk_offset), si.byte_offset, si.size, si.filter_mask))
 
                 try:
-                    with self.file.lock:
-                        self.dataset().id.chunk_iter(visit)
-                except (OSError, RuntimeError, ValueError, KeyError) as e:
+                    self.dataset().id.chunk_iter(visit)
+                except (OSError, RuntimeError, ValueError, KeyError, TypeError) as e:
                     raise HDF5SourceError(f"{self.file.path}: variable /{self.name}: cannot read the chunk index "
                                           f"(truncated or damaged file?): {e}") from None
-                for (off, size, _) in out.values():
-                    if off < 0 or off + size > self.file.size:
-                        raise HDF5SourceError(expected(
-                            f"{self.file.path}: variable /{self.name}: chunk at byte {off}",
-                            f"{size} bytes inside the file ({self.file.size} bytes)", "a truncated file"))
-                self.index = out
+                self.index = build_chunk_table(entries, self.shape, self.h5_chunks or (), self.dtype.itemsize,
+                                               self.file.size, f"{self.file.path}: variable /{self.name}")
             return self.index
+
+
+class ChunkTable:
+    """Where the stored chunks of one chunked dataset are: chunk grid coordinates ->
+    (file offset, stored size, filter mask), in numpy arrays sorted by the chunk's
+    linear (C-order) grid index -- about 24 bytes per stored chunk, plus a dense 4-byte
+    position per grid cell when the grid is not much larger than the stored chunks
+    (else a binary search).  Built only by :func:`build_chunk_table`, which checks every
+    entry against the file first: offsets and sizes here are inside the file."""
+
+    __slots__ = ("grid", "_strides", "keys", "offsets", "sizes", "masks", "_pos")
+
+    def __init__(self, grid: tuple[int, ...], keys: np.ndarray, offsets: np.ndarray, sizes: np.ndarray,
+                 masks: np.ndarray) -> None:
+        self.grid = grid
+        strides = []
+        acc = 1
+        for g in reversed(grid):
+            strides.append(acc)
+            acc *= g
+        self._strides = tuple(reversed(strides))
+        self.keys, self.offsets, self.sizes, self.masks = keys, offsets, sizes, masks
+        self._pos: np.ndarray | None = None
+        if acc <= 8 * keys.shape[0] + (1 << 16):  # dense: one int32 per grid cell (bounded above)
+            pos = np.full(acc, -1, dtype=np.int64 if keys.shape[0] >= 2**31 else np.int32)
+            pos[keys] = np.arange(keys.shape[0], dtype=pos.dtype)
+            self._pos = pos
+
+    def __len__(self) -> int:
+        return int(self.keys.shape[0])
+
+    def _find(self, coords: tuple[int, ...]) -> int:
+        if len(coords) != len(self.grid):
+            return -1
+        lin = 0
+        for c, g, st in zip(coords, self.grid, self._strides):
+            if not 0 <= c < g:
+                return -1
+            lin += c * st
+        if self._pos is not None:
+            return int(self._pos[lin])
+        i = int(np.searchsorted(self.keys, lin))
+        return i if i < self.keys.shape[0] and int(self.keys[i]) == lin else -1
+
+    def get(self, coords: tuple[int, ...]) -> tuple[int, int, int] | None:
+        """(offset, size, filter mask) of the chunk at grid ``coords``; None: not stored."""
+        i = self._find(coords)
+        if i < 0:
+            return None
+        return int(self.offsets[i]), int(self.sizes[i]), int(self.masks[i])
+
+    def __contains__(self, coords: object) -> bool:
+        return isinstance(coords, tuple) and self._find(coords) >= 0
+
+    def coords(self) -> "list[tuple[int, ...]]":
+        """The grid coordinates of the stored chunks, in C order."""
+        return [tuple(int(x) for x in c) for c in zip(*np.unravel_index(self.keys, self.grid))] if len(self) else []
+
+
+def build_chunk_table(entries: "Any", shape: tuple[int, ...], chunks: tuple[int, ...], itemsize: int,
+                      file_size: int, where: str) -> ChunkTable:
+    """The :class:`ChunkTable` of ``entries`` (``(chunk element offset, byte offset or
+    None when unallocated, stored size, filter mask)`` as ``chunk_iter`` reports them),
+    each checked first: the element offset a multiple of the chunk shape inside the
+    dataset, stored once; the byte range inside the file and at most a generous bound
+    over the decoded chunk (twice its bytes + 64 KiB: deflate never expands that much).
+    A hostile or damaged index raises HDF5SourceError naming ``where`` (file and
+    dataset) and the chunk."""
+    if len(chunks) != len(shape) or any(int(c) <= 0 for c in chunks):
+        raise HDF5SourceError(expected(f"{where}: chunk shape", f"{len(shape)} positive lengths", chunks))
+    grid = tuple(-(-int(s) // int(c)) for s, c in zip(shape, chunks))
+    total = math.prod(grid)
+    if total >= 2**62:
+        raise HDF5SourceError(expected(f"{where}: chunk grid", "fewer than 2**62 chunks", grid))
+    limit = 2 * math.prod(chunks) * itemsize + (1 << 16)
+    n = len(entries)
+    keys = np.empty(n, np.int64)
+    offs = np.empty(n, np.uint64)
+    sizes = np.empty(n, np.uint64)
+    masks = np.empty(n, np.uint32)
+    k = 0
+    for elem, off, size, mask in entries:
+        coords = tuple(int(o) // int(c) for o, c in zip(elem, chunks)) if len(elem) == len(chunks) else ()
+        what = f"{where}: chunk {list(coords) if coords else list(elem)}"
+        if (not coords or any(int(o) % int(c) for o, c in zip(elem, chunks))
+                or any(not 0 <= x < g for x, g in zip(coords, grid))):
+            raise HDF5SourceError(expected(f"{where}: chunk at element {list(elem)}",
+                                           f"a multiple of the chunk shape {list(chunks)} inside {list(shape)}",
+                                           "a chunk outside the dataset"))
+        if off is None:
+            continue  # unallocated: the fill value
+        off, size = int(off), int(size)
+        if off < 0 or size < 0 or size > limit:
+            raise HDF5SourceError(expected(f"{what} at byte {off}", f"a stored size of at most {limit} bytes",
+                                           size))
+        if off + size > file_size:
+            raise HDF5SourceError(expected(f"{what} at byte {off}", f"{size} bytes inside the file "
+                                           f"({file_size} bytes)", "a truncated file"))
+        lin = 0
+        for x, g in zip(coords, grid):
+            lin = lin * g + x
+        keys[k], offs[k], sizes[k], masks[k] = lin, off, size, int(mask) & 0xFFFFFFFF
+        k += 1
+    order = np.argsort(keys[:k], kind="stable")
+    keys, offs, sizes, masks = keys[:k][order], offs[:k][order], sizes[:k][order], masks[:k][order]
+    if k > 1 and bool(np.any(keys[1:] == keys[:-1])):
+        dup = int(keys[1:][keys[1:] == keys[:-1]][0])
+        raise HDF5SourceError(expected(f"{where}: chunk {list(int(x) for x in np.unravel_index(dup, grid))}",
+                                       "one stored chunk per grid cell", "two entries"))
+    return ChunkTable(grid, keys, offs, sizes, masks)
 
 
 _FILES: "weakref.WeakSet[_File]" = weakref.WeakSet()
@@ -154,9 +262,22 @@ class _File:
             raise HDF5SourceError(f"{path}: cannot open as HDF5 (truncated or damaged?): {e}") from None
         self.size = os.path.getsize(path)
         self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-        # chunk addresses from chunk_iter are absolute file offsets (checked once per
-        # dataset against read_direct_chunk, see HDF5Store._check_direct)
-        self.direct_ok: bool | None = None
+        self.pid = os.getpid()
+
+    def descriptor(self) -> int:
+        """The raw descriptor for positioned reads; a forked child opens its own once,
+        under the file's lock (reset at fork), so concurrent first reads in the child
+        never close a descriptor another thread is about to use."""
+        if self.pid != os.getpid():
+            with self.lock:
+                if self.pid != os.getpid():
+                    old, self.fd = self.fd, os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+                    self.pid = os.getpid()
+                    try:
+                        os.close(old)  # the parent's copy (no thread of this child has used it)
+                    except OSError:
+                        pass
+        return self.fd
 
     def close(self) -> None:
         try:
@@ -167,17 +288,19 @@ class _File:
             except OSError:
                 pass
 
-    def pread(self, offset: int, size: int, into_offset: int = 0) -> bytearray:
+    def pread(self, offset: int, size: int, into_offset: int = 0, what: str = "") -> bytearray:
         """``size`` bytes at ``offset`` in a new buffer, after ``into_offset`` bytes of room."""
         buf = bytearray(into_offset + size)
-        self.pread_into(offset, size, memoryview(buf)[into_offset:])
+        self.pread_into(offset, size, memoryview(buf)[into_offset:], what)
         return buf
 
-    def pread_into(self, offset: int, size: int, mv: memoryview) -> None:
+    def pread_into(self, offset: int, size: int, mv: memoryview, what: str = "") -> None:
         """Read ``size`` bytes at ``offset`` into the first ``size`` bytes of ``mv``
-        (HDF5SourceError when they are not all inside the file)."""
-        if offset < 0 or size < 0 or offset + size > self.size:
-            raise HDF5SourceError(expected(f"{self.path}: chunk at byte {offset}", f"{size} bytes inside the file "
+        (HDF5SourceError naming the file and ``what`` -- dataset and chunk -- when they
+        are not all inside the file, e.g. a file truncated after it was opened)."""
+        where = f"{self.path}: {what}" if what else f"{self.path}: data"
+        if offset < 0 or size < 0 or offset + size > self.size or size > len(mv):
+            raise HDF5SourceError(expected(f"{where} at byte {offset}", f"{size} bytes inside the file "
                                            f"({self.size} bytes)", "a truncated file"))
         got = 0
         if not hasattr(os, "preadv"):  # pragma: no cover - Windows: one positioned read at a time
@@ -185,12 +308,15 @@ class _File:
                 fh.seek(offset)
                 got = fh.readinto(mv[:size])
             if got != size:
-                raise HDF5SourceError(f"{self.path}: unexpected end of file at byte {offset + got}")
+                raise HDF5SourceError(f"{where}: unexpected end of file at byte {offset + got} (truncated?)")
             return
         while got < size:
-            n = os.preadv(self.fd, [mv[got:size]], offset + got)
+            try:
+                n = os.preadv(self.descriptor(), [mv[got:size]], offset + got)
+            except OSError as e:
+                raise HDF5SourceError(f"{where}: read failed at byte {offset + got}: {e}") from None
             if n <= 0:
-                raise HDF5SourceError(f"{self.path}: unexpected end of file at byte {offset + got}")
+                raise HDF5SourceError(f"{where}: unexpected end of file at byte {offset + got} (truncated?)")
             got += n
 
 
