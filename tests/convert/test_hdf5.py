@@ -773,33 +773,6 @@ def test_convert_names_a_corrupt_chunk(tmp_path, capsys):
     assert np.array_equal(got, want)
 
 
-def test_prefetch_advises_the_chunk_ranges(tmp_path, monkeypatch):
-    """``HDF5Store.prefetch`` asks the OS to read ahead exactly the stored chunks asked
-    for (adjacent ones in one request); bad coordinates and h5py-read arrays are skipped."""
-    path = str(tmp_path / "p.h5")
-    data = np.random.default_rng(4).standard_normal((6, 30, 20)).astype("<f4")
-    with h5py.File(path, "w") as f:
-        f.create_dataset("v", data=data, chunks=(1, 30, 20), compression="gzip", shuffle=True)
-        f.create_dataset("m", data=data, chunks=(1, 30, 20), compression="lzf")
-        info: list = []
-        f["v"].id.chunk_iter(info.append)
-    calls: list[tuple[int, int]] = []
-    monkeypatch.setattr(os, "posix_fadvise", lambda fd, off, n, advice: calls.append((off, n)), raising=False)
-    monkeypatch.setattr(os, "POSIX_FADV_WILLNEED", 3, raising=False)
-    store = HDF5Store(path)
-    store.prefetch("v", [(1, 0, 0), (2, 0, 0), (3, 0, 0), (9, 0, 0), (1, 0)])
-    lo = min(i.byte_offset for i in info[1:4])
-    hi = max(i.byte_offset + i.size for i in info[1:4])
-    assert sum(n for _, n in calls) >= sum(i.size for i in info[1:4])
-    assert min(o for o, _ in calls) == lo and max(o + n for o, n in calls) == hi
-    calls.clear()
-    store.prefetch("m", [(0, 0, 0)])
-    store.prefetch("nope", [(0,)])
-    assert calls == []
-    assert np.array_equal(zarrcy.open_array(store, path="v", mode="r")[...], data)
-    store.close()
-
-
 def test_inflate_without_libdeflate_zlib_entry_point(tmp_path, monkeypatch):
     """The codec's fallback (Python's zlib, when libdeflate's zlib entry point is not
     found) decodes the same values and refuses streams of the wrong size alike."""

@@ -30,6 +30,7 @@ from typing import Any, ClassVar, Self
 import numpy as np
 
 from zarrcy._kernels import _deflate as _k
+from zarrcy._kernels._fletcher32 import fletcher32 as _fletcher32
 from zarrcy._kernels._shuffle import unshuffle_into as _unshuffle_into
 from zarrcy.codecs._base import ArrayBytesCodec, ArraySpec
 from zarrcy.codecs._common import thread_bytes
@@ -42,47 +43,11 @@ _KNOWN = {1: "deflate", 2: "shuffle", 3: "fletcher32"}
 _ENDIANS = ("little", "big")
 
 
-#: block of 16-bit words summed in float64 by :func:`fletcher32`: sums of up to 2**16
-#: words < 2**16 and of their products with positions < 2**16 stay below 2**53 (exact)
-_F32_BLOCK = 1 << 16
-_F32_POS = np.arange(_F32_BLOCK, dtype=np.float64)
-
-
 def fletcher32(data: Any) -> tuple[int, int]:
     """``(sum1, sum2)`` of HDF5's Fletcher-32 over ``data``, each modulo 65535
-    (16-bit big-endian words; an odd last byte counts as ``byte << 8``).
-
-    ``sum2`` weighs word ``j`` of ``count`` by ``count - j``; per block of
-    ``_F32_BLOCK`` words starting at ``lo`` that is ``(count - lo) * S - T`` with ``S``
-    the block's sum and ``T`` the sum of its words times their position in the block,
-    both exact in float64 (numpy's pairwise sum and ``einsum``'s own loop -- not BLAS,
-    whose threads would compete with the reading threads), combined in Python integers
-    (no overflow)."""
-    b = np.frombuffer(data, dtype=np.uint8)
-    n = b.shape[0]
-    words = b[: n & ~1].view(">u2")
-    count = words.shape[0] + (n & 1)
-    s1 = s2 = 0
-    slab = 16 * _F32_BLOCK  # bounded float64 temporaries: 8 MiB
-    for lo in range(0, words.shape[0], slab):
-        part = words[lo: lo + slab]
-        full = part.shape[0] // _F32_BLOCK * _F32_BLOCK
-        if full:
-            m = part[:full].reshape(-1, _F32_BLOCK).astype(np.float64)
-            sums = m.sum(axis=1).tolist()
-            moments = np.einsum("ij,j->i", m, _F32_POS).tolist()  # not BLAS: its own threads oversubscribe
-            for r, (sb, tb) in enumerate(zip(sums, moments)):
-                s1 += int(sb)
-                s2 += (count - lo - r * _F32_BLOCK) * int(sb) - int(tb)
-        if full < part.shape[0]:
-            rest = part[full:].astype(np.float64)
-            sb = int(rest.sum())
-            s1 += sb
-            s2 += (count - lo - full) * sb - int(np.einsum("i,i->", rest, _F32_POS[: rest.shape[0]]))
-    if n & 1:  # the odd byte is the last word (weight 1)
-        s1 += int(b[-1]) << 8
-        s2 += int(b[-1]) << 8
-    return s1 % 65535, s2 % 65535
+    (16-bit big-endian words; an odd last byte counts as ``byte << 8``): the
+    :mod:`~zarrcy._kernels._fletcher32` kernel, without the GIL."""
+    return _fletcher32(memoryview(data).cast("B"))
 
 
 def _check_fletcher(payload: memoryview) -> memoryview:

@@ -22,9 +22,7 @@ dimension -- as a Zarr v3 hierarchy, so everything that reads stores
   reads (``a[sel]``, ``oindex``, ``vindex``...) and the converter's region reads alike.
   The served bytes are a memoryview of the reading thread's reused buffer (never
   overwritten while still referenced: no fresh pages per chunk) and ``get`` with a
-  byte range covering the whole value returns them without a copy.
-  :meth:`HDF5Store.read_chunk` serves the same bytes into a caller's buffer, and
-  :meth:`HDF5Store.prefetch` asks the OS to read given chunks ahead;
+  byte range covering the whole value returns them without a copy;
 * contiguous datasets are served by byte range (one ``pread`` of whole rows per chunk);
 * datasets whose filters zarrcy does not decode (szip, lzf, scale-offset, n-bit,
   plugins), compact or external storage, virtual datasets and variable-length strings
@@ -490,65 +488,15 @@ class HDF5Store(Store):
             local[ax] = coords[ax] - a.starts[i]
         return part, local
 
-    def prefetch(self, path: str, coords: Sequence[tuple[int, ...]]) -> None:
-        """Ask the OS to start reading the stored chunks ``coords`` of array ``path``
-        (``posix_fadvise(WILLNEED)``, asynchronous) so that reading them one by one
-        overlaps with decoding the first ones when the file is not in the page cache.
-        Chunks read through h5py, and systems without ``posix_fadvise``, are skipped."""
-        a = self._arrays.get(path)
-        advise = getattr(os, "posix_fadvise", None)
-        if a is None or advise is None or not a.direct:
-            return
-        ranges: dict[int, list[tuple[int, int]]] = {}
-        files: dict[int, Any] = {}
-        for c in coords:
-            if len(c) != len(a.shape) or any(x < 0 or x * cs >= s for x, s, cs in zip(c, a.shape, a.chunk_shape)):
-                continue
-            part, local = self._part(a, tuple(c))
-            if part.kind != "chunked":
-                continue
-            hit = part.chunk_index().get(tuple(local))
-            if hit is not None:
-                ranges.setdefault(id(part.file), []).append((hit[0], hit[1]))
-                files[id(part.file)] = part.file
-        for k, rs in ranges.items():
-            rs.sort()
-            start, stop = rs[0][0], rs[0][0] + rs[0][1]
-            for off, n in rs[1:] + [(-1, 0)]:
-                if 0 <= off <= stop + (64 << 10):  # adjacent (or nearly): one request
-                    stop = max(stop, off + n)
-                    continue
-                try:
-                    advise(files[k].descriptor(), start, stop - start, os.POSIX_FADV_WILLNEED)
-                except OSError:  # pragma: no cover - advisory only
-                    return
-                start, stop = off, off + n
-
-    def read_chunk(self, path: str, coords: tuple[int, ...], into: Any = None) -> bytes | bytearray | memoryview | None:
-        """The served bytes of chunk ``coords`` of array ``path`` (what ``get`` gives for its
-        key; None for a missing chunk).  A stored chunk read straight from the file goes
-        into ``into`` (a writable byte buffer, e.g. a caller's reused one) when it is large
-        enough: the result is then a memoryview of ``into``."""
-        a = self._arrays.get(path)
-        if a is None or len(coords) != len(a.shape) or any(
-                c < 0 or c * cs >= s for c, s, cs in zip(coords, a.shape, a.chunk_shape)):
-            raise StoreError(expected(f"{self.url}: /{path} chunk", "an array's chunk coordinates", coords))
-        return self._chunk(a, tuple(coords), into)
-
     @staticmethod
-    def _target(n: int, into: Any) -> memoryview:
-        """``n`` writable bytes: the start of ``into`` when it is large enough, else of this
-        thread's served-chunk buffer (:func:`_served_buffer`)."""
-        if into is not None:
-            mv = memoryview(into).cast("B")
-            if len(mv) >= n and not mv.readonly:
-                return mv[:n]
+    def _target(n: int) -> memoryview:
+        """``n`` writable bytes of this thread's served-chunk buffer (:func:`_served_buffer`)."""
         return memoryview(_served_buffer(n))[:n]
 
-    def _chunk(self, a: _Array, coords: tuple[int, ...], into: Any = None) -> bytes | bytearray | memoryview | None:
-        """The served bytes of chunk ``coords`` (see the module docstring; ``into``: see
-        :meth:`read_chunk`).  Stored chunks and contiguous byte ranges are read with one
-        ``pread`` at offsets the chunk table checked against the file size."""
+    def _chunk(self, a: _Array, coords: tuple[int, ...]) -> bytes | bytearray | memoryview | None:
+        """The served bytes of chunk ``coords`` (see the module docstring).  Stored chunks
+        and contiguous byte ranges are read with one ``pread`` at offsets the chunk table
+        checked against the file size."""
         part, local = self._part(a, coords)
         cs = a.chunk_shape
         lo = [c * s for c, s in zip(local, cs)]
@@ -560,7 +508,7 @@ class HDF5Store(Store):
             if hit is None:
                 return None
             off, size, mask = hit
-            mv = self._target(size + 4, into)
+            mv = self._target(size + 4)
             part.file.pread_into(off, size, mv[4:], f"variable /{part.name} chunk {list(local)}")
             mv[0:4] = mask.to_bytes(4, "little")
             return mv
@@ -573,7 +521,7 @@ class HDF5Store(Store):
             what = f"variable /{part.name} rows {[(r.start, r.stop) for r in region]}"
             if tuple(r.stop - r.start for r in region) != tuple(cs):
                 return self._pad(a, part.file.pread(start, n, 0, what), region, part.dtype)
-            mv = self._target(n + 4, into)
+            mv = self._target(n + 4)
             part.file.pread_into(start, n, mv[4:], what)
             mv[0:4] = RAW_MASK.to_bytes(4, "little")
             return mv
