@@ -17,9 +17,11 @@ from libc.math cimport fabs
 from zarrcy._kernels._cast_types cimport (
     src_t, dst_t, flt_t, cfg_t, code_of_src, code_of_dst,
     T_INT8, T_INT16, T_INT32, T_INT64, T_UINT8, T_UINT16, T_UINT32, T_UINT64, T_FLOAT32, T_FLOAT64,
-    R_NEAREST_EVEN, OOR_CLAMP, OOR_WRAP, BLOCK, zc_d2u, ZC_DBL_MAX,
+    R_NEAREST_EVEN, R_TOWARDS_ZERO, R_TOWARDS_POSITIVE, R_TOWARDS_NEGATIVE, R_NEAREST_AWAY,
+    OOR_NONE, OOR_CLAMP, OOR_WRAP, BLOCK, zc_d2u, ZC_DBL_MAX,
+    ST_EXACT, ST_ROUNDED, ST_CLAMPED, ST_WRAPPED, ST_MAPPED,
 )
-from zarrcy._kernels._cast_exact cimport Arrays, CastFormat, setup_cfg, release_cfg, setup_keys
+from zarrcy._kernels._cast_exact cimport Arrays, CastFormat, setup_cfg, release_cfg, setup_keys, classify
 from zarrcy._kernels._cast_fast cimport drive, dso_block
 from zarrcy._kernels._cast_f2i cimport rne_block
 
@@ -278,3 +280,225 @@ def cast_scale_offset_into(src, dst, CastFormat fmt not None, int rounding, int 
                 r = _cast_so_src(xp, sc, <double*>yp, n, offset, scale, &c, &stage)
     release_cfg(&c)
     return r, stage
+
+
+# ---------------------------------------------------------------------------------------
+# encode + exactness report in one pass (zarrcy convert --quantize; zarrcy.casting.chain_report)
+# ---------------------------------------------------------------------------------------
+
+ctypedef struct qrep_t:
+    Py_ssize_t counts[5]   # ST_EXACT .. ST_MAPPED
+    Py_ssize_t mismatches  # NaN-ness / finiteness / an infinity changed by the round trip
+    double max_abs         # over elements finite before and after
+    double max_rel         # ... with a non-zero original
+    int zero_err           # an original 0 read back as something else (relative error: inf)
+
+
+cdef inline double _round_int(double c, int rmode) noexcept nogil:
+    """``c`` (|c| < 2^51) rounded to an integer per ``rmode`` (ext-codec-cast_value.md
+    "rounding"), exactly: the nearest-even integer from the 1.5 * 2^52 addition (default
+    FP environment), moved by one where the mode rounds the other way."""
+    cdef double r = (c + 6755399441055744.0) - 6755399441055744.0
+    cdef double d
+    if rmode == R_TOWARDS_ZERO:
+        if c >= 0.0:
+            r = r - 1.0 if r > c else r
+        else:
+            r = r + 1.0 if r < c else r
+    elif rmode == R_TOWARDS_POSITIVE:
+        r = r + 1.0 if r < c else r
+    elif rmode == R_TOWARDS_NEGATIVE:
+        r = r - 1.0 if r > c else r
+    elif rmode == R_NEAREST_AWAY:
+        d = c - r
+        if d == 0.5 and c > 0.0:
+            r = r + 1.0
+        elif d == -0.5 and c < 0.0:
+            r = r - 1.0
+    return r
+
+
+cdef int _int_status(const flt_t* t, Py_ssize_t m, const cfg_t* c, qrep_t* q) noexcept nogil:
+    """Per-element status counts of the cast ``t -> integer`` (natural target of <= 32 bits,
+    no scalar_map or one NaN key): the same classes as ``_cast_exact._cast_num`` -- exact,
+    rounded (inexact, in range after rounding), clamped / wrapped (out of range after
+    rounding), mapped (NaN on the NaN key).  1 if an element fails (NaN without the key,
+    an infinity, out of range without out_of_range): the caller falls back."""
+    cdef Py_ssize_t i, n_round = 0, n_out = 0, n_nan = 0, n_inf = 0
+    cdef double lo = <double>c.f.lo, hi = <double>c.f.hi
+    cdef double v, cc, r
+    cdef int rmode = c.rmode
+    cdef bint inr, fin, nan
+    for i in range(m):
+        v = <double>t[i]
+        nan = v != v
+        fin = fabs(v) <= ZC_DBL_MAX
+        # outside [lo - 1, hi + 1] the rounded value is out of range whatever the mode
+        cc = v if v > lo - 1.0 else lo - 1.0
+        cc = cc if cc < hi + 1.0 else hi + 1.0
+        r = _round_int(cc, rmode)
+        inr = (r >= lo) and (r <= hi)
+        n_round += fin and inr and (r != v)
+        n_out += fin and not inr
+        n_nan += nan
+        n_inf += (not fin) and (not nan)
+    if n_inf or (n_nan and not c.nan_key) or (n_out and c.oor == OOR_NONE):
+        return 1
+    q.counts[ST_MAPPED] += n_nan
+    q.counts[ST_ROUNDED] += n_round
+    if c.oor == OOR_CLAMP:
+        q.counts[ST_CLAMPED] += n_out
+    else:
+        q.counts[ST_WRAPPED] += n_out
+    q.counts[ST_EXACT] += m - n_round - n_out - n_nan
+    return 0
+
+
+cdef void _round_trip_stats(const flt_t* x, const flt_t* back, Py_ssize_t m, qrep_t* q) noexcept nogil:
+    """``zarrcy.casting.check_cast``'s round-trip rule per element, in float64: a mismatch
+    when NaN-ness or finiteness changed or an infinity changed sign; the absolute / relative
+    error over elements finite on both sides (relative: over non-zero originals; an original
+    zero read back as non-zero makes it infinite)."""
+    cdef Py_ssize_t i, mism = 0
+    cdef double o, b, e, den, mabs = q.max_abs, mrel = q.max_rel
+    cdef bint no, nb, fo, fb, both
+    cdef int zerr = 0
+    for i in range(m):
+        o = <double>x[i]
+        b = <double>back[i]
+        no = o != o
+        nb = b != b
+        fo = fabs(o) <= ZC_DBL_MAX
+        fb = fabs(b) <= ZC_DBL_MAX
+        mism += (no != nb) or (fo != fb) or ((not fo) and (not no) and o != b)
+        both = fo and fb
+        e = fabs(b - o) if both else 0.0
+        mabs = e if e > mabs else mabs
+        den = fabs(o) if o != 0.0 else 1.0
+        e = e / den if (both and o != 0.0) else 0.0
+        mrel = e if e > mrel else mrel
+        zerr |= both and o == 0.0 and b != 0.0
+    q.mismatches += mism
+    q.max_abs = mabs
+    q.max_rel = mrel
+    q.zero_err |= zerr
+
+
+cdef Py_ssize_t _quantize_report(const flt_t* x, void* y, int dc, Py_ssize_t isz, Py_ssize_t n, double od,
+                                 double sd, cfg_t* ce, cfg_t* cdec, bint fast_status, qrep_t* q) noexcept nogil:
+    """Per block of ``BLOCK`` elements: the encode loop of the codec (``_so_cast``: the same
+    bytes), the cast statuses of ``t = (x - offset) * scale``, the codec's decode loop
+    (``_cast_so``) back to ``back`` and the round-trip statistics, while the block is in
+    the cache.  ``y`` NULL: a scratch block.  -1, or the start of the first block where a
+    value fails or a kernel refuses (the caller then runs the exact element-wise check)."""
+    cdef flt_t t[BLOCK]
+    cdef flt_t back[BLOCK]
+    cdef uint8_t st[BLOCK]
+    cdef uint64_t scratch[BLOCK]
+    cdef uint64_t scratch2[BLOCK]
+    cdef Py_ssize_t start = 0, m, i, r
+    cdef int stage = -1
+    cdef int sc = code_of_src(x)
+    cdef flt_t o = <flt_t>od
+    cdef flt_t s = <flt_t>sd
+    cdef void* yb
+    while start < n:
+        m = n - start
+        if m > BLOCK:
+            m = BLOCK
+        yb = <void*>((<char*>y) + start * isz) if y != NULL else <void*>scratch
+        if _so_cast_dst(x + start, yb, dc, m, od, sd, ce, &stage) >= 0:
+            return start
+        for i in range(m):
+            t[i] = (x[start + i] - o) * s
+        if fast_status:
+            if _int_status(<const flt_t*>t, m, ce, q):
+                return start
+        else:
+            setup_keys(ce, sc, dc)
+            if classify(<const void*>t, sc, <void*>scratch2, dc, st, m, ce) >= 0:
+                return start
+            for i in range(m):
+                q.counts[st[i]] += 1
+        if _cast_so_src(<const void*>yb, dc, back, m, od, sd, cdec, &stage) >= 0:
+            return start
+        _round_trip_stats(x + start, <const flt_t*>back, m, q)
+        start += m
+    return -1
+
+
+def quantize_report_into(src, dst, CastFormat fmt not None, int rounding, int out_of_range, double offset,
+                         double scale, keys, values, CastFormat dec_fmt not None, int dec_rounding,
+                         int dec_out_of_range, dec_keys, dec_values):
+    """``scale_offset`` + ``cast_value`` encode of a float32/float64 ``src`` into ``dst``
+    (as :func:`scale_offset_cast_into`; None: report only) and, in the same pass, the
+    exactness report of :func:`zarrcy.casting.chain_report`: the cast statuses and the
+    round trip through the decode (``dec_fmt``: the float format decoded to, i.e. ``src``'s;
+    ``dec_*``: the decode cast's modes and scalar_map in encoded / float storage).
+
+    Returns ``(index, counts, mismatches, max_abs, max_rel)``: ``index`` -1 when every
+    element encodes and decodes (``counts``: exact, rounded, clamped, wrapped, mapped;
+    ``max_rel`` inf when an original zero reads back non-zero), else the start of a
+    block where one does not (nothing else is meaningful then, and ``dst`` is partly
+    written).
+    """
+    cdef Arrays a = Arrays()
+    cdef Arrays d = Arrays()
+    cdef cfg_t ce
+    cdef cfg_t cd
+    cdef qrep_t q
+    cdef Py_ssize_t n, r = -1, k
+    cdef int sc, dc
+    cdef Py_ssize_t isz
+    cdef const void* xp
+    cdef void* yp = NULL
+    cdef bint fast
+    a.take(0, src, False, "quantize_report_into: src")
+    a.take(1, dst, True, "quantize_report_into: dst")
+    a.take(2, keys, False, "quantize_report_into: keys")
+    a.take(3, values, False, "quantize_report_into: values")
+    d.take(0, dec_keys, False, "quantize_report_into: dec_keys")
+    d.take(1, dec_values, False, "quantize_report_into: dec_values")
+    n = a.n[0]
+    sc = a.code[0]
+    dc = fmt.code
+    if sc != T_FLOAT32 and sc != T_FLOAT64:
+        raise ValueError("quantize_report_into: src: expected float32 or float64")
+    if dst is not None and (a.n[1] != n or a.code[1] != dc):
+        raise ValueError(f"quantize_report_into: dst: expected {n} elements of the storage type of {fmt!r}")
+    if dec_fmt.code != sc:
+        raise ValueError(f"quantize_report_into: dec_fmt: expected the source's format, received {dec_fmt!r}")
+    if (keys is not None and a.code[2] != sc) or (values is not None and a.code[3] != dc):
+        raise ValueError("quantize_report_into: keys, values: expected the source and the target storage types")
+    if (dec_keys is not None and d.code[0] != dc) or (dec_values is not None and d.code[1] != sc):
+        raise ValueError("quantize_report_into: dec_keys, dec_values: expected the target and the source storage types")
+    isz = fmt.f.itemsize
+    setup_cfg(&ce, &fmt.f, rounding, out_of_range, a.ptr[2], a.n[2], a.ptr[3], a.n[3])
+    try:
+        setup_cfg(&cd, &dec_fmt.f, dec_rounding, dec_out_of_range, d.ptr[0], d.n[0], d.ptr[1], d.n[1])
+    except BaseException:
+        release_cfg(&ce)
+        raise
+    for k in range(5):
+        q.counts[k] = 0
+    q.mismatches = 0
+    q.max_abs = 0.0
+    q.max_rel = 0.0
+    q.zero_err = 0
+    if n:
+        xp = a.ptr[0]
+        if dst is not None:
+            yp = a.ptr[1]
+        with nogil:
+            setup_keys(&ce, sc, dc)
+            # the status arithmetic in float64 is exact for natural integer targets of <= 32 bits
+            fast = (fmt.f.natural and fmt.f.kind != 2 and fmt.f.nbits <= 32
+                    and (ce.nkeys == 0 or ce.nan_key))
+            if sc == T_FLOAT32:
+                r = _quantize_report(<const float*>xp, yp, dc, isz, n, offset, scale, &ce, &cd, fast, &q)
+            else:
+                r = _quantize_report(<const double*>xp, yp, dc, isz, n, offset, scale, &ce, &cd, fast, &q)
+    release_cfg(&ce)
+    release_cfg(&cd)
+    counts = tuple(q.counts[k] for k in range(5))
+    return r, counts, q.mismatches, q.max_abs, (float("inf") if q.zero_err else q.max_rel)
