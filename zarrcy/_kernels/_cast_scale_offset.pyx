@@ -294,63 +294,185 @@ ctypedef struct qrep_t:
     int zero_err           # an original 0 read back as something else (relative error: inf)
 
 
-cdef inline double _round_int(double c, int rmode) noexcept nogil:
-    """``c`` (|c| < 2^51) rounded to an integer per ``rmode`` (ext-codec-cast_value.md
-    "rounding"), exactly: the nearest-even integer from the 1.5 * 2^52 addition (default
-    FP environment), moved by one where the mode rounds the other way."""
-    cdef double r = (c + 6755399441055744.0) - 6755399441055744.0
-    cdef double d
-    if rmode == R_TOWARDS_ZERO:
-        if c >= 0.0:
-            r = r - 1.0 if r > c else r
-        else:
-            r = r + 1.0 if r < c else r
-    elif rmode == R_TOWARDS_POSITIVE:
-        r = r + 1.0 if r < c else r
-    elif rmode == R_TOWARDS_NEGATIVE:
-        r = r - 1.0 if r > c else r
-    elif rmode == R_NEAREST_AWAY:
-        d = c - r
-        if d == 0.5 and c > 0.0:
-            r = r + 1.0
-        elif d == -0.5 and c < 0.0:
-            r = r - 1.0
-    return r
+# The two report loops in C: one body per (source type, rounding mode), comparisons turned
+# into 0/1 integers and bit masks (the maxima of non-negative doubles as maxima of their
+# bit patterns), so that the compiler vectorises them; built for the x86-64 baseline and,
+# with a target attribute, for AVX2 (64-bit lane compares), picked at run time as in
+# _cast_simd.pxd.  Only IEEE add/sub/div, compares and integer operations: no FMA is
+# enabled, so both builds give bit-identical results.  "no-trapping-math" only lets the
+# compiler evaluate both sides of a select (no value changes).
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    #include <math.h>
+    #if defined(__GNUC__) && !defined(__clang__)
+    #pragma GCC push_options
+    #pragma GCC optimize ("no-trapping-math")
+    #endif
+    #define ZQ_MAGIC 6755399441055744.0
+    #define ZQ_DMAX 1.7976931348623157e308
+    static inline int64_t zq_bits(double f) { int64_t u; memcpy(&u, &f, 8); return u; }
+    static inline double zq_dbl(int64_t u) { double f; memcpy(&f, &u, 8); return f; }
+    /* r: the nearest-even integer of cc (|cc| < 2^51, default FP environment); each mode
+       moves it by one where it rounds the other way (ext-codec-cast_value.md "rounding") */
+    #define ZQ_ADJ_RNE
+    #define ZQ_ADJ_RTZ r = r - (double)((cc >= 0.0) & (r > cc)) + (double)((cc < 0.0) & (r < cc));
+    #define ZQ_ADJ_RTP r = r + (double)(r < cc);
+    #define ZQ_ADJ_RTN r = r - (double)(r > cc);
+    #define ZQ_ADJ_RNA { double d = cc - r; \\
+        r = r + (double)((d == 0.5) & (cc > 0.0)) - (double)((d == -0.5) & (cc < 0.0)); }
+    /* n[0] rounded, n[1] out of range after rounding, n[2] NaN, n[3] +-Inf */
+    #define ZQ_STATUS_BODY(T, ADJ)                                                        \\
+        int64_t nr = 0, no = 0, nn = 0, ni = 0; Py_ssize_t i;                             \\
+        double lo1 = lo - 1.0, hi1 = hi + 1.0;                                            \\
+        for (i = 0; i < m; i++) {                                                         \\
+            double v = (double)t[i];                                                      \\
+            int64_t nan = v != v;                                                         \\
+            int64_t fin = fabs(v) <= ZQ_DMAX;                                             \\
+            double cc = v > lo1 ? v : lo1;                                                \\
+            cc = cc < hi1 ? cc : hi1;                                                     \\
+            double r = (cc + ZQ_MAGIC) - ZQ_MAGIC;                                        \\
+            ADJ                                                                           \\
+            int64_t inr = (r >= lo) & (r <= hi);                                          \\
+            nr += fin & inr & (r != v);                                                   \\
+            no += fin & (inr ^ 1);                                                        \\
+            nn += nan;                                                                    \\
+            ni += (fin | nan) ^ 1;                                                        \\
+        }                                                                                 \\
+        n[0] += nr; n[1] += no; n[2] += nn; n[3] += ni;
+    /* check_cast's round-trip rule, in float64: st[0] mismatches, st[1] an original zero
+       read back non-zero; e[0] max abs error, e[1] max rel error (finite on both sides);
+       errors are >= +0, so their maxima are those of their bit patterns */
+    #define ZQ_STATS_BODY(T)                                                              \\
+        int64_t mism = 0, zerr = 0, mabs = zq_bits(e[0]), mrel = zq_bits(e[1]); Py_ssize_t i; \\
+        const int64_t one = zq_bits(1.0);                                                 \\
+        for (i = 0; i < m; i++) {                                                         \\
+            double o = (double)x[i], b = (double)back[i];                                 \\
+            int64_t no = o != o, nb = b != b;                                             \\
+            double ao = fabs(o);                                                          \\
+            int64_t fo = ao <= ZQ_DMAX, fb = fabs(b) <= ZQ_DMAX;                          \\
+            mism += (no ^ nb) | (fo ^ fb) | (((fo | no) ^ 1) & (o != b));                 \\
+            int64_t both = fo & fb, nz = ao != 0.0;                                       \\
+            int64_t mboth = -both, mnz = -nz;                                             \\
+            int64_t eb = zq_bits(fabs(b - o)) & mboth;                                    \\
+            mabs = eb > mabs ? eb : mabs;                                                 \\
+            double den = zq_dbl((zq_bits(ao) & mnz) | (one & ~mnz));                      \\
+            int64_t rb = zq_bits(zq_dbl(eb) / den) & mnz & mboth;                         \\
+            mrel = rb > mrel ? rb : mrel;                                                 \\
+            zerr |= both & (nz ^ 1) & (b != 0.0);                                         \\
+        }                                                                                 \\
+        st[0] += mism; st[1] |= zerr != 0; e[0] = zq_dbl(mabs); e[1] = zq_dbl(mrel);
+
+    #define ZQ_FNS(SUF, ATTR)                                                             \\
+        ATTR static void zq_status_f_rne##SUF(const float* __restrict t, Py_ssize_t m, double lo, double hi, int64_t* n) { ZQ_STATUS_BODY(float, ZQ_ADJ_RNE) } \\
+        ATTR static void zq_status_f_rtz##SUF(const float* __restrict t, Py_ssize_t m, double lo, double hi, int64_t* n) { ZQ_STATUS_BODY(float, ZQ_ADJ_RTZ) } \\
+        ATTR static void zq_status_f_rtp##SUF(const float* __restrict t, Py_ssize_t m, double lo, double hi, int64_t* n) { ZQ_STATUS_BODY(float, ZQ_ADJ_RTP) } \\
+        ATTR static void zq_status_f_rtn##SUF(const float* __restrict t, Py_ssize_t m, double lo, double hi, int64_t* n) { ZQ_STATUS_BODY(float, ZQ_ADJ_RTN) } \\
+        ATTR static void zq_status_f_rna##SUF(const float* __restrict t, Py_ssize_t m, double lo, double hi, int64_t* n) { ZQ_STATUS_BODY(float, ZQ_ADJ_RNA) } \\
+        ATTR static void zq_status_d_rne##SUF(const double* __restrict t, Py_ssize_t m, double lo, double hi, int64_t* n) { ZQ_STATUS_BODY(double, ZQ_ADJ_RNE) } \\
+        ATTR static void zq_status_d_rtz##SUF(const double* __restrict t, Py_ssize_t m, double lo, double hi, int64_t* n) { ZQ_STATUS_BODY(double, ZQ_ADJ_RTZ) } \\
+        ATTR static void zq_status_d_rtp##SUF(const double* __restrict t, Py_ssize_t m, double lo, double hi, int64_t* n) { ZQ_STATUS_BODY(double, ZQ_ADJ_RTP) } \\
+        ATTR static void zq_status_d_rtn##SUF(const double* __restrict t, Py_ssize_t m, double lo, double hi, int64_t* n) { ZQ_STATUS_BODY(double, ZQ_ADJ_RTN) } \\
+        ATTR static void zq_status_d_rna##SUF(const double* __restrict t, Py_ssize_t m, double lo, double hi, int64_t* n) { ZQ_STATUS_BODY(double, ZQ_ADJ_RNA) } \\
+        ATTR static void zq_stats_f##SUF(const float* __restrict x, const float* __restrict back, Py_ssize_t m, int64_t* st, double* e) { ZQ_STATS_BODY(float) } \\
+        ATTR static void zq_stats_d##SUF(const double* __restrict x, const double* __restrict back, Py_ssize_t m, int64_t* st, double* e) { ZQ_STATS_BODY(double) }
+
+    ZQ_FNS(_base, )
+    #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && !defined(ZC_NO_AVX2)
+    ZQ_FNS(_avx2, __attribute__((target("avx2"))))
+    static int zq_avx2 = -1;
+    static int zq_use_avx2(void) {
+        if (zq_avx2 < 0) { __builtin_cpu_init(); zq_avx2 = __builtin_cpu_supports("avx2") ? 1 : 0; }
+        return zq_avx2;
+    }
+    #define ZQ_PICK(NAME) (zq_use_avx2() ? NAME##_avx2 : NAME##_base)
+    /* state 0 baseline, 1 AVX2 (where the CPU has it), -1 detect again, other: query */
+    static int zq_set_isa(int state) {
+        if (state >= 0) { __builtin_cpu_init(); zq_avx2 = state && __builtin_cpu_supports("avx2"); }
+        else if (state == -1) { zq_avx2 = -1; }
+        return zq_use_avx2();
+    }
+    #else
+    #define ZQ_PICK(NAME) NAME##_base
+    static int zq_set_isa(int state) { (void)state; return 0; }
+    #endif
+    #if defined(__GNUC__) && !defined(__clang__)
+    #pragma GCC pop_options
+    #endif
+    /* mode: 0..4 as R_NEAREST_EVEN .. R_NEAREST_AWAY */
+    static void zq_status_f(const float* t, Py_ssize_t m, int mode, double lo, double hi, int64_t* n) {
+        switch (mode) {
+            case 1: ZQ_PICK(zq_status_f_rtz)(t, m, lo, hi, n); break;
+            case 2: ZQ_PICK(zq_status_f_rtp)(t, m, lo, hi, n); break;
+            case 3: ZQ_PICK(zq_status_f_rtn)(t, m, lo, hi, n); break;
+            case 4: ZQ_PICK(zq_status_f_rna)(t, m, lo, hi, n); break;
+            default: ZQ_PICK(zq_status_f_rne)(t, m, lo, hi, n);
+        }
+    }
+    static void zq_status_d(const double* t, Py_ssize_t m, int mode, double lo, double hi, int64_t* n) {
+        switch (mode) {
+            case 1: ZQ_PICK(zq_status_d_rtz)(t, m, lo, hi, n); break;
+            case 2: ZQ_PICK(zq_status_d_rtp)(t, m, lo, hi, n); break;
+            case 3: ZQ_PICK(zq_status_d_rtn)(t, m, lo, hi, n); break;
+            case 4: ZQ_PICK(zq_status_d_rna)(t, m, lo, hi, n); break;
+            default: ZQ_PICK(zq_status_d_rne)(t, m, lo, hi, n);
+        }
+    }
+    static void zq_stats_f(const float* x, const float* back, Py_ssize_t m, int64_t* st, double* e) {
+        ZQ_PICK(zq_stats_f)(x, back, m, st, e);
+    }
+    static void zq_stats_d(const double* x, const double* back, Py_ssize_t m, int64_t* st, double* e) {
+        ZQ_PICK(zq_stats_d)(x, back, m, st, e);
+    }
+    """
+    void zq_status_f(const float* t, Py_ssize_t m, int mode, double lo, double hi, int64_t* n) noexcept nogil
+    void zq_status_d(const double* t, Py_ssize_t m, int mode, double lo, double hi, int64_t* n) noexcept nogil
+    void zq_stats_f(const float* x, const float* back, Py_ssize_t m, int64_t* st, double* e) noexcept nogil
+    void zq_stats_d(const double* x, const double* back, Py_ssize_t m, int64_t* st, double* e) noexcept nogil
+    int zq_set_isa(int state) noexcept nogil
+
+
+def report_isa(force=None):
+    """The build the report loops run (``"avx2"`` or ``"baseline"``); ``force``: ``"baseline"``
+    or ``"avx2"`` (where the CPU has it) for tests, ``"auto"`` to detect again."""
+    cdef int state = -2
+    if force == "baseline":
+        state = 0
+    elif force == "avx2":
+        state = 1
+    elif force == "auto":
+        state = -1
+    elif force is not None:
+        raise ValueError(f"report_isa: force: expected 'baseline', 'avx2', 'auto' or None, received {force!r}")
+    if state == -2:
+        return "avx2" if zq_set_isa(-2) == 1 else "baseline"
+    return "avx2" if zq_set_isa(state) == 1 else "baseline"
 
 
 cdef int _int_status(const flt_t* t, Py_ssize_t m, const cfg_t* c, qrep_t* q) noexcept nogil:
     """Per-element status counts of the cast ``t -> integer`` (natural target of <= 32 bits,
     no scalar_map or one NaN key): the same classes as ``_cast_exact._cast_num`` -- exact,
     rounded (inexact, in range after rounding), clamped / wrapped (out of range after
-    rounding), mapped (NaN on the NaN key).  1 if an element fails (NaN without the key,
-    an infinity, out of range without out_of_range): the caller falls back."""
-    cdef Py_ssize_t i, n_round = 0, n_out = 0, n_nan = 0, n_inf = 0
+    rounding: outside [lo - 1, hi + 1] whatever the mode), mapped (NaN on the NaN key).
+    1 if an element fails (NaN without the key, an infinity, out of range without
+    out_of_range): the caller falls back."""
+    cdef int64_t n[4]
     cdef double lo = <double>c.f.lo, hi = <double>c.f.hi
-    cdef double v, cc, r
-    cdef int rmode = c.rmode
-    cdef bint inr, fin, nan
-    for i in range(m):
-        v = <double>t[i]
-        nan = v != v
-        fin = fabs(v) <= ZC_DBL_MAX
-        # outside [lo - 1, hi + 1] the rounded value is out of range whatever the mode
-        cc = v if v > lo - 1.0 else lo - 1.0
-        cc = cc if cc < hi + 1.0 else hi + 1.0
-        r = _round_int(cc, rmode)
-        inr = (r >= lo) and (r <= hi)
-        n_round += fin and inr and (r != v)
-        n_out += fin and not inr
-        n_nan += nan
-        n_inf += (not fin) and (not nan)
-    if n_inf or (n_nan and not c.nan_key) or (n_out and c.oor == OOR_NONE):
-        return 1
-    q.counts[ST_MAPPED] += n_nan
-    q.counts[ST_ROUNDED] += n_round
-    if c.oor == OOR_CLAMP:
-        q.counts[ST_CLAMPED] += n_out
+    n[0] = n[1] = n[2] = n[3] = 0
+    if flt_t is float:
+        zq_status_f(t, m, c.rmode, lo, hi, n)
     else:
-        q.counts[ST_WRAPPED] += n_out
-    q.counts[ST_EXACT] += m - n_round - n_out - n_nan
+        zq_status_d(t, m, c.rmode, lo, hi, n)
+    if n[3] or (n[2] and not c.nan_key) or (n[1] and c.oor == OOR_NONE):
+        return 1
+    q.counts[ST_MAPPED] += n[2]
+    q.counts[ST_ROUNDED] += n[0]
+    if c.oor == OOR_CLAMP:
+        q.counts[ST_CLAMPED] += n[1]
+    else:
+        q.counts[ST_WRAPPED] += n[1]
+    q.counts[ST_EXACT] += m - n[0] - n[1] - n[2]
     return 0
 
 
@@ -359,29 +481,20 @@ cdef void _round_trip_stats(const flt_t* x, const flt_t* back, Py_ssize_t m, qre
     when NaN-ness or finiteness changed or an infinity changed sign; the absolute / relative
     error over elements finite on both sides (relative: over non-zero originals; an original
     zero read back as non-zero makes it infinite)."""
-    cdef Py_ssize_t i, mism = 0
-    cdef double o, b, e, den, mabs = q.max_abs, mrel = q.max_rel
-    cdef bint no, nb, fo, fb, both
-    cdef int zerr = 0
-    for i in range(m):
-        o = <double>x[i]
-        b = <double>back[i]
-        no = o != o
-        nb = b != b
-        fo = fabs(o) <= ZC_DBL_MAX
-        fb = fabs(b) <= ZC_DBL_MAX
-        mism += (no != nb) or (fo != fb) or ((not fo) and (not no) and o != b)
-        both = fo and fb
-        e = fabs(b - o) if both else 0.0
-        mabs = e if e > mabs else mabs
-        den = fabs(o) if o != 0.0 else 1.0
-        e = e / den if (both and o != 0.0) else 0.0
-        mrel = e if e > mrel else mrel
-        zerr |= both and o == 0.0 and b != 0.0
-    q.mismatches += mism
-    q.max_abs = mabs
-    q.max_rel = mrel
-    q.zero_err |= zerr
+    cdef int64_t st[2]
+    cdef double e[2]
+    st[0] = 0
+    st[1] = 0
+    e[0] = q.max_abs
+    e[1] = q.max_rel
+    if flt_t is float:
+        zq_stats_f(x, back, m, st, e)
+    else:
+        zq_stats_d(x, back, m, st, e)
+    q.mismatches += st[0]
+    q.max_abs = e[0]
+    q.max_rel = e[1]
+    q.zero_err |= <int>st[1]
 
 
 cdef Py_ssize_t _quantize_report(const flt_t* x, void* y, int dc, Py_ssize_t isz, Py_ssize_t n, double od,
