@@ -17,7 +17,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import zarrcy.casting as casting
-from zarrcy.casting import chain_report, check_cast, parse_codecs, quantize_with_report
+from zarrcy.casting import CastReport, chain_report, check_cast, parse_codecs, quantize_with_report
 from zarrcy.codecs._base import ArraySpec
 from zarrcy.convert.options import parse_quantize
 from zarrcy.errors import CastError
@@ -52,9 +52,9 @@ def _check(x: np.ndarray, chain: list[dict[str, Any]]) -> None:
     want = check_cast(x, chain).to_json()
     fallbacks: list[int] = []
 
-    def spy(*a: Any) -> Any:
+    def spy(values: Any, codecs: Any) -> CastReport:
         fallbacks.append(1)
-        return check_cast(*a)
+        return check_cast(values, codecs)
 
     saved = casting.check_cast
     casting.check_cast = spy
