@@ -207,3 +207,50 @@ def test_both_builds_of_the_report_loops(isa: str) -> None:
                 _check(x, _chain("int16", 7, 0.5, rounding, "wrap", 0))
     finally:
         report_isa("auto")
+
+
+def test_kernel_entry_point_checks() -> None:
+    """quantize_report_into refuses mismatched arrays and formats (ValueError) before its
+    nogil loop."""
+    from zarrcy._kernels._cast_scale_offset import quantize_report_into
+
+    so, cv = parse_codecs(parse_quantize("scale=1,dtype=uint8,out_of_range=clamp,nan=0") or [])
+    enc, dec = cv.prepared(np.dtype(np.float64))
+    x = np.zeros(10)
+    args = (enc.dst.kernel_format(), enc.rounding, enc.out_of_range, 0.0, 1.0, enc.keys, enc.values,
+            dec.dst.kernel_format(), dec.rounding, dec.out_of_range, dec.keys, dec.values)
+    assert quantize_report_into(x, np.empty(10, np.uint8), *args)[0] == -1
+    with pytest.raises(ValueError, match="dst"):
+        quantize_report_into(x, np.empty(9, np.uint8), *args)
+    with pytest.raises(ValueError, match="dst"):
+        quantize_report_into(x, np.empty(10, np.int8), *args)
+    with pytest.raises(ValueError, match="src"):
+        quantize_report_into(np.zeros(10, np.int32), None, *args)
+    with pytest.raises(ValueError, match="dec_fmt"):
+        quantize_report_into(x.astype(np.float32), None, *args)
+    with pytest.raises(ValueError, match="keys"):
+        quantize_report_into(x, None, *args[:5], enc.keys.astype(np.float32), *args[6:])
+
+
+def test_threads_share_nothing() -> None:
+    """The nogil kernel on many threads at once gives each caller its own report and bytes."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(3)
+    chain = parse_quantize("scale=2,offset=-10,dtype=uint8,out_of_range=clamp,nan=255")
+    assert chain is not None
+    xs = [(rng.random(20000) * (40 + 10 * k) - 5).astype(np.float64) for k in range(8)]
+    for x in xs:
+        x[:: 17 + len(xs)] = np.nan
+
+    def run(i: int) -> tuple[bytes, dict[str, Any]]:
+        enc, rep = quantize_with_report(xs[i % len(xs)], chain)
+        assert enc is not None
+        return enc.tobytes(), rep.to_json()
+
+    want = [run(i) for i in range(len(xs))]
+    assert all(w[1] == check_cast(x, chain).to_json() for w, x in zip(want, xs))
+
+    with ThreadPoolExecutor(4) as ex:
+        got = list(ex.map(run, range(32)))
+    assert got == [want[i % len(xs)] for i in range(32)]
