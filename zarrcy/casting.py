@@ -24,6 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from zarrcy._kernels._cast_scale_offset import quantize_report_into
 from zarrcy.codecs.cast_value import (
     ST_CLAMPED,
     ST_EXACT,
@@ -46,7 +47,7 @@ from zarrcy.codecs.scale_offset import (
 )
 from zarrcy.errors import CastError, MetadataError, ZarrcyError, expected
 
-__all__ = ["cast_value", "scale_offset_encode", "scale_offset_decode", "check_cast", "chain_report", "merge_reports",
+__all__ = ["cast_value", "scale_offset_encode", "scale_offset_decode", "check_cast", "chain_report", "quantize_with_report", "merge_reports",
            "CastReport", "cast_check_main"]
 
 
@@ -309,21 +310,64 @@ def merge_reports(a: CastReport, b: CastReport, offset_index: Any = None) -> Cas
 
 
 def chain_report(values: Any, codecs: Any) -> CastReport:
-    """:func:`check_cast`'s report, computed with the kernels in a few passes for the chain
-    ``zarrcy convert --quantize`` builds (float values -> ``scale_offset`` -> ``cast_value``);
-    any other chain, or data with an element that fails, goes to :func:`check_cast` itself
-    (tests compare the two on every counter)."""
+    """:func:`check_cast`'s report, computed by one kernel pass for the chain ``zarrcy convert
+    --quantize`` builds (float values -> ``scale_offset`` -> ``cast_value``); any other
+    chain, or data with an element that fails, goes to :func:`check_cast` itself (tests
+    compare the two on every counter)."""
+    return quantize_with_report(values, codecs, encode=False)[1]
+
+
+def quantize_with_report(values: Any, codecs: Any, encode: bool = True) -> tuple[np.ndarray | None, CastReport]:
+    """``(encoded, report)``: the values encoded by the ``scale_offset`` -> ``cast_value``
+    chain (the bytes the fused codec writes; the chain's encoded dtype, ``values``' shape)
+    and :func:`check_cast`'s report, in one pass over the values
+    (``_cast_scale_offset.quantize_report_into``: per block the codec's encode loop, the
+    cast statuses, the codec's decode loop and the round-trip errors).
+
+    ``encoded`` is None when ``encode`` is false, for a chain other than float32/float64
+    ``[scale_offset, cast_value]``, and when a value fails (the report, from
+    :func:`check_cast`, then says which)."""
     x = np.asarray(values)
     chain = parse_codecs(codecs)
     if (len(chain) != 2 or not isinstance(chain[0], ScaleOffsetCodec) or not isinstance(chain[1], CastValueCodec)
             or x.dtype.kind != "f" or x.dtype.itemsize not in (4, 8)):
-        return check_cast(x, chain)
+        return None, check_cast(x, chain)
+    so, cv = chain
+    fmt, o, s = so.parsed(x.dtype)
+    a = np.ascontiguousarray(x.astype(fmt.dtype, copy=False))   # native byte order
+    enc, dec = cv.prepared(a.dtype)
+    if not enc.dst.natural:  # float16, bfloat16, int4...: the numpy passes, block by block
+        return None, _chain_report_blocks(x, chain)
+    out = np.empty(a.shape, dtype=enc.dst.dtype) if encode else None
+    y = None if out is None else (out if enc.dst.natural else out.view(enc.dst.storage)).reshape(-1)
+    flat = a.reshape(-1)
+    kfmt, dfmt = enc.dst.kernel_format(), dec.dst.kernel_format()
+    rep = CastReport(count=0, stages=[c.to_dict()["name"] for c in chain], encoded_dtype=enc.dst.dtype.name)
+    for i in range(0, flat.size, _REPORT_BLOCK):  # one kernel call per _REPORT_BLOCK elements
+        r, counts, mismatches, max_abs, max_rel = quantize_report_into(
+            flat[i:i + _REPORT_BLOCK], None if y is None else y[i:i + _REPORT_BLOCK], kfmt, enc.rounding,
+            enc.out_of_range, float(o), float(s), enc.keys.reshape(-1), enc.values.reshape(-1), dfmt, dec.rounding,
+            dec.out_of_range, dec.keys.reshape(-1), dec.values.reshape(-1))
+        if r >= 0:  # a value fails, or a kernel refuses: the exact element-wise report
+            return None, check_cast(x, chain)
+        part = CastReport(count=min(_REPORT_BLOCK, flat.size - i), max_abs_error=float(max_abs),
+                          max_rel_error=float(max_rel), round_trip_mismatches=int(mismatches))
+        part.exact, part.rounded, part.clamped, part.wrapped, part.scalar_mapped = (int(c) for c in counts)
+        merge_reports(rep, part)
+    return out, rep
+
+
+# elements per kernel call (the reports of the parts are merged; tests make it small)
+_REPORT_BLOCK = 1 << 20
+
+
+def _chain_report_blocks(x: np.ndarray, chain: Any) -> CastReport:
+    """:func:`chain_report` for a target the one-pass kernel does not take (not stored in a
+    C type of its own): numpy passes per block of ``_NUMPY_BLOCK`` elements."""
     flat = np.ascontiguousarray(x).reshape(-1)
-    # blocks of _REPORT_BLOCK elements: the passes below hold several float64 copies of
-    # what they check, so memory stays ~10 x 0.5 MiB whatever the region size
     rep: CastReport | None = None
-    for i in range(0, max(flat.size, 1), _REPORT_BLOCK):
-        part = _chain_report_block(flat[i:i + _REPORT_BLOCK], chain)
+    for i in range(0, max(flat.size, 1), _NUMPY_BLOCK):
+        part = _chain_report_block(flat[i:i + _NUMPY_BLOCK], chain)
         if part is None:  # a value fails, or a kernel refuses: the exact report, whole
             return check_cast(x, chain)
         rep = part if rep is None else merge_reports(rep, part)
@@ -331,9 +375,8 @@ def chain_report(values: Any, codecs: Any) -> CastReport:
     return rep
 
 
-# 64 Ki elements: the float64 temporaries of a block stay in the L2 cache (measured: the
-# report of 4 Mi float32 values takes ~2/3 of the time it takes with 1 Mi-element blocks)
-_REPORT_BLOCK = 1 << 16
+# 64 Ki elements: the float64 temporaries of a block stay in the L2 cache
+_NUMPY_BLOCK = 1 << 16
 
 
 def _chain_report_block(flat: np.ndarray, chain: Any) -> CastReport | None:
@@ -395,6 +438,8 @@ def _chain_report_block(flat: np.ndarray, chain: Any) -> CastReport | None:
             if (err[~nz] > 0).any():
                 rep.max_rel_error = math.inf
     return rep
+
+
 
 
 # ---------------------------------------------------------------------------------------

@@ -270,8 +270,8 @@ def _region_cast_report(src_path: str, values: np.ndarray, sel: tuple[slice, ...
 def _check_quantize(plans: list[ArrayPlan], src_store: Any, o: ConvertOptions) -> dict[str, dict[int, Any]]:
     """Refuse to start when a value of a quantized array cannot be encoded, or would not
     read back as what it is (a value encoding to the ``nan=V`` code): every source region
-    goes through the quantize chain first (:func:`zarrcy.casting.chain_report`, the
-    kernels in a few passes).  Returns each region's report ({array rel: {region: report}})
+    goes through the quantize chain first (:func:`zarrcy.casting.chain_report`, one
+    kernel pass).  Returns each region's report ({array rel: {region: report}})
     for the summary.  Regions are checked on ``workers`` threads."""
     from zarrcy.api import open_array
 
