@@ -13,23 +13,47 @@ The classes take numcodecs' keyword arguments, as zarr-python's do:
 ``LZMA(preset=1)``, ``Delta(dtype="int32")``.  ``numcodecs.fixedscaleoffset`` is
 :mod:`zarrcy.codecs.scale_offset`'s (read as scale_offset + cast_value).
 Prefer zarrcy's native ``blosc``/``zstd``/``gzip`` codecs for new arrays.
+
+**Bounded decoding** (decompression bombs; shared with the Zarr v2 wrappers of
+:mod:`zarrcy.v2.codecs`): every numcodecs decode goes through :func:`decode_capped`
+with the most bytes the chunk can need (its decoded size when the pipeline knows it,
+else ``zarrcy.config(max_chunk_bytes=...)``).  For ids whose stream format the standard
+library reads (``zlib``, ``gzip``, ``bz2``, ``lzma``) zarrcy decodes the stream itself
+with ``max_length`` (same results as numcodecs, including its handling of several
+streams and trailing bytes), ``zstd`` goes through the capped streaming decoder of
+:mod:`zarrcy.codecs.zstd`, and ``blosc``/``lz4`` headers state the decoded size, checked
+before numcodecs decodes (a chunk that *claims* more than the cap is refused before
+anything is allocated).  Any other id (checksums, shuffle, third-party codecs) is
+decoded by numcodecs and refused *after* decoding when its output exceeds the cap.
+
+Errors: a decoder's failure on the stored bytes is a :class:`CorruptChunkError` (the
+decoder's exception kept as its cause); a ``MemoryError`` is not caught -- running out
+of memory says nothing about the stored bytes (as in :mod:`zarrcy.codecs.pipeline`).
 """
 
 from __future__ import annotations
 
+import bz2
 import json
+import lzma
+import zlib
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Self
 
 import numpy as np
 
+from zarrcy.config import get as _config_get
 from zarrcy.codecs._base import ArrayArrayCodec, ArraySpec, BytesBytesCodec
+from zarrcy.codecs._common import as_uint8, nbytes_of
+from zarrcy.codecs.blosc import blosc_header
+from zarrcy.codecs.gzip import _zlib_decompress
+from zarrcy.codecs.zstd import decompress_capped
 from zarrcy.errors import CorruptChunkError, MetadataError, expected
 from zarrcy.metadata._parse import config_dict
 
 __all__ = [
     "Blosc", "LZ4", "Zstd", "Zlib", "GZip", "BZ2", "LZMA", "Shuffle", "CRC32", "CRC32C", "Adler32", "Fletcher32",
-    "JenkinsLookup3", "Delta", "BitRound", "Quantize", "AsType", "BYTES_BYTES", "ARRAY_ARRAY",
+    "JenkinsLookup3", "Delta", "BitRound", "Quantize", "AsType", "BYTES_BYTES", "ARRAY_ARRAY", "decode_capped",
 ]
 
 PREFIX = "numcodecs."
@@ -92,8 +116,107 @@ class _Numcodec:
 _CHECKSUM_IDS = frozenset(("crc32", "crc32c", "adler32", "fletcher32"))
 
 
-def _decode_error(codec_id: str, e: BaseException) -> CorruptChunkError:
-    return CorruptChunkError(expected(PREFIX + codec_id, "decodable bytes", f"{type(e).__name__}: {e}"))
+
+
+def decode_error(what: str, e: BaseException) -> CorruptChunkError:
+    return CorruptChunkError(expected(what, "decodable bytes", f"{type(e).__name__}: {e}"))
+
+
+def chunk_cap() -> int:
+    """The most bytes a chunk of unknown decoded size may decode to (``max_chunk_bytes``)."""
+    return int(_config_get("max_chunk_bytes"))
+
+
+def _too_big(what: str, cap: int, got: Any = "more") -> CorruptChunkError:
+    return CorruptChunkError(expected(what, f"at most {cap} decoded bytes", got))
+
+
+def _streams_capped(make: Any, data: Any, cap: int, what: str, errors: tuple[type[BaseException], ...],
+                    multi: bool) -> bytes:
+    """Decode concatenated streams as ``bz2.decompress``/``lzma.decompress`` do (a
+    later stream that does not parse ends the data; an unfinished one is an error),
+    but with ``max_length``: never more than ``cap + 1`` bytes of output exist."""
+    buf = bytes(data) if not isinstance(data, bytes) else data
+    parts: list[bytes] = []
+    total = 0
+    while True:
+        d = make()
+        try:
+            part = d.decompress(buf, cap - total + 1)
+        except errors as e:
+            if parts:
+                break  # leftover bytes that are not a stream: ignored, as the stdlib does
+            raise decode_error(what, e) from e
+        total += len(part)
+        if total > cap:
+            raise _too_big(what, cap)
+        parts.append(part)
+        if not d.eof:
+            if d.needs_input:
+                raise CorruptChunkError(expected(what, "a complete stream", "truncated data"))
+            raise _too_big(what, cap)  # pragma: no cover - max_length reached means total > cap
+        buf = d.unused_data
+        if not multi or not buf:
+            break
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def decode_capped(codec: Any, data: Any, cap: int) -> Any:
+    """``codec.decode(data)`` for a numcodecs codec, refusing output above ``cap`` bytes
+    (see the module docstring for how each id is bounded).  Decoding failures are
+    CorruptChunkError (cause kept); MemoryError passes through."""
+    cid = getattr(codec, "codec_id", None)
+    what = f"numcodecs.{cid}"
+    if cid == "zlib":  # numcodecs: zlib.decompress(buf) -- one stream, trailing bytes ignored
+        d = zlib.decompressobj()
+        try:
+            out = d.decompress(bytes(data) if not isinstance(data, bytes) else data, cap + 1)
+        except zlib.error as e:
+            raise decode_error(what, e) from e
+        if len(out) > cap:
+            raise _too_big(what, cap)
+        if not d.eof:
+            raise CorruptChunkError(expected(what, "a complete stream", "truncated data"))
+        return out
+    if cid == "gzip":  # numcodecs: GzipFile.read() -- every member, trailing zeros allowed
+        if not nbytes_of(data):
+            return b""
+        return _zlib_decompress(data, cap)
+    if cid == "bz2":  # numcodecs: bz2.decompress
+        return _streams_capped(bz2.BZ2Decompressor, data, cap, what, (OSError, ValueError), True)
+    if cid == "lzma":  # numcodecs: lzma.decompress(buf, format=..., filters=...)
+        fmt, filters = codec.format, codec.filters
+
+        def make() -> Any:
+            try:
+                return lzma.LZMADecompressor(fmt, None, filters)
+            except (ValueError, TypeError, lzma.LZMAError) as e:
+                raise decode_error(what, e) from e
+
+        return _streams_capped(make, data, cap, what, (lzma.LZMAError, ValueError), True)
+    if cid == "zstd":
+        return decompress_capped(data, cap)
+    if cid == "blosc":  # the header states the decoded size (c-blosc README_CHUNK_FORMAT)
+        nbytes = blosc_header(data)[0]
+        if nbytes > cap:
+            raise _too_big(what, cap, nbytes)
+    elif cid == "lz4":  # numcodecs' lz4 frames: a little-endian int32 decoded size, then the block
+        head = bytes(as_uint8(data)[:4])
+        if len(head) < 4:
+            raise CorruptChunkError(expected(what, "at least 4 bytes (decoded size)", len(head)))
+        nbytes = int.from_bytes(head, "little", signed=True)
+        if nbytes > cap:
+            raise _too_big(what, cap, nbytes)
+    try:
+        out = codec.decode(data)
+    except (CorruptChunkError, MemoryError):
+        raise  # out of memory is not a corrupt chunk (hostile size claims are refused above)
+    except Exception as e:  # third-party decoders raise anything on bad input
+        raise decode_error(what, e) from e
+    n = out.nbytes if hasattr(out, "nbytes") else len(out)
+    if n > cap:  # third-party ids: checked after decoding only (see the module docstring)
+        raise _too_big(what, cap, n)
+    return out
 
 
 @dataclass(frozen=True, init=False, repr=False)
@@ -109,15 +232,20 @@ class _BytesBytes(_Numcodec, BytesBytesCodec):
         return input_size + 4 if self.codec_id in _CHECKSUM_IDS else None
 
     def decode(self, data: Any, spec: ArraySpec) -> Any:
-        if self.codec_id == "zstd":
-            from zarrcy.codecs.zstd import check_frames
+        # decoded size unknown here: max_chunk_bytes bounds it (zstd: check_frames first,
+        # numcodecs' streaming decoder can hang on truncated frames)
+        return _flat(decode_capped(self.codec(), data, chunk_cap()))
 
-            check_frames(data)  # numcodecs' streaming decoder can hang on truncated frames
-        try:
-            out = self.codec().decode(data)
-        except Exception as e:  # third-party decoders raise anything on bad input
-            raise _decode_error(self.codec_id, e) from None
-        return out if isinstance(out, (bytes, bytearray, memoryview)) else memoryview(np.ascontiguousarray(out)).cast("B")
+    def decode_sized(self, data: Any, size: int, spec: ArraySpec) -> Any:
+        out = decode_capped(self.codec(), data, size)
+        n = nbytes_of(out)
+        if n != size:
+            raise CorruptChunkError(expected(f"{self.name} output", f"{size} bytes", n))
+        return _flat(out)
+
+
+def _flat(out: Any) -> Any:
+    return out if isinstance(out, (bytes, bytearray, memoryview)) else memoryview(np.ascontiguousarray(out)).cast("B")
 
 
 @dataclass(frozen=True, init=False, repr=False)
@@ -150,8 +278,10 @@ class _ArrayArray(_Numcodec, ArrayArrayCodec):
     def decode(self, chunk: np.ndarray, spec: ArraySpec) -> np.ndarray:
         try:
             out = np.asarray(self.codec().decode(np.ascontiguousarray(chunk)))
-        except Exception as e:  # noqa: BLE001
-            raise _decode_error(self.codec_id, e) from None
+        except MemoryError:
+            raise  # not a corrupt chunk (the output is the chunk's size: nothing to bound)
+        except Exception as e:  # noqa: BLE001 - third-party decoders raise anything
+            raise decode_error(PREFIX + self.codec_id, e) from e
         if out.dtype != spec.dtype:
             out = out.view(spec.dtype) if out.dtype.itemsize == spec.dtype.itemsize and out.dtype.kind == "u" else \
                 out.astype(spec.dtype)
