@@ -38,13 +38,13 @@ import json
 import lzma
 import zlib
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Self
+from typing import Any, Callable, ClassVar, Self
 
 import numpy as np
 
 from zarrcy.config import get as _config_get
 from zarrcy.codecs._base import ArrayArrayCodec, ArraySpec, BytesBytesCodec
-from zarrcy.codecs._common import as_uint8, nbytes_of
+from zarrcy.codecs._common import as_uint8, get_bool, get_int, nbytes_of
 from zarrcy.codecs.blosc import blosc_header
 from zarrcy.codecs.gzip import _zlib_decompress
 from zarrcy.codecs.zstd import decompress_capped
@@ -59,6 +59,131 @@ __all__ = [
 PREFIX = "numcodecs."
 
 
+# -- configurations: each id's keys, checked with the JSON path (CONVENTIONS.md rule 3) -----
+Check = Callable[[dict[str, Any], str, str], None]
+_INT32_MAX = (1 << 31) - 1
+
+
+def _int(lo: int, hi: int) -> Check:
+    def check(cfg: dict[str, Any], key: str, path: str) -> None:
+        get_int(cfg, key, path, lo, hi)
+
+    return check
+
+
+def _one_of(*choices: Any) -> Check:
+    """A value equal to one of ``choices`` *and of the same type* (JSON 1.0 is not 1)."""
+
+    def check(cfg: dict[str, Any], key: str, path: str) -> None:
+        v = cfg[key]
+        if not any(type(v) is type(c) and v == c for c in choices):
+            p = f"{path}.configuration.{key}"
+            raise MetadataError(expected(p, f"one of {choices}", v), p)
+
+    return check
+
+
+def _bool(cfg: dict[str, Any], key: str, path: str) -> None:
+    get_bool(cfg, key, path)
+
+
+def _or_null(check: Check) -> Check:
+    def nullable(cfg: dict[str, Any], key: str, path: str) -> None:
+        if cfg[key] is not None:
+            check(cfg, key, path)
+
+    return nullable
+
+
+def _null(cfg: dict[str, Any], key: str, path: str) -> None:
+    if cfg[key] is not None:  # jenkins_lookup3's prefix is bytes: JSON cannot carry it
+        p = f"{path}.configuration.{key}"
+        raise MetadataError(expected(p, "null", cfg[key]), p)
+
+
+def _dtype(kinds: str) -> Check:
+    """A numpy data type name (``"int32"``, ``"<f8"``) of one of the kinds ``kinds``."""
+
+    def check(cfg: dict[str, Any], key: str, path: str) -> None:
+        v = cfg[key]
+        p = f"{path}.configuration.{key}"
+        what = f"a numpy data type name of kind {'/'.join(kinds)}"
+        if type(v) is not str:
+            raise MetadataError(expected(p, what, v), p)
+        try:
+            dt = np.dtype(v)
+        except (TypeError, ValueError, SyntaxError):
+            raise MetadataError(expected(p, what, v), p) from None
+        if dt.kind not in kinds or dt.fields is not None or dt.subdtype is not None:
+            raise MetadataError(expected(p, what, v), p)
+
+    return check
+
+
+def _lzma_preset(cfg: dict[str, Any], key: str, path: str) -> None:
+    v = cfg[key]
+    if type(v) is not int or not 0 <= v & ~lzma.PRESET_EXTREME <= 9 or v >> 32:
+        p = f"{path}.configuration.{key}"
+        raise MetadataError(expected(p, "null or a preset 0..9 (optionally | lzma.PRESET_EXTREME)", v), p)
+
+
+def _lzma_filters(cfg: dict[str, Any], key: str, path: str) -> None:
+    v = cfg[key]
+    p = f"{path}.configuration.{key}"
+    if type(v) is not list:
+        raise MetadataError(expected(p, "null or an array of filter objects", v), p)
+    for i, f in enumerate(v):
+        if type(f) is not dict or type(f.get("id")) is not int:
+            raise MetadataError(expected(f"{p}[{i}]", "an object with an integer 'id' (an lzma filter)", f), f"{p}[{i}]")
+
+
+_LEVEL_ZLIB = {"level": _int(-1, 9)}
+_LOCATION = {"location": _or_null(_one_of("start", "end"))}
+_NUMERIC = "biufc"
+
+#: id -> (checker per key, required keys): what numcodecs' constructors accept
+SCHEMA: dict[str, tuple[dict[str, Check], tuple[str, ...]]] = {
+    "blosc": ({"cname": _one_of("blosclz", "lz4", "lz4hc", "zlib", "zstd"), "clevel": _int(0, 9),
+               "shuffle": _one_of(-1, 0, 1, 2), "blocksize": _int(0, _INT32_MAX),
+               "typesize": _or_null(_int(1, _INT32_MAX))}, ()),
+    "lz4": ({"acceleration": _int(-_INT32_MAX - 1, _INT32_MAX)}, ()),
+    "zstd": ({"level": _int(-131072, 22), "checksum": _bool}, ()),
+    "zlib": (_LEVEL_ZLIB, ()),
+    "gzip": (_LEVEL_ZLIB, ()),
+    "bz2": ({"level": _int(1, 9)}, ()),
+    "lzma": ({"format": _one_of(0, 1, 2, 3), "check": _one_of(-1, 0, 1, 4, 10),
+              "preset": _or_null(_lzma_preset), "filters": _or_null(_lzma_filters)}, ()),
+    "shuffle": ({"elementsize": _int(0, _INT32_MAX)}, ()),
+    "crc32": (_LOCATION, ()),
+    "crc32c": (_LOCATION, ()),
+    "adler32": (_LOCATION, ()),
+    "fletcher32": ({}, ()),
+    "jenkins_lookup3": ({"initval": _int(0, (1 << 32) - 1), "prefix": _null}, ()),
+    "delta": ({"dtype": _dtype(_NUMERIC), "astype": _or_null(_dtype(_NUMERIC))}, ("dtype",)),
+    "bitround": ({"keepbits": _int(0, 52)}, ("keepbits",)),
+    "quantize": ({"digits": _int(-300, 300), "dtype": _dtype("f"), "astype": _or_null(_dtype("f"))},
+                 ("digits", "dtype")),
+    "astype": ({"encode_dtype": _dtype(_NUMERIC), "decode_dtype": _dtype(_NUMERIC)}, ("encode_dtype", "decode_dtype")),
+}
+
+
+def check_configuration(codec_id: str, configuration: Any, path: str) -> dict[str, Any]:
+    """``configuration`` of ``numcodecs.<codec_id>`` at JSON path ``path`` (the codec
+    object's path), checked key by key; returns it without an ``id`` key (zarr-python
+    never writes one; an ``id`` equal to the codec's is tolerated)."""
+    cfg = dict(config_dict(configuration, path, None))
+    if "id" in cfg:
+        if cfg.pop("id") != codec_id:
+            p = f"{path}.configuration.id"
+            raise MetadataError(expected(p, repr(codec_id), (configuration or {}).get("id")), p)
+    checks, required = SCHEMA[codec_id]
+    config_dict(cfg, path, checks, required)  # unknown and missing keys
+    for key, check in checks.items():
+        if key in cfg:
+            check(cfg, key, path)
+    return cfg
+
+
 def _numcodec(codec_id: str, config: dict[str, Any], path: str) -> Any:
     import numcodecs
 
@@ -69,6 +194,19 @@ def _numcodec(codec_id: str, config: dict[str, Any], path: str) -> Any:
                                      f"{config!r} ({type(e).__name__}: {e})"), path) from None
 
 
+def _try_round_trip(codec: Any, sample: Any, what: str, path: str) -> None:
+    """Encode and decode ``sample``: a configuration the checks above let through but
+    numcodecs cannot run (lzma filter chains, digits numcodecs' maths refuses) fails
+    here, as a MetadataError, not at the first write."""
+    try:
+        codec.decode(codec.encode(sample))
+    except MemoryError:
+        raise
+    except Exception as e:  # numcodecs raises anything on configurations it cannot run
+        p = f"{path}.configuration"
+        raise MetadataError(expected(p, what, f"{type(e).__name__}: {e}"), p) from e
+
+
 class _Numcodec:
     """What both kinds share: the configuration (canonical JSON, hashable) and the
     numcodecs object, made once."""
@@ -77,22 +215,21 @@ class _Numcodec:
     config_json: str
 
     def __init__(self, **config: Any) -> None:
-        config.pop("id", None)
-        object.__setattr__(self, "config_json", json.dumps(config, sort_keys=True))
-        self.codec("configuration")  # bad configurations fail now, not per chunk
+        self._set(config, PREFIX + self.codec_id)
 
     @classmethod
     def from_dict(cls, configuration: dict[str, Any] | None, path: str) -> Self:
-        # free-form: numcodecs' constructor checks the keys (below, with the JSON path)
-        cfg = dict(config_dict(configuration, path, None))
-        if "id" in cfg and cfg["id"] != cls.codec_id:
-            raise MetadataError(expected(f"{path}.configuration.id", repr(cls.codec_id), cfg["id"]),
-                                f"{path}.configuration.id")
         obj = cls.__new__(cls)
-        cfg.pop("id", None)
-        object.__setattr__(obj, "config_json", json.dumps(cfg, sort_keys=True))
-        obj.codec(f"{path}.configuration")
+        obj._set(configuration, path)
         return obj
+
+    def _set(self, configuration: Any, path: str) -> None:
+        cfg = check_configuration(self.codec_id, configuration, path)
+        object.__setattr__(self, "config_json", json.dumps(cfg, sort_keys=True))
+        self._check_runs(self.codec(f"{path}.configuration"), path)  # bad configurations fail now, not per chunk
+
+    def _check_runs(self, codec: Any, path: str) -> None:
+        """Overridden per kind: a trial round trip where it needs no array."""
 
     @property
     def codec_config(self) -> dict[str, Any]:
@@ -231,6 +368,9 @@ class _BytesBytes(_Numcodec, BytesBytesCodec):
     def compute_encoded_size(self, input_size: int, spec: ArraySpec) -> int | None:
         return input_size + 4 if self.codec_id in _CHECKSUM_IDS else None
 
+    def _check_runs(self, codec: Any, path: str) -> None:
+        _try_round_trip(codec, np.arange(64, dtype=np.uint8), f"a configuration numcodecs.{self.codec_id} can run", path)
+
     def decode(self, data: Any, spec: ArraySpec) -> Any:
         # decoded size unknown here: max_chunk_bytes bounds it (zstd: check_frames first,
         # numcodecs' streaming decoder can hang on truncated frames)
@@ -256,6 +396,12 @@ class _ArrayArray(_Numcodec, ArrayArrayCodec):
 
     def encoded_dtype(self, dtype: np.dtype) -> np.dtype:
         return dtype
+
+    def validate(self, spec: ArraySpec, path: str) -> None:
+        # the configuration alone cannot say (bitround: keepbits against the mantissa;
+        # dtypes numcodecs cannot convert): run it once on the array's data type
+        _try_round_trip(self.codec(), np.zeros(4, dtype=spec.dtype),
+                        f"a configuration numcodecs.{self.codec_id} can run on {spec.dtype} data", path)
 
     def resolve(self, spec: ArraySpec) -> ArraySpec:
         dt = self.encoded_dtype(spec.dtype)
