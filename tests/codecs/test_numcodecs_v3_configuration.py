@@ -123,10 +123,34 @@ def test_specific_values(name, cfg, key):
     _refused({"name": name, "configuration": cfg}, re.escape(f"{P}.configuration.") + key)
 
 
-def test_lzma_filter_chain_numcodecs_cannot_run():
-    # passes the key checks (a list of objects with an integer id) but liblzma refuses it
-    _refused({"name": "numcodecs.lzma", "configuration": {"format": 3, "filters": [{"id": 12345}]}},
-             re.escape(f"{P}.configuration"))
+@pytest.mark.parametrize("cfg", [
+    {"format": 3, "filters": [{"id": 12345}]},  # no such filter
+    {"format": 3, "filters": [{"id": 33, "dict_size": 1 << 40}]},  # LZMA2 option out of range
+    {"format": 0},  # FORMAT_AUTO: decoding only
+    {"format": 2, "check": 4},  # integrity checks: FORMAT_XZ only
+    {"preset": 1, "filters": [{"id": 33}]},  # both a preset and a filter chain
+    {"format": 3},  # FORMAT_RAW without filters
+    {"format": 3, "filters": [{"id": 33}, {"id": 3, "dist": 1}]},  # LZMA2 not last
+], ids=repr)
+def test_lzma_combinations_liblzma_refuses(cfg):
+    # each key passes its own check; liblzma refuses the combination (a small trial round
+    # trip at parse time, never a raw ValueError/LZMAError at the first write)
+    _refused({"name": "numcodecs.lzma", "configuration": cfg}, re.escape(f"{P}.configuration") + r"(\.filters\[0\])?")
+
+
+def test_lzma_trial_runs_a_small_dictionary(monkeypatch):
+    """The trial round trip keeps format, check and filter chain but not the dictionary
+    size: checking preset 9 must not build its ~700 MiB encoder."""
+    made = []
+    real = nc._numcodec
+    monkeypatch.setattr(nc, "_numcodec", lambda cid, cfg, path: made.append(cfg) or real(cid, cfg, path))
+    c = codec_from_dict({"name": "numcodecs.lzma", "configuration": {"preset": 9 | (1 << 31)}}, P)
+    assert c.to_dict()["configuration"] == {"preset": 9 | (1 << 31)}
+    assert {"preset": 0} in made
+    made.clear()
+    big = [{"id": 3, "dist": 4}, {"id": 33, "preset": 9, "dict_size": 1 << 30}]
+    codec_from_dict({"name": "numcodecs.lzma", "configuration": {"format": 3, "filters": big}}, P)
+    assert {"format": 3, "filters": [{"id": 3, "dist": 4}, {"id": 33, "preset": 0, "dict_size": 1 << 20}]} in made
 
 
 def test_python_constructor_names_the_codec():
