@@ -168,7 +168,7 @@ def _lzma_small(cfg: dict[str, Any]) -> dict[str, Any]:
 
 _LEVEL_ZLIB = {"level": _int(-1, 9)}
 _LOCATION = {"location": _or_null(_one_of("start", "end"))}
-_NUMERIC = "biufc"
+_NUMERIC = "biufcmM"  # numeric, bool, datetime64/timedelta64 (validate runs the codec on the array type)
 
 #: id -> (checker per key, required keys): what numcodecs' constructors accept
 SCHEMA: dict[str, tuple[dict[str, Check], tuple[str, ...]]] = {
