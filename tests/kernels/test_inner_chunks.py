@@ -466,6 +466,48 @@ def test_decode_points_baseline_and_codes():
     assert K.decode_points(**a) == (0, K.GZIP_BAD_DATA)
 
 
+
+FAILURES = [
+    (b"not gzip at all, not at all", K.GZIP, K.GZIP_BAD_DATA),
+    (gzip.compress(bytes(5)), K.GZIP, K.GZIP_TOO_SHORT),
+    (gzip.compress(bytes(7)), K.GZIP, K.GZIP_TOO_LONG),
+    (gzip.compress(bytes(6)) + b"\0x", K.GZIP, K.GZIP_TRAILING),
+    (b"", K.GZIP, K.GZIP_BAD_DATA),
+    (bytes(5), K.RAW, K.RAW_SIZE),
+    (bytes(7), K.RAW, K.RAW_SIZE),
+]
+
+
+@pytest.mark.parametrize(("payload", "codec", "code"), FAILURES)
+@pytest.mark.parametrize("swap", [0, 1])
+def test_decode_points_failure_codes(payload, codec, code, swap):
+    """The points loops report the same codes as the scatter loop (one shared
+    locate / size-check / decode step), serial and parallel, with and without a byte
+    swap (raw + swap decodes into scratch, raw native reads the stored bytes)."""
+    dt = np.dtype(NATIVE + "u2")
+    chunk = np.arange(3, dtype=dt)
+    stored = chunk.byteswap() if swap else chunk
+    good = encode(stored.view(np.uint8), codec, NATIVE)
+    if codec == K.RAW:
+        payload = payload + payload  # 10 / 14 bytes: still not the 6 of a chunk
+    src = good + payload + good
+    off = np.array([0, len(good), len(good) + len(payload)], np.int64)
+    ln = np.array([len(good), len(payload), len(good)], np.int64)
+    pt_start = np.array([0, 2, 4, 6], np.int64)
+    pt_local = np.array([2, 0, 1, 2, 0, 1], np.int64)
+    pt_out = np.arange(6, dtype=np.int64)
+    common = dict(pt_start=pt_start, pt_local=pt_local, pt_out=pt_out, chunk_shape=np.array([3], np.int64),
+                  itemsize=2, swap=swap, codec=codec, fill=bytes(2))
+    out = np.zeros(6, dt)
+    assert K.decode_points(src, off, ln, 0, 3, out=out, scratch=np.empty(6, np.uint8), **common) == (1, code)
+    assert out.tolist() == [2, 0, 0, 0, 0, 0]
+    out = np.zeros(6, dt)
+    status = np.zeros(3, np.uint8)
+    assert K.decode_points_all([src], np.zeros(3, np.int64), off, ln, out=out, status=status, threads=2,
+                               **common) == 1
+    assert status.tolist() == [K.OK, code, K.OK]
+    assert out[[0, 1, 4, 5]].tolist() == [2, 0, 0, 1]
+
 @pytest.mark.parametrize(("kw", "exc"), [
     (dict(pt_start=np.array([0, 2], np.int64)), ValueError),
     (dict(pt_start=np.array([0, 2, 4], np.int64)), IndexError),

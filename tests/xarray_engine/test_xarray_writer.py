@@ -384,3 +384,31 @@ def test_append_refreshes_metadata_consolidated_by_xarray(tmp_path):
     to_zarrcy(ds.isel(time=slice(4, 6)), path, append_dim="time", consolidated=False)
     xr.testing.assert_identical(_zarr_engine(path, consolidated=True), ds)
     xr.testing.assert_identical(xr.open_dataset(path, engine=ENGINE, use_consolidated=True).load(), ds)
+
+
+@pytest.mark.parametrize("writer", ["zarrcy", "xarray"])
+@pytest.mark.parametrize("width", [1, 2])
+def test_region_auto_with_a_bytes_dimension_coordinate(tmp_path, writer, width):
+    """region="auto" looks the labels of an ``S<n>`` dimension coordinate up in the store.
+    ``S1`` labels used to be decoded as one character array (a 0-d string) and the
+    lookup failed with "IndexVariable objects must be 1-dimensional" (xarray's own zarr
+    engine still fails there, with an AssertionError)."""
+    labels = np.array([b"a", b"", b"c", b"d", b"e"], dtype=f"S{width}")
+    ds = xr.Dataset({"v": (("k", "y"), np.arange(10.0).reshape(5, 2)),
+                     "tag": (("k",), np.array([b"p", b"q", b"r", b"s", b"t"], dtype="S1"))},
+                    coords={"k": labels, "y": np.array([b"u", b"w"], dtype="S1")})
+    path = str(tmp_path / "sb.zarr")
+    if writer == "zarrcy":
+        to_zarrcy(ds, path)
+    else:
+        _xarray_to_zarr(ds, path)
+    part = ds.isel(k=slice(1, 4)).copy(deep=True)
+    part["v"] = part["v"] * 0 + 7
+    part["tag"] = part["tag"].copy(data=np.array([b"X", b"Y", b"Z"], dtype="S1"))
+    to_zarrcy(part, path, region="auto")
+    expected = ds.copy(deep=True)
+    expected["v"][1:4] = 7
+    expected["tag"][1:4] = [b"X", b"Y", b"Z"]
+    _both_engines(path, expected)
+    with pytest.raises(KeyError, match="'k'"):  # labels that are not stored
+        to_zarrcy(part.assign_coords(k=np.array([b"x", b"y", b"z"], dtype=f"S{width}")), path, region="auto")

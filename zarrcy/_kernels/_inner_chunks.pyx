@@ -17,6 +17,11 @@ and native pool helpers (``_workers``), each thread with its own scratch chunk a
 libdeflate decompressor (thread-local C state, freed when the thread ends); a status
 code per task.
 
+Both kinds of task (scatter and points) share one stored-entry step (``_chunk_of``:
+locate the entry, check a raw entry's size, or decode it into scratch and swap) and
+one pair of runners (``_run_serial``/``_work`` over a ``Job``: one call per inner chunk
+through the task's function pointer, never one per element).
+
 Python runs once per call (one call per shard); the loops run with the GIL released,
 trusting tables the wrapper validated first.  Like every kernel, this module knows
 nothing of metadata or stores: failures are ``(task, code)`` pairs or per-task codes
@@ -150,110 +155,76 @@ cdef zc_tls *_thread_state(Py_ssize_t chunk_bytes, int codec) noexcept nogil:
     return ts
 
 
-cdef struct DecodeCtx:
+# -- what both kinds of task share: the stored entries, their decode, the task runners ------
+
+cdef struct Entries:
     const uint8_t **srcs   # source buffers
     const int64_t *tsrc    # source of each task (NULL: every task reads srcs[0])
-    const int64_t *coords
     const int64_t *toff
-    const int64_t *tlen
-    const int64_t *dbase
-    const int64_t *dstart
-    const int64_t *dlocal
-    const int64_t *dout
-    const uint8_t *runs
+    const int64_t *tlen    # -1: missing (fill value)
     uint8_t *out
-    uint8_t *scratch
-    void *dec
+    uint8_t *scratch       # the calling thread's scratch chunk (single-threaded calls)
+    void *dec              # its decompressor (gzip), else NULL
     int codec
-    bint block          # a whole inner chunk in out is one contiguous block
 
 
-cdef int _decode_task(const DecodeCtx *c, const Geom *g, Py_ssize_t t, uint8_t *scratch,
-                      void *dec) noexcept nogil:
-    """Decode and scatter task ``t``; a result code."""
-    cdef Sel s
-    cdef Py_ssize_t d, ndim = g.ndim, j
-    cdef int64_t k0, n, off
-    cdef bint whole = True
-    cdef uint8_t *base = NULL
-    cdef const uint8_t *chunk
-    cdef const uint8_t *src
-    cdef const int64_t *co = c.coords + t * ndim
-    cdef int r
-    for d in range(ndim):
-        j = c.dbase[d] + co[d]
-        k0 = c.dstart[j]
-        n = c.dstart[j + 1] - k0
-        if n == 0:
-            return R_OK  # nothing selected: the chunk is not even decoded
-        s.cnt[d] = n
-        s.loc[d] = c.dlocal + k0
-        s.dst[d] = c.dout + k0
-        s.runs[d] = c.runs[j]
-        if n != g.cshape[d] or (c.runs[j] & (RUN_LOCAL | RUN_OUT)) != (RUN_LOCAL | RUN_OUT):
-            whole = False
-    if whole and c.block:
-        # the selection is the whole chunk, in order, one contiguous block of out
-        off = 0
-        for d in range(ndim):
-            off += s.dst[d][0] * g.ostride[d]
-        base = c.out + off
-    n = c.tlen[t]
-    if n < 0:  # missing inner chunk: fill value
-        if base != NULL:
-            _fill_run(base, g.chunk_elems, g)
-        else:
-            _scatter(NULL, c.out, g, &s)
-        return R_OK
-    src = c.srcs[c.tsrc[t] if c.tsrc != NULL else 0] + c.toff[t]
-    if base != NULL:
-        r = _decode(c.codec, dec, src, n, base, g.chunk_bytes)
-        if r != R_OK:
-            return r
-        if g.swapw:
-            zc_bswap(base, g.chunk_bytes, g.swapw)
-        return R_OK
-    if c.codec == C_RAW and not g.swapw:
-        if n != g.chunk_bytes:
+cdef inline int _decode_native(const Entries *e, const Geom *g, Py_ssize_t t, uint8_t *dst,
+                               void *dec) noexcept nogil:
+    """Decode task ``t``'s stored bytes (a range the wrapper checked lies inside its
+    source) into ``dst``, one whole inner chunk, in native byte order; a result code."""
+    cdef int r = _decode(e.codec, dec, e.srcs[e.tsrc[t] if e.tsrc != NULL else 0] + e.toff[t],
+                         e.tlen[t], dst, g.chunk_bytes)
+    if r == R_OK and g.swapw:
+        zc_bswap(dst, g.chunk_bytes, g.swapw)
+    return r
+
+
+cdef inline int _chunk_of(const Entries *e, const Geom *g, Py_ssize_t t, uint8_t *scratch, void *dec,
+                          const uint8_t **chunk) noexcept nogil:
+    """Task ``t``'s decoded inner chunk (stored, ``tlen[t] >= 0``) in native order, for a
+    scatter: the stored bytes themselves when raw and native (their size checked), else
+    decoded into ``scratch``.  Sets ``chunk``; a result code."""
+    if e.codec == C_RAW and not g.swapw:
+        if e.tlen[t] != g.chunk_bytes:
             return R_RAW_SIZE
-        chunk = src  # scatter straight from the stored bytes
-    else:
-        r = _decode(c.codec, dec, src, n, scratch, g.chunk_bytes)
-        if r != R_OK:
-            return r
-        if g.swapw:
-            zc_bswap(scratch, g.chunk_bytes, g.swapw)
-        chunk = scratch
-    _scatter(chunk, c.out, g, &s)
-    return R_OK
+        chunk[0] = e.srcs[e.tsrc[t] if e.tsrc != NULL else 0] + e.toff[t]
+        return R_OK
+    chunk[0] = scratch
+    return _decode_native(e, g, t, scratch, dec)
 
 
-cdef Py_ssize_t _decode_loop(const DecodeCtx *c, const Geom *g, Py_ssize_t t0, Py_ssize_t t1,
-                             int *code) noexcept nogil:
-    """Run tasks ``t0..t1-1``; -1 when all succeeded, else the failing task (``code`` set)."""
-    cdef Py_ssize_t t
-    cdef int r
-    code[0] = R_OK
-    for t in range(t0, t1):
-        r = _decode_task(c, g, t, c.scratch, c.dec)
-        if r != R_OK:
-            code[0] = r
-            return t
-    return -1
+ctypedef int (*task_fn)(const void *ctx, const Geom *g, Py_ssize_t t, uint8_t *scratch,
+                        void *dec) noexcept nogil
 
 
-cdef struct DecodeJob:
-    DecodeCtx c
+cdef struct Job:
+    task_fn run            # one call per task (per inner chunk), never per element
+    const void *ctx        # a DecodeCtx or a PointsCtx, whose first member is the Entries
     Geom g
     long next
     long t1
     uint8_t *status
 
 
-cdef void _decode_work(void *arg) noexcept nogil:
+cdef Py_ssize_t _run_serial(const Job *job, Py_ssize_t t0, int *code) noexcept nogil:
+    """Run tasks ``t0..job.t1-1`` on this thread; -1 when all succeeded, else the failing
+    task (``code`` set; later tasks not run)."""
+    cdef const Entries *e = <const Entries *>job.ctx
+    cdef Py_ssize_t t
+    cdef int r
+    code[0] = R_OK
+    for t in range(t0, job.t1):
+        r = job.run(job.ctx, &job.g, t, e.scratch, e.dec)
+        if r != R_OK:
+            code[0] = r
+            return t
+    return -1
+
+
+cdef void _work(void *arg) noexcept nogil:
     """One thread's share of a parallel decode: claim tasks until none are left."""
-    cdef DecodeJob *job = <DecodeJob *>arg
-    cdef zc_tls *ts = _thread_state(job.g.chunk_bytes, job.c.codec)
+    cdef Job *job = <Job *>arg
+    cdef zc_tls *ts = _thread_state(job.g.chunk_bytes, (<const Entries *>job.ctx).codec)
     cdef long t
     if ts == NULL:
         return  # no memory here: other threads take the tasks (or they stay NOT_RUN)
@@ -261,20 +232,16 @@ cdef void _decode_work(void *arg) noexcept nogil:
         t = _workers.claim_as_helper(&job.next, job.t1)
         if t >= job.t1:
             return
-        job.status[t] = <uint8_t>_decode_task(&job.c, &job.g, t, <uint8_t *>ts.scratch, ts.dec)
+        job.status[t] = <uint8_t>job.run(job.ctx, &job.g, t, <uint8_t *>ts.scratch, ts.dec)
 
 
-cdef object _check_decode(DecodeCtx *c, Geom *g, const int64_t[:, ::1] task_coords,
-                          const int64_t[::1] task_off, const int64_t[::1] task_len,
-                          const int64_t[::1] task_src, const Py_ssize_t *src_len, Py_ssize_t nsrcs,
-                          Py_ssize_t t0, Py_ssize_t t1,
-                          const int64_t[::1] dim_base, const int64_t[::1] dim_start,
-                          const int64_t[::1] dim_local, const int64_t[::1] dim_out, int codec, out):
-    """Validate a decode call's tasks ``t0..t1-1`` and tables; fill ``c`` (except
-    ``srcs``, ``scratch``, ``dec``).  Returns the array ``c.runs`` points into."""
-    cdef Py_ssize_t ndim = g.ndim, ntask = task_coords.shape[0], t, d, j, k, nk, ns
-    if task_coords.shape[1] != ndim and ntask:
-        raise ValueError(f"task_coords: expected {ndim} columns, received {task_coords.shape[1]}")
+cdef int _check_entries(Entries *e, const int64_t[::1] task_off, const int64_t[::1] task_len,
+                        const int64_t[::1] task_src, const Py_ssize_t *src_len, Py_ssize_t nsrcs,
+                        Py_ssize_t ntask, Py_ssize_t t0, Py_ssize_t t1, int codec, out) except -1:
+    """Validate the stored entries of tasks ``t0..t1-1`` (each byte range inside its
+    source buffer), the codec and ``out``; fill ``e`` (except ``srcs``, ``scratch``, ``dec``)."""
+    cdef Py_ssize_t t, nsrc
+    cdef int64_t off, ln, si
     if task_off.shape[0] != ntask or task_len.shape[0] != ntask:
         raise ValueError(f"task_off/task_len: expected {ntask} entries each, "
                          f"received {task_off.shape[0]} and {task_len.shape[0]}")
@@ -282,22 +249,9 @@ cdef object _check_decode(DecodeCtx *c, Geom *g, const int64_t[:, ::1] task_coor
         raise ValueError(f"task_src: expected {ntask} entries, received {task_src.shape[0]}")
     if not 0 <= t0 <= t1 <= ntask:
         raise IndexError(f"t0, t1: expected 0 <= t0 <= t1 <= {ntask}, received {t0}, {t1}")
-    if codec != C_RAW and codec != C_GZIP:
-        raise ValueError(f"codec: expected 0 (raw) or 1 (gzip), received {codec}")
-    if codec == C_GZIP and not dfl.loaded():
-        raise RuntimeError("libdeflate entry points are not loaded (_deflate.load)")
+    _gzip_decompressor(codec)  # checks the codec (and that libdeflate is loaded)
     if not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>out):
         raise ValueError("out: expected a writable array")
-    if dim_base.shape[0] != ndim:
-        raise ValueError(f"dim_base: expected {ndim} entries, received {dim_base.shape[0]}")
-    if dim_local.shape[0] != dim_out.shape[0]:
-        raise ValueError(f"dim_local/dim_out: expected equal lengths, received "
-                         f"{dim_local.shape[0]} and {dim_out.shape[0]}")
-    nk = dim_local.shape[0]
-    ns = dim_start.shape[0]
-    cdef Py_ssize_t nsrc
-    cdef int64_t off, ln, cmax, lo, hi, b, v, w, si
-    # byte ranges inside their source buffer
     for t in range(t0, t1):
         ln = task_len[t]
         if ln == -1:
@@ -310,112 +264,12 @@ cdef object _check_decode(DecodeCtx *c, Geom *g, const int64_t[:, ::1] task_coor
         if ln < 0 or off < 0 or off > nsrc or ln > nsrc - off:
             raise ValueError(f"task {t}: expected a byte range inside src ({nsrc} bytes), "
                              f"received offset={off}, length={ln}")
-    # per-dimension tables: coordinates, CSR ranges, indices; runs are recorded per range
-    runs = np.zeros(max(ns, 1), np.uint8)
-    cdef uint8_t[::1] rv = runs
-    cdef uint8_t flag
-    for d in range(ndim if t1 > t0 else 0):
-        cmax = -1
-        for t in range(t0, t1):
-            v = task_coords[t, d]
-            if v < 0:
-                raise IndexError(f"task_coords[{t}, {d}]: expected a non-negative coordinate, received {v}")
-            if v > cmax:
-                cmax = v
-        b = dim_base[d]
-        if b < 0 or b > ns or cmax >= ns - b - 1:
-            raise IndexError(f"dim_base[{d}]: expected room for {cmax + 2} entries in dim_start "
-                             f"({ns}), received {b}")
-        for j in range(b, b + cmax + 1):
-            lo = dim_start[j]
-            hi = dim_start[j + 1]
-            if lo < 0 or hi < lo or hi > nk:
-                raise IndexError(f"dim_start[{j}:{j + 2}]: expected 0 <= start <= stop <= {nk}, "
-                                 f"received {lo}, {hi}")
-            flag = RUN_LOCAL | RUN_OUT
-            for k in range(lo, hi):
-                v = dim_local[k]
-                w = dim_out[k]
-                if v < 0 or v >= g.cshape[d]:
-                    raise IndexError(f"dim_local[{k}] (dimension {d}): expected 0 <= index < "
-                                     f"{g.cshape[d]}, received {v}")
-                if w < 0 or w >= g.oshape[d]:
-                    raise IndexError(f"dim_out[{k}] (dimension {d}): expected 0 <= index < "
-                                     f"{g.oshape[d]}, received {w}")
-                if k > lo:
-                    if v != dim_local[k - 1] + 1:
-                        flag &= ~RUN_LOCAL
-                    if w != dim_out[k - 1] + 1:
-                        flag &= ~RUN_OUT
-            rv[j] = flag
-    c.tsrc = &task_src[0] if task_src is not None and ntask else NULL
-    c.coords = &task_coords[0, 0] if ntask and ndim else NULL
-    c.toff = &task_off[0] if ntask else NULL
-    c.tlen = &task_len[0] if ntask else NULL
-    c.dbase = &dim_base[0] if ndim else NULL
-    c.dstart = &dim_start[0] if ns else NULL
-    c.dlocal = &dim_local[0] if nk else NULL
-    c.dout = &dim_out[0] if nk else NULL
-    c.runs = &rv[0]
-    c.out = <uint8_t *>cnp.PyArray_DATA(<cnp.ndarray>out)  # the caller's argument keeps out alive
-    c.codec = codec
-    c.block = _contiguous_block(g)
-    return runs
-
-
-def decode_scatter(const uint8_t[::1] src, const int64_t[:, ::1] task_coords,
-                   const int64_t[::1] task_off, const int64_t[::1] task_len,
-                   Py_ssize_t t0, Py_ssize_t t1,
-                   const int64_t[::1] dim_base, const int64_t[::1] dim_start,
-                   const int64_t[::1] dim_local, const int64_t[::1] dim_out,
-                   const int64_t[::1] chunk_shape, Py_ssize_t itemsize, swap, int codec,
-                   const uint8_t[::1] fill, out, uint8_t[::1] scratch):
-    """Decode inner chunks ``t0 <= t < t1`` from ``src`` and scatter them into ``out``.
-
-    Task ``t`` is the inner chunk at ``task_coords[t]`` (inner-grid coordinates), stored
-    as ``src[task_off[t] : task_off[t] + task_len[t]]``; ``task_len[t] == -1`` means
-    missing: its selected cells get ``fill`` (``itemsize`` bytes, native order).
-
-    The selection is orthogonal: along dimension ``d``, table row ``c = task_coords[t, d]``
-    contributes the pairs ``(dim_local[k], dim_out[k])`` (index within the chunk, index in
-    ``out``) for ``k`` in ``dim_start[dim_base[d] + c] : dim_start[dim_base[d] + c + 1]``;
-    the task's cells are the product over dimensions (duplicates and any order allowed).
-    ``c`` only indexes the table: it may be the inner-chunk coordinate, or the position
-    of the chunk among those the selection touches along ``d`` (the ``bounds`` /
-    ``in_chunk`` / ``out_pos`` of ``_grid.array_projection`` are such a table), so the
-    tables grow with the selection, not with the span of the shard.  The wrapper checks
-    that every row a task uses lies inside the tables, not which chunk it describes.
-
-    ``codec``: 0 raw bytes, 1 gzip (libdeflate; ``_deflate.load`` must have succeeded).
-    ``swap``: 0 none, 1 reverse each element's bytes, or 2/4/8 reverse words of that
-    width (complex types).  ``out``: C-contiguous writable numpy array of ``len(chunk_shape)``
-    dimensions and ``itemsize``-byte elements.  ``scratch``: at least one inner chunk's
-    bytes, owned by the calling thread.
-
-    Everything is validated here (ValueError/IndexError) before the GIL is released.
-    Returns ``(-1, 0)`` when all tasks are done, else ``(t, code)``: tasks before ``t``
-    are done, task ``t`` failed (``code``, see :func:`describe`), later ones were not run.
-    """
-    cdef Geom g
-    cdef DecodeCtx c
-    _geometry(&g, chunk_shape, out, itemsize, swap, fill, "out")
-    if scratch.shape[0] < g.chunk_bytes:
-        raise ValueError(f"scratch: expected at least {g.chunk_bytes} bytes, received {scratch.shape[0]}")
-    cdef Py_ssize_t nsrc = src.shape[0]
-    runs = _check_decode(&c, &g, task_coords, task_off, task_len, None, &nsrc, 1, t0, t1,
-                         dim_base, dim_start, dim_local, dim_out, codec, out)
-    if t0 == t1:
-        return -1, R_OK
-    cdef uint8_t dummy = 0
-    cdef const uint8_t *sp = &src[0] if nsrc else &dummy
-    c.srcs = &sp
-    c.scratch = &scratch[0]
-    c.dec = dfl._decompressor() if codec == C_GZIP else NULL
-    cdef int code = R_OK
-    cdef Py_ssize_t bad
-    with nogil:
-        bad = _decode_loop(&c, &g, t0, t1, &code)
-    return bad, code
+    e.tsrc = &task_src[0] if task_src is not None and ntask else NULL
+    e.toff = &task_off[0] if ntask else NULL
+    e.tlen = &task_len[0] if ntask else NULL
+    e.out = <uint8_t *>cnp.PyArray_DATA(<cnp.ndarray>out)  # the caller's argument keeps out alive
+    e.codec = codec
+    return 0
 
 
 cdef class _Sources:
@@ -456,6 +310,215 @@ cdef Py_ssize_t _finish_status(const uint8_t[::1] status, Py_ssize_t n) except -
     return bad
 
 
+cdef object _run_one(Job *job, const uint8_t[::1] src, Py_ssize_t t0, Py_ssize_t t1, uint8_t[::1] scratch):
+    """The single-buffer calls: tasks ``t0..t1-1`` from ``src`` on the calling thread,
+    with its ``scratch``; ``(-1, 0)`` or ``(failing task, code)``."""
+    cdef Entries *e = <Entries *>job.ctx
+    if scratch.shape[0] < job.g.chunk_bytes:
+        raise ValueError(f"scratch: expected at least {job.g.chunk_bytes} bytes, received {scratch.shape[0]}")
+    if t0 == t1:
+        return -1, R_OK
+    cdef uint8_t dummy = 0
+    cdef const uint8_t *sp = &src[0] if src.shape[0] else &dummy
+    e.srcs = &sp
+    e.scratch = &scratch[0]
+    e.dec = _gzip_decompressor(e.codec)
+    job.t1 = t1
+    cdef int code = R_OK
+    cdef Py_ssize_t bad
+    with nogil:
+        bad = _run_serial(job, t0, &code)
+    return bad, code
+
+
+cdef Py_ssize_t _run_all(Job *job, _Sources S, Py_ssize_t ntask, uint8_t[::1] status, int threads) except -1:
+    """The multi-buffer calls: every task on up to ``threads`` threads (the caller and
+    pool helpers), a status code per task; the number of failed tasks."""
+    if ntask == 0:
+        return 0
+    memset(&status[0], R_NOT_RUN, ntask)
+    (<Entries *>job.ctx).srcs = S.ptr
+    job.next = 0
+    job.t1 = ntask
+    job.status = &status[0]
+    cdef int helpers = min(max(threads, 1) - 1, ntask - 1)
+    with nogil:
+        _workers.run(_work, job, helpers, max(threads, 1))
+    return _finish_status(status, ntask)
+
+
+# -- decode + scatter (orthogonal selections) ------------------------------------------------
+
+cdef struct DecodeCtx:
+    Entries e              # first: a Job reaches it through its ctx pointer
+    const int64_t *coords
+    const int64_t *dbase
+    const int64_t *dstart
+    const int64_t *dlocal
+    const int64_t *dout
+    const uint8_t *runs
+    bint block          # a whole inner chunk in out is one contiguous block
+
+
+cdef int _decode_task(const void *ctx, const Geom *g, Py_ssize_t t, uint8_t *scratch,
+                      void *dec) noexcept nogil:
+    """Decode and scatter task ``t``; a result code."""
+    cdef const DecodeCtx *c = <const DecodeCtx *>ctx
+    cdef Sel s
+    cdef Py_ssize_t d, ndim = g.ndim, j
+    cdef int64_t k0, n, off
+    cdef bint whole = True
+    cdef uint8_t *base = NULL
+    cdef const uint8_t *chunk
+    cdef const int64_t *co = c.coords + t * ndim
+    cdef int r
+    for d in range(ndim):
+        j = c.dbase[d] + co[d]
+        k0 = c.dstart[j]
+        n = c.dstart[j + 1] - k0
+        if n == 0:
+            return R_OK  # nothing selected: the chunk is not even decoded
+        s.cnt[d] = n
+        s.loc[d] = c.dlocal + k0
+        s.dst[d] = c.dout + k0
+        s.runs[d] = c.runs[j]
+        if n != g.cshape[d] or (c.runs[j] & (RUN_LOCAL | RUN_OUT)) != (RUN_LOCAL | RUN_OUT):
+            whole = False
+    if whole and c.block:
+        # the selection is the whole chunk, in order, one contiguous block of out
+        off = 0
+        for d in range(ndim):
+            off += s.dst[d][0] * g.ostride[d]
+        base = c.e.out + off
+    if c.e.tlen[t] < 0:  # missing inner chunk: fill value
+        if base != NULL:
+            _fill_run(base, g.chunk_elems, g)
+        else:
+            _scatter(NULL, c.e.out, g, &s)
+        return R_OK
+    if base != NULL:
+        return _decode_native(&c.e, g, t, base, dec)
+    r = _chunk_of(&c.e, g, t, scratch, dec, &chunk)
+    if r != R_OK:
+        return r
+    _scatter(chunk, c.e.out, g, &s)
+    return R_OK
+
+
+cdef object _check_decode(Job *job, DecodeCtx *c, const int64_t[:, ::1] task_coords,
+                          const int64_t[::1] task_off, const int64_t[::1] task_len,
+                          const int64_t[::1] task_src, const Py_ssize_t *src_len, Py_ssize_t nsrcs,
+                          Py_ssize_t t0, Py_ssize_t t1,
+                          const int64_t[::1] dim_base, const int64_t[::1] dim_start,
+                          const int64_t[::1] dim_local, const int64_t[::1] dim_out, int codec, out):
+    """Validate a decode call's tasks ``t0..t1-1`` and tables; fill ``c`` (except
+    ``e.srcs``, ``e.scratch``, ``e.dec``) and point ``job`` at it.  Returns the array
+    ``c.runs`` points into."""
+    cdef Geom *g = &job.g
+    cdef Py_ssize_t ndim = g.ndim, ntask = task_coords.shape[0], t, d, j, k, nk, ns
+    if task_coords.shape[1] != ndim and ntask:
+        raise ValueError(f"task_coords: expected {ndim} columns, received {task_coords.shape[1]}")
+    _check_entries(&c.e, task_off, task_len, task_src, src_len, nsrcs, ntask, t0, t1, codec, out)
+    if dim_base.shape[0] != ndim:
+        raise ValueError(f"dim_base: expected {ndim} entries, received {dim_base.shape[0]}")
+    if dim_local.shape[0] != dim_out.shape[0]:
+        raise ValueError(f"dim_local/dim_out: expected equal lengths, received "
+                         f"{dim_local.shape[0]} and {dim_out.shape[0]}")
+    nk = dim_local.shape[0]
+    ns = dim_start.shape[0]
+    cdef int64_t cmax, lo, hi, b, v, w
+    # per-dimension tables: coordinates, CSR ranges, indices; runs are recorded per range
+    runs = np.zeros(max(ns, 1), np.uint8)
+    cdef uint8_t[::1] rv = runs
+    cdef uint8_t flag
+    for d in range(ndim if t1 > t0 else 0):
+        cmax = -1
+        for t in range(t0, t1):
+            v = task_coords[t, d]
+            if v < 0:
+                raise IndexError(f"task_coords[{t}, {d}]: expected a non-negative coordinate, received {v}")
+            if v > cmax:
+                cmax = v
+        b = dim_base[d]
+        if b < 0 or b > ns or cmax >= ns - b - 1:
+            raise IndexError(f"dim_base[{d}]: expected room for {cmax + 2} entries in dim_start "
+                             f"({ns}), received {b}")
+        for j in range(b, b + cmax + 1):
+            lo = dim_start[j]
+            hi = dim_start[j + 1]
+            if lo < 0 or hi < lo or hi > nk:
+                raise IndexError(f"dim_start[{j}:{j + 2}]: expected 0 <= start <= stop <= {nk}, "
+                                 f"received {lo}, {hi}")
+            flag = RUN_LOCAL | RUN_OUT
+            for k in range(lo, hi):
+                v = dim_local[k]
+                w = dim_out[k]
+                if v < 0 or v >= g.cshape[d]:
+                    raise IndexError(f"dim_local[{k}] (dimension {d}): expected 0 <= index < "
+                                     f"{g.cshape[d]}, received {v}")
+                if w < 0 or w >= g.oshape[d]:
+                    raise IndexError(f"dim_out[{k}] (dimension {d}): expected 0 <= index < "
+                                     f"{g.oshape[d]}, received {w}")
+                if k > lo:
+                    if v != dim_local[k - 1] + 1:
+                        flag &= ~RUN_LOCAL
+                    if w != dim_out[k - 1] + 1:
+                        flag &= ~RUN_OUT
+            rv[j] = flag
+    c.coords = &task_coords[0, 0] if ntask and ndim else NULL
+    c.dbase = &dim_base[0] if ndim else NULL
+    c.dstart = &dim_start[0] if ns else NULL
+    c.dlocal = &dim_local[0] if nk else NULL
+    c.dout = &dim_out[0] if nk else NULL
+    c.runs = &rv[0]
+    c.block = _contiguous_block(g)
+    job.run = _decode_task
+    job.ctx = c
+    return runs
+
+
+def decode_scatter(const uint8_t[::1] src, const int64_t[:, ::1] task_coords,
+                   const int64_t[::1] task_off, const int64_t[::1] task_len,
+                   Py_ssize_t t0, Py_ssize_t t1,
+                   const int64_t[::1] dim_base, const int64_t[::1] dim_start,
+                   const int64_t[::1] dim_local, const int64_t[::1] dim_out,
+                   const int64_t[::1] chunk_shape, Py_ssize_t itemsize, swap, int codec,
+                   const uint8_t[::1] fill, out, uint8_t[::1] scratch):
+    """Decode inner chunks ``t0 <= t < t1`` from ``src`` and scatter them into ``out``.
+
+    Task ``t`` is the inner chunk at ``task_coords[t]`` (inner-grid coordinates), stored
+    as ``src[task_off[t] : task_off[t] + task_len[t]]``; ``task_len[t] == -1`` means
+    missing: its selected cells get ``fill`` (``itemsize`` bytes, native order).
+
+    The selection is orthogonal: along dimension ``d``, table row ``c = task_coords[t, d]``
+    contributes the pairs ``(dim_local[k], dim_out[k])`` (index within the chunk, index in
+    ``out``) for ``k`` in ``dim_start[dim_base[d] + c] : dim_start[dim_base[d] + c + 1]``;
+    the task's cells are the product over dimensions (duplicates and any order allowed).
+    ``c`` only indexes the table: it may be the inner-chunk coordinate, or the position
+    of the chunk among those the selection touches along ``d`` (the ``bounds`` /
+    ``in_chunk`` / ``out_pos`` of ``_grid.array_projection`` are such a table), so the
+    tables grow with the selection, not with the span of the shard.  The wrapper checks
+    that every row a task uses lies inside the tables, not which chunk it describes.
+
+    ``codec``: 0 raw bytes, 1 gzip (libdeflate; ``_deflate.load`` must have succeeded).
+    ``swap``: 0 none, 1 reverse each element's bytes, or 2/4/8 reverse words of that
+    width (complex types).  ``out``: C-contiguous writable numpy array of ``len(chunk_shape)``
+    dimensions and ``itemsize``-byte elements.  ``scratch``: at least one inner chunk's
+    bytes, owned by the calling thread.
+
+    Everything is validated here (ValueError/IndexError) before the GIL is released.
+    Returns ``(-1, 0)`` when all tasks are done, else ``(t, code)``: tasks before ``t``
+    are done, task ``t`` failed (``code``, see :func:`describe`), later ones were not run.
+    """
+    cdef Job job
+    cdef DecodeCtx c
+    _geometry(&job.g, chunk_shape, out, itemsize, swap, fill, "out")
+    cdef Py_ssize_t nsrc = src.shape[0]
+    runs = _check_decode(&job, &c, task_coords, task_off, task_len, None, &nsrc, 1, t0, t1,
+                         dim_base, dim_start, dim_local, dim_out, codec, out)
+    return _run_one(&job, src, t0, t1, scratch)
+
+
 def decode_scatter_all(srcs, const int64_t[::1] task_src, const int64_t[:, ::1] task_coords,
                        const int64_t[::1] task_off, const int64_t[::1] task_len,
                        const int64_t[::1] dim_base, const int64_t[::1] dim_start,
@@ -474,126 +537,56 @@ def decode_scatter_all(srcs, const int64_t[::1] task_src, const int64_t[:, ::1] 
     e.g. a shard's region of the whole output array: whole inner chunks are then
     decoded into the thread's scratch chunk and scattered row by row.
     """
-    cdef Geom g
-    cdef DecodeJob job
+    cdef Job job
+    cdef DecodeCtx c
     _geometry(&job.g, chunk_shape, out, itemsize, swap, fill, "out", True, True)
     cdef _Sources S = _Sources(srcs)
     cdef Py_ssize_t ntask = task_coords.shape[0]
     if status.shape[0] != ntask:
         raise ValueError(f"status: expected {ntask} entries, received {status.shape[0]}")
-    runs = _check_decode(&job.c, &job.g, task_coords, task_off, task_len, task_src, S.size, S.n, 0, ntask,
+    runs = _check_decode(&job, &c, task_coords, task_off, task_len, task_src, S.size, S.n, 0, ntask,
                          dim_base, dim_start, dim_local, dim_out, codec, out)
-    if ntask == 0:
-        return 0
-    memset(&status[0], R_NOT_RUN, ntask)
-    job.c.srcs = S.ptr
-    job.next = 0
-    job.t1 = ntask
-    job.status = &status[0]
-    cdef int helpers = min(max(threads, 1) - 1, ntask - 1)
-    with nogil:
-        _workers.run(_decode_work, &job, helpers, max(threads, 1))
-    return _finish_status(status, ntask)
+    return _run_all(&job, S, ntask, status, threads)
 
 
-# ------------------------------------------------------------------------------------
-# decode + point scatter (non-orthogonal selections: vindex, points)
-# ------------------------------------------------------------------------------------
+# -- decode + point scatter (non-orthogonal selections: vindex, points) ----------------------
 
 cdef struct PointsCtx:
-    const uint8_t **srcs
-    const int64_t *tsrc    # NULL: every task reads srcs[0]
-    const int64_t *toff
-    const int64_t *tlen
+    Entries e              # first: a Job reaches it through its ctx pointer
     const int64_t *pstart
     const int64_t *plocal
     const int64_t *pout
-    uint8_t *out
-    uint8_t *scratch
-    void *dec
-    int codec
 
 
-cdef int _points_task(const PointsCtx *c, const Geom *g, Py_ssize_t t, uint8_t *scratch,
+cdef int _points_task(const void *ctx, const Geom *g, Py_ssize_t t, uint8_t *scratch,
                       void *dec) noexcept nogil:
-    cdef int64_t k0 = c.pstart[t], n = c.pstart[t + 1] - c.pstart[t], ln
+    cdef const PointsCtx *c = <const PointsCtx *>ctx
+    cdef int64_t k0 = c.pstart[t], n = c.pstart[t + 1] - c.pstart[t]
     cdef const uint8_t *chunk
-    cdef const uint8_t *src
     cdef int r
     if n == 0:
         return R_OK
-    ln = c.tlen[t]
-    if ln < 0:
-        _fill_elems(c.out, c.pout + k0, n, g)
+    if c.e.tlen[t] < 0:
+        _fill_elems(c.e.out, c.pout + k0, n, g)
         return R_OK
-    src = c.srcs[c.tsrc[t] if c.tsrc != NULL else 0] + c.toff[t]
-    if c.codec == C_RAW and not g.swapw:
-        if ln != g.chunk_bytes:
-            return R_RAW_SIZE
-        chunk = src
-    else:
-        r = _decode(c.codec, dec, src, ln, scratch, g.chunk_bytes)
-        if r != R_OK:
-            return r
-        if g.swapw:
-            zc_bswap(scratch, g.chunk_bytes, g.swapw)
-        chunk = scratch
-    _copy_elems(c.out, chunk, c.pout + k0, c.plocal + k0, n, g.itemsize)
+    r = _chunk_of(&c.e, g, t, scratch, dec, &chunk)
+    if r != R_OK:
+        return r
+    _copy_elems(c.e.out, chunk, c.pout + k0, c.plocal + k0, n, g.itemsize)
     return R_OK
 
 
-cdef Py_ssize_t _points_loop(const PointsCtx *c, const Geom *g, Py_ssize_t t0, Py_ssize_t t1,
-                             int *code) noexcept nogil:
-    cdef Py_ssize_t t
-    cdef int r
-    code[0] = R_OK
-    for t in range(t0, t1):
-        r = _points_task(c, g, t, c.scratch, c.dec)
-        if r != R_OK:
-            code[0] = r
-            return t
-    return -1
-
-
-cdef struct PointsJob:
-    PointsCtx c
-    Geom g
-    long next
-    long t1
-    uint8_t *status
-
-
-cdef void _points_work(void *arg) noexcept nogil:
-    cdef PointsJob *job = <PointsJob *>arg
-    cdef zc_tls *ts = _thread_state(job.g.chunk_bytes, job.c.codec)
-    cdef long t
-    if ts == NULL:
-        return
-    while True:
-        t = _workers.claim_as_helper(&job.next, job.t1)
-        if t >= job.t1:
-            return
-        job.status[t] = <uint8_t>_points_task(&job.c, &job.g, t, <uint8_t *>ts.scratch, ts.dec)
-
-
-cdef int _check_points(PointsCtx *c, Geom *g, const int64_t[::1] task_off, const int64_t[::1] task_len,
+cdef int _check_points(Job *job, PointsCtx *c, const int64_t[::1] task_off, const int64_t[::1] task_len,
                        const int64_t[::1] task_src, const Py_ssize_t *src_len, Py_ssize_t nsrcs,
                        Py_ssize_t t0, Py_ssize_t t1, const int64_t[::1] pt_start,
                        const int64_t[::1] pt_local, const int64_t[::1] pt_out, int codec, out) except -1:
-    cdef Py_ssize_t ntask = task_off.shape[0], t, k, npt = pt_local.shape[0], nsrc
-    cdef int64_t off, ln, lo, hi, v, si, size = cnp.PyArray_SIZE(<cnp.ndarray>out)
-    if task_len.shape[0] != ntask or pt_start.shape[0] != ntask + 1:
-        raise ValueError(f"task_len/pt_start: expected {ntask} and {ntask + 1} entries, "
-                         f"received {task_len.shape[0]} and {pt_start.shape[0]}")
-    if task_src is not None and task_src.shape[0] != ntask:
-        raise ValueError(f"task_src: expected {ntask} entries, received {task_src.shape[0]}")
+    cdef Py_ssize_t ntask = task_off.shape[0], t, k, npt = pt_local.shape[0]
+    cdef int64_t lo, hi, v, size = cnp.PyArray_SIZE(<cnp.ndarray>out)
+    if pt_start.shape[0] != ntask + 1:
+        raise ValueError(f"pt_start: expected {ntask + 1} entries, received {pt_start.shape[0]}")
     if pt_out.shape[0] != npt:
         raise ValueError(f"pt_local/pt_out: expected equal lengths, received {npt} and {pt_out.shape[0]}")
-    if not 0 <= t0 <= t1 <= ntask:
-        raise IndexError(f"t0, t1: expected 0 <= t0 <= t1 <= {ntask}, received {t0}, {t1}")
-    _gzip_decompressor(codec)  # checks the codec (and that libdeflate is loaded)
-    if not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>out):
-        raise ValueError("out: expected a writable array")
+    _check_entries(&c.e, task_off, task_len, task_src, src_len, nsrcs, ntask, t0, t1, codec, out)
     for t in range(t0, t1):
         lo = pt_start[t]
         hi = pt_start[t + 1]
@@ -601,30 +594,16 @@ cdef int _check_points(PointsCtx *c, Geom *g, const int64_t[::1] task_off, const
             raise IndexError(f"pt_start[{t}:{t + 2}]: expected 0 <= start <= stop <= {npt}, received {lo}, {hi}")
         for k in range(lo, hi):
             v = pt_local[k]
-            if v < 0 or v >= g.chunk_elems:
-                raise IndexError(f"pt_local[{k}]: expected 0 <= index < {g.chunk_elems}, received {v}")
+            if v < 0 or v >= job.g.chunk_elems:
+                raise IndexError(f"pt_local[{k}]: expected 0 <= index < {job.g.chunk_elems}, received {v}")
             v = pt_out[k]
             if v < 0 or v >= size:
                 raise IndexError(f"pt_out[{k}]: expected 0 <= index < {size}, received {v}")
-        ln = task_len[t]
-        if ln == -1:
-            continue
-        si = task_src[t] if task_src is not None else 0
-        if si < 0 or si >= nsrcs:
-            raise IndexError(f"task_src[{t}]: expected 0 <= index < {nsrcs} for a stored chunk, received {si}")
-        nsrc = src_len[si]
-        off = task_off[t]
-        if ln < 0 or off < 0 or off > nsrc or ln > nsrc - off:
-            raise ValueError(f"task {t}: expected a byte range inside src ({nsrc} bytes), "
-                             f"received offset={off}, length={ln}")
-    c.tsrc = &task_src[0] if task_src is not None and ntask else NULL
-    c.toff = &task_off[0] if ntask else NULL
-    c.tlen = &task_len[0] if ntask else NULL
     c.pstart = &pt_start[0]
     c.plocal = &pt_local[0] if npt else NULL
     c.pout = &pt_out[0] if npt else NULL
-    c.out = <uint8_t *>cnp.PyArray_DATA(<cnp.ndarray>out)  # the caller's argument keeps out alive
-    c.codec = codec
+    job.run = _points_task
+    job.ctx = c
     return 0
 
 
@@ -641,25 +620,12 @@ def decode_points(const uint8_t[::1] src, const int64_t[::1] task_off, const int
     rank).  ``pt_start`` has one entry per task plus one.  Returns ``(-1, 0)`` or
     ``(t, code)`` as :func:`decode_scatter` does.
     """
-    cdef Geom g
+    cdef Job job
     cdef PointsCtx c
-    _geometry(&g, chunk_shape, out, itemsize, swap, fill, "out", False)
+    _geometry(&job.g, chunk_shape, out, itemsize, swap, fill, "out", False)
     cdef Py_ssize_t nsrc = src.shape[0]
-    if scratch.shape[0] < g.chunk_bytes:
-        raise ValueError(f"scratch: expected at least {g.chunk_bytes} bytes, received {scratch.shape[0]}")
-    _check_points(&c, &g, task_off, task_len, None, &nsrc, 1, t0, t1, pt_start, pt_local, pt_out, codec, out)
-    if t0 == t1:
-        return -1, R_OK
-    cdef uint8_t dummy = 0
-    cdef const uint8_t *sp = &src[0] if nsrc else &dummy
-    c.srcs = &sp
-    c.scratch = &scratch[0]
-    c.dec = _gzip_decompressor(codec)
-    cdef int code = R_OK
-    cdef Py_ssize_t bad
-    with nogil:
-        bad = _points_loop(&c, &g, t0, t1, &code)
-    return bad, code
+    _check_points(&job, &c, task_off, task_len, None, &nsrc, 1, t0, t1, pt_start, pt_local, pt_out, codec, out)
+    return _run_one(&job, src, t0, t1, scratch)
 
 
 def decode_points_all(srcs, const int64_t[::1] task_src, const int64_t[::1] task_off,
@@ -668,25 +634,16 @@ def decode_points_all(srcs, const int64_t[::1] task_src, const int64_t[::1] task
                       int codec, const uint8_t[::1] fill, out, uint8_t[::1] status, int threads):
     """:func:`decode_points` of every task from several buffers on up to ``threads``
     threads, as :func:`decode_scatter_all` (``status`` per task; returns the failures)."""
-    cdef PointsJob job
+    cdef Job job
+    cdef PointsCtx c
     _geometry(&job.g, chunk_shape, out, itemsize, swap, fill, "out", False)
     cdef _Sources S = _Sources(srcs)
     cdef Py_ssize_t ntask = task_off.shape[0]
     if status.shape[0] != ntask:
         raise ValueError(f"status: expected {ntask} entries, received {status.shape[0]}")
-    _check_points(&job.c, &job.g, task_off, task_len, task_src, S.size, S.n, 0, ntask, pt_start, pt_local,
+    _check_points(&job, &c, task_off, task_len, task_src, S.size, S.n, 0, ntask, pt_start, pt_local,
                   pt_out, codec, out)
-    if ntask == 0:
-        return 0
-    memset(&status[0], R_NOT_RUN, ntask)
-    job.c.srcs = S.ptr
-    job.next = 0
-    job.t1 = ntask
-    job.status = &status[0]
-    cdef int helpers = min(max(threads, 1) - 1, ntask - 1)
-    with nogil:
-        _workers.run(_points_work, &job, helpers, max(threads, 1))
-    return _finish_status(status, ntask)
+    return _run_all(&job, S, ntask, status, threads)
 
 
 # the encode kernels live in their own module (file size); their old home re-exports them

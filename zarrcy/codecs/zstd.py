@@ -241,10 +241,13 @@ def decompress_capped(data: Any, cap: int) -> np.ndarray:
         raise CorruptChunkError(
             expected("zstd", f"frames decoding to at most {cap} bytes (block headers allow {bound})", "more")
         )
+    fcs = frame_content_size(src)  # numcodecs allocates this much first: refuse a claim above the cap
+    if fcs is not None and fcs > cap:
+        raise CorruptChunkError(expected("zstd", f"at most {cap} decoded bytes", fcs))
     try:
         out = as_uint8(_numcodecs_zstd().decompress(src))
-    except (RuntimeError, ValueError, MemoryError) as e:
-        raise CorruptChunkError(expected("zstd", "a valid zstd stream", f"{type(e).__name__}: {e}")) from None
+    except (RuntimeError, ValueError) as e:  # not MemoryError: out of memory is not a corrupt chunk
+        raise CorruptChunkError(expected("zstd", "a valid zstd stream", f"{type(e).__name__}: {e}")) from e
     if out.shape[0] > cap:
         raise CorruptChunkError(expected("zstd", f"at most {cap} decoded bytes", out.shape[0]))
     return out
@@ -279,8 +282,8 @@ class ZstdCodec(BytesBytesCodec):
     def _decompress(self, data: Any, dest: Any = None) -> Any:
         try:
             return _numcodecs_zstd().decompress(data, dest)
-        except (RuntimeError, ValueError, MemoryError) as e:
-            raise CorruptChunkError(expected("zstd", "a valid zstd stream", f"{type(e).__name__}: {e}")) from None
+        except (RuntimeError, ValueError) as e:  # not MemoryError: out of memory is not a corrupt chunk
+            raise CorruptChunkError(expected("zstd", "a valid zstd stream", f"{type(e).__name__}: {e}")) from e
 
     def decode(self, data: Any, spec: ArraySpec) -> Any:
         limit = int(_config_get("max_chunk_bytes"))
@@ -296,7 +299,7 @@ class ZstdCodec(BytesBytesCodec):
             try:
                 _numcodecs_zstd().decompress(data, out)
                 return out
-            except (RuntimeError, ValueError, MemoryError):
+            except (RuntimeError, ValueError):  # several frames, or corrupt: the capped path decides
                 del out
         # decoded size unknown (variable-size chunks): stop at max_chunk_bytes while decoding
         return decompress_capped(data, limit)

@@ -19,35 +19,29 @@ Both wrapper codecs are internal: their names (``numcodecs.<id>``, ``zarr_v2_chu
 never appear in v3 metadata written by zarrcy (the converter re-encodes such arrays).
 
 **Bounded decoding** (decompression bombs): every numcodecs decode goes through
-:func:`decode_capped` with the most bytes the chunk can need -- the exact decoded size
-in the fast chain, a bound derived from the chunk's bytes in the generic chain, and
-``zarrcy.config(max_chunk_bytes=...)`` for variable-length (``|O``) chunks.  For ids
-whose stream format the standard library reads (``zlib``, ``gzip``, ``bz2``, ``lzma``)
-zarrcy decodes the stream itself with ``max_length`` (same results as numcodecs,
-including its handling of several streams and trailing bytes), ``zstd`` goes through
-the capped streaming decoder of :mod:`zarrcy.codecs.zstd`, and ``blosc``/``lz4``
-headers state the decoded size, checked before numcodecs decodes.  Any other id
-(third-party codecs) is decoded by numcodecs and refused *after* decoding when its
-output exceeds the cap: that bound is weaker (memory is not bounded while it runs).
+:func:`~zarrcy.codecs.numcodecs.decode_capped` (shared with zarr-python's v3
+``numcodecs.*`` codecs; its module docstring says how each id is bounded) with the most
+bytes the chunk can need -- the exact decoded size in the fast chain, a bound derived
+from the chunk's bytes in the generic chain, and ``zarrcy.config(max_chunk_bytes=...)``
+for variable-length (``|O``) chunks.  A decoder's failure is a CorruptChunkError (its
+exception kept as the cause); a MemoryError is not: it passes through unchanged.
 """
 
 from __future__ import annotations
 
-import bz2
 import json
-import lzma
 import math
-import zlib
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
 import numpy as np
 
 from zarrcy.codecs._base import ArrayBytesCodec, ArraySpec, BytesBytesCodec, Codec
-from zarrcy.codecs._common import as_uint8, nbytes_of
+from zarrcy.codecs.numcodecs import decode_error, decode_capped
+from zarrcy.codecs.numcodecs import chunk_cap as _chunk_cap
 from zarrcy.errors import CorruptChunkError, MetadataError, UnknownCodecError, expected
 
-__all__ = ["NumcodecsBytesCodec", "V2ChunkCodec", "numcodecs_codec", "v2_codecs", "native_compressor"]
+__all__ = ["NumcodecsBytesCodec", "V2ChunkCodec", "numcodecs_codec", "v2_codecs", "native_compressor", "decode_capped"]
 
 
 def _freeze(config: dict[str, Any]) -> str:
@@ -73,113 +67,6 @@ def _registry() -> set[str]:
     import numcodecs.registry as r
 
     return set(r.codec_registry) | set(getattr(r, "entries", {}) or {})
-
-
-def _decode_error(what: str, e: BaseException) -> CorruptChunkError:
-    return CorruptChunkError(expected(what, "decodable bytes", f"{type(e).__name__}: {e}"))
-
-
-def _chunk_cap() -> int:
-    from zarrcy.config import get
-
-    return int(get("max_chunk_bytes"))
-
-
-def _too_big(what: str, cap: int, got: Any = "more") -> CorruptChunkError:
-    return CorruptChunkError(expected(what, f"at most {cap} decoded bytes", got))
-
-
-def _streams_capped(make: Any, data: Any, cap: int, what: str, errors: tuple[type[BaseException], ...],
-                    multi: bool) -> bytes:
-    """Decode concatenated streams as ``bz2.decompress``/``lzma.decompress`` do (a
-    later stream that does not parse ends the data; an unfinished one is an error),
-    but with ``max_length``: never more than ``cap + 1`` bytes of output exist."""
-    buf = bytes(data) if not isinstance(data, bytes) else data
-    parts: list[bytes] = []
-    total = 0
-    while True:
-        d = make()
-        try:
-            part = d.decompress(buf, cap - total + 1)
-        except errors as e:
-            if parts:
-                break  # leftover bytes that are not a stream: ignored, as the stdlib does
-            raise _decode_error(what, e) from None
-        total += len(part)
-        if total > cap:
-            raise _too_big(what, cap)
-        parts.append(part)
-        if not d.eof:
-            if d.needs_input:
-                raise CorruptChunkError(expected(what, "a complete stream", "truncated data"))
-            raise _too_big(what, cap)  # pragma: no cover - max_length reached means total > cap
-        buf = d.unused_data
-        if not multi or not buf:
-            break
-    return parts[0] if len(parts) == 1 else b"".join(parts)
-
-
-def decode_capped(codec: Any, data: Any, cap: int) -> Any:
-    """``codec.decode(data)`` for a numcodecs codec, refusing output above ``cap`` bytes
-    (see the module docstring for how each id is bounded)."""
-    cid = getattr(codec, "codec_id", None)
-    what = f"numcodecs.{cid}"
-    if cid == "zlib":  # numcodecs: zlib.decompress(buf) -- one stream, trailing bytes ignored
-        d = zlib.decompressobj()
-        try:
-            out = d.decompress(bytes(data) if not isinstance(data, bytes) else data, cap + 1)
-        except zlib.error as e:
-            raise _decode_error(what, e) from None
-        if len(out) > cap:
-            raise _too_big(what, cap)
-        if not d.eof:
-            raise CorruptChunkError(expected(what, "a complete stream", "truncated data"))
-        return out
-    if cid == "gzip":  # numcodecs: GzipFile.read() -- every member, trailing zeros allowed
-        from zarrcy.codecs.gzip import _zlib_decompress
-
-        if not nbytes_of(data):
-            return b""
-        return _zlib_decompress(data, cap)
-    if cid == "bz2":  # numcodecs: bz2.decompress
-        return _streams_capped(bz2.BZ2Decompressor, data, cap, what, (OSError, ValueError), True)
-    if cid == "lzma":  # numcodecs: lzma.decompress(buf, format=..., filters=...)
-        fmt, filters = codec.format, codec.filters
-
-        def make() -> Any:
-            try:
-                return lzma.LZMADecompressor(fmt, None, filters)
-            except (ValueError, TypeError, lzma.LZMAError) as e:
-                raise _decode_error(what, e) from None
-
-        return _streams_capped(make, data, cap, what, (lzma.LZMAError, ValueError), True)
-    if cid == "zstd":
-        from zarrcy.codecs.zstd import decompress_capped
-
-        return decompress_capped(data, cap)
-    if cid == "blosc":  # the header states the decoded size (c-blosc README_CHUNK_FORMAT)
-        from zarrcy.codecs.blosc import blosc_header
-
-        nbytes = blosc_header(data)[0]
-        if nbytes > cap:
-            raise _too_big(what, cap, nbytes)
-    elif cid == "lz4":  # numcodecs' lz4 frames: a little-endian int32 decoded size, then the block
-        head = bytes(as_uint8(data)[:4])
-        if len(head) < 4:
-            raise CorruptChunkError(expected(what, "at least 4 bytes (decoded size)", len(head)))
-        nbytes = int.from_bytes(head, "little", signed=True)
-        if nbytes > cap:
-            raise _too_big(what, cap, nbytes)
-    try:
-        out = codec.decode(data)
-    except CorruptChunkError:
-        raise
-    except Exception as e:  # third-party decoders raise anything on bad input
-        raise _decode_error(what, e) from None
-    n = out.nbytes if hasattr(out, "nbytes") else len(out)
-    if n > cap:  # third-party ids: checked after decoding only (see the module docstring)
-        raise _too_big(what, cap, n)
-    return out
 
 
 @dataclass(frozen=True)
@@ -336,10 +223,10 @@ class V2ChunkCodec(ArrayBytesCodec):
                     flat = flat.view(np.uint8).view(dt)
             else:
                 flat = np.frombuffer(x, dtype=dt)
-        except CorruptChunkError:
-            raise
+        except (CorruptChunkError, MemoryError):
+            raise  # out of memory is not a corrupt chunk (decoders are capped above)
         except Exception as e:  # numcodecs raises anything on corrupt input
-            raise _decode_error("zarr v2 chunk", e) from None
+            raise decode_error("zarr v2 chunk", e) from e
         n = int(np.prod(spec.shape, dtype=np.int64))
         if flat.size != n:
             raise CorruptChunkError(expected("zarr v2 chunk", f"{n} elements of {dt} for shape {spec.shape}", int(flat.size)))

@@ -152,7 +152,12 @@ def _auto_region(root_store: ZarrcyDataStore, arrays: Mapping[str, Any], ds: xr.
             continue
         if dim not in arrays:
             raise KeyError(f"region['{dim}']='auto': the store has no coordinate variable {dim!r} to look values up in")
-        stored = xr.conventions.decode_cf_variable(dim, root_store.variable(dim, arrays[dim]))
+        # stack_char_dim=False: a dimension coordinate is never a character array (xarray's
+        # own "stackable" rule when it opens a dataset).  Decoded alone with the default,
+        # an ``S1`` coordinate (one byte per label) would be joined into one 0-d string
+        # ("IndexVariable objects must be 1-dimensional"; xarray's zarr engine 2026.9
+        # fails the same lookup with an AssertionError)
+        stored = xr.conventions.decode_cf_variable(dim, root_store.variable(dim, arrays[dim]), stack_char_dim=False)
         idx = stored.to_index().get_indexer(np.asarray(ds[dim].values))
         if (idx == -1).any():
             raise KeyError(f"region['{dim}']='auto': not every value of coordinate {dim!r} is in the store")
