@@ -208,6 +208,34 @@ def limit(path: str, threads: int, level: int = 0, var: str = "t2m") -> tuple[fl
     return t_inf, t_enc, cpu
 
 
+def _read_row(table: Table, path: str, steps: int, threads: int, step_mib: float) -> None:
+    """User-level read of the first ``steps`` steps: ``zarrcy.open_array(file, path=...)[...]``
+    (the HDF5 layer's own chunk reads and GIL-free decode, ``threads`` threads) against
+    h5py's ``ds[...]``, in this process, interleaved, median of 3 after a warm-up."""
+    import h5py
+
+    import zarrcy
+
+    def zc() -> np.ndarray:
+        with zarrcy.config.set(threads=threads):
+            return zarrcy.open_array(path, path="t2m", mode="r")[:steps]
+
+    def h5() -> np.ndarray:
+        with h5py.File(path, "r") as f:
+            return f["t2m"][:steps]
+
+    if not np.array_equal(zc(), h5(), equal_nan=True):  # warm-up and check
+        raise SystemExit("bench hdf5: zarrcy's read differs from h5py's")
+    times: dict[str, list[float]] = {"zarrcy": [], "h5py": []}
+    for _ in range(3):
+        for who, fn in (("zarrcy", zc), ("h5py", h5)):
+            t = time.perf_counter()
+            fn()
+            times[who].append(time.perf_counter() - t)
+    table.add(f"read {steps * step_mib:.0f} MiB ({steps} steps) of the NetCDF-4 file into numpy "
+              f"(load {os.getloadavg()[0]:.2f})", {k: float(np.median(v)) for k, v in times.items()})
+
+
 def _steps() -> int | None:
     raw = os.environ.get("ZARRCY_BENCH_HDF5_STEPS")
     if not raw:
@@ -228,7 +256,7 @@ def run(quick: bool = False, threads: int | None = None) -> Table:
     tchunk = 12
     level = int(os.environ.get("ZARRCY_BENCH_HDF5_ZSTD_LEVEL", "0"))  # both sides and the limit
     lim = f"limit-{threads}t"
-    peers = ["zarrcy", "xarray+zarr-python", lim]
+    peers = ["zarrcy", "xarray+zarr-python", "h5py", lim]
     table = Table(f"HDF5 / NetCDF-4 -> Zarr v3 ({threads} threads)", peers)
     d = scratch_dir("zarrcy-bench-hdf5-")
     try:
@@ -248,6 +276,7 @@ def run(quick: bool = False, threads: int | None = None) -> Table:
         t_inf, t_enc, t_cpu = limit(one, threads, level)
         print(f"  {lim}: libdeflate inflate + unshuffle {t_inf:.3f} s + zstd level {level} encode {t_enc:.3f} s "
               f"= {t_inf + t_enc:.3f} s, CPU {t_cpu:.2f} s (load avg {os.getloadavg()[0]:.2f})", flush=True)
+        _read_row(table, one, min(nt, 60), threads, step_mib)
         rows = (("1 file", one, [one], None, None),
                 ("12 files --concat-dim time", f"{d}/month*.nc", monthly, "time", None),
                 ("12 files --concat-dim time, --quantize uint16", f"{d}/month*.nc", monthly, "time", QUANT))
