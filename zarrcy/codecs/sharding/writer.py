@@ -2,10 +2,15 @@
 strategy (``zarrcy.config(shard_write_strategy="append")``; runtime configuration only,
 never metadata, as the spec requires).
 
-``rewrite`` reads the index and, in one coalesced range read, the encoded bytes of
-every stored inner chunk that survives (untouched ones are copied verbatim, partially
-covered ones decoded and merged); only touched inner chunks are encoded.  The new shard
-replaces the old one with one ``setter.set`` (atomic) -- or ``setter.delete()`` when
+``rewrite`` reads the index and the encoded bytes of the partially covered touched
+inner chunks (decoded and merged); only touched inner chunks are encoded.  The new
+shard replaces the old one atomically with one ``setter.set_spliced``: untouched inner
+chunks are named as byte ranges of the snapshot that was read (LocalStore copies them
+in the kernel, never through this process), new chunks and the index as bytes.  Where
+the snapshot's size is unknown or reads are ETag-conditional (object stores), the
+surviving chunks are read in one coalesced read and the shard assembled in memory for
+one ``setter.set`` (:func:`_rewrite_assembled`); both give identical bytes.  Either
+way ``setter.delete()`` when
 nothing is left (on stores without deletes, e.g. zip: an index-only shard, which reads
 as all fill value).  Index memory: the new index is built once, straight into the
 output buffer when it is aligned.
@@ -216,7 +221,16 @@ def _rewrite(
 ) -> None:
     if flat is not None and version is None and snap.size is not None:
         _rewrite_spliced(snap, setter, layout, upd, flat)
-        return
+    else:  # a new shard, an ETag-conditional read (object stores), or an unknown size
+        _rewrite_assembled(snap, setter, layout, upd, flat, version)
+
+
+def _rewrite_assembled(
+    snap: ValueSnapshot, setter: ByteSetter, layout: ShardLayout, upd: _Update, flat: Any, version: Any,
+) -> None:
+    """The rewrite assembled in memory: every surviving inner chunk is read (one
+    coalesced read, conditional on ``version`` when given) and copied into the new
+    shard, which is stored with one ``setter.set``."""
     n = layout.n
     existed = flat is not None
     lin = upd.linear
