@@ -135,3 +135,35 @@ def test_rewrite_reads_only_partly_covered_chunks(tmp_path, monkeypatch):
     want = base.copy()
     want[2:4, 4:8, 0:3] = 7
     np.testing.assert_array_equal(c.decode(store.get("c/0"), sp), want)
+
+
+def test_shard_replaced_before_the_splice_never_mixes_versions(tmp_path, monkeypatch):
+    """Another writer replaces the shard (temp + rename) after this write read its index:
+    the untouched chunks are still copied from the version that index describes (the
+    snapshot's descriptor), so the stored shard is consistent -- exactly as the
+    assembling rewrite, which read them through the same snapshot."""
+    c, sp = make("end", [BYTES, CRC]), spec()
+    results = []
+    for mode in ("spliced", "assembled"):
+        store = LocalStore(tmp_path / mode)
+        setter = StorePath(store, "c/0")
+        base = np.random.default_rng(0).integers(1, 999, SHAPE).astype("u2")
+        other = np.random.default_rng(5).integers(1, 999, (4, 6, 3)).astype("u2")
+        setter.set(c.encode(base, sp))
+        if mode == "assembled":
+            monkeypatch.setattr(writer, "_rewrite_spliced", _assembled)
+        plain_set = LocalStore.set
+        real = LocalStore.set_spliced if mode == "spliced" else plain_set
+
+        def racing(self, *args, real=real, other=other, plain_set=plain_set):
+            plain_set(self, "c/0", c.encode(np.tile(other, (2, 2, 2)), sp))  # the concurrent replace
+            return real(self, *args)
+
+        monkeypatch.setattr(LocalStore, "set_spliced" if mode == "spliced" else "set", racing)
+        c.encode_partial(setter, (slice(0, 2), slice(0, 4), slice(0, 3)), np.full((2, 4, 3), 3, "u2"), sp)
+        monkeypatch.undo()
+        want = base.copy()
+        want[0:2, 0:4, 0:3] = 3
+        np.testing.assert_array_equal(c.decode(store.get("c/0"), sp), want)
+        results.append(store.get("c/0"))
+    assert results[0] == results[1]
