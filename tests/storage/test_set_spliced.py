@@ -195,3 +195,25 @@ def test_local_fsync_policy(tmp_path, monkeypatch):
     s.set_spliced("k", PARTS)
     assert len(synced) - n == 2  # the file before the rename, the directory after it
     assert s.get("k") == WANT
+
+
+MANY = [b"a" * 5, b"bc", (10, 30), b"d", b"", b"efg" * 100, memoryview(b"hij"), (0, 3), b"k", b"lm"]
+MANY_WANT = b"a" * 5 + b"bc" + OLD[10:30] + b"d" + b"efg" * 100 + b"hij" + OLD[0:3] + b"k" + b"lm"
+
+
+@pytest.mark.parametrize("mode", ["short", "missing", "batches"])
+def test_local_vectored_writes(tmp_path, monkeypatch, mode):
+    """Consecutive buffers go out with one pwritev; a short vectored write is
+    completed piece by piece; without pwritev, pwrite each."""
+    real = os.pwritev
+    if mode == "short":
+        monkeypatch.setattr(os, "pwritev", lambda fd, bufs, at: real(fd, [bytes(bufs[0])[:3]], at))
+    elif mode == "missing":
+        monkeypatch.delattr(os, "pwritev", raising=False)
+    else:
+        monkeypatch.setattr(local_mod, "_IOV_BATCH", 2)
+    s = LocalStore(tmp_path / "s")
+    s.set("k", OLD)
+    with s.snapshot("k") as snap:
+        s.set_spliced("k", MANY, snap)
+    assert s.get("k") == MANY_WANT

@@ -836,25 +836,46 @@ def _write_all(fd: int, data: memoryview) -> None:
 _CFR_REFUSED = frozenset(getattr(errno, n) for n in ("EXDEV", "ENOSYS", "EOPNOTSUPP", "ENOTSUP", "EINVAL")
                          if hasattr(errno, n))
 _COPY_PIECE = 8 << 20  # user-space fallback: bytes per pread/pwrite
+_IOV_BATCH = 512  # buffers per pwritev (below every IOV_MAX)
 
 
 def _write_parts(fd: int, items: Sequence[tuple[int, int] | memoryview], src: int, path: str) -> None:
     """``set_spliced``'s content: buffers written, ranges of ``src`` copied, back to back
     from offset 0 of the (new, empty) file ``fd``."""
     pos = 0
+    run: list[memoryview] = []  # consecutive buffers: one pwritev
     for p in items:
         if isinstance(p, tuple):
+            if run:
+                pos = _write_buffers(fd, run, pos)
+                run = []
             a, b = p
             if b > a:
                 _copy_range(src, a, b - a, fd, pos, path)
             pos += b - a
-        else:
-            mv = p
-            n = len(mv)
-            done = 0
-            while done < n:
-                done += os.pwrite(fd, mv[done:], pos + done)
-            pos += n
+        elif len(p):
+            run.append(p)
+    if run:
+        _write_buffers(fd, run, pos)
+
+
+def _write_buffers(fd: int, bufs: list[memoryview], pos: int) -> int:
+    """Write ``bufs`` back to back at ``pos`` (``pwritev`` in batches); returns the end."""
+    pwritev = getattr(os, "pwritev", None)
+    for i in range(0, len(bufs), _IOV_BATCH):
+        batch = bufs[i:i + _IOV_BATCH]
+        n = sum(len(b) for b in batch)
+        done = pwritev(fd, batch, pos) if pwritev is not None and len(batch) > 1 else 0
+        if done < n:  # a short (or no) vectored write: the rest piece by piece
+            at = pos
+            for b in batch:
+                skip = min(max(done - (at - pos), 0), len(b))
+                w = skip
+                while w < len(b):
+                    w += os.pwrite(fd, b[w:], at + w)
+                at += len(b)
+        pos += n
+    return pos
 
 
 def _copy_range(src: int, start: int, length: int, dst: int, at: int, path: str) -> None:
