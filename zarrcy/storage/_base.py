@@ -115,8 +115,9 @@ class Store(ABC):
         """Store under ``key``, atomically like ``set``, the concatenation of ``parts``:
         a buffer is written as is, a ``(start, stop)`` pair copies those bytes of the
         value being replaced -- read through ``source`` (a ``snapshot(key)`` of this
-        store: every range then comes from the version it pinned, as the caller's other
-        reads did) or, with ``source=None``, from the current value.  A range outside
+        store: when the snapshot is ``pinned``, every range comes from the version it
+        pinned, as the caller's other reads did) or, with ``source=None``, from the
+        current value.  A range outside
         that value (missing, or shorter than ``stop``) raises StoreError and stores
         nothing.  Default: read the ranges, join, ``set``; LocalStore copies them inside
         the kernel (``copy_file_range``), with no copy through user space."""
