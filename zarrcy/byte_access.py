@@ -19,7 +19,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, Hashable, Sequence
 
-from zarrcy.byte_range import ByteRequest, resolve
+from zarrcy.byte_range import ByteRequest, RangeRequest, resolve
+from zarrcy.errors import StoreError
 
 __all__ = ["ByteGetter", "ByteSetter", "ValueSnapshot", "LiveSnapshot", "BytesSnapshot"]
 
@@ -158,6 +159,24 @@ class ByteSetter(ByteGetter):
     @property
     def supports_partial_writes(self) -> bool:
         return False
+
+    def set_spliced(self, parts: Sequence[Buffer | tuple[int, int]], source: ValueSnapshot | None = None) -> None:
+        """Replace the value atomically with the concatenation of ``parts``: buffers as
+        they are, ``(start, stop)`` pairs copied from the value being replaced, read
+        through ``source`` (a snapshot of this value; None: the current value).  See
+        ``Store.set_spliced``.  Default: read the ranges, join, ``set``."""
+        pieces: list[Any] = []
+        for p in parts:
+            if isinstance(p, tuple):
+                a, b = p
+                raw = (source.get if source is not None else self.get)(RangeRequest(a, b - a))
+                if raw is None or len(raw) != b - a:
+                    raise StoreError(f"bytes [{a}, {b}) of the value being replaced: expected present, received "
+                                     f"{'missing' if raw is None else f'{len(raw)} bytes (truncated?)'}")
+                pieces.append(raw)
+            else:
+                pieces.append(p)
+        self.set(b"".join(pieces))
 
     def set_partial(self, start: int, value: Buffer) -> None:
         """Write ``value`` at byte ``start`` in place (not atomic)."""

@@ -14,8 +14,8 @@ from abc import ABC, abstractmethod
 from typing import Iterable, Iterator, Self, Sequence
 
 from zarrcy.byte_access import ValueSnapshot
-from zarrcy.byte_range import ByteRequest
-from zarrcy.errors import ReadOnlyError, StoreError
+from zarrcy.byte_range import ByteRequest, RangeRequest
+from zarrcy.errors import ReadOnlyError, StoreError, expected
 
 __all__ = ["Store"]
 
@@ -111,6 +111,36 @@ class Store(ABC):
     def set(self, key: str, value: Buffer) -> None:
         """Store ``value`` under ``key`` atomically (readers see old or new, never a mix)."""
 
+    def set_spliced(self, key: str, parts: Sequence[Buffer | tuple[int, int]], source: ValueSnapshot | None = None) -> None:
+        """Store under ``key``, atomically like ``set``, the concatenation of ``parts``:
+        a buffer is written as is, a ``(start, stop)`` pair copies those bytes of the
+        value being replaced -- read through ``source`` (a ``snapshot(key)`` of this
+        store: when the snapshot is ``pinned``, every range comes from the version it
+        pinned, as the caller's other reads did) or, with ``source=None``, from the
+        current value.  A range outside
+        that value (missing, or shorter than ``stop``) raises StoreError and stores
+        nothing.  Default: read the ranges, join, ``set``; LocalStore copies them inside
+        the kernel (``copy_file_range``), with no copy through user space."""
+        self._check_writable()
+        ranges = [p for p in parts if isinstance(p, tuple)]
+        got: list[bytes | None] = []
+        if ranges:
+            reqs = [RangeRequest(a, b - a) for a, b in (check_splice_part(key, p) for p in ranges)]
+            got = source.get_ranges(reqs) if source is not None else self.get_partial_values([(key, r) for r in reqs])
+        it = iter(got)
+        pieces: list[Buffer] = []
+        for p in parts:
+            if isinstance(p, tuple):
+                raw = next(it)
+                if raw is None or len(raw) != p[1] - p[0]:
+                    raise StoreError(expected(
+                        f"{key}: bytes [{p[0]}, {p[1]}) of the value being replaced",
+                        "present", "missing" if raw is None else f"{len(raw)} bytes (truncated?)"))
+                pieces.append(raw)
+            else:
+                pieces.append(p)
+        self.set(key, b"".join(pieces))
+
     def set_partial_values(self, key_start_values: Sequence[tuple[str, int, Buffer]]) -> None:
         """Write ``value`` at byte offset ``start`` of ``key`` for each triple."""
         raise StoreError(f"{self.url}: store does not support partial writes")
@@ -155,6 +185,13 @@ class Store(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def check_splice_part(key: str, part: tuple[int, int]) -> tuple[int, int]:
+    """A ``set_spliced`` range part: ``(start, stop)`` ints with ``0 <= start <= stop``."""
+    if len(part) != 2 or type(part[0]) is not int or type(part[1]) is not int or not 0 <= part[0] <= part[1]:
+        raise StoreError(expected(f"{key}: splice range", "(start, stop) ints with 0 <= start <= stop", part))
+    return part
 
 
 class _LiveKey(ValueSnapshot):

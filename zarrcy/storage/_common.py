@@ -169,6 +169,9 @@ class StorePath(ByteSetter):
     def set(self, value: Buffer) -> None:
         self.store.set(self.path, value)
 
+    def set_spliced(self, parts: Sequence[Buffer | tuple[int, int]], source: ValueSnapshot | None = None) -> None:
+        self.store.set_spliced(self.path, parts, source)
+
     @property
     def supports_deletes(self) -> bool:
         return bool(self.store.supports_deletes)

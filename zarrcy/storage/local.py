@@ -42,7 +42,7 @@ from urllib.request import url2pathname
 from zarrcy.byte_access import ValueSnapshot
 from zarrcy.byte_range import ByteRequest
 from zarrcy.errors import StoreError, expected
-from zarrcy.storage._base import Buffer, Store
+from zarrcy.storage._base import Buffer, Store, check_splice_part
 from zarrcy.storage._common import as_bytes_view, check_key, check_prefix, resolve_range
 
 __all__ = ["LocalStore", "TEMP_PREFIX", "local_path_from_url"]
@@ -400,6 +400,49 @@ class LocalStore(Store):
         self._check_writable()
         path = self._path(key)
         data = as_bytes_view(value)
+        self._replace(path, lambda fd: _write_all(fd, data))
+
+    def set_spliced(self, key: str, parts: Sequence[Buffer | tuple[int, int]], source: ValueSnapshot | None = None) -> None:
+        """``Store.set_spliced``: the ranges are copied inside the kernel
+        (``os.copy_file_range``; ``pread``/``pwrite`` where the file system refuses) from
+        the descriptor of ``source`` -- the very inode the caller read, even if ``key``
+        was replaced since -- into the temp file, which then replaces ``key`` exactly as
+        in ``set`` (fsync policy, atomic rename: a crash leaves the old or the new value).
+        A source shorter than a range raises StoreError and replaces nothing."""
+        self._check_writable()
+        if source is not None and not (isinstance(source, _FileSnapshot) and source.store.root == self.root and source.key == key):
+            super().set_spliced(key, parts, source)  # not a snapshot of this file: read + join
+            return
+        path = self._path(key)
+        items: list[tuple[int, int] | memoryview] = [
+            check_splice_part(key, p) if isinstance(p, tuple) else as_bytes_view(p) for p in parts
+        ]
+        need = any(isinstance(p, tuple) for p in items)
+        own = -1
+        if source is not None:
+            src, size = source.fd, source.size
+            if need and src < 0:
+                raise StoreError(expected(f"{path}: the value being replaced", "present", "missing"))
+        elif need:
+            own, st = self._open_read_stat(key)
+            if own < 0:
+                raise StoreError(expected(f"{path}: the value being replaced", "present", "missing"))
+            src, size = own, (st.st_size if st is not None else 0)
+        else:
+            src, size = -1, 0
+        try:
+            for p in items:
+                if isinstance(p, tuple) and p[1] > (size or 0):
+                    raise StoreError(expected(f"{path}: bytes [{p[0]}, {p[1]}) of the value being replaced",
+                                              f"within its {size} bytes", "past the end"))
+            self._replace(path, lambda fd: _write_parts(fd, items, src, path))
+        finally:
+            if own >= 0:
+                os.close(own)
+
+    def _replace(self, path: str, write: Callable[[int], None]) -> None:
+        """Create a temp file next to ``path``, ``write(fd)`` its content, (fsync,)
+        rename it over ``path`` (atomic); on any error the temp file is removed."""
         dirpath, name = path.rsplit(_SEP, 1)
         tmp = self._temp_name()
         if _DIR_FD:
@@ -412,7 +455,7 @@ class LocalStore(Store):
                         continue
                     try:
                         try:
-                            _write_all(fd, data)
+                            write(fd)
                             if self.fsync:
                                 os.fsync(fd)
                         finally:
@@ -435,9 +478,9 @@ class LocalStore(Store):
                     os.close(dfd)
             raise StoreError(f"{dirpath}: directory vanished repeatedly while writing")  # pragma: no cover
         else:  # portable path: check the directory by realpath, then temp + replace
-            self._set_portable(path, dirpath, tmp, data)
+            self._set_portable(path, dirpath, tmp, write)
 
-    def _set_portable(self, path: str, dirpath: str, tmp: str, data: memoryview) -> None:
+    def _set_portable(self, path: str, dirpath: str, tmp: str, write: Callable[[int], None]) -> None:
         tmppath = dirpath + _SEP + tmp
         for attempt in range(_RETRIES):
             self._check_path(dirpath, allow_root=True)
@@ -452,7 +495,7 @@ class LocalStore(Store):
             raise StoreError(f"{dirpath}: directory vanished repeatedly while writing")
         try:
             try:
-                _write_all(fd, data)
+                write(fd)
                 if self.fsync:
                     os.fsync(fd)
             finally:
@@ -786,6 +829,84 @@ def _write_all(fd: int, data: memoryview) -> None:
     written = os.write(fd, data)
     while written < n:
         written += os.write(fd, data[written:])
+
+
+#: errnos with which ``copy_file_range`` refuses a pair of files (other file systems,
+#: kernels without it, file systems without support): copy through user space instead
+_CFR_REFUSED = frozenset(getattr(errno, n) for n in ("EXDEV", "ENOSYS", "EOPNOTSUPP", "ENOTSUP", "EINVAL")
+                         if hasattr(errno, n))
+_COPY_PIECE = 8 << 20  # user-space fallback: bytes per pread/pwrite
+_IOV_BATCH = 512  # buffers per pwritev (below every IOV_MAX)
+
+
+def _write_parts(fd: int, items: Sequence[tuple[int, int] | memoryview], src: int, path: str) -> None:
+    """``set_spliced``'s content: buffers written, ranges of ``src`` copied, back to back
+    from offset 0 of the (new, empty) file ``fd``."""
+    pos = 0
+    run: list[memoryview] = []  # consecutive buffers: one pwritev
+    for p in items:
+        if isinstance(p, tuple):
+            if run:
+                pos = _write_buffers(fd, run, pos)
+                run = []
+            a, b = p
+            if b > a:
+                _copy_range(src, a, b - a, fd, pos, path)
+            pos += b - a
+        elif len(p):
+            run.append(p)
+    if run:
+        _write_buffers(fd, run, pos)
+
+
+def _write_buffers(fd: int, bufs: list[memoryview], pos: int) -> int:
+    """Write ``bufs`` back to back at ``pos`` (``pwritev`` in batches); returns the end."""
+    pwritev = getattr(os, "pwritev", None)
+    for i in range(0, len(bufs), _IOV_BATCH):
+        batch = bufs[i:i + _IOV_BATCH]
+        n = sum(len(b) for b in batch)
+        done = pwritev(fd, batch, pos) if pwritev is not None and len(batch) > 1 else 0
+        if done < n:  # a short (or no) vectored write: the rest piece by piece
+            at = pos
+            for b in batch:
+                skip = min(max(done - (at - pos), 0), len(b))
+                w = skip
+                while w < len(b):
+                    w += os.pwrite(fd, b[w:], at + w)
+                at += len(b)
+        pos += n
+    return pos
+
+
+def _copy_range(src: int, start: int, length: int, dst: int, at: int, path: str) -> None:
+    """Copy ``length`` bytes at ``start`` of ``src`` to offset ``at`` of ``dst``: in the
+    kernel when it can (no copy through user space), else ``pread``/``pwrite``."""
+    done = 0
+    cfr = getattr(os, "copy_file_range", None)
+    while cfr is not None and done < length:
+        try:
+            n = cfr(src, dst, length - done, start + done, at + done)
+        except OSError as e:
+            if e.errno not in _CFR_REFUSED:
+                raise
+            break  # refused (maybe after a part was copied): the rest through user space
+        if n == 0:
+            _short(path, start, length, done)
+        done += n
+    while done < length:
+        piece = os.pread(src, min(length - done, _COPY_PIECE), start + done)
+        if not piece:
+            _short(path, start, length, done)
+        mv = memoryview(piece)
+        w = 0
+        while w < len(mv):
+            w += os.pwrite(dst, mv[w:], at + done + w)
+        done += len(piece)
+
+
+def _short(path: str, start: int, length: int, done: int) -> None:
+    raise StoreError(expected(f"{path}: bytes [{start}, {start + length}) of the value being replaced",
+                              "present", f"the value ends at {start + done} (truncated meanwhile?)"))
 
 
 def _reopen(root: str, read_only: bool, fsync: bool) -> LocalStore:

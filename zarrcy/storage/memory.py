@@ -22,7 +22,7 @@ from typing import Callable, Iterable, Iterator, Mapping, Sequence
 from zarrcy.byte_access import BytesSnapshot, ValueSnapshot
 from zarrcy.byte_range import ByteRequest
 from zarrcy.errors import StoreError, expected
-from zarrcy.storage._base import Buffer, Store
+from zarrcy.storage._base import Buffer, Store, check_splice_part
 from zarrcy.storage._common import as_bytes_view, check_key, check_prefix, resolve_range
 
 __all__ = ["MemoryStore", "lookup_memory_store"]
@@ -146,6 +146,31 @@ class MemoryStore(Store):
         self._check_writable()
         check_key(key)
         data = bytes(as_bytes_view(value))
+        with self._lock:
+            self._data[key] = data
+
+    def set_spliced(self, key: str, parts: Sequence[Buffer | tuple[int, int]], source: ValueSnapshot | None = None) -> None:
+        """``Store.set_spliced`` with one copy: ranges are views of the source value (a
+        ``snapshot(key)``'s pinned bytes, or the current value), joined straight into
+        the new value."""
+        self._check_writable()
+        check_key(key)
+        if source is not None and not isinstance(source, BytesSnapshot):
+            super().set_spliced(key, parts, source)
+            return
+        old = source.value if source is not None else self._data.get(key)
+        view = memoryview(old) if old is not None else None
+        pieces: list[Buffer] = []
+        for p in parts:
+            if isinstance(p, tuple):
+                a, b = check_splice_part(key, p)
+                if view is None or b > len(view):
+                    raise StoreError(expected(f"{key}: bytes [{a}, {b}) of the value being replaced", "present",
+                                              "missing" if view is None else f"a value of {len(view)} bytes"))
+                pieces.append(view[a:b])
+            else:
+                pieces.append(as_bytes_view(p))
+        data = b"".join(pieces)
         with self._lock:
             self._data[key] = data
 

@@ -2,10 +2,15 @@
 strategy (``zarrcy.config(shard_write_strategy="append")``; runtime configuration only,
 never metadata, as the spec requires).
 
-``rewrite`` reads the index and, in one coalesced range read, the encoded bytes of
-every stored inner chunk that survives (untouched ones are copied verbatim, partially
-covered ones decoded and merged); only touched inner chunks are encoded.  The new shard
-replaces the old one with one ``setter.set`` (atomic) -- or ``setter.delete()`` when
+``rewrite`` reads the index and the encoded bytes of the partially covered touched
+inner chunks (decoded and merged); only touched inner chunks are encoded.  The new
+shard replaces the old one atomically with one ``setter.set_spliced``: untouched inner
+chunks are named as byte ranges of the snapshot that was read (LocalStore copies them
+in the kernel, never through this process), new chunks and the index as bytes.  Where
+the snapshot's size is unknown or reads are ETag-conditional (object stores), the
+surviving chunks are read in one coalesced read and the shard assembled in memory for
+one ``setter.set`` (:func:`_rewrite_assembled`); both give identical bytes.  Either
+way ``setter.delete()`` when
 nothing is left (on stores without deletes, e.g. zip: an index-only shard, which reads
 as all fill value).  Index memory: the new index is built once, straight into the
 output buffer when it is aligned.
@@ -214,6 +219,18 @@ def _fetch_old(
 def _rewrite(
     snap: ValueSnapshot, setter: ByteSetter, layout: ShardLayout, upd: _Update, flat: Any, version: Any,
 ) -> None:
+    if flat is not None and version is None and snap.size is not None:
+        _rewrite_spliced(snap, setter, layout, upd, flat)
+    else:  # a new shard, an ETag-conditional read (object stores), or an unknown size
+        _rewrite_assembled(snap, setter, layout, upd, flat, version)
+
+
+def _rewrite_assembled(
+    snap: ValueSnapshot, setter: ByteSetter, layout: ShardLayout, upd: _Update, flat: Any, version: Any,
+) -> None:
+    """The rewrite assembled in memory: every surviving inner chunk is read (one
+    coalesced read, conditional on ``version`` when given) and copied into the new
+    shard, which is stored with one ``setter.set``."""
     n = layout.n
     existed = flat is not None
     lin = upd.linear
@@ -311,6 +328,107 @@ def _rewrite(
     else:
         layout.encode_index_into(new_flat, mv[idx_off:idx_off + isz])
     setter.set(mv)
+
+
+def _rewrite_spliced(snap: ValueSnapshot, setter: ByteSetter, layout: ShardLayout, upd: _Update, flat: Any) -> None:
+    """The rewrite of an existing shard read through a snapshot of known size, as one
+    ``setter.set_spliced``: the untouched inner chunks are named as byte ranges of the
+    version the snapshot pinned (LocalStore copies them inside the kernel; nothing of
+    them passes through this process), the re-encoded touched chunks and the new index
+    are passed as bytes.  Only partially covered touched chunks are read.  The bytes
+    stored are exactly those of the assembling rewrite (same layout, same index), and
+    the replace is as atomic as ``set``."""
+    n = layout.n
+    lin = upd.linear
+    old_off = flat[0::2]
+    old_nb = flat[1::2]
+    stored = old_off != SENTINEL
+    touched = np.zeros(n, bool)
+    touched[lin] = True
+    keep = stored & ~touched
+    del touched
+    kept = np.flatnonzero(keep)
+    if kept.size:  # the checks a read of them would make (they are copied, not read)
+        _check_in_shard(layout, kept, old_off[kept], old_nb[kept], snap.size)
+    part = lin[~upd.full]
+    need = np.unique(part[stored[part]])
+    bufs: list[memoryview] = []
+    g_of: Any = np.empty(0, np.int64)
+    gs = np.empty(0, np.uint64)
+    if need.size:
+        bufs, g_of, gs = fetch_ranges(snap, setter, layout, need, old_off[need], old_nb[need], None)
+
+    def old_bytes(i: int) -> Any:
+        k = int(np.searchsorted(need, i))
+        if k >= need.size or int(need[k]) != i:
+            return None
+        r = int(old_off[i] - gs[g_of[k]])
+        return bufs[int(g_of[k])][r:r + int(old_nb[i])]
+
+    new_bytes = upd.merge(old_bytes)
+    lin_l = lin.tolist()
+    new_nb = np.full(n, SENTINEL, np.uint64)
+    np.copyto(new_nb, old_nb, where=keep)
+    for k, b in enumerate(new_bytes):
+        if b is not None:
+            new_nb[lin_l[k]] = len(b)
+    if not (new_nb != SENTINEL).any():
+        _remove(setter, layout)
+        return
+    start = layout.start
+    isz = layout.index_size
+    base = isz if start else 0
+    data_end = int(np.add.reduce(new_nb, where=new_nb != SENTINEL, dtype=np.uint64))
+    idx = np.empty(isz, np.uint8)
+    direct = layout.fast_index and _LITTLE and idx.ctypes.data % 8 == 0
+    new_flat = idx[:16 * n].view(np.uint64) if direct else np.empty(2 * n, np.uint64)
+    end = lay_out(new_nb, base, new_flat, write_order(layout))
+    if end != base + data_end:  # pragma: no cover - kernel contract
+        raise CorruptChunkError("shard index: inconsistent sizes while assembling")
+    new_off = new_flat[0::2]
+    live = np.flatnonzero(new_off != SENTINEL)
+    ids = live[np.argsort(new_off[live], kind="stable")]  # physical order of the new shard
+    is_kept = keep[ids]
+    src_a = np.where(is_kept, old_off[ids], np.uint64(0))
+    src_b = src_a + np.where(is_kept, old_nb[ids], np.uint64(0))
+    # one range per run of kept chunks that are also back to back in the old shard
+    joined = is_kept[1:] & is_kept[:-1] & (src_a[1:] == src_b[:-1])
+    run_starts = np.flatnonzero(np.r_[True, ~joined]).tolist()
+    run_ends = run_starts[1:] + [ids.size]
+    k_of = {i: k for k, i in enumerate(lin_l)}
+    parts: list[Any] = []
+    mv = memoryview(idx)
+    if start:
+        parts.append(mv)
+    ids_l = ids.tolist()
+    for j0, j1 in zip(run_starts, run_ends):
+        if is_kept[j0]:
+            parts.append((int(src_a[j0]), int(src_b[j1 - 1])))
+        else:  # a re-encoded touched chunk (never joined with a neighbour)
+            parts.append(new_bytes[k_of[ids_l[j0]]])
+    if not start:
+        parts.append(mv)
+    if direct:
+        layout.seal_index(mv)
+    else:
+        layout.encode_index_into(new_flat, mv)
+    setter.set_spliced(parts, snap)
+
+
+def _check_in_shard(layout: ShardLayout, which: np.ndarray, offs: np.ndarray, nbs: np.ndarray, size: int | None) -> None:
+    """The entries ``which`` lie inside a shard of ``size`` bytes (CorruptChunkError
+    naming the first that does not), with :func:`fetch_ranges`' size guard."""
+    layout.check_fetch(which, nbs)
+    if size is None:
+        return
+    ends = offs + nbs
+    over = ends > np.uint64(size)
+    if over.any():
+        bad = int(np.argmax(over))
+        raise CorruptChunkError(
+            f"{layout.chunk_name(int(which[bad]))}: points past the end of the shard "
+            f"(offset={int(offs[bad])}, nbytes={int(nbs[bad])}, shard size {size}; truncated?)"
+        )
 
 
 def _append(

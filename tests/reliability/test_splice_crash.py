@@ -1,0 +1,51 @@
+"""A SIGKILL in the middle of LocalStore.set_spliced (ranges half copied into the temp
+file) leaves the old value, whole, plus at most one temp file."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from zarrcy.storage.local import TEMP_PREFIX, LocalStore
+
+OLD = bytes(range(256)) * 4096  # 1 MiB
+
+CHILD = textwrap.dedent("""
+    import os, sys, time
+    from zarrcy.storage import local
+    real = local._copy_range
+    def slow(src, start, length, dst, at, path):
+        real(src, start, length // 2, dst, at, path)
+        sys.stdout.write("ready\\n"); sys.stdout.flush()
+        time.sleep(60)
+    local._copy_range = slow
+    s = local.LocalStore(sys.argv[1])
+    with s.snapshot("c/0") as snap:
+        s.set_spliced("c/0", [b"new", (0, 1 << 19), b"more"], snap)
+""")
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+def test_kill_mid_splice_keeps_the_old_value(tmp_path):
+    s = LocalStore(tmp_path / "s")
+    s.set("c/0", OLD)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    p = subprocess.Popen([sys.executable, "-c", CHILD, s.root], stdout=subprocess.PIPE, env=env)
+    try:
+        assert p.stdout is not None
+        assert p.stdout.readline() == b"ready\n"
+    finally:
+        p.kill()
+        p.wait()
+        if p.stdout is not None:
+            p.stdout.close()
+    assert s.get("c/0") == OLD
+    temps = [f for f in os.listdir(tmp_path / "s" / "c") if f.startswith(TEMP_PREFIX)]
+    assert len(temps) == 1
+    assert s.remove_temp_files() == 1
+    assert sorted(s.list()) == ["c/0"]
