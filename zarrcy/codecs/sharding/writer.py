@@ -193,6 +193,33 @@ def merge_touched(
     return new_bytes
 
 
+class _StoredChunks:
+    """The stored bytes of the inner chunks ``need`` (sorted linear indices), fetched once
+    with ``fetch`` (:func:`_fetch_old` or :func:`fetch_ranges`); calling it with a linear
+    index gives that chunk's bytes (None: not among ``need``) -- the ``old_bytes`` that
+    :meth:`merge` asks for.  ``bufs``/``g_of``/``rel``: the fetched buffers, each needed
+    chunk's buffer and its offset in it (for the kernel that copies kept chunks)."""
+
+    def __init__(self, fetch: Callable[..., tuple[list[memoryview], Any, np.ndarray]], snap: ValueSnapshot,
+                 setter: ByteSetter, layout: ShardLayout, need: np.ndarray, old_off: np.ndarray | None,
+                 old_nb: np.ndarray | None, version: Any) -> None:
+        self.need = need
+        self.old_nb = old_nb
+        self.bufs: list[memoryview] = []
+        self.g_of: Any = np.empty(0, np.int64)
+        self.rel = np.empty(0, np.uint64)
+        if need.size and old_off is not None and old_nb is not None:
+            self.bufs, self.g_of, gs = fetch(snap, setter, layout, need, old_off[need], old_nb[need], version)
+            self.rel = old_off[need] - gs[self.g_of]
+
+    def __call__(self, i: int) -> Any:
+        k = int(np.searchsorted(self.need, i))
+        if k >= self.need.size or int(self.need[k]) != i or self.old_nb is None:
+            return None
+        r = int(self.rel[k])
+        return self.bufs[int(self.g_of[k])][r:r + int(self.old_nb[i])]
+
+
 def _fetch_old(
     snap: ValueSnapshot, setter: ByteSetter, layout: ShardLayout, need: np.ndarray, offs: np.ndarray,
     nbs: np.ndarray, version: Any,
@@ -247,22 +274,9 @@ def _rewrite_assembled(
         del overwritten
     else:
         need = np.empty(0, np.int64)
-    bufs: list[memoryview] = []
-    g_of: Any = np.empty(0, np.int64)
-    gs = np.empty(0, np.uint64)
-    if need.size:
-        bufs, g_of, gs = _fetch_old(snap, setter, layout, need, old_off[need], old_nb[need], version)
-        rel = old_off[need] - gs[g_of]
-    else:
-        rel = np.empty(0, np.uint64)
-
-    def old_bytes(i: int) -> Any:
-        s_ = int(np.searchsorted(need, i))
-        if s_ >= need.size or int(need[s_]) != i:
-            return None
-        r = int(rel[s_])
-        return bufs[int(g_of[s_])][r:r + int(old_nb[i])]
-
+    old_bytes = _StoredChunks(_fetch_old, snap, setter, layout, need, old_off if existed else None,
+                              old_nb if existed else None, version)
+    bufs, g_of, rel = old_bytes.bufs, old_bytes.g_of, old_bytes.rel
     new_bytes = upd.merge(old_bytes)
     lin_l = lin.tolist()
 
@@ -352,20 +366,7 @@ def _rewrite_spliced(snap: ValueSnapshot, setter: ByteSetter, layout: ShardLayou
         _check_in_shard(layout, kept, old_off[kept], old_nb[kept], snap.size)
     part = lin[~upd.full]
     need = np.unique(part[stored[part]])
-    bufs: list[memoryview] = []
-    g_of: Any = np.empty(0, np.int64)
-    gs = np.empty(0, np.uint64)
-    if need.size:
-        bufs, g_of, gs = fetch_ranges(snap, setter, layout, need, old_off[need], old_nb[need], None)
-
-    def old_bytes(i: int) -> Any:
-        k = int(np.searchsorted(need, i))
-        if k >= need.size or int(need[k]) != i:
-            return None
-        r = int(old_off[i] - gs[g_of[k]])
-        return bufs[int(g_of[k])][r:r + int(old_nb[i])]
-
-    new_bytes = upd.merge(old_bytes)
+    new_bytes = upd.merge(_StoredChunks(fetch_ranges, snap, setter, layout, need, old_off, old_nb, None))
     lin_l = lin.tolist()
     new_nb = np.full(n, SENTINEL, np.uint64)
     np.copyto(new_nb, old_nb, where=keep)
@@ -471,20 +472,7 @@ def _append(
     lin = upd.linear
     partial = lin[~upd.full]
     need = np.unique(partial[stored[partial]])
-    bufs: list[memoryview] = []
-    g_of: Any = np.empty(0, np.int64)
-    gs = np.empty(0, np.uint64)
-    if need.size:
-        bufs, g_of, gs = fetch_ranges(snap, setter, layout, need, old_off[need], old_nb[need], version)
-
-    def old_bytes(i: int) -> Any:
-        k = int(np.searchsorted(need, i))
-        if k >= need.size or int(need[k]) != i:
-            return None
-        r = int(old_off[i] - gs[g_of[k]])
-        return bufs[int(g_of[k])][r:r + int(old_nb[i])]
-
-    new_bytes = upd.merge(old_bytes)
+    new_bytes = upd.merge(_StoredChunks(fetch_ranges, snap, setter, layout, need, old_off, old_nb, version))
     new_flat = np.array(flat, np.uint64)
     pos = size
     pieces: list[Any] = []
