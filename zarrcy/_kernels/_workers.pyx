@@ -171,9 +171,12 @@ cdef extern from *:
         }
         pthread_mutex_unlock(&zcw_mu);
         fn(arg);
-        __atomic_sub_fetch(&zcw_running, 1, __ATOMIC_ACQ_REL);
         pthread_mutex_lock(&zcw_mu);
         zcw_unlink(&j);            /* no more helpers join (no-op if it already left) */
+        /* leave only after the unlink: leaving first let a helper (which checks the
+           running count under the mutex) join this finished job in between -- harmless
+           (it found no items) but a wasted wake-up, and it made jobs_helped() count it */
+        __atomic_sub_fetch(&zcw_running, 1, __ATOMIC_ACQ_REL);
         if (zcw_sleeping && zcw_head) pthread_cond_signal(&zcw_work);  /* a slot for another job */
         while (j.active > 0) pthread_cond_wait(&zcw_left, &zcw_mu);
         pthread_mutex_unlock(&zcw_mu);
