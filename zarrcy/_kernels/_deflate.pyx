@@ -54,6 +54,7 @@ ctypedef void *(*alloc_compressor_t)(int) noexcept nogil
 ctypedef void (*free_compressor_t)(void *) noexcept nogil
 ctypedef size_t (*gzip_compress_t)(void *, const void *, size_t, void *, size_t) noexcept nogil
 ctypedef size_t (*gzip_compress_bound_t)(void *, size_t) noexcept nogil
+ctypedef size_t (*zlib_compress_t)(void *, const void *, size_t, void *, size_t) noexcept nogil
 
 cdef alloc_decompressor_t p_alloc_decompressor = NULL
 cdef free_decompressor_t p_free_decompressor = NULL
@@ -64,6 +65,7 @@ cdef gzip_compress_t p_gzip_compress = NULL
 cdef gzip_compress_bound_t p_gzip_compress_bound = NULL
 # zlib streams (HDF5's deflate filter); optional: gzip works without it
 cdef gzip_decompress_ex_t p_zlib_decompress_ex = NULL
+cdef zlib_compress_t p_zlib_compress = NULL
 cdef bint _loaded = False
 
 BAD_DATA = -1
@@ -91,7 +93,7 @@ def load(str path):
     """Resolve libdeflate's entry points from the loaded module at ``path``; True on success."""
     global p_alloc_decompressor, p_free_decompressor, p_gzip_decompress_ex
     global p_alloc_compressor, p_free_compressor, p_gzip_compress, p_gzip_compress_bound, _loaded
-    global p_zlib_decompress_ex
+    global p_zlib_decompress_ex, p_zlib_compress
     if _loaded:
         return True
     cdef bytes bpath = path.encode()
@@ -117,6 +119,10 @@ def load(str path):
     p_gzip_compress_bound = <gzip_compress_bound_t>s7
     # same signature as libdeflate_gzip_decompress_ex (libdeflate.h)
     p_zlib_decompress_ex = <gzip_decompress_ex_t>zarrcy_deflate_sym(h, b"libdeflate_zlib_decompress_ex")
+    # same signature as libdeflate_gzip_compress (libdeflate.h); the bound of a zlib
+    # stream is the gzip bound minus 12 bytes of header/trailer difference, so the gzip
+    # bound is a safe one
+    p_zlib_compress = <zlib_compress_t>zarrcy_deflate_sym(h, b"libdeflate_zlib_compress")
     _loaded = True
     return True
 
@@ -162,8 +168,32 @@ cdef void c_free_decompressor(void *d) noexcept nogil:
         p_free_decompressor(d)
 
 
+cdef void *c_alloc_compressor(int level) noexcept nogil:
+    if not _loaded:
+        return NULL
+    return p_alloc_compressor(level)
+
+
+cdef void c_free_compressor(void *c) noexcept nogil:
+    if c != NULL and p_free_compressor != NULL:
+        p_free_compressor(c)
+
+
 cdef bint loaded() noexcept nogil:
     return _loaded
+
+
+cdef bint zlib_loaded() noexcept nogil:
+    return _loaded and p_zlib_decompress_ex != NULL and p_zlib_compress != NULL
+
+
+cdef int c_zlib_decompress_ex(void *d, const void *src, size_t src_n, void *dst, size_t dst_n,
+                              size_t *consumed, size_t *written) noexcept nogil:
+    return p_zlib_decompress_ex(d, src, src_n, dst, dst_n, consumed, written)
+
+
+cdef size_t c_zlib_compress(void *c, const void *src, size_t src_n, void *dst, size_t dst_n) noexcept nogil:
+    return p_zlib_compress(c, src, src_n, dst, dst_n)
 
 
 cdef int c_gzip_decompress_ex(void *d, const void *src, size_t src_n, void *dst, size_t dst_n,

@@ -6,6 +6,8 @@ from zarrcy._kernels._inner_encode import slot_size as slot_size
 import numpy as np
 import numpy.typing as npt
 
+from zarrcy._kernels._compress import Chain
+
 OK: int
 GZIP_BAD_DATA: int
 GZIP_TOO_LONG: int
@@ -32,10 +34,11 @@ def decode_scatter(
     chunk_shape: npt.NDArray[np.int64],
     itemsize: int,
     swap: int,
-    codec: int,
+    codec: int | Chain,
     fill: Buffer,
     out: npt.NDArray[np.generic],
     scratch: npt.NDArray[np.uint8] | bytearray | memoryview,
+    order: tuple[int, ...] | None = None,
 ) -> tuple[int, int]: ...
 def decode_scatter_all(
     srcs: list[Buffer],
@@ -50,11 +53,12 @@ def decode_scatter_all(
     chunk_shape: npt.NDArray[np.int64],
     itemsize: int,
     swap: int,
-    codec: int,
+    codec: int | Chain,
     fill: Buffer,
     out: npt.NDArray[np.generic],
     status: npt.NDArray[np.uint8],
     threads: int,
+    order: tuple[int, ...] | None = None,
 ) -> int: ...
 def decode_points_all(
     srcs: list[Buffer],
@@ -67,7 +71,7 @@ def decode_points_all(
     chunk_shape: npt.NDArray[np.int64],
     itemsize: int,
     swap: int,
-    codec: int,
+    codec: int | Chain,
     fill: Buffer,
     out: npt.NDArray[np.generic],
     status: npt.NDArray[np.uint8],
@@ -85,7 +89,7 @@ def decode_points(
     chunk_shape: npt.NDArray[np.int64],
     itemsize: int,
     swap: int,
-    codec: int,
+    codec: int | Chain,
     fill: Buffer,
     out: npt.NDArray[np.generic],
     scratch: npt.NDArray[np.uint8] | bytearray | memoryview,

@@ -260,15 +260,17 @@ class ShardingCodec(ArrayBytesCodec):
         return b"".join([index, *pieces] if layout.start else [*pieces, index])
 
     def _encode_kernel(self, layout: ShardLayout, arr: np.ndarray) -> bytearray | None:
-        """Every inner chunk gathered, checked for emptiness and gzip-compressed (or
-        copied) in one C loop per thread (``_inner_chunks.gather_encode``) into slots of
-        one buffer, then packed behind (or after) the index."""
+        """Every inner chunk gathered, checked for emptiness and encoded through the
+        native engine (transposed, swapped, compressed, checksummed as the layout's
+        kernel plan says) in one C loop per thread (``_inner_encode.gather_encode``) into
+        slots of one buffer, then packed behind (or after) the index."""
         from zarrcy._kernels import _inner_chunks as KI
 
         n = layout.n
-        gz = layout.kernel_kind == "gzip"
-        codec = KI.GZIP if gz else KI.RAW
-        level = int(layout.inner.bytes_bytes[0].to_dict()["configuration"]["level"]) if gz else 0
+        plan = layout.plan
+        assert plan is not None  # scatter.usable(layout) said so
+        codec = plan.chain
+        level = 0  # in the chain
         chunk_bytes = layout.inner_spec.nbytes
         slot = int(KI.slot_size(codec, level, chunk_bytes))
         slots = thread_bytes("shard-encode", n * slot)  # this thread's, until the shard below is packed
@@ -285,8 +287,8 @@ class ShardingCodec(ArrayBytesCodec):
 
         def one(k: int) -> None:
             buf = _scratch_chunk(layout.inner_spec).reshape(-1).view(np.uint8)
-            bad, code = KI.gather_encode(arr, cshape, layout.itemsize, layout.kernel_swap, codec, level, fill, keep,
-                                         bounds[k], bounds[k + 1], slots, slot_off, nbytes, empty, buf)
+            bad, code = KI.gather_encode(arr, cshape, layout.itemsize, plan.swap, codec, level, fill, keep,
+                                         bounds[k], bounds[k + 1], slots, slot_off, nbytes, empty, buf, plan.order)
             if bad != -1:  # pragma: no cover - slots are sized for the worst case
                 raise CorruptChunkError(f"{layout.chunk_name(bad)}: {KI.describe(code)}")
 

@@ -122,7 +122,7 @@ class ShardLayout:
     __slots__ = (
         "spec", "chunk_shape", "cps", "n", "inner", "inner_spec", "index_pipeline", "start",
         "index_size", "fill_row", "coords", "itemsize", "has_object", "fill", "fill_scalar", "fast_index",
-        "has_crc", "inner_limit", "kernel_kind", "kernel_swap", "kernel_codec", "kernel_shape", "fill_bytes", "whole",
+        "has_crc", "inner_limit", "plan", "kernel_shape", "fill_bytes", "whole",
     )
 
     def __init__(self, codec: Any, spec: ArraySpec, path: str) -> None:
@@ -196,10 +196,11 @@ class ShardLayout:
         row = np.full(cs[-1] if cs else 1, spec.fill_value, dtype=spec.dtype)
         self.fill_row = None if self.has_object else row.view(np.uint8).reshape(-1)
         self.coords = [tuple(int(x) for x in c) for c in np.ndindex(*self.cps)] if n <= (1 << 16) else None
-        # inner codec chain the C scatter kernel can run itself ("raw", "gzip"), or None
-        self.kernel_kind, self.kernel_swap = _kernel_kind(self.inner)
+        # the inner chain as the per-inner-chunk kernels run it (transpose? bytes,
+        # compressor? crc32c?), declared by the codecs and composed by the pipeline;
+        # None: the Python path (numcodecs filters, vlen, nested sharding, ...)
+        self.plan = None if self.has_object else self.inner.kernel_plan
         # the kernels' arguments that never change for this layout (no per-read rebuild)
-        self.kernel_codec = 1 if self.kernel_kind == "gzip" else 0  # _inner_chunks.GZIP / RAW
         self.kernel_shape = np.asarray(cs, np.int64)
         self.fill_bytes = b"" if self.has_object else np.asarray(spec.fill_value, dtype=spec.dtype).tobytes()
         # the whole shard's projection and kernel tables, built on first use (.scatter.whole_tables)
@@ -350,31 +351,3 @@ class ShardLayout:
 
     def chunk_is_empty(self, chunk: np.ndarray) -> bool:
         return bool(self.empty_flags(contiguous(chunk), chunk.shape)[0])
-
-
-def _kernel_kind(inner: Any) -> tuple[str | None, int]:
-    """("raw" | "gzip", byte swap) for inner chains the C scatter kernel runs itself:
-    ``bytes`` (either endianness, for numbers; swap 0 none, 1 whole element, 2/4/8
-    words of a complex) optionally followed by ``gzip``; (None, 0) for everything else
-    (the Python path)."""
-    from zarrcy.codecs.bytes import BytesCodec
-
-    dt = inner.spec.dtype
-    if inner.array_array or not isinstance(inner.array_bytes, BytesCodec) or dt.hasobject or dt.fields is not None:
-        return None, 0
-    swap = 0
-    if inner.array_bytes._swaps(dt):
-        if dt.kind in "biufmM" and dt.itemsize in (2, 4, 8):
-            swap = 1
-        elif dt.kind == "c" and dt.itemsize in (8, 16):
-            swap = dt.itemsize // 2
-        else:
-            return None, 0
-    elif dt.kind not in "biufcmM":
-        return None, 0
-    names = [c.to_dict().get("name") for c in inner.bytes_bytes]
-    if not names:
-        return "raw", swap
-    if names == ["gzip"]:
-        return "gzip", swap
-    return None, 0

@@ -1,19 +1,22 @@
 """Partial and whole-shard reads through the C inner-chunk kernel
-(``zarrcy._kernels._inner_chunks``): locate, decode (raw bytes or gzip via libdeflate)
-and scatter every touched inner chunk of a selection without the GIL -- one kernel call
-per shard, whatever the number of inner chunks or coalesced buffers (issue 13.3).
+(``zarrcy._kernels._inner_chunks``): locate, decode (the native codec engine: raw, gzip,
+zstd or blosc, then an optional crc32c; transposed or not), byte-swap and scatter every
+touched inner chunk of a selection without the GIL -- one kernel call per shard,
+whatever the number of inner chunks or coalesced buffers (issues 13.3, 21).
 
 The call splits its inner chunks over the calling thread and up to ``config.threads - 1``
 helpers of a native pool (``zarrcy._kernels._workers``: pthreads that spin briefly, then
 block; no Python thread hand-off, no GIL) once there are two chunks and
 ``PARALLEL_MIN_BYTES`` of decoded data; each thread claims one inner chunk at a time.
 
-Applies when the inner codec chain is ``bytes`` (either byte order), optionally followed
-by ``gzip`` (``ShardLayout.kernel_kind``), for fixed-size data types; everything else
-uses the Python path in :mod:`.reader`.  Every inner chunk gets a status code; a gzip
-code that may only mean "several members" (valid gzip the kernel does not stitch) is
-retried for that one inner chunk through the Python codec, which decides; any other
-failure raises naming the inner chunk.
+Applies when the inner codec chain has a kernel plan (``ShardLayout.plan``, declared by
+the codecs: ``transpose``? , ``bytes`` , [gzip | zstd | blosc] , [crc32c], fixed-size
+data types); everything else uses the Python path in :mod:`.reader`.  zstd frames
+without a checksum are decoded only up to the last byte a selection needs, blosc frames
+only in the blocks it touches.  Every inner chunk gets a status code; a gzip code that
+may only mean "several members" (valid gzip the kernel does not stitch) is retried for
+that one inner chunk through the Python codec, which decides; any other failure raises
+naming the inner chunk.
 """
 
 from __future__ import annotations
@@ -22,14 +25,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-from zarrcy._kernels import _deflate
 from zarrcy._kernels import _inner_chunks as KI
-from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, decode_stats
+from zarrcy.codecs import _native
+from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, decode_stats, scratch
 from zarrcy.codecs.sharding.projection import whole_projection
 from zarrcy.config import get as _config_get
 from zarrcy.errors import CorruptChunkError
 
-__all__ = ["usable", "writes_strided", "scatter_tables", "decode_tasks", "decode_point_tasks", "ENABLED"]
+__all__ = ["usable", "writes_strided", "scatter_tables", "decode_tasks", "decode_point_tasks", "decode_element",
+           "ENABLED"]
 
 #: tests switch the kernel path off to compare it with the Python path
 ENABLED = True
@@ -39,10 +43,7 @@ _RETRY_IN_PYTHON = (KI.GZIP_TOO_SHORT, KI.GZIP_TRAILING)
 
 def usable(layout: Any) -> bool:
     """The kernel can decode this layout's inner chunks."""
-    kind = layout.kernel_kind
-    if not ENABLED or kind is None or layout.has_object:
-        return False
-    return kind != "gzip" or bool(_deflate.available())
+    return ENABLED and layout.plan is not None
 
 
 def scatter_tables(proj: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -165,10 +166,11 @@ def decode_tasks(
     dest = target.reshape(out.shape)  # a view: what the Python retries write into
     coords, dim_base, dim_start, dim_local, dim_out = scatter_tables(proj) if tables is None else tables
     status = np.empty(task_src.size, np.uint8)
+    plan = layout.plan
     KI.decode_scatter_all(
         bufs, task_src, coords, task_off, task_len, dim_base, dim_start, dim_local, dim_out,
-        layout.kernel_shape, layout.itemsize, layout.kernel_swap, layout.kernel_codec, layout.fill_bytes, target,
-        status, _threads(layout, task_src.size),
+        layout.kernel_shape, layout.itemsize, plan.swap, plan.chain, layout.fill_bytes, target,
+        status, _threads(layout, task_src.size), plan.order,
     )
     _settle(layout, proj.linear, status, task_len, lambda t: python_task(t, dest))
     if not direct:
@@ -186,11 +188,37 @@ def decode_point_tasks(
     pt_start = np.zeros(len(groups) + 1, np.int64)
     np.cumsum(sizes, out=pt_start[1:])
     pt_out = np.concatenate(groups).astype(np.int64) if groups else np.empty(0, np.int64)
-    pt_local = np.ravel_multi_index(tuple(local[:, pt_out]), layout.chunk_shape).astype(np.int64) \
-        if layout.chunk_shape else np.zeros(pt_out.size, np.int64)
+    plan = layout.plan
+    if not layout.chunk_shape:
+        pt_local = np.zeros(pt_out.size, np.int64)
+    elif plan.order is None:
+        pt_local = np.ravel_multi_index(tuple(local[:, pt_out]), layout.chunk_shape).astype(np.int64)
+    else:  # flat indices of the stored (transposed) array
+        order = plan.order
+        pt_local = np.ravel_multi_index(tuple(local[list(order)][:, pt_out]),
+                                        tuple(layout.chunk_shape[o] for o in order)).astype(np.int64)
     status = np.empty(task_src.size, np.uint8)
     KI.decode_points_all(
         bufs, task_src, task_off, task_len, pt_start, pt_local, pt_out, layout.kernel_shape, layout.itemsize,
-        layout.kernel_swap, layout.kernel_codec, layout.fill_bytes, out, status, _threads(layout, task_src.size),
+        plan.swap, plan.chain, layout.fill_bytes, out, status, _threads(layout, task_src.size),
     )
     _settle(layout, linear, status, task_len, python_task)
+
+
+def decode_element(layout: Any, raw: Any, rel: tuple[int, ...]) -> Any:
+    """The element at in-chunk coordinates ``rel`` of one stored inner chunk ``raw``:
+    zstd frames without a checksum decoded only up to it, blosc only its block."""
+    plan = layout.plan
+    cs = layout.chunk_shape
+    if not cs:
+        flat = 0
+    elif plan.order is None:
+        flat = int(np.ravel_multi_index(rel, cs))
+    else:  # the stored array is transposed
+        flat = int(np.ravel_multi_index(tuple(rel[o] for o in plan.order), tuple(cs[o] for o in plan.order)))
+    isz = layout.itemsize
+    buf = scratch(layout.inner_spec).reshape(-1).view(np.uint8)
+    _native.decode_range_into(plan.chain, raw, buf, flat * isz, (flat + 1) * isz)
+    dt = layout.spec.dtype
+    stored = dt.newbyteorder() if plan.swap else dt
+    return np.frombuffer(buf[flat * isz:(flat + 1) * isz].tobytes(), dtype=stored).astype(dt)[0]
