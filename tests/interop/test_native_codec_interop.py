@@ -61,7 +61,7 @@ def _case(seed: int, sharded: bool) -> tuple[dict, np.ndarray]:
         for c in chain:
             if c["name"] == "bytes":
                 c["configuration"] = {}
-    fill = 0
+    fill: object = [0, 0] if np.dtype(dtype).kind == "c" else 0
     if sharded:
         codecs = [{"name": "sharding_indexed", "configuration": {
             "chunk_shape": inner, "codecs": chain,
