@@ -160,7 +160,7 @@ def test_kernel_decodes_only_touched_inner_chunks(tmp_path) -> None:
     zarr.open_array(p, mode="r+")[...] = d
     a = zarrcy.open_array(p, mode="r")
     pipe = a._pipeline  # noqa: SLF001 - the plan is internal
-    assert pipe.array_bytes.layout(pipe._ab_spec).plan is not None  # noqa: SLF001
+    assert pipe.array_bytes.layout(pipe._ab_spec).kernel is not None  # noqa: SLF001
     decode_stats.reset()
     try:
         np.testing.assert_array_equal(a[3:20, 5:6], d[3:20, 5:6])

@@ -25,7 +25,7 @@ from zarrcy._kernels import _inner_chunks as K
 from zarrcy.codecs import _native
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_inner_chunks import NATIVE, OTHER, csr_tables, fill_for, selections  # noqa: E402
+from test_inner_chunks import NATIVE, OTHER, csr_tables, fill_for, geometry  # noqa: E402
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -86,15 +86,9 @@ def ref_decode(data: bytes, chain: tuple, chunk_shape, dt: np.dtype, stored: str
 
 @st.composite
 def cases(draw):
-    ndim = draw(st.integers(1, 3))
-    chunk_shape = tuple(draw(st.lists(st.integers(1, 6), min_size=ndim, max_size=ndim)))
-    grid = tuple(draw(st.lists(st.integers(1, 3), min_size=ndim, max_size=ndim)))
-    shape = tuple(c * g for c, g in zip(chunk_shape, grid))
-    indices = [draw(selections(n)) for n in shape]
-    dt = np.dtype(NATIVE + draw(st.sampled_from(["u1", "u2", "u4", "u8", "f4", "c8"])))
-    stored = draw(st.sampled_from([NATIVE, OTHER]))
+    chunk_shape, grid, shape, indices, dt, stored = geometry(draw, 3, 6, ["u1", "u2", "u4", "u8", "f4", "c8"])
     chain = CHAINS[draw(st.sampled_from(sorted(CHAINS)))]
-    order = draw(st.none() | st.permutations(list(range(ndim))).map(tuple))
+    order = draw(st.none() | st.permutations(list(range(len(chunk_shape)))).map(tuple))
     seed = draw(st.integers(0, 2**32 - 1))
     missing_p = draw(st.sampled_from([0.0, 0.3]))
     return chunk_shape, grid, shape, indices, dt, stored, chain, order, seed, missing_p

@@ -25,23 +25,7 @@ from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer
 
 import threading
 
-cdef extern from *:
-    """
-    #if defined(_WIN32)
-    static void *zarrcy_deflate_open(const char *path) { (void)path; return NULL; }
-    static void *zarrcy_deflate_sym(void *h, const char *name) { (void)h; (void)name; return NULL; }
-    #else
-    #include <dlfcn.h>
-    #ifndef RTLD_NOLOAD
-    #define RTLD_NOLOAD 0
-    #endif
-    /* only find a module that Python has already loaded: never load a new copy */
-    static void *zarrcy_deflate_open(const char *path) {
-        return dlopen(path, RTLD_NOW | RTLD_NOLOAD);
-    }
-    static void *zarrcy_deflate_sym(void *h, const char *name) { return dlsym(h, name); }
-    #endif
-    """
+cdef extern from "zc_deflate_dl.h":
     void *zarrcy_deflate_open(const char *path) nogil
     void *zarrcy_deflate_sym(void *h, const char *name) nogil
 

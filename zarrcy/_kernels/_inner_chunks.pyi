@@ -6,7 +6,7 @@ from zarrcy._kernels._inner_encode import slot_size as slot_size
 import numpy as np
 import numpy.typing as npt
 
-from zarrcy._kernels._compress import Chain
+from zarrcy._kernels._compress import _Chain
 
 OK: int
 GZIP_BAD_DATA: int
@@ -34,7 +34,7 @@ def decode_scatter(
     chunk_shape: npt.NDArray[np.int64],
     itemsize: int,
     swap: int,
-    codec: int | Chain,
+    codec: int | _Chain,
     fill: Buffer,
     out: npt.NDArray[np.generic],
     scratch: npt.NDArray[np.uint8] | bytearray | memoryview,
@@ -53,7 +53,7 @@ def decode_scatter_all(
     chunk_shape: npt.NDArray[np.int64],
     itemsize: int,
     swap: int,
-    codec: int | Chain,
+    codec: int | _Chain,
     fill: Buffer,
     out: npt.NDArray[np.generic],
     status: npt.NDArray[np.uint8],
@@ -71,7 +71,7 @@ def decode_points_all(
     chunk_shape: npt.NDArray[np.int64],
     itemsize: int,
     swap: int,
-    codec: int | Chain,
+    codec: int | _Chain,
     fill: Buffer,
     out: npt.NDArray[np.generic],
     status: npt.NDArray[np.uint8],
@@ -89,7 +89,7 @@ def decode_points(
     chunk_shape: npt.NDArray[np.int64],
     itemsize: int,
     swap: int,
-    codec: int | Chain,
+    codec: int | _Chain,
     fill: Buffer,
     out: npt.NDArray[np.generic],
     scratch: npt.NDArray[np.uint8] | bytearray | memoryview,

@@ -3,15 +3,15 @@ from collections.abc import Buffer
 import numpy as np
 import numpy.typing as npt
 
-from zarrcy._kernels._compress import Chain
+from zarrcy._kernels._compress import _Chain
 
-def slot_size(codec: int | Chain, level: int, chunk_bytes: int) -> int: ...
+def slot_size(codec: int | _Chain, level: int, chunk_bytes: int) -> int: ...
 def gather_encode(
     src: npt.NDArray[np.generic],
     chunk_shape: npt.NDArray[np.int64],
     itemsize: int,
     swap: int,
-    codec: int | Chain,
+    codec: int | _Chain,
     level: int,
     fill: Buffer,
     write_empty: bool,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, NoReturn, Sequence
 
 import numpy as np
 
@@ -165,7 +165,7 @@ def decode_range_into(chain: Chain, data: Any, dst: np.ndarray, lo: int, hi: int
         fail(code, what)
 
 
-def fail(code: int, what: str = "") -> None:
+def fail(code: int, what: str = "") -> NoReturn:
     """Raise for a result code: MemoryError for no memory, else CorruptChunkError."""
     if code == K.NO_MEMORY:
         raise MemoryError(K.describe(code))

@@ -37,7 +37,7 @@ from zarrcy.codecs._base import (
     fill_key,
     selection_shape,
 )
-from zarrcy.codecs import _native
+from zarrcy.codecs import _native, _region
 from zarrcy.codecs.registry import resolve_codecs
 from zarrcy.config import at_fork_reset
 from zarrcy.errors import CorruptChunkError, expected
@@ -131,7 +131,13 @@ class CodecPipeline:
         self.kernel_plan = self._kernel_plan()
         # decode_into(data, strided view) without a chunk-sized copy: the array->bytes
         # codec alone, and it says so (sharding's kernel)
-        self.decodes_into_strided = (
+        # a plain chunk with a kernel plan: decoded into a strided region (or through its
+        # transpose) in one native call (codecs/_region.py)
+        self._region = (
+            _region.RegionDecoder(self.kernel_plan, self.spec.shape, self.spec.dtype)
+            if self.kernel_plan is not None and self.spec.shape and math.prod(self.spec.shape) > 0 else None
+        )
+        self.decodes_into_strided = self._region is not None or (
             not self.array_array and not self.bytes_bytes and self.array_bytes.decodes_into_strided(self._ab_spec)
         )
 
@@ -319,6 +325,10 @@ class CodecPipeline:
         if tuple(out.shape) != tuple(self.spec.shape):
             raise ValueError(expected("decode_into out.shape", str(self.spec.shape), tuple(out.shape)))
         self._check_encoded(data)
+        region = self._region
+        if (region is not None and out.dtype == self.spec.dtype and (self.array_array or not out.flags.c_contiguous)
+                and _region.writable_view(out) and region.decode_into(data, out)):
+            return
         if not self._aa_views or out.dtype != self.spec.dtype:
             if len(self._aa_exec) == 1:
                 # one array->array step that can write into `out` (fused scale_offset+cast_value):

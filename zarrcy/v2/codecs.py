@@ -7,7 +7,8 @@ chain is built by :func:`v2_codecs`:
   bytes (the dtype's endian) , [compressor]``.  blosc, zstd and gzip map onto zarrcy's
   native codecs (GIL-free, decode straight into the caller's array); any other
   numcodecs compressor (zlib, lz4, bz2, lzma, ...) runs through
-  :class:`NumcodecsBytesCodec`.
+  :class:`NumcodecsBytesCodec` -- zlib's streams there through the native engine
+  (libdeflate; ``native_step``), the others through numcodecs.
 * **generic chain** (filters, or S/U/V/M/m/structured types): one array->bytes
   :class:`V2ChunkCodec` that reproduces zarr-python 2's chunk procedure exactly
   (v2.rst "Chunks", "filters"): the chunk in its ``order`` -> each filter's

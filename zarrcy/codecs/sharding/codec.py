@@ -267,8 +267,8 @@ class ShardingCodec(ArrayBytesCodec):
         from zarrcy._kernels import _inner_chunks as KI
 
         n = layout.n
-        plan = layout.plan
-        assert plan is not None  # scatter.usable(layout) said so
+        assert layout.kernel is not None  # scatter.usable(layout) said so
+        plan = layout.kernel.plan
         codec = plan.chain
         level = 0  # in the chain
         chunk_bytes = layout.inner_spec.nbytes

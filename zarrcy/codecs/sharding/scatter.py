@@ -9,7 +9,7 @@ helpers of a native pool (``zarrcy._kernels._workers``: pthreads that spin brief
 block; no Python thread hand-off, no GIL) once there are two chunks and
 ``PARALLEL_MIN_BYTES`` of decoded data; each thread claims one inner chunk at a time.
 
-Applies when the inner codec chain has a kernel plan (``ShardLayout.plan``, declared by
+Applies when the inner codec chain has a kernel plan (``ShardLayout.kernel``, declared by
 the codecs: ``transpose``? , ``bytes`` , [gzip | zstd | blosc] , [crc32c], fixed-size
 data types); everything else uses the Python path in :mod:`.reader`.  zstd frames
 without a checksum are decoded only up to the last byte a selection needs, blosc frames
@@ -43,7 +43,7 @@ _RETRY_IN_PYTHON = (KI.GZIP_TOO_SHORT, KI.GZIP_TRAILING)
 
 def usable(layout: Any) -> bool:
     """The kernel can decode this layout's inner chunks."""
-    return ENABLED and layout.plan is not None
+    return ENABLED and layout.kernel is not None
 
 
 def scatter_tables(proj: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -127,15 +127,11 @@ def writes_strided(out: np.ndarray) -> bool:
 def whole_tables(layout: Any) -> tuple[Any, tuple[np.ndarray, ...]]:
     """(projection, kernel tables) of a whole shard: immutable per layout, so built once
     and kept on it (up to 65,536 inner chunks; larger grids rebuild them per shard)."""
-    got = layout.whole
-    if got is None:
+    def build() -> tuple[Any, tuple[np.ndarray, ...]]:
         proj = whole_projection(layout)
-        got = (proj, scatter_tables(proj))
-        if layout.n <= 1 << 16:
-            for t in got[1]:
-                t.flags.writeable = False
-            layout.whole = got
-    return got
+        return proj, scatter_tables(proj)
+
+    return layout.kernel.whole(build)
 
 
 def decode_tasks(
@@ -166,10 +162,11 @@ def decode_tasks(
     dest = target.reshape(out.shape)  # a view: what the Python retries write into
     coords, dim_base, dim_start, dim_local, dim_out = scatter_tables(proj) if tables is None else tables
     status = np.empty(task_src.size, np.uint8)
-    plan = layout.plan
+    kernel = layout.kernel
+    plan = kernel.plan
     KI.decode_scatter_all(
         bufs, task_src, coords, task_off, task_len, dim_base, dim_start, dim_local, dim_out,
-        layout.kernel_shape, layout.itemsize, plan.swap, plan.chain, layout.fill_bytes, target,
+        kernel.shape, layout.itemsize, plan.swap, plan.chain, kernel.fill, target,
         status, _threads(layout, task_src.size), plan.order,
     )
     _settle(layout, proj.linear, status, task_len, lambda t: python_task(t, dest))
@@ -188,7 +185,8 @@ def decode_point_tasks(
     pt_start = np.zeros(len(groups) + 1, np.int64)
     np.cumsum(sizes, out=pt_start[1:])
     pt_out = np.concatenate(groups).astype(np.int64) if groups else np.empty(0, np.int64)
-    plan = layout.plan
+    kernel = layout.kernel
+    plan = kernel.plan
     if not layout.chunk_shape:
         pt_local = np.zeros(pt_out.size, np.int64)
     elif plan.order is None:
@@ -199,8 +197,8 @@ def decode_point_tasks(
                                         tuple(layout.chunk_shape[o] for o in order)).astype(np.int64)
     status = np.empty(task_src.size, np.uint8)
     KI.decode_points_all(
-        bufs, task_src, task_off, task_len, pt_start, pt_local, pt_out, layout.kernel_shape, layout.itemsize,
-        plan.swap, plan.chain, layout.fill_bytes, out, status, _threads(layout, task_src.size),
+        bufs, task_src, task_off, task_len, pt_start, pt_local, pt_out, kernel.shape, layout.itemsize,
+        plan.swap, plan.chain, kernel.fill, out, status, _threads(layout, task_src.size),
     )
     _settle(layout, linear, status, task_len, python_task)
 
@@ -208,7 +206,7 @@ def decode_point_tasks(
 def decode_element(layout: Any, raw: Any, rel: tuple[int, ...]) -> Any:
     """The element at in-chunk coordinates ``rel`` of one stored inner chunk ``raw``:
     zstd frames without a checksum decoded only up to it, blosc only its block."""
-    plan = layout.plan
+    plan = layout.kernel.plan
     cs = layout.chunk_shape
     if not cs:
         flat = 0
