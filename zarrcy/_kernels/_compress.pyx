@@ -351,39 +351,43 @@ cdef size_t chain_encode(const Chain *c, zc_state *st, const uint8_t *src, size_
 cdef uint8_t _dummy = 0
 
 
-def decode_into(chain, const uint8_t[::1] src, uint8_t[::1] dst):
-    """Decode the stored bytes ``src`` through ``chain`` into ``dst``, which must come
-    out exactly filled; a result code (0 ok, see :func:`describe`).  No GIL inside."""
+cdef int _decode(object chain, const uint8_t[::1] src, uint8_t[::1] dst, Py_ssize_t lo, Py_ssize_t hi) except -1:
     cdef Chain c
     chain_check(&c, chain)
     cdef size_t n = src.shape[0], dn = dst.shape[0]
+    if hi < 0:
+        lo, hi = 0, dn
+    elif not 0 <= lo <= hi <= <Py_ssize_t>dn:
+        raise ValueError(f"lo, hi: expected 0 <= lo <= hi <= {dn}, received {lo}, {hi}")
     cdef const uint8_t *sp = &src[0] if n else &_dummy
     cdef uint8_t *dp = &dst[0] if dn else <uint8_t *>&_dummy
+    cdef bint whole = lo == 0 and <size_t>hi == dn
     cdef zc_state *st
     cdef int r
     with nogil:
         st = zc_state_get(0)
-        r = chain_decode(&c, st, sp, n, dp, dn) if st != NULL else ZC_NO_MEMORY
+        if st == NULL:
+            r = ZC_NO_MEMORY
+        elif whole:
+            r = chain_decode(&c, st, sp, n, dp, dn)
+        else:
+            r = chain_decode_range(&c, st, sp, n, dp, dn, lo, hi)
     return r
+
+
+def decode_into(chain, const uint8_t[::1] src, uint8_t[::1] dst):
+    """Decode the stored bytes ``src`` through ``chain`` into ``dst``, which must come
+    out exactly filled; a result code (0 ok, see :func:`describe`).  No GIL inside."""
+    return _decode(chain, src, dst, 0, -1)
 
 
 def decode_range_into(chain, const uint8_t[::1] src, uint8_t[::1] dst, Py_ssize_t lo, Py_ssize_t hi):
     """:func:`decode_into` where only ``dst[lo:hi]`` is needed (zstd frames without a
     checksum stop after ``hi``; blosc decodes only the blocks holding ``[lo, hi)``);
     other bytes of ``dst`` may stay unwritten."""
-    cdef Chain c
-    chain_check(&c, chain)
-    cdef size_t n = src.shape[0], dn = dst.shape[0]
-    if not 0 <= lo <= hi <= <Py_ssize_t>dn:
-        raise ValueError(f"lo, hi: expected 0 <= lo <= hi <= {dn}, received {lo}, {hi}")
-    cdef const uint8_t *sp = &src[0] if n else &_dummy
-    cdef uint8_t *dp = &dst[0] if dn else <uint8_t *>&_dummy
-    cdef zc_state *st
-    cdef int r
-    with nogil:
-        st = zc_state_get(0)
-        r = chain_decode_range(&c, st, sp, n, dp, dn, lo, hi) if st != NULL else ZC_NO_MEMORY
-    return r
+    if hi < 0:
+        raise ValueError(f"lo, hi: expected 0 <= lo <= hi <= {dst.shape[0]}, received {lo}, {hi}")
+    return _decode(chain, src, dst, lo, hi)
 
 
 def encode_bound(chain, Py_ssize_t n):

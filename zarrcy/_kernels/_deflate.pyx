@@ -25,9 +25,9 @@ from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer
 
 import threading
 
-cdef extern from "zc_deflate_dl.h":
-    void *zarrcy_deflate_open(const char *path) nogil
-    void *zarrcy_deflate_sym(void *h, const char *name) nogil
+cdef extern from "zc_dl.h":
+    void *zc_dl_open(const char *path) nogil
+    void *zc_dl_sym(void *h, const char *name) nogil
 
 # libdeflate.h public API (opaque structs as void*; enum libdeflate_result as int)
 ctypedef void *(*alloc_decompressor_t)() noexcept nogil
@@ -81,16 +81,16 @@ def load(str path):
     if _loaded:
         return True
     cdef bytes bpath = path.encode()
-    cdef void *h = zarrcy_deflate_open(bpath)
+    cdef void *h = zc_dl_open(bpath)
     if h == NULL:
         return False
-    cdef void *s1 = zarrcy_deflate_sym(h, b"libdeflate_alloc_decompressor")
-    cdef void *s2 = zarrcy_deflate_sym(h, b"libdeflate_free_decompressor")
-    cdef void *s3 = zarrcy_deflate_sym(h, b"libdeflate_gzip_decompress_ex")
-    cdef void *s4 = zarrcy_deflate_sym(h, b"libdeflate_alloc_compressor")
-    cdef void *s5 = zarrcy_deflate_sym(h, b"libdeflate_free_compressor")
-    cdef void *s6 = zarrcy_deflate_sym(h, b"libdeflate_gzip_compress")
-    cdef void *s7 = zarrcy_deflate_sym(h, b"libdeflate_gzip_compress_bound")
+    cdef void *s1 = zc_dl_sym(h, b"libdeflate_alloc_decompressor")
+    cdef void *s2 = zc_dl_sym(h, b"libdeflate_free_decompressor")
+    cdef void *s3 = zc_dl_sym(h, b"libdeflate_gzip_decompress_ex")
+    cdef void *s4 = zc_dl_sym(h, b"libdeflate_alloc_compressor")
+    cdef void *s5 = zc_dl_sym(h, b"libdeflate_free_compressor")
+    cdef void *s6 = zc_dl_sym(h, b"libdeflate_gzip_compress")
+    cdef void *s7 = zc_dl_sym(h, b"libdeflate_gzip_compress_bound")
     # the handle stays open on purpose: it pins the module, whose code we call
     if s1 == NULL or s2 == NULL or s3 == NULL or s4 == NULL or s5 == NULL or s6 == NULL or s7 == NULL:
         return False
@@ -102,11 +102,11 @@ def load(str path):
     p_gzip_compress = <gzip_compress_t>s6
     p_gzip_compress_bound = <gzip_compress_bound_t>s7
     # same signature as libdeflate_gzip_decompress_ex (libdeflate.h)
-    p_zlib_decompress_ex = <gzip_decompress_ex_t>zarrcy_deflate_sym(h, b"libdeflate_zlib_decompress_ex")
+    p_zlib_decompress_ex = <gzip_decompress_ex_t>zc_dl_sym(h, b"libdeflate_zlib_decompress_ex")
     # same signature as libdeflate_gzip_compress (libdeflate.h); the bound of a zlib
     # stream is the gzip bound minus 12 bytes of header/trailer difference, so the gzip
     # bound is a safe one
-    p_zlib_compress = <zlib_compress_t>zarrcy_deflate_sym(h, b"libdeflate_zlib_compress")
+    p_zlib_compress = <zlib_compress_t>zc_dl_sym(h, b"libdeflate_zlib_compress")
     _loaded = True
     return True
 

@@ -6,20 +6,20 @@ from zarrcy._kernels._inner_encode import slot_size as slot_size
 import numpy as np
 import numpy.typing as npt
 
+from zarrcy._kernels._compress import GZIP as GZIP
+from zarrcy._kernels._compress import GZIP_BAD_DATA as GZIP_BAD_DATA
+from zarrcy._kernels._compress import GZIP_TOO_LONG as GZIP_TOO_LONG
+from zarrcy._kernels._compress import GZIP_TOO_SHORT as GZIP_TOO_SHORT
+from zarrcy._kernels._compress import GZIP_TRAILING as GZIP_TRAILING
+from zarrcy._kernels._compress import NO_SPACE as NO_SPACE
+from zarrcy._kernels._compress import NOT_RUN as NOT_RUN
+from zarrcy._kernels._compress import OK as OK
+from zarrcy._kernels._compress import RAW as RAW
+from zarrcy._kernels._compress import RAW_SIZE as RAW_SIZE
 from zarrcy._kernels._compress import _Chain
+from zarrcy._kernels._compress import describe as describe
 
-OK: int
-GZIP_BAD_DATA: int
-GZIP_TOO_LONG: int
-GZIP_TOO_SHORT: int
-GZIP_TRAILING: int
-RAW_SIZE: int
-NO_SPACE: int
-RAW: int
-GZIP: int
 MAX_RANK: int
-
-def describe(code: int) -> str: ...
 def decode_scatter(
     src: Buffer,
     task_coords: npt.NDArray[np.int64],
@@ -94,4 +94,3 @@ def decode_points(
     out: npt.NDArray[np.generic],
     scratch: npt.NDArray[np.uint8] | bytearray | memoryview,
 ) -> tuple[int, int]: ...
-NOT_RUN: int

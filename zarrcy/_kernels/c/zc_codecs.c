@@ -1,23 +1,27 @@
 /* zarrcy's native codec engine (see zc_codecs.h). */
 #include "zc_codecs.h"
+#include "zc_dl.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(_WIN32)
-static void *zc_open(const char *path) { (void)path; return NULL; }
-static void *zc_sym(void *h, const char *name) { (void)h; (void)name; return NULL; }
-#else
-#include <dlfcn.h>
+#if !defined(_WIN32)
 #include <pthread.h>
-#ifndef RTLD_NOLOAD
-#define RTLD_NOLOAD 0
 #endif
-/* only a module Python has already loaded: never load a second copy; the handle stays
-   open on purpose (it pins the module whose code we call) */
-static void *zc_open(const char *path) { return dlopen(path, RTLD_NOW | RTLD_NOLOAD); }
-static void *zc_sym(void *h, const char *name) { return dlsym(h, name); }
-#endif
+
+/* resolve each name of a table of (address of a function pointer, symbol name) from the
+   loaded module at path; 1 when every one was found */
+typedef struct { void **slot; const char *name; } zc_entry;
+
+static int zc_resolve(const char *path, const zc_entry *e, size_t n) {
+    size_t i;
+    void *h = zc_dl_open(path);
+    if (!h) return 0;
+    for (i = 0; i < n; i++) {
+        if (!(*e[i].slot = zc_dl_sym(h, e[i].name))) return 0;
+    }
+    return 1;
+}
 
 /* ---------------------------------------------------------------------------------
    libzstd: the prototypes of zstd.h that are called here (contexts as void *)
@@ -55,30 +59,22 @@ static struct {
     int ok;
 } Z;
 
+#define ZC_E(table, field, name) { (void **)&table.field, name }
+
 int zc_load_zstd(const char *path) {
-    void *h;
-    if (Z.ok) return 1;
-    h = zc_open(path);
-    if (!h) return 0;
-#define ZC_GET(field, name) if (!(*(void **)&Z.field = zc_sym(h, name))) return 0
-    ZC_GET(createDCtx, "ZSTD_createDCtx");
-    ZC_GET(freeDCtx, "ZSTD_freeDCtx");
-    ZC_GET(DCtx_reset, "ZSTD_DCtx_reset");
-    ZC_GET(DCtx_setParameter, "ZSTD_DCtx_setParameter");
-    ZC_GET(decompressDCtx, "ZSTD_decompressDCtx");
-    ZC_GET(decompressStream, "ZSTD_decompressStream");
-    ZC_GET(findFrameCompressedSize, "ZSTD_findFrameCompressedSize");
-    ZC_GET(getFrameContentSize, "ZSTD_getFrameContentSize");
-    ZC_GET(getDictID_fromFrame, "ZSTD_getDictID_fromFrame");
-    ZC_GET(isError, "ZSTD_isError");
-    ZC_GET(createCCtx, "ZSTD_createCCtx");
-    ZC_GET(freeCCtx, "ZSTD_freeCCtx");
-    ZC_GET(CCtx_reset, "ZSTD_CCtx_reset");
-    ZC_GET(CCtx_setParameter, "ZSTD_CCtx_setParameter");
-    ZC_GET(compress2, "ZSTD_compress2");
-    ZC_GET(compressBound, "ZSTD_compressBound");
-    Z.ok = 1;
-    return 1;
+    const zc_entry e[] = {
+        ZC_E(Z, createDCtx, "ZSTD_createDCtx"), ZC_E(Z, freeDCtx, "ZSTD_freeDCtx"),
+        ZC_E(Z, DCtx_reset, "ZSTD_DCtx_reset"), ZC_E(Z, DCtx_setParameter, "ZSTD_DCtx_setParameter"),
+        ZC_E(Z, decompressDCtx, "ZSTD_decompressDCtx"), ZC_E(Z, decompressStream, "ZSTD_decompressStream"),
+        ZC_E(Z, findFrameCompressedSize, "ZSTD_findFrameCompressedSize"),
+        ZC_E(Z, getFrameContentSize, "ZSTD_getFrameContentSize"),
+        ZC_E(Z, getDictID_fromFrame, "ZSTD_getDictID_fromFrame"), ZC_E(Z, isError, "ZSTD_isError"),
+        ZC_E(Z, createCCtx, "ZSTD_createCCtx"), ZC_E(Z, freeCCtx, "ZSTD_freeCCtx"),
+        ZC_E(Z, CCtx_reset, "ZSTD_CCtx_reset"), ZC_E(Z, CCtx_setParameter, "ZSTD_CCtx_setParameter"),
+        ZC_E(Z, compress2, "ZSTD_compress2"), ZC_E(Z, compressBound, "ZSTD_compressBound"),
+    };
+    if (!Z.ok) Z.ok = zc_resolve(path, e, sizeof e / sizeof e[0]);
+    return Z.ok;
 }
 
 int zc_zstd_loaded(void) { return Z.ok; }
@@ -98,17 +94,12 @@ static struct {
 } B;
 
 int zc_load_blosc(const char *path) {
-    void *h;
-    if (B.ok) return 1;
-    h = zc_open(path);
-    if (!h) return 0;
-#define ZC_GETB(field, name) if (!(*(void **)&B.field = zc_sym(h, name))) return 0
-    ZC_GETB(cbuffer_validate, "blosc_cbuffer_validate");
-    ZC_GETB(decompress_ctx, "blosc_decompress_ctx");
-    ZC_GETB(getitem, "blosc_getitem");
-    ZC_GETB(compress_ctx, "blosc_compress_ctx");
-    B.ok = 1;
-    return 1;
+    const zc_entry e[] = {
+        ZC_E(B, cbuffer_validate, "blosc_cbuffer_validate"), ZC_E(B, decompress_ctx, "blosc_decompress_ctx"),
+        ZC_E(B, getitem, "blosc_getitem"), ZC_E(B, compress_ctx, "blosc_compress_ctx"),
+    };
+    if (!B.ok) B.ok = zc_resolve(path, e, sizeof e / sizeof e[0]);
+    return B.ok;
 }
 
 int zc_blosc_loaded(void) { return B.ok; }
@@ -116,20 +107,16 @@ int zc_blosc_loaded(void) { return B.ok; }
 /* ---------------------------------------------------------------------------------
    crc32c (google/crc32c's C API: crc32c_extend)
    --------------------------------------------------------------------------------- */
-static uint32_t (*zc_crc_extend)(uint32_t, const uint8_t *, size_t) = NULL;
+static struct { uint32_t (*extend)(uint32_t, const uint8_t *, size_t); } C;
 
 int zc_load_crc32c(const char *path) {
-    void *h;
-    if (zc_crc_extend) return 1;
-    h = zc_open(path);
-    if (!h) return 0;
-    *(void **)&zc_crc_extend = zc_sym(h, "crc32c_extend");
-    return zc_crc_extend != NULL;
+    const zc_entry e[] = { ZC_E(C, extend, "crc32c_extend") };
+    return C.extend != NULL || zc_resolve(path, e, 1);
 }
 
-int zc_crc32c_loaded(void) { return zc_crc_extend != NULL; }
+int zc_crc32c_loaded(void) { return C.extend != NULL; }
 
-uint32_t zc_crc32c(uint32_t crc, const uint8_t *data, size_t n) { return zc_crc_extend(crc, data, n); }
+uint32_t zc_crc32c(uint32_t crc, const uint8_t *data, size_t n) { return C.extend(crc, data, n); }
 
 /* ---------------------------------------------------------------------------------
    per-thread state
