@@ -13,7 +13,12 @@ Per-chunk work touches no metadata.  Fast paths decided at construction:
 * an upper bound on the encoded size (when every codec has one) rejects absurdly
   large stored values before any decoding.
 
-A pipeline holds no per-call state and is used by many threads at once.
+A pipeline holds no per-call state and is used by many threads at once.  The call's
+:class:`~zarrcy.execution.ExecContext` is an argument of every method (``ctx``); it
+reaches the array->bytes codec when that codec declares ``uses_context`` (sharding:
+its inner chunks are spread over the call's threads) and every partial method.  A
+method called without one (a user calling the pipeline directly) is an entry point and
+makes its own.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from zarrcy.codecs import _native, _region
 from zarrcy.codecs.registry import resolve_codecs
 from zarrcy.config import at_fork_reset
 from zarrcy.errors import CorruptChunkError, expected
+from zarrcy.execution import ExecContext
 
 __all__ = ["CodecPipeline"]
 
@@ -81,6 +87,7 @@ class CodecPipeline:
         ab = resolved[n_aa]
         assert isinstance(ab, ArrayBytesCodec)
         self.array_bytes = ab
+        self._ab_ctx = ab.uses_context  # declared: decode/encode take the call's context
         self._ab_spec = specs[n_aa]
         self.bytes_bytes = tuple(c for c in resolved[n_aa + 1 :] if isinstance(c, BytesBytesCodec))
 
@@ -222,7 +229,7 @@ class CodecPipeline:
         return 2 * n * self.spec.dtype.itemsize + 32 * n + (1 << 16)
 
     # -- encode -------------------------------------------------------------------------
-    def encode(self, chunk: np.ndarray) -> bytes | bytearray | memoryview | None:
+    def encode(self, chunk: np.ndarray, ctx: ExecContext | None = None) -> bytes | bytearray | memoryview | None:
         """Encode a chunk of ``spec.shape``/``spec.dtype``; None means "nothing to store"."""
         if tuple(chunk.shape) != tuple(self.spec.shape):
             raise ValueError(expected("chunk shape", str(self.spec.shape), tuple(chunk.shape)))
@@ -235,7 +242,10 @@ class CodecPipeline:
         x: Any = chunk
         for c, s in self._aa_exec:
             x = c.encode(x, s)
-        b = self.array_bytes.encode(x, self._ab_spec)
+        if self._ab_ctx:
+            b = self.array_bytes.encode(x, self._ab_spec, ctx or ExecContext.for_call())  # type: ignore[call-arg]  # uses_context
+        else:
+            b = self.array_bytes.encode(x, self._ab_spec)
         if b is None:
             return None
         if self.native_chain is not None and self.bytes_bytes:  # one C call, no GIL
@@ -295,11 +305,11 @@ class CodecPipeline:
                 raise CorruptChunkError(expected(f"{name}", "decodable bytes", f"{type(e).__name__}: {e}")) from e
         return data
 
-    def decode(self, data: bytes | bytearray | memoryview) -> np.ndarray:
+    def decode(self, data: bytes | bytearray | memoryview, ctx: ExecContext | None = None) -> np.ndarray:
         """Decode to a writable array of ``spec.shape``/``spec.dtype`` (native order)."""
         self._check_encoded(data)
         if not self._aa_views:
-            arr = self._decode_generic(data)
+            arr = self._decode_generic(data, ctx)
             if arr.dtype != self.spec.dtype:
                 arr = arr.astype(self.spec.dtype)
             if not arr.flags.writeable:
@@ -314,13 +324,13 @@ class CodecPipeline:
         # decode into one C-ordered buffer of the encoded shape; the array->array
         # codecs (transposes) then give views of it
         enc = np.empty(self._ab_spec.shape, dtype=self._ab_spec.dtype)
-        self._decode_ab_into(data, enc)
+        self._decode_ab_into(data, enc, ctx)
         arr = enc
         for c, s in zip(reversed(self.array_array), reversed(self._aa_specs)):
             arr = c.decode(arr, s)
         return arr
 
-    def decode_into(self, data: bytes | bytearray | memoryview, out: np.ndarray) -> None:
+    def decode_into(self, data: bytes | bytearray | memoryview, out: np.ndarray, ctx: ExecContext | None = None) -> None:
         """Decode into ``out`` (writable, ``spec.shape``, possibly a strided view)."""
         if tuple(out.shape) != tuple(self.spec.shape):
             raise ValueError(expected("decode_into out.shape", str(self.spec.shape), tuple(out.shape)))
@@ -334,21 +344,26 @@ class CodecPipeline:
                 # one array->array step that can write into `out` (fused scale_offset+cast_value):
                 # no intermediate decoded chunk
                 c, s = self._aa_exec[0]
-                arr = self.array_bytes.decode(self._decode_bytes(data, 0), self._ab_spec)
+                arr = self._ab_decode(self._decode_bytes(data, 0), ctx)
                 if not c.decode_into(arr, out, s):
                     arr = c.decode(arr, s)
                     if tuple(arr.shape) != tuple(self.spec.shape):
                         raise CorruptChunkError(expected("decoded chunk shape", str(self.spec.shape), tuple(arr.shape)))
                     np.copyto(out, arr, casting="unsafe")
                 return
-            np.copyto(out, self._decode_generic(data), casting="unsafe")
+            np.copyto(out, self._decode_generic(data, ctx), casting="unsafe")
             return
         target = out
         for c in self.array_array:
             target = c.encoded_view(target)
-        self._decode_ab_into(data, target)
+        self._decode_ab_into(data, target, ctx)
 
-    def _decode_ab_into(self, data: Any, target: np.ndarray) -> None:
+    def _ab_decode(self, b: Any, ctx: ExecContext | None) -> np.ndarray:
+        if self._ab_ctx:
+            return self.array_bytes.decode(b, self._ab_spec, ctx or ExecContext.for_call())  # type: ignore[call-arg]  # uses_context
+        return self.array_bytes.decode(b, self._ab_spec)
+
+    def _decode_ab_into(self, data: Any, target: np.ndarray, ctx: ExecContext | None) -> None:
         """Bytes->bytes decoders, then the array->bytes decoder into ``target`` (encoded shape)."""
         ab = self.array_bytes
         if self._direct and target.flags.c_contiguous and target.flags.writeable:
@@ -376,15 +391,19 @@ class CodecPipeline:
             b = self._decode_bytes(b, 0, 0)
         else:
             b = self._decode_bytes(data, 0)
-        if not ab.decode_into(b, target, self._ab_spec):
-            arr = ab.decode(b, self._ab_spec)
+        if self._ab_ctx:
+            done = ab.decode_into(b, target, self._ab_spec, ctx or ExecContext.for_call())  # type: ignore[call-arg]  # uses_context
+        else:
+            done = ab.decode_into(b, target, self._ab_spec)
+        if not done:
+            arr = self._ab_decode(b, ctx)
             if tuple(arr.shape) != tuple(target.shape):
                 raise CorruptChunkError(expected("decoded chunk shape", str(target.shape), tuple(arr.shape)))
             np.copyto(target, arr, casting="unsafe")
 
-    def _decode_generic(self, data: Any) -> np.ndarray:
+    def _decode_generic(self, data: Any, ctx: ExecContext | None) -> np.ndarray:
         b = self._decode_bytes(data, 0)
-        arr = self.array_bytes.decode(b, self._ab_spec)
+        arr = self._ab_decode(b, ctx)
         for c, s in reversed(self._aa_exec):
             arr = c.decode(arr, s)
         if tuple(arr.shape) != tuple(self.spec.shape):
@@ -421,7 +440,7 @@ class CodecPipeline:
         return piece
 
     def decode_partial(
-        self, getter: ByteGetter, selection: Selection, out: np.ndarray | None = None
+        self, getter: ByteGetter, selection: Selection, out: np.ndarray | None = None, ctx: ExecContext | None = None,
     ) -> np.ndarray | None:
         """Decode only ``selection`` (per dim: int, slice with a positive step, or int64
         index array; ints drop their axis) of the stored value behind ``getter``, into
@@ -429,38 +448,40 @@ class CodecPipeline:
         if not self._partial_ok:
             raise NotImplementedError("this codec chain does not support partial decoding")
         if not self.array_array:
-            return self.array_bytes.decode_partial(getter, selection, self._ab_spec, out)
+            return self.array_bytes.decode_partial(getter, selection, self._ab_spec, out, ctx)
         if out is None:
             out = np.empty(selection_shape(selection, self.spec.shape), dtype=self.spec.dtype)
         got = self.array_bytes.decode_partial(
-            getter, self._encoded_selection(selection), self._ab_spec, self._encoded_piece(out, selection)
+            getter, self._encoded_selection(selection), self._ab_spec, self._encoded_piece(out, selection), ctx
         )
         return None if got is None else out
 
-    def encode_partial(self, setter: ByteSetter, selection: Selection, value: np.ndarray) -> None:
+    def encode_partial(self, setter: ByteSetter, selection: Selection, value: np.ndarray,
+                       ctx: ExecContext | None = None) -> None:
         """Write ``value`` (shaped like the selection) into ``selection`` of the stored value."""
         if not self._partial_ok:
             raise NotImplementedError("this codec chain does not support partial encoding")
         value = np.broadcast_to(np.asarray(value, dtype=self.spec.dtype), selection_shape(selection, self.spec.shape))
         self.array_bytes.encode_partial(
-            setter, self._encoded_selection(selection), self._encoded_piece(value, selection), self._ab_spec
+            setter, self._encoded_selection(selection), self._encoded_piece(value, selection), self._ab_spec, ctx
         )
 
-    def decode_points(self, getter: ByteGetter, coords: np.ndarray) -> np.ndarray | None:
+    def decode_points(self, getter: ByteGetter, coords: np.ndarray, ctx: ExecContext | None = None) -> np.ndarray | None:
         """Elements at chunk coordinates ``coords`` ((ndim, k) int64; vindex): only the
         inner chunks holding them are decoded.  None if the stored value is missing."""
         if not self._partial_ok:
             raise NotImplementedError("this codec chain does not support partial decoding")
         enc = np.asarray(self._encoded_selection(tuple(coords)), dtype=np.int64).reshape(len(coords), -1)
-        return self.array_bytes.decode_points(getter, enc, self._ab_spec)
+        return self.array_bytes.decode_points(getter, enc, self._ab_spec, ctx)
 
-    def encode_points(self, setter: ByteSetter, coords: np.ndarray, values: np.ndarray) -> None:
+    def encode_points(self, setter: ByteSetter, coords: np.ndarray, values: np.ndarray,
+                      ctx: ExecContext | None = None) -> None:
         """Write ``values[k]`` at chunk coordinates ``coords[:, k]`` (vindex writes)."""
         if not self._partial_ok:
             raise NotImplementedError("this codec chain does not support partial encoding")
         enc = np.asarray(self._encoded_selection(tuple(coords)), dtype=np.int64).reshape(len(coords), -1)
-        self.array_bytes.encode_points(setter, enc, np.asarray(values, dtype=self.spec.dtype), self._ab_spec)
+        self.array_bytes.encode_points(setter, enc, np.asarray(values, dtype=self.spec.dtype), self._ab_spec, ctx)
 
-    def read_point(self, getter: ByteGetter, local: Sequence[int]) -> Any:
+    def read_point(self, getter: ByteGetter, local: Sequence[int], ctx: ExecContext | None = None) -> Any:
         """One element at chunk coordinates ``local`` (fill value if the value is missing)."""
-        return self.array_bytes.read_point(getter, self._encoded_selection(tuple(local)), self._ab_spec)
+        return self.array_bytes.read_point(getter, self._encoded_selection(tuple(local)), self._ab_spec, ctx)

@@ -10,7 +10,8 @@ pin: the index GET's ETag is sent as ``If-Match`` with the data request
 (``conditional_reads``); a failed match re-reads the index (at most ``STALE_RETRIES``
 times, then StoreError).
 
-**Index cache** (``zarrcy.config(shard_index_cache=bytes)``): keyed by the shard's
+**Index cache** (``zarrcy.config(shard_index_cache=bytes)``; the execution context's
+``index_cache`` handle, :class:`zarrcy.execution.IndexCache`): keyed by the shard's
 ``cache_id``.  For pinned snapshots a cached index is used only when the index bytes
 just read through the snapshot are byte-for-byte the cached ones (and the shard size is
 the same): the cache saves the checksum, decode and validation, never the read, and a
@@ -21,6 +22,12 @@ never trusted.  For object stores the cache is keyed by ETag (checked by the ser
 arrays: see ``zarrcy.codecs._base.Selection``) and is projected onto the inner-chunk
 grid per dimension by the same ``_grid`` kernels the array layer uses; only the inner
 chunks the selection touches are fetched and decoded (``decode_stats`` counts them).
+
+**Execution context.**  Every function here gets the call's
+:class:`~zarrcy.execution.ExecContext`: coalescing options, the index cache, and the
+threads decoding inner chunks (the kernel's helpers join within its budget; Python-path
+chains use ``ctx.map_inner``).  Decoding after a fetch runs inside ``ctx.cpu()`` (a
+budget slot for latency-bound calls, whose items wait for the network without one).
 """
 
 from __future__ import annotations
@@ -35,11 +42,11 @@ from zarrcy._kernels import _sharding as K
 from zarrcy.byte_range import RangeRequest
 from zarrcy.codecs._base import ByteGetter, Selection, ValueSnapshot, assign, select
 from zarrcy.codecs.sharding import scatter
-from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, decode_stats, run, scratch
+from zarrcy.codecs.sharding._parallel import decode_stats, scratch
 from zarrcy.codecs.sharding.projection import Projection, whole_projection
 from zarrcy.codecs.sharding.format import SENTINEL, ShardLayout, flat_bytes
-from zarrcy.config import get as _config_get
 from zarrcy.errors import CorruptChunkError, StoreError
+from zarrcy.execution import INDEX_CACHE, ExecContext
 
 __all__ = ["Projection", "whole_projection", "decode_partial", "read_point", "fetch_ranges", "plan_and_fetch", "with_index", "clear_index_cache",
            "decode_stats"]
@@ -47,53 +54,27 @@ __all__ = ["Projection", "whole_projection", "decode_partial", "read_point", "fe
 STALE_RETRIES = 3
 
 # ------------------------------------------------------------------------------------
-# index cache: cache_id + layout -> (raw index bytes, shard size, validated index)
+# index cache (the context's handle): cache_id + layout -> (raw index bytes, shard size,
+# validated index)
 # ------------------------------------------------------------------------------------
-
-_CACHE: dict[Any, tuple[Any, Any, np.ndarray]] = {}
-_CACHE_BYTES = [0]
-_CACHE_LOCK = threading.Lock()
 
 
 def _reset_after_fork() -> None:
-    """The child must not inherit a lock held by a parent thread at fork time."""
-    global _CACHE_LOCK
-    _CACHE_LOCK = threading.Lock()
-    _CACHE.clear()
-    _CACHE_BYTES[0] = 0
+    """The child must not inherit a lock held by a parent thread at fork time (the index
+    cache resets itself: zarrcy.execution)."""
     decode_stats.lock = threading.Lock()
 
 
 def clear_index_cache() -> None:
     """Forget every cached shard index (benchmarks measuring cold reads; tests)."""
-    with _CACHE_LOCK:
-        _CACHE.clear()
-        _CACHE_BYTES[0] = 0
+    INDEX_CACHE.clear()
 
 
-def _cache_put(key: Any, token: Any, size: Any, flat: np.ndarray) -> None:
-    limit = int(_config_get("shard_index_cache"))
-    nbytes = flat.nbytes
-    if nbytes > limit:
-        return
-    with _CACHE_LOCK:
-        old = _CACHE.pop(key, None)
-        if old is not None:
-            _CACHE_BYTES[0] -= old[2].nbytes
-        while _CACHE and _CACHE_BYTES[0] + nbytes > limit:  # drop the oldest
-            _CACHE_BYTES[0] -= _CACHE.pop(next(iter(_CACHE)))[2].nbytes
-        _CACHE[key] = (token, size, flat)
-        _CACHE_BYTES[0] += nbytes
-
-
-def drop_index(getter: ByteGetter, layout: ShardLayout) -> None:
+def drop_index(getter: ByteGetter, layout: ShardLayout, ctx: ExecContext) -> None:
     cid = getter.cache_id
-    if cid is None:
+    if cid is None or ctx.index_cache is None:
         return
-    with _CACHE_LOCK:
-        old = _CACHE.pop(_cache_key(cid, layout), None)
-        if old is not None:
-            _CACHE_BYTES[0] -= old[2].nbytes
+    ctx.index_cache.drop(_cache_key(cid, layout))
 
 
 def _cache_key(cid: Any, layout: ShardLayout) -> Any:
@@ -124,51 +105,51 @@ def _parse_index(raw: Any, layout: ShardLayout, size: int | None) -> np.ndarray:
 
 
 def load_index(
-    getter: ByteGetter, snap: ValueSnapshot, layout: ShardLayout, fresh: bool = False
+    getter: ByteGetter, snap: ValueSnapshot, layout: ShardLayout, ctx: ExecContext, fresh: bool = False
 ) -> tuple[np.ndarray | None, Any]:
     """``(validated index or None if the shard does not exist, version)``.
 
     ``version`` is None, or the ETag the index came from: then every data read must be
     conditional on it (:func:`read_ranges`).  ``fresh``: skip the cache."""
     cid = getter.cache_id
-    use_cache = bool(_config_get("shard_index_cache")) and cid is not None
-    ck = _cache_key(cid, layout) if use_cache else None
+    cache = ctx.index_cache if cid is not None else None
+    ck = _cache_key(cid, layout) if cache is not None else None
     if getter.conditional_reads:
-        if ck is not None and not fresh:
-            hit = _CACHE.get(ck)
+        if cache is not None and not fresh:
+            hit = cache.get(ck)
             if hit is not None:
                 return hit[2], hit[0]
         raw, etag = getter.get_versioned(layout.index_request())
         if raw is None:
-            drop_index(getter, layout)
+            drop_index(getter, layout, ctx)
             return None, None
         flat = _parse_index(flat_bytes(raw), layout, None)
         if etag is None:  # a server without (strong) ETags: unconditional data reads
-            if ck is not None:
-                drop_index(getter, layout)
+            if cache is not None:
+                cache.drop(ck)
             return flat, None
-        if ck is not None:
-            _cache_put(ck, etag, None, flat)
+        if cache is not None:
+            cache.put(ck, etag, None, flat, ctx.index_cache_bytes)
         return flat, etag
     if snap.exists is False:
         return None, None
     raw = snap.get(layout.index_request())
     if raw is None:
         return None, None
-    if not snap.pinned or len(raw) > int(_config_get("shard_index_cache")):
+    if cache is None or not snap.pinned or len(raw) > ctx.index_cache_bytes:
         ck = None  # not cached: decode straight from what was read (a view, no copy)
     elif not isinstance(raw, bytes):
         raw = bytes(flat_bytes(raw))  # cached: its own copy, never a view into a whole shard
     size = snap.size
-    if ck is not None:
-        hit = _CACHE.get(ck)
+    if cache is not None and ck is not None:
+        hit = cache.get(ck)
         # the same index bytes in the same-size object: the validated index applies
         # (the data are read through the same snapshot, so they belong to this version)
         if hit is not None and hit[1] == size and hit[0] == raw:
             return hit[2], None
     flat = _parse_index(raw, layout, size)
-    if ck is not None:
-        _cache_put(ck, raw, size, flat)
+    if cache is not None and ck is not None:
+        cache.put(ck, raw, size, flat, ctx.index_cache_bytes)
     return flat, None
 
 
@@ -184,7 +165,7 @@ def read_ranges(snap: ValueSnapshot, getter: ByteGetter, ranges: list[RangeReque
 
 
 def with_index(
-    getter: ByteGetter, layout: ShardLayout, body: Callable[[ValueSnapshot, Any, Any], Any]
+    getter: ByteGetter, layout: ShardLayout, body: Callable[[ValueSnapshot, Any, Any], Any], ctx: ExecContext
 ) -> Any:
     """``body(snapshot, index, version)`` on one snapshot of the shard; when a
     conditional data read finds the shard changed (:class:`Stale`), drop the cached
@@ -192,11 +173,11 @@ def with_index(
     fresh = False
     for _ in range(STALE_RETRIES + 1):
         with getter.snapshot() as snap:
-            flat, version = load_index(getter, snap, layout, fresh)
+            flat, version = load_index(getter, snap, layout, ctx, fresh)
             try:
                 return body(snap, flat, version)
             except Stale:
-                drop_index(getter, layout)
+                drop_index(getter, layout, ctx)
                 fresh = True
     where = getter.cache_id
     where = f"{where[0]}/{where[1]}: " if isinstance(where, tuple) else ""
@@ -208,7 +189,7 @@ def with_index(
 
 def fetch_ranges(
     snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, which: np.ndarray, offs: np.ndarray,
-    nbs: np.ndarray, version: Any = None,
+    nbs: np.ndarray, version: Any, ctx: ExecContext,
 ) -> tuple[list[memoryview], np.ndarray, np.ndarray]:
     """Read the bytes of inner chunks ``which`` with one coalesced ``get_ranges`` call.
 
@@ -233,9 +214,7 @@ def fetch_ranges(
         order = np.argsort(offs, kind="stable").astype(np.int64)
         gs = np.empty(m, np.uint64)
         ge = np.empty(m, np.uint64)
-        ng = K.coalesce(
-            offs, nbs, order, int(_config_get("coalesce_gap")), int(_config_get("coalesce_max")), g_of, gs, ge
-        )
+        ng = K.coalesce(offs, nbs, order, ctx.coalesce_gap, ctx.coalesce_max, g_of, gs, ge)
     starts = gs[:ng].tolist()
     stops = ge[:ng].tolist()
     got = read_ranges(snap, getter, [RangeRequest(a, b - a) for a, b in zip(starts, stops)], version) if ng else []
@@ -259,7 +238,7 @@ def fetch_ranges(
 
 def plan_and_fetch(
     snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, flat: np.ndarray, linear: np.ndarray,
-    version: Any = None,
+    version: Any, ctx: ExecContext,
 ) -> tuple[list[memoryview], np.ndarray, np.ndarray, np.ndarray]:
     """Read the stored inner chunks among ``linear`` (C-order indices) with one coalesced
     ``get_ranges`` call.  Returns ``(buffers, task_src, task_off, task_len)``: task ``k``
@@ -275,13 +254,13 @@ def plan_and_fetch(
     limit = layout.inner_limit
     ng = K.plan_reads(
         flat, linear, -1 if snap.size is None else snap.size, max(limit, 1 << 20), limit, 1 << 20,
-        int(_config_get("coalesce_gap")), int(_config_get("coalesce_max")), task_src, task_off, task_len, gs, ge,
+        ctx.coalesce_gap, ctx.coalesce_max, task_src, task_off, task_len, gs, ge,
     )
     if ng < 0:  # raises naming the entry
         offs = flat[2 * linear]
         nbs = flat[2 * linear + 1]
         present = offs != SENTINEL
-        fetch_ranges(snap, getter, layout, linear[present], offs[present], nbs[present], version)
+        fetch_ranges(snap, getter, layout, linear[present], offs[present], nbs[present], version, ctx)
         raise CorruptChunkError("shard index: implausible inner chunk entries")  # pragma: no cover
     if not ng:
         return [], task_src, task_off, task_len
@@ -312,14 +291,14 @@ def plan_and_fetch(
 
 
 def decode_partial(
-    layout: ShardLayout, getter: ByteGetter, selection: Selection, out: np.ndarray | None
+    layout: ShardLayout, getter: ByteGetter, selection: Selection, out: np.ndarray | None, ctx: ExecContext
 ) -> np.ndarray | None:
     lin = _one_inner_chunk(selection, layout)
     if lin is not None and (out is None or out.shape == layout.chunk_shape):
         # exactly one whole inner chunk (aligned reads): no projection, no tables
         dest = np.empty(layout.chunk_shape, dtype=layout.spec.dtype) if out is None else out
         return with_index(getter, layout, lambda snap, flat, version: _one(snap, getter, layout, lin, flat, version,
-                                                                           dest))
+                                                                           dest, ctx), ctx)
     proj = Projection(selection, layout)
     if out is None:
         out = np.empty(proj.out_shape, dtype=layout.spec.dtype)
@@ -327,7 +306,8 @@ def decode_partial(
         raise ValueError(f"decode_partial: expected out of shape {proj.out_shape}, received {tuple(out.shape)}")
     if out.size == 0:
         return out
-    return with_index(getter, layout, lambda snap, flat, version: _partial(snap, getter, layout, proj, flat, version, out))
+    return with_index(getter, layout,
+                      lambda snap, flat, version: _partial(snap, getter, layout, proj, flat, version, out, ctx), ctx)
 
 
 def _one_inner_chunk(selection: Selection, layout: ShardLayout) -> int | None:
@@ -350,7 +330,7 @@ def _one_inner_chunk(selection: Selection, layout: ShardLayout) -> int | None:
 
 
 def _read_one(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, lin: int, flat: np.ndarray,
-              version: Any) -> Any:
+              version: Any, ctx: ExecContext) -> Any:
     """The stored bytes of inner chunk ``lin`` (one range read; None: not stored), with
     the checks of :func:`fetch_ranges` on plain ints (the latency path)."""
     off = int(flat[2 * lin])
@@ -359,7 +339,7 @@ def _read_one(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, lin:
         return None
     if nb > max(layout.inner_limit, 1 << 20) or (snap.size is not None and off + nb > snap.size):
         fetch_ranges(snap, getter, layout, np.array([lin]), np.array([off], np.uint64),
-                     np.array([nb], np.uint64), version)  # raises with the full message
+                     np.array([nb], np.uint64), version, ctx)  # raises with the full message
     (raw,) = read_ranges(snap, getter, [RangeRequest(off, nb)], version)
     if raw is None:
         raise CorruptChunkError("shard disappeared while its inner chunks were read")
@@ -372,20 +352,21 @@ def _read_one(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, lin:
 
 
 def _one(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, lin: int, flat: Any, version: Any,
-         out: np.ndarray) -> np.ndarray | None:
+         out: np.ndarray, ctx: ExecContext) -> np.ndarray | None:
     if flat is None:
         return None
-    raw = _read_one(snap, getter, layout, lin, flat, version)
+    raw = _read_one(snap, getter, layout, lin, flat, version, ctx)
     if raw is None:
         out[...] = layout.fill
         return out
     try:
-        if out.flags.c_contiguous and out.flags.writeable:
-            layout.inner.decode_into(raw, out)
-        else:
-            buf = scratch(layout.inner_spec)
-            layout.inner.decode_into(raw, buf)
-            out[...] = buf
+        with ctx.cpu():
+            if out.flags.c_contiguous and out.flags.writeable:
+                layout.inner.decode_into(raw, out, ctx=ctx)
+            else:
+                buf = scratch(layout.inner_spec)
+                layout.inner.decode_into(raw, buf, ctx=ctx)
+                out[...] = buf
     except CorruptChunkError as e:
         raise CorruptChunkError(f"{layout.chunk_name(lin)}: {e}") from e
     decode_stats.add(1)
@@ -393,25 +374,25 @@ def _one(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, lin: int,
 
 
 def _decode_into(layout: ShardLayout, data: Any, osel: tuple[Any, ...], csel: tuple[Any, ...], full: bool,
-                 proj: Projection, out: np.ndarray) -> None:
+                 proj: Projection, out: np.ndarray, ctx: ExecContext) -> None:
     inner = layout.inner
     if proj.covers_all(full, osel):
-        inner.decode_into(data, out[osel + (Ellipsis,)])
+        inner.decode_into(data, out[osel + (Ellipsis,)], ctx=ctx)
     else:  # partly covered: decode into this thread's scratch chunk, copy the part
         buf = scratch(layout.inner_spec)
-        inner.decode_into(data, buf)
+        inner.decode_into(data, buf, ctx=ctx)
         assign(out, osel, select(buf, csel))
     decode_stats.add(1)
 
 
 def _partial(
     snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, proj: Projection, flat: Any, version: Any,
-    out: np.ndarray,
+    out: np.ndarray, ctx: ExecContext,
 ) -> np.ndarray | None:
     if flat is None:
         return None
     lin = proj.linear
-    bufs, task_src, task_off, task_len = plan_and_fetch(snap, getter, layout, flat, lin, version)
+    bufs, task_src, task_off, task_len = plan_and_fetch(snap, getter, layout, flat, lin, version, ctx)
     fill = layout.fill
 
     def task(k: int, dest: np.ndarray = out) -> None:
@@ -422,25 +403,27 @@ def _partial(
         else:
             o = int(task_off[k])
             try:
-                _decode_into(layout, bufs[g][o:o + int(task_len[k])], osel, csel, full, proj, dest)
+                _decode_into(layout, bufs[g][o:o + int(task_len[k])], osel, csel, full, proj, dest, ctx)
             except CorruptChunkError as e:
                 raise CorruptChunkError(f"{layout.chunk_name(int(lin[k]))}: {e}") from e
 
-    if proj.m > 1 and scatter.usable(layout):
-        scatter.decode_tasks(layout, proj, out, bufs, task_src, task_off, task_len, task)
-        return out
-    run(proj.m, task, int((task_len >= 0).sum()) * layout.inner_spec.nbytes >= PARALLEL_MIN_BYTES)
+    with ctx.cpu():
+        if proj.m > 1 and scatter.usable(layout):
+            scatter.decode_tasks(ctx, layout, proj, out, bufs, task_src, task_off, task_len, task)
+            return out
+        ctx.map_inner(proj.m, task, int((task_len >= 0).sum()) * layout.inner_spec.nbytes)
     return out
 
 
-def read_point(layout: ShardLayout, getter: ByteGetter, local: Sequence[int]) -> Any:
+def read_point(layout: ShardLayout, getter: ByteGetter, local: Sequence[int], ctx: ExecContext) -> Any:
     """One element at in-shard coordinates ``local`` (in bounds): the index (cached),
     one range read of its inner chunk, a decode into a per-thread scratch chunk."""
-    return with_index(getter, layout, lambda snap, flat, version: _point(snap, getter, layout, local, flat, version))
+    return with_index(getter, layout, lambda snap, flat, version: _point(snap, getter, layout, local, flat, version,
+                                                                         ctx), ctx)
 
 
 def _point(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, local: Sequence[int], flat: Any,
-           version: Any) -> Any:
+           version: Any, ctx: ExecContext) -> Any:
     if flat is None:
         return layout.fill_scalar
     lin = 0
@@ -449,16 +432,17 @@ def _point(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, local: 
         q = x // c
         lin = lin * g + q
         rel.append(x - q * c)
-    raw = _read_one(snap, getter, layout, lin, flat, version)
+    raw = _read_one(snap, getter, layout, lin, flat, version, ctx)
     if raw is None:
         return layout.fill_scalar
     buf = scratch(layout.inner_spec)
     try:
-        if scatter.usable(layout):  # decodes only what the element needs, where it can
-            value = scatter.decode_element(layout, raw, tuple(rel))
-            decode_stats.add(1)
-            return value
-        layout.inner.decode_into(raw, buf)
+        with ctx.cpu():
+            if scatter.usable(layout):  # decodes only what the element needs, where it can
+                value = scatter.decode_element(layout, raw, tuple(rel))
+                decode_stats.add(1)
+                return value
+            layout.inner.decode_into(raw, buf, ctx=ctx)
     except CorruptChunkError as e:
         raise CorruptChunkError(f"{layout.chunk_name(lin)}: {e}") from e
     decode_stats.add(1)
@@ -466,7 +450,7 @@ def _point(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, local: 
     return value.copy() if isinstance(value, np.generic) else value  # str/bytes elements: immutable
 
 
-def decode_points(layout: ShardLayout, getter: ByteGetter, coords: np.ndarray) -> np.ndarray | None:
+def decode_points(layout: ShardLayout, getter: ByteGetter, coords: np.ndarray, ctx: ExecContext) -> np.ndarray | None:
     """Elements at in-shard coordinates ``coords`` ((ndim, k) int64, in bounds; vindex):
     the inner chunks holding them are fetched (coalesced) and decoded once each."""
     k = coords.shape[1] if coords.ndim == 2 else 0
@@ -489,15 +473,16 @@ def decode_points(layout: ShardLayout, getter: ByteGetter, coords: np.ndarray) -
     groups = np.split(order, cuts)
     return with_index(
         getter, layout,
-        lambda snap, flat, version: _points(snap, getter, layout, flat, version, uniq, groups, local, out),
+        lambda snap, flat, version: _points(snap, getter, layout, flat, version, uniq, groups, local, out, ctx), ctx,
     )
 
 
 def _points(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, flat: Any, version: Any,
-            uniq: np.ndarray, groups: list[np.ndarray], local: np.ndarray, out: np.ndarray) -> np.ndarray | None:
+            uniq: np.ndarray, groups: list[np.ndarray], local: np.ndarray, out: np.ndarray,
+            ctx: ExecContext) -> np.ndarray | None:
     if flat is None:
         return None
-    bufs, task_src, task_off, task_len = plan_and_fetch(snap, getter, layout, flat, uniq, version)
+    bufs, task_src, task_off, task_len = plan_and_fetch(snap, getter, layout, flat, uniq, version, ctx)
     fill = layout.fill
 
     def task(j: int) -> None:
@@ -509,14 +494,15 @@ def _points(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, flat: 
         buf = scratch(layout.inner_spec)
         o = int(task_off[j])
         try:
-            layout.inner.decode_into(bufs[g][o:o + int(task_len[j])], buf)
+            layout.inner.decode_into(bufs[g][o:o + int(task_len[j])], buf, ctx=ctx)
         except CorruptChunkError as e:
             raise CorruptChunkError(f"{layout.chunk_name(int(uniq[j]))}: {e}") from e
         decode_stats.add(1)
         out[idx] = buf[tuple(local[:, idx])]
 
-    if uniq.size > 1 and scatter.usable(layout):
-        scatter.decode_point_tasks(layout, out, bufs, uniq, task_src, task_off, task_len, groups, local, task)
-        return out
-    run(uniq.size, task, int((task_len >= 0).sum()) * layout.inner_spec.nbytes >= PARALLEL_MIN_BYTES)
+    with ctx.cpu():
+        if uniq.size > 1 and scatter.usable(layout):
+            scatter.decode_point_tasks(ctx, layout, out, bufs, uniq, task_src, task_off, task_len, groups, local, task)
+            return out
+        ctx.map_inner(uniq.size, task, int((task_len >= 0).sum()) * layout.inner_spec.nbytes)
     return out

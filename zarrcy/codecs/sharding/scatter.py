@@ -4,10 +4,11 @@ zstd or blosc, then an optional crc32c; transposed or not), byte-swap and scatte
 touched inner chunk of a selection without the GIL -- one kernel call per shard,
 whatever the number of inner chunks or coalesced buffers (issues 13.3, 21).
 
-The call splits its inner chunks over the calling thread and up to ``config.threads - 1``
-helpers of a native pool (``zarrcy._kernels._workers``: pthreads that spin briefly, then
-block; no Python thread hand-off, no GIL) once there are two chunks and
-``PARALLEL_MIN_BYTES`` of decoded data; each thread claims one inner chunk at a time.
+The call splits its inner chunks over the calling thread and helpers of a native pool
+(``zarrcy._kernels._workers``: pthreads that spin briefly, then block; no Python thread
+hand-off, no GIL), as many as the execution context allows
+(``ExecContext.kernel_threads``): helpers join only with a free slot of the call's
+thread budget; each thread claims one inner chunk at a time.
 
 Applies when the inner codec chain has a kernel plan (``ShardLayout.kernel``, declared by
 the codecs: ``transpose``? , ``bytes`` , [gzip | zstd | blosc] , [crc32c], fixed-size
@@ -27,10 +28,10 @@ import numpy as np
 
 from zarrcy._kernels import _inner_chunks as KI
 from zarrcy.codecs import _native
-from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, decode_stats, scratch
+from zarrcy.codecs.sharding._parallel import decode_stats, scratch
 from zarrcy.codecs.sharding.projection import whole_projection
-from zarrcy.config import get as _config_get
 from zarrcy.errors import CorruptChunkError
+from zarrcy.execution import ExecContext
 
 __all__ = ["usable", "writes_strided", "scatter_tables", "decode_tasks", "decode_point_tasks", "decode_element",
            "ENABLED"]
@@ -92,14 +93,6 @@ def scatter_tables(proj: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
     )
 
 
-def _threads(layout: Any, n_tasks: int) -> int:
-    """Threads for one kernel call of ``n_tasks`` inner chunks: all configured threads
-    when there are at least two chunks and enough decoded bytes to pay for a helper."""
-    if n_tasks < 2 or n_tasks * layout.inner_spec.nbytes < PARALLEL_MIN_BYTES:
-        return 1
-    return max(1, int(_config_get("threads")))
-
-
 def _settle(layout: Any, linear: np.ndarray, status: np.ndarray, task_len: np.ndarray,
             retry: Callable[[int], None]) -> None:
     """After a kernel call: count the decoded chunks; a gzip code that may only mean
@@ -135,7 +128,7 @@ def whole_tables(layout: Any) -> tuple[Any, tuple[np.ndarray, ...]]:
 
 
 def decode_tasks(
-    layout: Any, proj: Any, out: np.ndarray, bufs: list[Any], task_src: np.ndarray,
+    ctx: ExecContext, layout: Any, proj: Any, out: np.ndarray, bufs: list[Any], task_src: np.ndarray,
     task_off: np.ndarray, task_len: np.ndarray, python_task: Callable[[int, np.ndarray], None],
     tables: tuple[np.ndarray, ...] | None = None,
 ) -> None:
@@ -143,8 +136,8 @@ def decode_tasks(
 
     ``task_src[t]``: buffer of task ``t`` (-1: inner chunk not stored, fill; then
     ``task_len[t] == -1``); ``task_off`` / ``task_len``: its byte range in that buffer
-    (:func:`.reader.plan_and_fetch`).  One kernel call runs
-    every task on up to ``config.threads`` threads (the native pool of ``_workers``);
+    (:func:`.reader.plan_and_fetch`).  One kernel call runs every task on the threads
+    ``ctx`` allows (the native pool of ``_workers``, within the call's budget);
     ``python_task(t, dest)`` decodes one task into ``dest`` through the Python codec
     (retries of ambiguous gzip codes)."""
     ndim = len(layout.chunk_shape)
@@ -167,7 +160,7 @@ def decode_tasks(
     KI.decode_scatter_all(
         bufs, task_src, coords, task_off, task_len, dim_base, dim_start, dim_local, dim_out,
         kernel.shape, layout.itemsize, plan.swap, plan.chain, kernel.fill, target,
-        status, _threads(layout, task_src.size), plan.order,
+        status, ctx.kernel_threads(task_src.size, layout.inner_spec.nbytes), plan.order, ctx.budget,
     )
     _settle(layout, proj.linear, status, task_len, lambda t: python_task(t, dest))
     if not direct:
@@ -175,7 +168,7 @@ def decode_tasks(
 
 
 def decode_point_tasks(
-    layout: Any, out: np.ndarray, bufs: list[Any], linear: np.ndarray, task_src: np.ndarray,
+    ctx: ExecContext, layout: Any, out: np.ndarray, bufs: list[Any], linear: np.ndarray, task_src: np.ndarray,
     task_off: np.ndarray, task_len: np.ndarray, groups: list[np.ndarray], local: np.ndarray,
     python_task: Callable[[int], None],
 ) -> None:
@@ -198,7 +191,8 @@ def decode_point_tasks(
     status = np.empty(task_src.size, np.uint8)
     KI.decode_points_all(
         bufs, task_src, task_off, task_len, pt_start, pt_local, pt_out, kernel.shape, layout.itemsize,
-        plan.swap, plan.chain, kernel.fill, out, status, _threads(layout, task_src.size),
+        plan.swap, plan.chain, kernel.fill, out, status, ctx.kernel_threads(task_src.size, layout.inner_spec.nbytes),
+        ctx.budget,
     )
     _settle(layout, linear, status, task_len, python_task)
 

@@ -1,0 +1,431 @@
+"""The execution context: one per API call, and the one place that decides concurrency
+(CONVENTIONS.md 15; docs/ARCHITECTURE.md "Execution context").
+
+An API call -- ``a[sel]``, ``a[sel] = v``, every ``get_*`` / ``set_*`` selection method,
+``zarrcy.convert``, each call zarr-python makes into the codec-pipeline plugin --
+creates one :class:`ExecContext` (:meth:`ExecContext.for_call`, from ``zarrcy.config``
+and the store's I/O concurrency) and passes it down explicitly: nodes -> codec pipeline
+-> codecs (the sharding reader and writer) -> kernels.  Nothing below the API reads a
+thread count, a coalescing option or the index cache from global configuration, nests
+a pool or overrides the budget: it asks its context.
+
+What a context holds: the thread budget (``threads`` and a :class:`Budget` counting the
+threads working for the call, in C so the native helpers use it too), the pool its
+Python helpers run on, the I/O concurrency, the coalescing options of inner-chunk
+reads, the shard-index cache handle and a slot for a decoded-chunk cache.
+
+The policy (all of it is here):
+
+* **Top level** (:meth:`ExecContext.map`: one item per stored chunk or shard, per
+  convert region, per plugin chunk).  One thread: inline.  Otherwise the calling thread
+  and up to ``threads - 1`` helpers on the pool claim items one at a time; each helper
+  takes a budget slot before working (it quits at once when none is free).  A partial
+  read of at most :data:`FEW_ITEMS` shards, none whole, runs in the calling thread in
+  turn: each shard is one kernel call whose inner chunks the native helpers share,
+  cheaper than a Python task per shard.
+* **Latency-bound stores** (I/O concurrency above ``threads``, object stores): up to
+  ``io_concurrency`` items are in flight on the I/O task pool, holding no slot while
+  they wait for the network; their CPU parts run inside :meth:`ExecContext.cpu`, which
+  takes a slot (waiting for one) -- so fetches overlap while decoding stays within
+  the budget.
+* **Nested level** (inner chunks of one shard): the thread running an item keeps its
+  slot and runs the nested work in it; native kernels get the budget
+  (:meth:`ExecContext.kernel_threads`) and their helpers join only with a free slot --
+  also late, when another thread of the call finishes (a many-shard read whose last
+  shards get the idle threads); Python-path loops (:meth:`ExecContext.map_inner`)
+  submit helpers only for the slots free at that moment.  Work items are about one
+  inner chunk; below :data:`PARALLEL_MIN_BYTES` of decoded data nothing is split.
+* Never more busy threads than ``threads``: every thread working for the call holds a
+  slot of its budget; ``Budget.peak`` records the most held at once.
+
+Fork safety: a context lives for one call; the pools are ``config``'s (reset in a
+forked child) and the index cache's lock is recreated there (``at_fork_reset``).
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Executor, Future, wait
+from typing import Any, Callable, Iterable, Iterator, TypeVar
+
+from zarrcy._kernels._workers import Budget
+from zarrcy.config import at_fork_reset, named_pool
+from zarrcy.config import get as _config_get
+
+__all__ = ["ExecContext", "IndexCache", "INDEX_CACHE", "Budget", "PARALLEL_MIN_BYTES", "FEW_ITEMS", "observe"]
+
+_T = TypeVar("_T")
+
+#: below this many decoded bytes per call, inner chunks are processed inline (two
+#: 64 KiB inner chunks already pay for a second thread; a wake-up costs 0.07-0.27 ms)
+PARALLEL_MIN_BYTES = 1 << 17
+
+#: a partial read of at most this many shards, none whole, runs in the calling thread
+#: in turn, each shard one kernel call shared with the native helpers (measured: 50
+#: cross-shard 40^3 reads 58 -> 52 ms at 2 threads); whole shards, or more of them, use
+#: the pool, which overlaps one shard's file read with another's decode
+FEW_ITEMS = 4
+
+#: the plugin: below this much decoded data in one call, no thread hop at all
+INLINE_BYTES = 1 << 18
+
+
+class IndexCache:
+    """Validated shard indexes kept for repeated partial reads (``shard_index_cache``
+    bytes, oldest dropped first).  Entries: ``key -> (token, size, index)``; the reader
+    decides what a token proves (``codecs/sharding/reader.py``).  Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[Any, tuple[Any, Any, Any]] = {}
+        self._bytes = 0
+
+    def get(self, key: Any) -> tuple[Any, Any, Any] | None:
+        return self._entries.get(key)
+
+    def put(self, key: Any, token: Any, size: Any, index: Any, limit: int) -> None:
+        nbytes = index.nbytes
+        if nbytes > limit:
+            return
+        with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._bytes -= old[2].nbytes
+            while self._entries and self._bytes + nbytes > limit:  # drop the oldest
+                self._bytes -= self._entries.pop(next(iter(self._entries)))[2].nbytes
+            self._entries[key] = (token, size, index)
+            self._bytes += nbytes
+
+    def drop(self, key: Any) -> None:
+        with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._bytes -= old[2].nbytes
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+    def _after_fork(self) -> None:
+        self._lock = threading.Lock()  # a parent thread may have held it
+        self._entries.clear()
+        self._bytes = 0
+
+
+#: the process-wide shard-index cache (a context's handle to it is ``index_cache``)
+INDEX_CACHE = IndexCache()
+at_fork_reset(INDEX_CACHE._after_fork)
+
+_END = object()
+
+
+class _Work:
+    """Items claimed one at a time by the calling thread and its helpers."""
+
+    __slots__ = ("fn", "it", "lock", "error", "stop", "started")
+
+    def __init__(self, fn: Callable[[Any], Any], it: Iterator[Any]) -> None:
+        self.fn = fn
+        self.it = it
+        self.lock = threading.Lock()
+        self.error: BaseException | None = None
+        self.stop = False
+        self.started: threading.Event | None = threading.Event() if _RENDEZVOUS[0] else None
+
+    def claim(self) -> Any:
+        with self.lock:
+            if self.stop:
+                return _END
+            try:
+                return next(self.it, _END)
+            except BaseException as e:  # the items' generator failed
+                self.fail(e)
+                return _END
+
+    def fail(self, e: BaseException) -> None:
+        self.stop = True
+        if self.error is None:
+            self.error = e
+
+    def loop(self) -> None:
+        fn = self.fn
+        while True:
+            item = self.claim()
+            if item is _END:
+                return
+            try:
+                fn(item)
+            except BaseException as e:  # re-raised by the calling thread
+                with self.lock:
+                    self.fail(e)
+                return
+
+    def helper(self, budget: Budget | None) -> None:
+        """A pool helper: works only with a slot of ``budget`` (None: the I/O workers of a
+        latency-bound call, which take slots in :meth:`ExecContext.cpu`)."""
+        if budget is not None and not budget.try_acquire():
+            if self.started is not None:
+                self.started.set()
+            return
+        if self.started is not None:
+            self.started.set()
+        try:
+            self.loop()
+        finally:
+            if budget is not None:
+                budget.release()
+
+
+#: tests only (:func:`observe`): callers wait for their first helper to start
+_RENDEZVOUS = [False]
+_OBSERVED: list[list["ExecContext"]] = []
+
+
+class observe:
+    """Tests: ``with observe() as seen:`` -- every context created meanwhile is appended
+    to ``seen`` (their ``budget.peak`` is the most threads that worked for the call at
+    once).  ``rendezvous=True`` also makes every fan-out wait (at most 10 s) until its
+    first helper has started (Python pool and native kernels), so "the budget is used"
+    is observed deterministically on a loaded machine."""
+
+    def __init__(self, rendezvous: bool = False) -> None:
+        self.rendezvous = rendezvous
+        self.seen: list[ExecContext] = []
+
+    def __enter__(self) -> list["ExecContext"]:
+        from zarrcy._kernels import _workers
+
+        _OBSERVED.append(self.seen)
+        if self.rendezvous:
+            _RENDEZVOUS[0] = True
+            _workers.set_rendezvous(True)
+        return self.seen
+
+    def __exit__(self, *exc: Any) -> None:
+        from zarrcy._kernels import _workers
+
+        _OBSERVED.remove(self.seen)
+        if self.rendezvous:
+            _RENDEZVOUS[0] = False
+            _workers.set_rendezvous(False)
+
+
+class _Held(threading.local):
+    depth = 0
+
+
+class _CpuSlot:
+    """``with ctx.cpu():`` -- see :meth:`ExecContext.cpu`."""
+
+    __slots__ = ("ctx",)
+
+    def __init__(self, ctx: "ExecContext") -> None:
+        self.ctx = ctx
+
+    def __enter__(self) -> None:
+        held = self.ctx._held
+        if held is not None:
+            if held.depth == 0:
+                self.ctx.budget.acquire()
+            held.depth += 1
+
+    def __exit__(self, *exc: Any) -> None:
+        held = self.ctx._held
+        if held is not None:
+            held.depth -= 1
+            if held.depth == 0:
+                self.ctx.budget.release()
+
+
+class ExecContext:
+    """How one API call runs (see the module docstring).  Made by the API layer with
+    :meth:`for_call`; everything below receives it as an argument."""
+
+    __slots__ = ("threads", "io_concurrency", "coalesce_gap", "coalesce_max", "index_cache",
+                 "index_cache_bytes", "chunk_cache", "budget", "_held", "_cpu")
+
+    def __init__(self, threads: int, *, io_concurrency: int = 0, coalesce_gap: int = 64 << 10,
+                 coalesce_max: int = 64 << 20, index_cache: IndexCache | None = INDEX_CACHE,
+                 index_cache_bytes: int = 64 << 20, chunk_cache: Any = None, budget: Budget | None = None) -> None:
+        self.threads = max(1, int(threads))
+        self.io_concurrency = int(io_concurrency)
+        self.coalesce_gap = int(coalesce_gap)
+        self.coalesce_max = int(coalesce_max)
+        self.index_cache = index_cache if index_cache_bytes > 0 else None
+        self.index_cache_bytes = int(index_cache_bytes)
+        #: reserved for a decoded-chunk cache handle (none yet)
+        self.chunk_cache = chunk_cache
+        #: the calling thread holds the first slot
+        self.budget = Budget(self.threads) if budget is None else budget
+        # latency-bound calls: items hold no slot; ``cpu()`` takes one per thread
+        self._held: _Held | None = None
+        if self.io_bound:
+            self._held = _Held()
+            self._held.depth = 1  # (the creating thread's slot)
+        self._cpu = _CpuSlot(self)
+        if _OBSERVED:
+            for seen in _OBSERVED:
+                seen.append(self)
+
+    @classmethod
+    def for_call(cls, io_concurrency: int = 0, *, threads: int | None = None, coalesce_gap: int | None = None,
+                 coalesce_max: int | None = None) -> "ExecContext":
+        """The context of one API call, from ``zarrcy.config`` (arguments given override
+        it) and the store's I/O concurrency.  Made by the API layer only; everything
+        below gets it passed (tests/reliability/test_execution_context.py counts one
+        per call)."""
+        return cls(
+            int(_config_get("threads")) if threads is None else threads,
+            io_concurrency=io_concurrency,
+            coalesce_gap=int(_config_get("coalesce_gap")) if coalesce_gap is None else coalesce_gap,
+            coalesce_max=int(_config_get("coalesce_max")) if coalesce_max is None else coalesce_max,
+            index_cache_bytes=int(_config_get("shard_index_cache")),
+        )
+
+    def with_coalescing(self, gap: int | None, most: int | None) -> "ExecContext":
+        """This context with other coalescing options (zarr-python's per-array settings
+        through the plugin); same budget, so the threads of the call stay counted once."""
+        if gap is None and most is None:
+            return self
+        return ExecContext(
+            self.threads, io_concurrency=self.io_concurrency,
+            coalesce_gap=self.coalesce_gap if gap is None else gap,
+            coalesce_max=self.coalesce_max if most is None else most,
+            index_cache=self.index_cache, index_cache_bytes=self.index_cache_bytes,
+            chunk_cache=self.chunk_cache, budget=self.budget,
+        )
+
+    def __repr__(self) -> str:
+        return (f"ExecContext(threads={self.threads}, io_concurrency={self.io_concurrency}, "
+                f"busy={self.budget.busy}, peak={self.budget.peak})")
+
+    # -- policy ----------------------------------------------------------------------------
+    @property
+    def io_bound(self) -> bool:
+        """A latency-bound store: more requests in flight than threads."""
+        return self.io_concurrency > self.threads
+
+    @property
+    def pool(self) -> Executor:
+        """The pool this call's Python helpers run on (one per thread count, process-wide,
+        reset in a forked child)."""
+        return named_pool("cpu", self.threads)
+
+    def cpu(self) -> _CpuSlot:
+        """``with ctx.cpu():`` around the CPU part of an item of a latency-bound call
+        (decode after the fetch, encode before the store): takes a budget slot, waiting
+        for one, unless this thread holds one already.  A no-op otherwise."""
+        return self._cpu
+
+    def kernel_threads(self, n_tasks: int, task_bytes: int) -> int:
+        """Threads a native kernel call over ``n_tasks`` inner chunks of ``task_bytes``
+        decoded bytes each may use (the caller plus helpers, which join only with a free
+        slot of :attr:`budget`): all of the budget when there are two chunks and enough
+        data to pay for a wake-up, else 1."""
+        if self.threads < 2 or n_tasks < 2 or n_tasks * task_bytes < PARALLEL_MIN_BYTES:
+            return 1
+        return self.threads
+
+    def parallel_worth(self, nbytes: int) -> bool:
+        """Enough decoded data in a plugin call to pay for leaving the event loop."""
+        return nbytes >= INLINE_BYTES
+
+    # -- runners ---------------------------------------------------------------------------
+    def map(self, fn: Callable[[_T], Any], items: Iterable[_T],
+            inner_parallel: Callable[[_T], bool] | None = None) -> None:
+        """``fn(item)`` for every item: the call's top-level tasks.  The first exception
+        is raised after the running items finish; items not started then never run.
+        ``inner_parallel(item)``: the item is a partial shard whose inner chunks the
+        kernel spreads over the budget itself (few of them run in turn, see
+        :data:`FEW_ITEMS`)."""
+        it = iter(items)
+        if self.threads < 2 and not self.io_bound:
+            for item in it:
+                fn(item)
+            return
+        first = []
+        for item in it:
+            first.append(item)
+            if len(first) > FEW_ITEMS:
+                break
+        if len(first) <= 1 or (len(first) <= FEW_ITEMS and inner_parallel is not None
+                               and all(inner_parallel(p) for p in first) and not self.io_bound):
+            for item in first:
+                fn(item)
+            return
+        rest = _chain(first, it)
+        if self.io_bound:
+            self._map_io(fn, rest)
+        else:
+            self._fan_out(fn, rest, self.threads - 1)
+
+    def map_inner(self, n: int, fn: Callable[[int], Any], nbytes: int) -> None:
+        """``fn(i)`` for ``i in range(n)``: nested work of an item (inner chunks through
+        the Python codec path), run in the calling thread's slot plus helpers for the
+        slots free now (none below :data:`PARALLEL_MIN_BYTES` of decoded data)."""
+        helpers = 0
+        if n > 1 and self.threads > 1 and nbytes >= PARALLEL_MIN_BYTES:
+            helpers = min(n - 1, self.budget.limit - self.budget.busy)
+        if helpers <= 0:
+            for i in range(n):
+                fn(i)
+            return
+        self._fan_out(fn, iter(range(n)), helpers)
+
+    def _fan_out(self, fn: Callable[[Any], Any], it: Iterator[Any], helpers: int) -> None:
+        """The calling thread (holding a slot) and ``helpers`` pool tasks (each taking a
+        slot first) claim items; the caller never waits for queued work (helpers not
+        started when the items run out are cancelled), so nested fan-outs on the same
+        pool cannot deadlock.  While it waits for running helpers it gives its slot back
+        (their kernels may use it) and takes one again before returning."""
+        self._run_workers(fn, it, helpers, self.pool, self.budget)
+
+    def _map_io(self, fn: Callable[[Any], Any], it: Iterator[Any]) -> None:
+        """Latency-bound: ``io_concurrency`` workers (the caller among them) without slots;
+        their CPU parts take one in :meth:`cpu`."""
+        budget = self.budget
+        held = self._held
+        assert held is not None
+        budget.release()  # the caller becomes an I/O worker too
+        depth, held.depth = held.depth, 0
+        try:
+            self._run_workers(fn, it, self.io_concurrency - 1, named_pool("io-tasks", self.io_concurrency), None)
+        finally:
+            held.depth = depth
+            budget.acquire()
+
+    def _run_workers(self, fn: Callable[[Any], Any], it: Iterator[Any], helpers: int, pool: Executor,
+                     budget: Budget | None) -> None:
+        work = _Work(fn, it)
+        futures: list[Future[None]] = []
+        try:
+            for _ in range(helpers):
+                try:
+                    futures.append(pool.submit(work.helper, budget))
+                except RuntimeError:  # pool shut down (interpreter exit): fewer helpers
+                    break
+            if work.started is not None and futures:
+                work.started.wait(10)
+            work.loop()
+        except BaseException as e:
+            with work.lock:
+                work.fail(e)
+        finally:
+            work.stop = work.stop or work.error is not None
+            running = [f for f in futures if not f.cancel()]
+            if running and not all(f.done() for f in running):
+                if budget is not None:
+                    budget.release()
+                try:
+                    wait(running)
+                finally:
+                    if budget is not None:
+                        budget.acquire()
+        if work.error is not None:
+            raise work.error
+
+
+def _chain(first: list[_T], rest: Iterator[_T]) -> Iterator[_T]:
+    yield from first
+    yield from rest
