@@ -12,7 +12,7 @@ import pytest
 import zarrcy
 from zarrcy.byte_range import RangeRequest, SuffixRequest
 from zarrcy.codecs import sharding as sharding_mod
-from zarrcy.errors import CorruptChunkError, StoreError
+from zarrcy.errors import StoreError
 from zarrcy.storage import ObjectStore
 
 SHAPE = (64, 64, 64)
