@@ -28,7 +28,9 @@ import builtins
 from typing import Any, Iterable, Iterator
 
 from zarrcy.byte_range import ByteRequest, resolve
+from zarrcy.document.group import flatten_consolidated
 from zarrcy.errors import MetadataError, NodeNotFoundError, ReadOnlyError, StoreError, expected
+from zarrcy.metadata._parse import load_json_object
 from zarrcy.storage import Store, store_from_url
 from zarrcy.storage._common import get_metadata
 
@@ -49,22 +51,6 @@ def _dumps(doc: Any) -> bytes:
 
 
 # -- reading ---------------------------------------------------------------------------------
-def _flatten(meta: Any, where: str, base: str, out: dict[str, dict]) -> None:
-    if not isinstance(meta, dict):
-        raise MetadataError(expected(where, "an object", meta), where)
-    for rel, doc in meta.items():
-        if not isinstance(rel, str) or not rel or rel.startswith("/") or rel.endswith("/"):
-            raise MetadataError(expected(where, "relative node paths as keys", rel), where)
-        if not isinstance(doc, dict):
-            raise MetadataError(expected(f"{where}[{rel!r}]", "a node document", doc), where)
-        full = f"{base}/{rel}" if base else rel
-        doc = dict(doc)
-        nested = doc.pop(_FIELD, None)
-        out[full] = doc
-        if isinstance(nested, dict) and nested.get("metadata"):
-            _flatten(nested["metadata"], f"{where}[{rel!r}].{_FIELD}.metadata", full, out)
-
-
 def read_consolidated_v3(root_doc: dict[str, Any], key: str = META_KEY) -> dict[str, dict] | None:
     """The consolidated node documents of a parsed group ``zarr.json`` (relative path ->
     document, without nested ``consolidated_metadata``), or None if it has none."""
@@ -76,9 +62,7 @@ def read_consolidated_v3(root_doc: dict[str, Any], key: str = META_KEY) -> dict[
         raise MetadataError(expected(where, "an object", cm), where)
     if cm.get("kind", "inline") != "inline":
         raise MetadataError(expected(f"{where}.kind", "'inline'", cm.get("kind")), f"{where}.kind")
-    out: dict[str, dict] = {}
-    _flatten(cm.get("metadata", {}), f"{where}.metadata", "", out)
-    return out
+    return flatten_consolidated(cm.get("metadata", {}), f"{where}.metadata")
 
 
 class ConsolidatedStore(Store):
@@ -201,8 +185,8 @@ def open_consolidated_store(store: Store, path: str, root_raw: bytes | None, *, 
     nodes: list[str] = []
     if root_raw is not None:
         try:
-            root_doc = json.loads(root_raw)
-        except ValueError:
+            root_doc = load_json_object(root_raw, prefix + META_KEY)
+        except MetadataError:
             return None  # the node parser reports the broken document
         if not isinstance(root_doc, dict) or root_doc.get("node_type") != "group":
             if required:
@@ -224,11 +208,8 @@ def open_consolidated_store(store: Store, path: str, root_raw: bytes | None, *, 
         if required:
             raise NodeNotFoundError(f"{store.url}: no consolidated metadata (zarr.json or .zmetadata) at '/{path}'")
         return None
-    try:
-        doc = json.loads(raw)
-    except ValueError:
-        raise MetadataError(f"{prefix}.zmetadata: expected JSON, received undecodable bytes") from None
-    meta = doc.get("metadata") if isinstance(doc, dict) else None
+    doc = load_json_object(raw, prefix + ".zmetadata")
+    meta = doc.get("metadata")
     if not isinstance(meta, dict):
         raise MetadataError(expected(f"{prefix}.zmetadata.metadata", "an object", meta), f"{prefix}.zmetadata.metadata")
     docs[prefix + ".zmetadata"] = bytes(raw)
