@@ -23,9 +23,20 @@ dimension -- as a Zarr v3 hierarchy, so everything that reads stores
   The served bytes are a memoryview of the reading thread's reused buffer (never
   overwritten while still referenced: no fresh pages per chunk) and ``get`` with a
   byte range covering the whole value returns them without a copy;
-* contiguous datasets are served by byte range (one ``pread`` of whole rows per chunk);
+* contiguous datasets are served by byte range (one ``pread`` of whole rows per chunk;
+  external raw data storage, when allowed, from its checked external files);
+* only the chunks holding stored data are listed (:mod:`~zarrcy.storage.hdf5_stored`:
+  from the chunk tables, never the grid; :meth:`HDF5Store.stored_chunk_ids`);
+* data kept in other files (external storage, virtual-dataset sources, external links)
+  is refused unless ``allow_external=True``, and then read only inside the source file's
+  directory (:mod:`~zarrcy.storage.hdf5_refs`); refused datasets are listed in
+  :attr:`HDF5Store.unsupported` and reading them raises :class:`HDF5SourceError`;
+* a source file replaced or rewritten while it is read raises
+  :class:`SourceChangedError` (an ``fstat`` after every read; :meth:`HDF5Store.check_unchanged`
+  also re-reads the chunk tables);
 * datasets whose filters zarrcy does not decode (szip, lzf, scale-offset, n-bit,
-  plugins), compact or external storage, virtual datasets and variable-length strings
+  plugins; an optional filter that is not installed is skipped per chunk, as HDF5
+  does), compact storage, virtual datasets and variable-length strings
   are read through h5py
   (``dataset[region]``, under its lock); their chunks are served as raw bytes (mask
   ``0xFFFFFFFF``: every filter skipped) or, for strings, in the ``vlen-utf8`` layout.
@@ -58,7 +69,7 @@ import os
 import sys
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -68,7 +79,7 @@ from zarrcy.errors import ReadOnlyError, StoreError, expected
 from zarrcy.storage._base import Store
 from zarrcy.storage._common import check_prefix, resolve_range
 from zarrcy.storage.hdf5_refs import OPT_IN, RefusedExternal, confine, external_link_on_path
-from zarrcy.storage.hdf5_stored import grid_of, part_chunk_ids, range_coords, unravel_ids
+from zarrcy.storage.hdf5_stored import array_chunk_coords, array_chunk_ids
 from zarrcy.storage.hdf5_file import (  # noqa: F401  (HDF5_SIGNATURE, is_hdf5, expand_sources: re-exported)
     _NC_DIM_ONLY,
     HDF5_SIGNATURE,
@@ -728,17 +739,6 @@ class HDF5Store(Store):
         raise ReadOnlyError(f"{self.url}: HDF5 sources are read-only")
 
     # -- listing --------------------------------------------------------------------------
-    def _part_offsets(self, a: _Array) -> list[tuple[int, ...]]:
-        """The element at which each file part starts in the array."""
-        out, acc = [], 0
-        for p in a.parts:
-            off = [0] * len(a.shape)
-            if a.concat_axis is not None:
-                off[a.concat_axis] = acc
-                acc += p.shape[a.concat_axis]
-            out.append(tuple(off))
-        return out
-
     def stored_chunk_ids(self, path: str) -> np.ndarray | None:
         """Sorted linear ids (C order in the array's chunk grid) of the chunks of array
         ``path`` that hold stored data -- from the chunk tables, so time and memory follow
@@ -746,33 +746,14 @@ class HDF5Store(Store):
         chunk written) -- or None when some file part is stored whole (allocated
         contiguous, compact, external data: every chunk of it holds data)."""
         a = self._arrays[path]
-        if any(s == 0 for s in a.shape):
-            return np.empty(0, np.int64)
-        grid = grid_of(a.shape, a.chunk_shape)
-        ids = []
-        for part, off in zip(a.parts, self._part_offsets(a)):
-            got = part_chunk_ids(part.stored_boxes(), off, a.chunk_shape, grid)
-            if got is None:
-                return None
-            ids.append(got)
-        return np.unique(np.concatenate(ids)) if len(ids) > 1 else ids[0]
+        return array_chunk_ids(a.shape, a.chunk_shape, a.parts, a.concat_axis)
 
     def _chunk_keys(self, a: _Array) -> Iterator[str]:
         """The keys of the chunks holding stored data (:meth:`stored_chunk_ids`; parts
         stored whole: every chunk of their extent, lazily)."""
-        if any(s == 0 for s in a.shape):
-            return
-        grid = grid_of(a.shape, a.chunk_shape)
         pre = (a.path + "/c") if a.path else "c"
-        for part, off in zip(a.parts, self._part_offsets(a)):
-            ids = part_chunk_ids(part.stored_boxes(), off, a.chunk_shape, grid)
-            every: Iterable[tuple[int, ...]]
-            if ids is None:  # parts never share a chunk (concatenated along chunk boundaries)
-                every = range_coords(off, [o + n for o, n in zip(off, part.shape)], a.chunk_shape)
-            else:
-                every = unravel_ids(ids, grid)
-            for coords in every:
-                yield pre + "".join(f"/{c}" for c in coords)
+        for coords in array_chunk_coords(a.shape, a.chunk_shape, a.parts, a.concat_axis):
+            yield pre + "".join(f"/{c}" for c in coords)
 
     def list(self) -> Iterator[str]:
         for g in self._groups:

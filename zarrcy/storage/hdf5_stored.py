@@ -19,11 +19,11 @@ Storage layer (layer 2).
 from __future__ import annotations
 
 import itertools
-from typing import Iterator, Sequence
+from typing import Iterator, Protocol, Sequence
 
 import numpy as np
 
-__all__ = ["part_chunk_ids", "chunk_ids_of_boxes", "range_coords", "unravel_ids", "grid_of", "EXPAND_LIMIT"]
+__all__ = ["array_chunk_ids", "array_chunk_coords", "part_chunk_ids", "chunk_ids_of_boxes", "range_coords", "unravel_ids", "grid_of", "EXPAND_LIMIT"]
 
 #: at most this many Zarr chunks are expanded from one part's boxes (beyond: the part is
 #: treated as stored whole and listed lazily)
@@ -91,3 +91,56 @@ def unravel_ids(ids: np.ndarray, grid: Sequence[int], block: int = 1 << 16) -> I
 
 def grid_of(shape: Sequence[int], chunk_shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(-(-int(s) // int(c)) for s, c in zip(shape, chunk_shape))
+
+
+class _Part(Protocol):
+    """One file part of an array (zarrcy/storage/hdf5_file.py ``_Var``)."""
+
+    shape: tuple[int, ...]
+
+    def stored_boxes(self) -> "tuple[np.ndarray, np.ndarray] | None": ...
+
+
+def part_offsets(shape: Sequence[int], parts: Sequence[_Part], concat_axis: int | None) -> list[tuple[int, ...]]:
+    """The element at which each file part starts in the array (concatenated along
+    ``concat_axis``)."""
+    out, acc = [], 0
+    for p in parts:
+        off = [0] * len(shape)
+        if concat_axis is not None:
+            off[concat_axis] = acc
+            acc += p.shape[concat_axis]
+        out.append(tuple(off))
+    return out
+
+
+def array_chunk_ids(shape: Sequence[int], chunk_shape: Sequence[int], parts: Sequence[_Part],
+                    concat_axis: int | None) -> np.ndarray | None:
+    """Sorted linear ids of the chunks of an array (its file ``parts`` along
+    ``concat_axis``) that hold stored data; None when a part is stored whole."""
+    if any(s == 0 for s in shape):
+        return np.empty(0, np.int64)
+    grid = grid_of(shape, chunk_shape)
+    ids = []
+    for part, off in zip(parts, part_offsets(shape, parts, concat_axis)):
+        got = part_chunk_ids(part.stored_boxes(), off, chunk_shape, grid)
+        if got is None:
+            return None
+        ids.append(got)
+    return np.unique(np.concatenate(ids)) if len(ids) > 1 else ids[0]
+
+
+def array_chunk_coords(shape: Sequence[int], chunk_shape: Sequence[int], parts: Sequence[_Part],
+                       concat_axis: int | None) -> Iterator[tuple[int, ...]]:
+    """The coordinates of the chunks holding stored data, part after part (a part
+    stored whole: every chunk of its extent, lazily; parts never share a chunk: they
+    are concatenated along chunk boundaries)."""
+    if any(s == 0 for s in shape):
+        return
+    grid = grid_of(shape, chunk_shape)
+    for part, off in zip(parts, part_offsets(shape, parts, concat_axis)):
+        ids = part_chunk_ids(part.stored_boxes(), off, chunk_shape, grid)
+        if ids is None:
+            yield from range_coords(off, [o + n for o, n in zip(off, part.shape)], chunk_shape)
+        else:
+            yield from unravel_ids(ids, grid)
