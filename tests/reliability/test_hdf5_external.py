@@ -265,3 +265,24 @@ def test_concatenated_file_with_an_external_link_is_refused(dirs):
         paths.append(p)
     with pytest.raises(HDF5SourceError, match="m1.h5: variable /v: reached through the external link"):
         HDF5Store(paths, concat_dim="time")
+
+
+def test_allow_external_travels_to_dask_workers(dirs):
+    """The store pickles with its policy (and the files' identities): Dask workers read
+    the allowed external data, as threads do."""
+    pytest.importorskip("distributed", reason="--dask needs the 'dask' extra")
+    src, _ = dirs
+    data = np.arange(64, dtype="u1")
+    (src / "d.bin").write_bytes(data.tobytes())
+    path = str(src / "e.h5")
+    _external(path, "x", [("d.bin", 0, 64)])
+    import pickle
+
+    store = HDF5Store(path, allow_external=True)
+    copy = pickle.loads(pickle.dumps(zarrcy.open_array(store, path="x", mode="r")))
+    assert np.array_equal(copy[...], data)
+    copy.store.close()
+    store.close()
+    dst = str(src.parent / "o.zarr")
+    assert convert_main([path, dst, "--allow-external", "--dask", "local:1", *Q]) == 0
+    assert np.array_equal(zarrcy.open_array(dst, path="x", mode="r")[...], data)

@@ -646,10 +646,7 @@ def describe(f: _File, name: str) -> tuple[_Var, dict[str, Any]]:
                     offset = None
             mapped = None
             if dset.is_virtual:
-                boxes = check_virtual(dset, f.h5, f.root, f.dir, f.allow_external)
-                nd = len(shape)
-                mapped = (np.array([b[0] for b in boxes], np.int64).reshape(-1, nd),
-                          np.array([b[1] for b in boxes], np.int64).reshape(-1, nd))
+                mapped = check_virtual(dset, f.h5, f.root, f.dir, f.allow_external)
     except RefusedExternal as e:
         raise _Skip(str(e)) from None
     except HDF5SourceError:

@@ -30,6 +30,8 @@ import os
 import stat
 from typing import Any
 
+import numpy as np
+
 from zarrcy.storage.hdf5_errors import HDF5SourceError
 
 __all__ = ["ExternalData", "confine", "check_virtual", "external_link_on_path", "OPT_IN"]
@@ -175,10 +177,12 @@ def external_link_on_path(group: Any, name: str) -> tuple[str, str, str] | None:
     return None
 
 
-def check_virtual(dset: Any, h5file: Any, base: str, rel_dir: str,
-                  allow: bool) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+def check_virtual(dset: Any, h5file: Any, base: str, rel_dir: str, allow: bool) -> tuple[np.ndarray, np.ndarray]:
     """Check a virtual dataset's sources against the policy and return the element boxes
-    ``(lo, hi)`` its mappings cover.  Sources in the same file (``"."``) are read by
+    ``(lo, hi)`` (int64 arrays of shape ``(n, ndim)``) where it has stored data: the
+    stored chunks of each source mapped block to block (the whole mapping when a
+    selection is not one block or the source is stored whole), so a huge virtual
+    dataset over a sparse source costs what is stored.  Sources in the same file (``"."``) are read by
     default; sources in other files only when ``allow`` (confined to ``base``, the
     files opened and checked here).  A source that is virtual or external itself, or a
     printf-style source name, is refused.  Sources are resolved against ``rel_dir`` (the
@@ -189,7 +193,10 @@ def check_virtual(dset: Any, h5file: Any, base: str, rel_dir: str,
         maps = dset.virtual_sources()
     except (OSError, RuntimeError, ValueError, TypeError) as e:
         raise RefusedExternal(f"cannot read the virtual dataset's mappings: {e}") from None
-    boxes = []
+    nd = len(dset.shape)
+    vfill = _fill_bytes(dset)
+    los: list[np.ndarray] = [np.empty((0, nd), np.int64)]
+    his: list[np.ndarray] = [np.empty((0, nd), np.int64)]
     for m in maps:
         fname, dname = str(m.file_name), str(m.dset_name)
         what = f"virtual dataset source {fname}:{dname}"
@@ -201,9 +208,11 @@ def check_virtual(dset: Any, h5file: Any, base: str, rel_dir: str,
             lo, hi = None, None
         if lo is None or hi is None:
             raise RefusedExternal(f"{what}: the mapping has no bounded selection")
-        boxes.append((tuple(int(x) for x in lo), tuple(int(x) + 1 for x in hi)))
+        vlo, vhi = np.array(lo, np.int64), np.array(hi, np.int64) + 1
         if fname == ".":
-            _check_source(h5file, dname, what)
+            got = _mapped(_check_source(h5file, dname, what, vfill), m, vlo, vhi)
+            los.append(got[0])
+            his.append(got[1])
             continue
         if not allow:
             raise RefusedExternal(f"{what}: the source is another file ({OPT_IN})")
@@ -212,13 +221,54 @@ def check_virtual(dset: Any, h5file: Any, base: str, rel_dir: str,
         real = confine(base, fname, what, rel_dir)
         try:
             with h5py.File(real, "r") as other:
-                _check_source(other, dname, what)
+                got = _mapped(_check_source(other, dname, what, vfill), m, vlo, vhi)
         except OSError as e:
             raise RefusedExternal(f"{what}: cannot open {real} as HDF5: {e}") from None
-    return boxes
+        los.append(got[0])
+        his.append(got[1])
+    return np.concatenate(los), np.concatenate(his)
 
 
-def _check_source(h5file: Any, dname: str, what: str) -> None:
+def _mapped(src: tuple[tuple[np.ndarray, np.ndarray] | None, tuple[int, ...]], m: Any, vlo: np.ndarray,
+            vhi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The source's stored boxes (``None``: stored whole) seen through mapping ``m``
+    (virtual block ``[vlo, vhi)``): shifted block to block when both selections are
+    one block of the same shape, else the whole virtual block."""
+    import h5py
+
+    src_boxes, src_shape = src
+    whole = (vlo.reshape(1, -1), vhi.reshape(1, -1))
+    try:
+        if m.src_space.get_select_type() == h5py.h5s.SEL_ALL:  # the whole source dataset
+            slo_a, shi_a = np.zeros(len(src_shape), np.int64), np.array(src_shape, np.int64)
+            src_block = True
+        else:
+            slo, shi = m.src_space.get_select_bounds()
+            slo_a, shi_a = np.array(slo, np.int64), np.array(shi, np.int64) + 1
+            src_block = m.src_space.get_select_npoints() == int(np.prod(shi_a - slo_a))
+        blocks = src_block and m.vspace.get_select_npoints() == int(np.prod(vhi - vlo))
+    except (OSError, RuntimeError, ValueError, TypeError):
+        return whole
+    if src_boxes is None or not blocks or slo_a.shape != vlo.shape or not np.array_equal(shi_a - slo_a, vhi - vlo):
+        return whole
+    lo = np.maximum(src_boxes[0], slo_a)
+    hi = np.minimum(src_boxes[1], shi_a)
+    keep = np.all(hi > lo, axis=1)
+    return lo[keep] - slo_a + vlo, hi[keep] - slo_a + vlo
+
+
+def _fill_bytes(dset: Any) -> bytes | None:
+    try:
+        return np.asarray(dset.fillvalue, dtype=dset.dtype).tobytes()
+    except (OSError, RuntimeError, ValueError, TypeError):
+        return None
+
+
+def _check_source(h5file: Any, dname: str, what: str,
+                  vfill: bytes | None) -> tuple[tuple[np.ndarray, np.ndarray] | None, tuple[int, ...]]:
+    """Refuse a source that is not a plain dataset; return where it has stored data
+    (its stored chunks; None: stored whole, or its unallocated chunks read as a fill
+    value other than the virtual dataset's ``vfill``) and its shape."""
     import h5py
 
     link = external_link_on_path(h5file, dname)
@@ -230,3 +280,20 @@ def _check_source(h5file: Any, dname: str, what: str) -> None:
         raise RefusedExternal(f"{what}: no such source dataset ({e})") from None
     if not isinstance(src, h5py.Dataset) or src.is_virtual or src.external is not None:
         raise RefusedExternal(f"{what}: a source that is not a plain dataset (virtual or external itself) is not read")
+    shape = tuple(int(s) for s in src.shape or ())
+    nd = len(shape)
+    try:
+        if not src.chunks or vfill is None or _fill_bytes(src) != vfill:
+            return None, shape
+        cs = np.array(src.chunks, np.int64).reshape(1, nd)
+        offs: list[tuple[int, ...]] = []
+
+        def visit(si: Any) -> None:
+            if si.byte_offset is not None:
+                offs.append(tuple(si.chunk_offset))
+
+        src.id.chunk_iter(visit)
+    except (OSError, RuntimeError, ValueError, TypeError):
+        return None, shape  # (read as HDF5 reads it; only the listing is coarser)
+    lo = np.array(offs, np.int64).reshape(-1, nd)
+    return (lo, np.minimum(lo + cs, np.array(shape, np.int64).reshape(1, nd))), shape

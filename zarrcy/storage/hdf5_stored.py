@@ -18,7 +18,6 @@ Storage layer (layer 2).
 
 from __future__ import annotations
 
-import itertools
 from typing import Iterator, Protocol, Sequence
 
 import numpy as np
@@ -71,10 +70,26 @@ def part_chunk_ids(boxes: tuple[np.ndarray, np.ndarray] | None, offset: Sequence
 
 
 def range_coords(lo: Sequence[int], hi: Sequence[int], chunk_shape: Sequence[int]) -> Iterator[tuple[int, ...]]:
-    """Coordinates (C order, lazily) of every chunk touching the element box ``[lo, hi)``."""
+    """Coordinates (C order, lazily) of every chunk touching the element box ``[lo, hi)``.
+    An odometer, not ``itertools.product`` (which first copies each range into a tuple:
+    a ``2**40``-chunk axis would not fit in memory)."""
     if any(h <= l for l, h in zip(lo, hi)):
-        return iter(())
-    return itertools.product(*(range(l // c, -(-h // c)) for l, h, c in zip(lo, hi, chunk_shape)))
+        return
+    first = [int(l) // int(c) for l, c in zip(lo, chunk_shape)]
+    stop = [-(-int(h) // int(c)) for h, c in zip(hi, chunk_shape)]
+    cur = list(first)
+    nd = len(cur)
+    while True:
+        yield tuple(cur)
+        d = nd - 1
+        while d >= 0:
+            cur[d] += 1
+            if cur[d] < stop[d]:
+                break
+            cur[d] = first[d]
+            d -= 1
+        if d < 0:
+            return
 
 
 def unravel_ids(ids: np.ndarray, grid: Sequence[int], block: int = 1 << 16) -> Iterator[tuple[int, ...]]:
