@@ -248,36 +248,34 @@ def test_external_links(dirs, capsys):
 
 
 def test_concatenated_file_with_an_external_link_is_refused(dirs):
+    """Along --concat-dim, /v of the second file is an external link: refused, never
+    followed (even with allow_external: links are followed for one source file only)."""
     src, out = dirs
     with h5py.File(out / "far.h5", "w") as f:
         f.create_dataset("v", data=np.arange(3.0))
-    paths = []
-    for i in range(2):
-        p = str(src / f"m{i}.h5")
-        with h5py.File(p, "w") as f:
-            t = f.create_dataset("time", data=np.arange(3.0) + 3 * i)
-            t.make_scale("time")
-            if i == 0:
-                v = f.create_dataset("v", data=np.arange(3.0))
-                v.dims[0].attach_scale(t)
-            else:
-                f["v"] = h5py.ExternalLink(str(out / "far.h5"), "/v")
-        paths.append(p)
-    with pytest.raises(HDF5SourceError, match="m1.h5: variable /v: reached through the external link"):
-        HDF5Store(paths, concat_dim="time")
+    first, second = str(src / "m0.h5"), str(src / "m1.h5")
+    with h5py.File(first, "w") as f:
+        f.create_dataset("time", data=np.arange(3.0)).make_scale("time")
+        f.create_dataset("v", data=np.arange(3.0)).dims[0].attach_scale(f["time"])
+    with h5py.File(second, "w") as f:
+        f.create_dataset("time", data=np.arange(3.0, 6.0)).make_scale("time")
+        f["v"] = h5py.ExternalLink(str(out / "far.h5"), "/v")
+    for allow in (False, True):
+        with pytest.raises(HDF5SourceError, match="m1.h5: variable /v: reached through the external link"):
+            HDF5Store([first, second], concat_dim="time", allow_external=allow)
 
 
 def test_allow_external_travels_to_dask_workers(dirs):
     """The store pickles with its policy (and the files' identities): Dask workers read
     the allowed external data, as threads do."""
     pytest.importorskip("distributed", reason="--dask needs the 'dask' extra")
+    import pickle
+
     src, _ = dirs
     data = np.arange(64, dtype="u1")
     (src / "d.bin").write_bytes(data.tobytes())
     path = str(src / "e.h5")
     _external(path, "x", [("d.bin", 0, 64)])
-    import pickle
-
     store = HDF5Store(path, allow_external=True)
     copy = pickle.loads(pickle.dumps(zarrcy.open_array(store, path="x", mode="r")))
     assert np.array_equal(copy[...], data)
