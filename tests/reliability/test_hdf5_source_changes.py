@@ -228,3 +228,23 @@ def test_chunk_stored_through_a_missing_optional_filter_is_refused(tmp_path, cap
     err = capsys.readouterr().err
     assert "/v" in err and str(UNKNOWN) in err
     assert not os.path.exists(tmp_path / "o.zarr" / "zarr.json")
+
+
+def test_external_raw_data_rewritten_while_read(tmp_path):
+    """Allowed external raw data files are watched as the source file is."""
+    (tmp_path / "d.bin").write_bytes(np.arange(64, dtype="u1").tobytes())
+    path = str(tmp_path / "e.h5")
+    with h5py.File(path, "w") as f:
+        f.create_dataset("x", shape=(64,), dtype="u1", external=[("d.bin", 0, 64)])
+    store = HDF5Store(path, allow_external=True)
+    a = zarrcy.open_array(store, path="x", mode="r")
+    assert np.array_equal(a[...], np.arange(64))
+    st = os.stat(tmp_path / "d.bin")
+    with open(tmp_path / "d.bin", "r+b") as fh:
+        fh.write(b"\xff" * 8)
+    os.utime(tmp_path / "d.bin", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    with pytest.raises(SourceChangedError, match="the external storage file .*d.bin was rewritten"):
+        a[...]
+    with pytest.raises(SourceChangedError, match="d.bin"):
+        store.check_unchanged()
+    store.close()

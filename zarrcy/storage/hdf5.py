@@ -559,6 +559,8 @@ class HDF5Store(Store):
         files = [*self._files, *self._linked.values()]
         for f in files:
             f.check_path()
+            for ext in f.externals:
+                ext.check()
         for f in files:
             parts = [p for a in self._arrays.values() for p in a.parts if p.file is f and p.index is not None]
             if not parts:

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from zarrcy.storage.hdf5_errors import HDF5SourceError
+from zarrcy.storage.hdf5_errors import HDF5SourceError, SourceChangedError
 
 __all__ = ["ExternalData", "confine", "check_virtual", "external_link_on_path", "OPT_IN"]
 
@@ -89,11 +89,14 @@ class ExternalData:
     """The raw bytes of a contiguous dataset kept in external files: segments
     ``(name, file offset, size)`` in dataset order (``H5Pset_external``), each file
     confined (:func:`confine`) and opened once.  Every byte the dataset needs must be in
-    its file (a shorter file is refused as truncated: HDF5 would read zeros)."""
+    its file (a shorter file is refused as truncated: HDF5 would read zeros).  A file
+    rewritten after it was opened (size, mtime, ctime) raises SourceChangedError on the
+    next read (:meth:`check`), as the source file itself does."""
 
     def __init__(self, segments: list[tuple[str, int, int]], nbytes: int, base: str, rel_dir: str, where: str) -> None:
         self.where = where
         self._segs: list[tuple[int, str, int, int, int]] = []  # (fd, path, file offset, start in data, length)
+        self._ident: dict[int, tuple[int, int, int]] = {}  # fd -> (size, mtime, ctime) when opened
         acc = 0
         try:
             for name, off, size in segments:
@@ -104,6 +107,7 @@ class ExternalData:
                 n = min(int(size), nbytes - acc)
                 fd = _open_checked(real, what)
                 self._segs.append((fd, real, int(off), acc, n))
+                self._ident[fd] = _stamp(os.fstat(fd))
                 have = os.fstat(fd).st_size
                 if int(off) < 0 or int(off) + n > have:
                     raise RefusedExternal(f"{what} ({real}): expected {n} bytes at byte {off}, the file "
@@ -141,15 +145,30 @@ class ExternalData:
                 if r <= 0:
                     raise HDF5SourceError(f"{self.where}: {what}: unexpected end of {real} (truncated while open?)")
                 got += r
+            self._check_one(fd, real, what)
             pos += k
             out += k
         if pos < end:
             raise HDF5SourceError(f"{self.where}: {what}: bytes {pos}..{end} are in no external file")
 
+    def _check_one(self, fd: int, real: str, what: str = "") -> None:
+        if _stamp(os.fstat(fd)) != self._ident[fd]:
+            raise SourceChangedError(f"{self.where}: the external storage file {real} was rewritten while zarrcy "
+                                     f"read it{' (' + what + ')' if what else ''}")
+
+    def check(self) -> None:
+        """SourceChangedError if an external file changed since it was opened."""
+        for fd, real, *_ in self._segs:
+            self._check_one(fd, real)
+
     def pread(self, offset: int, size: int, into_offset: int = 0, what: str = "") -> bytearray:
         buf = bytearray(into_offset + size)
         self.pread_into(offset, size, memoryview(buf)[into_offset:], what)
         return buf
+
+
+def _stamp(st: os.stat_result) -> tuple[int, int, int]:
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def external_link_on_path(group: Any, name: str) -> tuple[str, str, str] | None:
