@@ -90,3 +90,19 @@ MAY_SUCCEED = {
     "v2 .zmetadata": ("open_group", "open", "consolidate"),  # .zmetadata is read only when consolidated
     "child zarr.json": ("open_group", "open"),  # the child is not read until asked for
 }
+
+
+def test_deep_convert_journal_is_an_error_not_a_recursion(tmp_path, capsys):
+    """The convert journal is store data too: an interrupted run's ``plan.json`` nested
+    100,000 levels deep ends ``--resume`` with an error naming it (exit status)."""
+    import numpy as np
+
+    from zarrcy.convert import convert_main
+
+    src = str(tmp_path / "src.zarr")
+    zarrcy.create_array(src, shape=(8,), chunks=(4,), dtype="u1")[...] = np.arange(8, dtype="u1")
+    dst = tmp_path / "dst.zarr"
+    (dst / "__zarrcy_convert").mkdir(parents=True)
+    (dst / "__zarrcy_convert" / "plan.json").write_bytes(NEST)
+    assert convert_main([src, str(dst), "--resume", "--progress", "off"]) != 0
+    assert "plan.json" in capsys.readouterr().err
