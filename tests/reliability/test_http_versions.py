@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import zarrcy
+from http_range import send_empty, send_value
 from zarrcy.codecs.sharding.reader import clear_index_cache
 from zarrcy.storage import MemoryStore
 
@@ -82,42 +83,17 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     cls.objects[SHARD_KEY] = cls.new_shard
             data = cls.objects.get(key)
         if data is None:
-            self.send_response(404)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
+            send_empty(self, 404)
             return
         tag = f'"v{hash(data) & 0xffffffff:x}"'
         match = self.headers.get("If-Match")
         if match is not None and cls.etag_mode == "strong" and match != tag:
-            self.send_response(412)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
+            send_empty(self, 412)
             return
-        size = len(data)
-        start, stop, status = 0, size, 200
-        rng = self.headers.get("Range")
-        if rng and rng.startswith("bytes="):
-            a, _, b = rng[6:].partition("-")
-            start, stop = (max(0, size - int(b)), size) if a == "" else (int(a), size if b == "" else min(size, int(b) + 1))
-            if start >= size:
-                self.send_response(416)
-                self.send_header("Content-Range", f"bytes */{size}")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                return
-            status = 206
-        self.send_response(status)
-        self.send_header("Content-Length", str(stop - start))
-        self.send_header("Last-Modified", LAST_MODIFIED)
-        if cls.etag_mode == "strong":
-            self.send_header("ETag", tag)
-        elif cls.etag_mode == "weak":
-            self.send_header("ETag", "W/" + tag)
-        if status == 206:
-            self.send_header("Content-Range", f"bytes {start}-{stop - 1}/{size}")
-        self.end_headers()
-        if body:
-            self.wfile.write(data[start:stop])
+        headers = {"Last-Modified": LAST_MODIFIED}
+        if cls.etag_mode != "none":
+            headers["ETag"] = tag if cls.etag_mode == "strong" else "W/" + tag
+        send_value(self, data, body, headers)
 
 
 @pytest.fixture(scope="module")
