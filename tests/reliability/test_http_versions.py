@@ -217,3 +217,34 @@ def test_stalled_server_default_timeout(server):
     _reset(handler, docs, "strong", 0)
     result = _open_stalled(base, handler, None, 45)
     assert len(result) == 1 and "timed out" in str(result[0]), result
+
+
+@pytest.mark.parametrize("mode", ["none", "weak"])
+def test_content_version_api(server, mode):
+    """The store-level contract behind the reads above: without a strong ETag the token
+    is the bytes read; ranges come back only from an object still holding them."""
+    from zarrcy.byte_range import RangeRequest, SuffixRequest
+    from zarrcy.storage import ObjectStore
+    from zarrcy.storage.remote import ContentVersion
+
+    base, handler, docs, old, new = server
+    _reset(handler, docs, mode, 0)
+    s = ObjectStore(base)
+    tail, token = s.get_versioned(SHARD_KEY, SuffixRequest(16))
+    size = len(docs[SHARD_KEY])
+    assert isinstance(token, ContentVersion) and (token.start, token.stop, token.size) == (size - 16, size, size)
+    assert tail == docs[SHARD_KEY][-16:]
+    want = [docs[SHARD_KEY][0:4], docs[SHARD_KEY][10:13], b"", docs[SHARD_KEY][-2:]]
+    got = s.get_ranges_if_version(SHARD_KEY, [RangeRequest(0, 4), RangeRequest(10, 3), RangeRequest(5, 0),
+                                              SuffixRequest(2)], token)
+    assert got == want
+    before = handler.shard_gets
+    assert s.get_ranges_if_version(SHARD_KEY, [RangeRequest(0, 4)], token) == want[:1]
+    assert handler.shard_gets - before == 1  # one GET: the ranges and the token's bytes together
+    with handler.lock:
+        handler.objects[SHARD_KEY] = handler.new_shard  # same size, other index bytes
+    assert s.get_ranges_if_version(SHARD_KEY, [RangeRequest(0, 4)], token) is None
+    with handler.lock:
+        del handler.objects[SHARD_KEY]
+    assert s.get_ranges_if_version(SHARD_KEY, [RangeRequest(0, 4)], token) is None
+    assert s.get_versioned(SHARD_KEY) == (None, None)
