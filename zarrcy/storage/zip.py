@@ -507,6 +507,8 @@ class ZipStore(Store):
         """Ranges of one member: a pread each when stored; decompressed once, only as far
         as the furthest range needs, when compressed."""
         spans = [resolve_range(r, info.file_size) for r in ranges]
+        if not spans:
+            return []
         if info.compress_type == zipfile.ZIP_STORED:
             return [self._read_member(info, a, b, r is None) for (a, b), r in zip(spans, ranges)]
         need = max(b for _, b in spans)
