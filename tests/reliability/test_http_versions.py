@@ -209,6 +209,7 @@ def test_default_timeout_is_at_most_30_s(server):
     assert ObjectStore(server[0]).timeout <= 30
     with pytest.raises(zarrcy.errors.StoreError, match="timeout"):
         ObjectStore(server[0], storage_options={"timeout": -1})
+    assert ObjectStore(server[0]).timeout == 30  # refused options are not remembered for the URL
 
 
 @pytest.mark.slow

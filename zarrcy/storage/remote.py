@@ -238,6 +238,9 @@ def check_storage_options(scheme: str, options: dict[str, Any]) -> None:
             continue  # the long azure_storage_* spellings are many: the client checks those
         if short not in service:
             raise StoreError(expected(f"storage_options.{k}", f"one of {_valid_keys_text(family)}", k))
+    timeout = options.get("timeout", DEFAULT_TIMEOUT)
+    if type(timeout) not in (int, float) or not 0 < timeout < 1e6:
+        raise StoreError(expected("storage_options.timeout", "seconds, a number > 0", timeout))
     for name, valid in (("client_options", _CLIENT_KEYS), ("retry_config", _RETRY_KEYS)):
         sub = options.get(name)
         if sub is None:
@@ -299,10 +302,7 @@ class ObjectStore(Store):
         if self.max_concurrency < 1:
             raise StoreError(expected("storage_options.max_concurrency", "an int >= 1", self.max_concurrency))
         self.io_concurrency = self.max_concurrency
-        timeout = opts.pop("timeout", DEFAULT_TIMEOUT)
-        if type(timeout) not in (int, float) or not 0 < timeout < 1e6:
-            raise StoreError(expected("storage_options.timeout", "seconds, a number > 0", timeout))
-        self.timeout = float(timeout)
+        self.timeout = float(opts.pop("timeout", DEFAULT_TIMEOUT))  # checked by check_storage_options
         wait = timedelta(seconds=self.timeout)
         opts["retry_config"] = {**_DEFAULT_RETRY, "retry_timeout": wait, **(opts.get("retry_config") or {})}
         client_options = dict(opts.pop("client_options", None) or {})
