@@ -75,7 +75,7 @@ def _proc_fd_works() -> bool:
 
 _PROC_FD = _proc_fd_works()
 _DIR_FD = _PROC_FD and os.open in os.supports_dir_fd and os.rename in os.supports_dir_fd and os.unlink in os.supports_dir_fd
-_SCANDIR_FD = _PROC_FD and os.scandir in os.supports_fd
+_SCANDIR_FD = os.scandir in os.supports_fd
 
 
 def local_path_from_url(url: str) -> str:
@@ -228,7 +228,7 @@ class LocalStore(Store):
         checked descriptor (one readlink, however deep the directory: ``realpath``
         costs an lstat per level, which made walking a deep hierarchy quadratic)."""
         try:
-            if _SCANDIR_FD:
+            if _PROC_FD and _SCANDIR_FD:
                 dfd = os.open(path, _O_DIR)
                 try:
                     real = self._check_fd(dfd, path, allow_root=True)
