@@ -132,13 +132,18 @@ READS = {
 
 
 @pytest.mark.parametrize("cached", [False, True], ids=["cold", "cached index"])
-@pytest.mark.parametrize("mode", ["none", "weak", "strong"])
+@pytest.mark.parametrize("mode", ["none", "weak", "strong", "none, long span"])
 @pytest.mark.parametrize("read", list(READS))
-def test_swap_before_every_request_of_a_read(server, mode, read, cached):
+def test_swap_before_every_request_of_a_read(server, mode, read, cached, monkeypatch):
     base, handler, docs, old, new = server
+    if mode == "none, long span":  # every span "too long": ranges, then the index read again
+        from zarrcy.storage import remote
+
+        monkeypatch.setattr(remote, "SPAN_LIMIT", 0)
+        mode = "none"
     sel = READS[read]
     seen = set()
-    for swap_before in range(1, 7):  # a read makes at most a few shard GETs (retries included)
+    for swap_before in range(1, 8):  # a read makes at most a few shard GETs (retries included)
         _reset(handler, docs, mode, 0)
         clear_index_cache()
         a = zarrcy.open_array(f"{base}/a", mode="r")

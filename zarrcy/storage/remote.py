@@ -51,7 +51,11 @@ with ``get_versioned`` and its inner chunks with ``get_ranges_if_version``, so w
   bytes identical to those the caller decoded, so an index is never applied to bytes
   of another version.  Cost: the span between the data and the index is transferred
   (a point read near the start of a shard whose index is at its end reads most of the
-  shard); serve shards with strong ETags to read single ranges.
+  shard); serve shards with strong ETags to read single ranges.  A span longer than
+  ``SPAN_LIMIT`` (64 MiB) is not fetched whole: the ranges are, each response checked
+  for the token's size and Last-Modified, and then the token's bytes are read again
+  and compared -- a swap between the reads is seen; a swap and a swap back within one
+  read keeping size, time and index bytes would not be (the one residual case).
 
 Chosen over ``obstore.get_ranges`` plus a check because ``get_ranges`` returns no ETag
 (the check would be another request, a HEAD, and still racy), whereas a conditional
@@ -125,6 +129,17 @@ class ContentVersion(NamedTuple):
     stop: int
     size: int
     digest: bytes
+    #: the response's Last-Modified (not a validator alone: see the module docstring)
+    modified: Any = None
+
+
+#: a conditional read on a ContentVersion fetches the ranges and the token's bytes in
+#: one GET when the span covering them is at most this long; a longer span (a point
+#: read near the start of a big shard whose index is at its end) is fetched as ranges,
+#: each response checked for the token's size and Last-Modified, and then the token's
+#: bytes are read again and compared (a hostile or huge object never makes one read
+#: allocate more than this plus the ranges asked for)
+SPAN_LIMIT = 64 << 20
 
 
 def _digest(data: Any) -> bytes:
@@ -139,6 +154,7 @@ class _Got(NamedTuple):
     etag: str | None
     start: int
     size: int | None
+    modified: Any = None
 
 
 def _strong_etag(meta: Any) -> str | None:
@@ -456,10 +472,10 @@ class ObjectStore(Store):
         if byte_range is None:
             if size is not None and len(data) != size:  # a body cut short
                 raise StoreError(f"{self._url}/{key}: truncated object: {len(data)} of {size} bytes")
-            return _Got(data, etag, 0, len(data))
+            return _Got(data, etag, 0, len(data), meta.get("last_modified"))
         rng = getattr(result, "range", None)
         start = int(rng[0]) if rng is not None else (resolve_range(byte_range, size)[0] if size is not None else 0)
-        return _Got(data, etag, start, size)
+        return _Got(data, etag, start, size, meta.get("last_modified"))
 
     def _head_check(self, key: str, if_match: str | None, byte_range: ByteRequest) -> _Got | None:
         """A HEAD standing in for a GET of no bytes (an empty range, or one past the end):
@@ -476,7 +492,7 @@ class ObjectStore(Store):
             raise _Changed(key)
         size = int(meta["size"])
         start, stop = resolve_range(byte_range, size)
-        return _Got(b"", etag, start, size) if start >= stop else None
+        return _Got(b"", etag, start, size, meta.get("last_modified")) if start >= stop else None
 
     def get(self, key: str, byte_range: ByteRequest = None) -> bytes | None:
         check_key(key)
@@ -494,7 +510,7 @@ class ObjectStore(Store):
             return got.data, got.etag
         if got.size is None:  # nothing to validate with (no object size either)
             return got.data, None
-        return got.data, ContentVersion(got.start, got.start + len(got.data), got.size, _digest(got.data))
+        return got.data, ContentVersion(got.start, got.start + len(got.data), got.size, _digest(got.data), got.modified)
 
     def get_ranges_if_version(
         self, key: str, byte_ranges: Sequence[ByteRequest], version: object
@@ -523,6 +539,8 @@ class ObjectStore(Store):
         for a, b in spans:
             if b > a:
                 lo, hi = min(lo, a), max(hi, b)
+        if hi - lo > SPAN_LIMIT:
+            return self._get_ranges_rechecked(key, spans, version)
         if hi > lo:
             got = self._fetch(key, RangeRequest(lo, hi - lo))
             data = got.data
@@ -537,6 +555,26 @@ class ObjectStore(Store):
             data = b""
         return [data[a - lo : b - lo] if b > a else b"" for a, b in spans]
 
+    def _get_ranges_rechecked(
+        self, key: str, spans: list[tuple[int, int]], version: ContentVersion
+    ) -> list[bytes | None] | None:
+        """The ranges (coalesced, concurrent), every response from an object of the
+        token's size and Last-Modified, then the token's bytes read again and compared:
+        an index swapped between the index read and the data read is seen (its bytes, or
+        the size, or the time differ).  Not seen: a swap and a swap back within one read
+        that keep size, time and index bytes (see SPAN_LIMIT)."""
+        wanted = [(key, RangeRequest(a, b - a)) for a, b in spans if b > a]
+        try:
+            got = iter(self._get_many(wanted, None, (version.size, version.modified)))
+        except _Changed:
+            return None
+        out = [next(got) if b > a else b"" for a, b in spans]
+        again = self._fetch(key, RangeRequest(version.start, version.stop - version.start))
+        if (again.data is None or again.size != version.size or again.modified != version.modified
+                or _digest(again.data) != version.digest or any(v is None for v in out)):
+            return None
+        return out
+
     def get_partial_values(self, key_ranges: Sequence[tuple[str, ByteRequest]]) -> list[bytes | None]:
         """Bounded ranges of one key are sorted and merged when the gap between them is at
         most ``coalesce`` bytes (storage_options, default 1 MiB), so a shard's needed inner
@@ -546,7 +584,9 @@ class ObjectStore(Store):
         (possible with a corrupt shard index) instead of clipping it."""
         return self._get_many(key_ranges, None)
 
-    def _get_many(self, key_ranges: Sequence[tuple[str, ByteRequest]], if_match: str | None) -> list[bytes | None]:
+    def _get_many(self, key_ranges: Sequence[tuple[str, ByteRequest]], if_match: str | None,
+                  expect: tuple[int, Any] | None = None) -> list[bytes | None]:
+        """``expect``: (size, Last-Modified) every response must report, else _Changed."""
         bounded: dict[str, list[tuple[int, int, int]]] = {}
         fetches: list[tuple[str, ByteRequest, list[tuple[int, int, int]]]] = []
         empty: list[tuple[str, int]] = []
@@ -577,7 +617,10 @@ class ObjectStore(Store):
 
         def one(fetch: tuple[str, ByteRequest, list[tuple[int, int, int]]]) -> None:
             key, req, parts = fetch
-            data = self._fetch(key, req, if_match).data
+            got = self._fetch(key, req, if_match)
+            if expect is not None and (got.data is None or (got.size, got.modified) != expect):
+                raise _Changed(key)
+            data = got.data
             if not isinstance(req, RangeRequest) or not req.length:
                 out[parts[0][2]] = data
                 return
