@@ -48,6 +48,8 @@ CODECS: dict[str, str] = {
     # read-only alias of [scale_offset, cast_value{out_of_range: "wrap"}] (ext-codec-scale_offset.md)
     "numcodecs.fixedscaleoffset": "zarrcy.codecs.scale_offset:FixedScaleOffsetCodec",
     "sharding_indexed": "zarrcy.codecs.sharding:ShardingCodec",
+    # zarr-extensions codecs/reshape
+    "reshape": "zarrcy.codecs.reshape:ReshapeCodec",
     # zarr-extensions codecs/vlen-utf8, codecs/vlen-bytes (data types "string", "bytes")
     "vlen-utf8": "zarrcy.codecs.vlen:VLenUTF8Codec",
     "vlen-bytes": "zarrcy.codecs.vlen:VLenBytesCodec",
