@@ -9,11 +9,13 @@ import json
 import ml_dtypes
 import numpy as np
 import pytest
+from codec_helpers import MemValue
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import zarrcy
 from zarrcy.codecs import ArraySpec, parse_codecs
+from zarrcy.codecs._base import select
 from zarrcy.codecs.packbits import NumcodecsPackBits, PackBitsCodec, components_for
 from zarrcy.codecs.pipeline import CodecPipeline
 from zarrcy.codecs.registry import codec_from_dict
@@ -198,6 +200,73 @@ def test_known_bytes():
     p = pipe({"first_bit": 4, "last_bit": 11}, (3,), "int16")
     assert bytes(p.encode(v16)) == bytes([0xFF, 0x12, 0xFF])
     assert p.decode(bytes([0xFF, 0x12, 0xFF])).tolist() == [-16, 0x0120, -16]
+
+
+# -- partial reads (no compressor: element i is at stream bits [i*k, (i+1)*k)) -----------------
+@st.composite
+def _selection(draw, shape):
+    sel = []
+    for n in shape:
+        kind = draw(st.sampled_from(["int", "slice", "array"]))
+        if kind == "int":
+            sel.append(draw(st.integers(0, n - 1)))
+        elif kind == "slice":
+            a = draw(st.integers(0, n - 1))
+            sel.append(slice(a, draw(st.integers(a + 1, n)), draw(st.integers(1, 3))))
+        else:
+            sel.append(np.array(draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=4)), np.int64))
+    return tuple(sel)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from([("bool", {}), ("uint8", {"first_bit": 2, "last_bit": 4}), ("int4", {}),
+                        ("int16", {"first_bit": 3, "last_bit": 13}), ("uint2", {}), ("complex64", {"last_bit": 20})]),
+       st.sampled_from(["none", "first_byte", "last_byte"]), st.data())
+def test_partial_reads_equal_full_decode(case, padding, data):
+    name, cfg = case
+    shape = (5, 7, 3)
+    spec = spec_of(shape, name)
+    c = components_for(spec)
+    x = _values(spec.dtype, int(np.prod(shape)), 11, c).reshape(shape)
+    codec = PackBitsCodec(padding, cfg.get("first_bit"), cfg.get("last_bit"))
+    p = CodecPipeline.from_codecs([codec], spec)
+    assert p.supports_partial_decode
+    v = MemValue(bytes(p.encode(x)))
+    full = p.decode(v.value)
+    sel = data.draw(_selection(shape))
+    got = p.decode_partial(v, sel)
+    assert got.tobytes() == np.ascontiguousarray(select(full, sel)).tobytes()
+    coords = np.array([[4, 0, 2], [6, 0, 3], [2, 1, 0]], np.int64)
+    assert p.decode_points(v, coords).tobytes() == full[tuple(coords)].tobytes()
+    assert p.read_point(v, (3, 5, 1)).tobytes() == full[3, 5, 1].tobytes()
+
+
+def test_partial_read_fetches_only_the_span():
+    x = (np.arange(8000) % 7 == 0).reshape(80, 100)
+    p = CodecPipeline.from_codecs([PackBitsCodec("first_byte")], spec_of(x.shape, "bool"))
+    v = MemValue(bytes(p.encode(x)))
+    assert v.value is not None and len(v.value) == 1001
+    np.testing.assert_array_equal(p.decode_partial(v, (40, slice(0, 100, 1))), x[40])
+    assert v.fetched == 13 + 1  # 100 bits from bit 4000 (byte 500: 13 bytes) + the padding byte
+    v.fetched = 0
+    assert p.read_point(v, (79, 99)) == x[79, 99]
+    assert v.fetched == 2
+    assert p.decode_partial(MemValue(None), (0, 0)) is None
+
+
+@pytest.mark.parametrize("padding", ["none", "first_byte", "last_byte"])
+def test_partial_reads_of_hostile_values(padding):
+    x = np.arange(60).astype(ml_dtypes.uint4).reshape(6, 10)
+    p = CodecPipeline.from_codecs([PackBitsCodec(padding)], spec_of(x.shape, "uint4"))
+    good = bytes(p.encode(x))
+    truncated = good[:10] if padding != "first_byte" else good[:11]
+    with pytest.raises(CorruptChunkError, match="truncated"):
+        p.decode_partial(MemValue(truncated), (5, slice(0, 10, 1)))
+    if padding != "none":
+        wrong = bytearray(good)
+        wrong[0 if padding == "first_byte" else -1] = 3
+        with pytest.raises(CorruptChunkError, match="padding bits"):
+            p.decode_partial(MemValue(bytes(wrong)), (1, slice(0, 10, 1)))
 
 
 # -- hostile stored values ---------------------------------------------------------------------

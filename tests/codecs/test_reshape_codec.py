@@ -9,13 +9,11 @@ import math
 
 import numpy as np
 import pytest
-from codec_helpers import make_spec, same, sample
+from codec_helpers import MemValue, make_spec, same, sample
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import zarrcy
-from zarrcy.byte_access import ByteSetter
-from zarrcy.byte_range import resolve
 from zarrcy.codecs import parse_codecs
 from zarrcy.codecs._base import select, selection_shape
 from zarrcy.codecs.pipeline import CodecPipeline
@@ -207,33 +205,6 @@ def test_rectilinear_chunks_with_input_dims():
 
 
 # -- sharding --------------------------------------------------------------------------------
-class MemValue(ByteSetter):
-    """One in-memory value; records the bytes every read fetched."""
-
-    def __init__(self, value: bytes | None = None) -> None:
-        self.value = value
-        self.fetched = 0
-
-    def _get(self, r):
-        if self.value is None:
-            return None
-        a, b = resolve(r, len(self.value))
-        self.fetched += b - a
-        return self.value[a:b]
-
-    def get(self, byte_range=None):
-        return self._get(byte_range)
-
-    def get_ranges(self, byte_ranges):
-        return [self._get(r) for r in byte_ranges]
-
-    def set(self, value):
-        self.value = bytes(value)
-
-    def delete(self):
-        self.value = None
-
-
 def _sharded(b_inner):
     return {"name": "sharding_indexed", "configuration": {"chunk_shape": list(b_inner), "codecs": [LE],
                                                           "index_codecs": [LE, {"name": "crc32c"}]}}

@@ -31,39 +31,41 @@ pytest.importorskip("zarrs", reason="zarrs-python (pip install zarrs) is not ins
 LE = {"name": "bytes", "configuration": {"endian": "little"}}
 
 
+def placeholder(base: type, codec_name: str) -> type:
+    """A zarr-python codec class that only carries the JSON of ``codec_name`` (zarrs runs it)."""
+    @dataclasses.dataclass(frozen=True)
+    class Placeholder(base):  # type: ignore[misc, valid-type]
+        configuration: dict
+        is_fixed_size = True
+
+        @classmethod
+        def from_dict(cls, data: dict[str, Any]) -> Any:
+            return cls(configuration=dict(data.get("configuration") or {}))
+
+        def to_dict(self) -> dict[str, Any]:
+            return {"name": codec_name, "configuration": self.configuration}
+
+        def compute_encoded_size(self, n: int, spec: Any) -> int:
+            return n
+
+        def resolve_metadata(self, spec: Any) -> Any:
+            return spec
+
+        async def _decode_single(self, *args: Any) -> Any:
+            raise NotImplementedError(f"{codec_name}: only zarrs runs it")
+
+        async def _encode_single(self, *args: Any) -> Any:
+            raise NotImplementedError(f"{codec_name}: only zarrs runs it")
+
+    return Placeholder
+
+
 @pytest.fixture
 def zarrs_pipeline():
     """zarr-python with zarrs as its codec pipeline (strict) and placeholder classes for
     the codec names it does not know; all undone afterwards."""
     from zarr.abc.codec import ArrayArrayCodec, ArrayBytesCodec
     from zarr.registry import _codec_registries, register_codec
-
-    def placeholder(base: type, codec_name: str) -> type:
-        @dataclasses.dataclass(frozen=True)
-        class Placeholder(base):  # type: ignore[misc, valid-type]
-            configuration: dict
-            is_fixed_size = True
-
-            @classmethod
-            def from_dict(cls, data: dict[str, Any]) -> Any:
-                return cls(configuration=dict(data.get("configuration") or {}))
-
-            def to_dict(self) -> dict[str, Any]:
-                return {"name": codec_name, "configuration": self.configuration}
-
-            def compute_encoded_size(self, n: int, spec: Any) -> int:
-                return n
-
-            def resolve_metadata(self, spec: Any) -> Any:
-                return spec
-
-            async def _decode_single(self, *args: Any) -> Any:
-                raise NotImplementedError(f"{codec_name}: only zarrs runs it")
-
-            async def _encode_single(self, *args: Any) -> Any:
-                raise NotImplementedError(f"{codec_name}: only zarrs runs it")
-
-        return Placeholder
 
     added = [k for k in ("reshape", "packbits") if k not in _codec_registries]
     register_codec("reshape", placeholder(ArrayArrayCodec, "reshape"))
@@ -192,22 +194,7 @@ def test_bitround_not_in_zarrs_python(tmp_path, zarrs_pipeline):
     from zarr.abc.codec import ArrayArrayCodec
     from zarr.registry import _codec_registries, register_codec
 
-    @dataclasses.dataclass(frozen=True)
-    class Bitround(ArrayArrayCodec):  # type: ignore[misc]
-        configuration: dict
-        is_fixed_size = True
-
-        @classmethod
-        def from_dict(cls, data: dict[str, Any]) -> Any:
-            return cls(configuration=dict(data.get("configuration") or {}))
-
-        def to_dict(self) -> dict[str, Any]:
-            return {"name": "bitround", "configuration": self.configuration}
-
-        def compute_encoded_size(self, n: int, spec: Any) -> int:
-            return n
-
-    register_codec("bitround", Bitround)
+    register_codec("bitround", placeholder(ArrayArrayCodec, "bitround"))
     try:
         (tmp_path / "a").mkdir()
         meta = _meta((4,), (4,), "float32", [{"name": "bitround", "configuration": {"keepbits": 5}}, LE])

@@ -32,13 +32,17 @@ with ``endian: little`` does (the kernel copies).
 The stored size is exact (``ceil(n * k / 8)`` plus the padding byte), so a stored value
 of any other length is refused before decoding (CorruptChunkError).
 
+Partial reads (selections, points, single elements) when no compressor follows: element
+``i`` is at stream bits ``[i*k, (i+1)*k)``, so one range read fetches the bytes of the
+flat span the selection covers (from a byte-aligned element), beside the padding byte,
+which is checked; a short read (truncated value) is a CorruptChunkError.
+
 ``numcodecs.packbits`` (zarr-python's wrapper of numcodecs' ``PackBits``) is *not* an
 alias: it is an ``array -> array`` codec for ``bool`` arrays whose output is a 1-d
 ``uint8`` array of ``1 + ceil(n / 8)`` bytes -- the padding-bit count, then
 ``numpy.packbits`` order (most significant bit first).  The v3 codec with
 ``"first_byte"`` has the same header but the opposite bit order within each byte, so
-the two layouts differ whenever a byte holds more than one set bit pattern that is not
-a palindrome.  :class:`NumcodecsPackBits` reads and writes numcodecs' layout
+the two layouts differ unless every byte reads the same in both bit orders.  :class:`NumcodecsPackBits` reads and writes numcodecs' layout
 (bit for bit numcodecs' output, tested) under its own name.
 """
 
@@ -51,8 +55,9 @@ from typing import Any, ClassVar, Literal, NamedTuple, Self, cast
 
 import numpy as np
 
-from zarrcy.codecs._base import ArrayArrayCodec, ArrayBytesCodec, ArraySpec
-from zarrcy.codecs._common import NoConfiguration, as_uint8, config_dict, nbytes_of
+from zarrcy.byte_range import RangeRequest
+from zarrcy.codecs._base import ArrayArrayCodec, ArrayBytesCodec, ArraySpec, ByteGetter, Selection, selection_shape
+from zarrcy.codecs._common import NoConfiguration, as_uint8, config_dict, nbytes_of, selection_indices
 from zarrcy.errors import CorruptChunkError, MetadataError, expected
 
 __all__ = ["PackBitsCodec", "NumcodecsPackBits", "PaddingEncoding", "components_for"]
@@ -242,6 +247,68 @@ class PackBitsCodec(ArrayBytesCodec):
             return False
         self._unpack(self._body(data, spec), out, spec)
         return True
+
+    # -- partial reads: element i sits at stream bits [i*k, (i+1)*k), so a selection needs
+    # only the bytes of the flat span it covers (when no compressor follows: the pipeline
+    # routes partial reads here only then) --------------------------------------------------
+    supports_partial_decode: ClassVar[bool] = True
+
+    def decode_partial(
+        self, getter: ByteGetter, selection: Selection, spec: ArraySpec, out: np.ndarray | None = None
+    ) -> np.ndarray | None:
+        shape = selection_shape(selection, spec.shape)
+        parts = [selection_indices(s, n) for s, n in zip(selection, spec.shape)]
+        flat = np.ravel_multi_index(np.ix_(*parts), spec.shape).reshape(-1) if parts else np.zeros(1, np.int64)
+        span = self._read_span(getter, flat, spec)
+        if span is None:
+            return None
+        values, start = span
+        piece = values[flat - start].reshape(shape) if flat.size else np.empty(shape, spec.dtype)
+        if out is None:
+            return piece
+        out[...] = piece
+        return out
+
+    def decode_points(self, getter: ByteGetter, coords: np.ndarray, spec: ArraySpec) -> np.ndarray | None:
+        flat = np.ravel_multi_index(tuple(coords), spec.shape).reshape(-1)
+        span = self._read_span(getter, flat, spec)
+        if span is None:
+            return None
+        values, start = span
+        return values[flat - start]
+
+    def _read_span(self, getter: ByteGetter, flat: np.ndarray, spec: ArraySpec) -> tuple[np.ndarray, int] | None:
+        """The elements ``min(flat) .. max(flat)`` (widened down to a byte boundary of the
+        stream) decoded from one range read, and the first one's flat index; None when the
+        value is missing.  The padding byte is read beside it and checked; a short read
+        (a truncated value) is a CorruptChunkError."""
+        c, first, b = self._layout(spec, self.name)
+        n = math.prod(spec.shape)
+        body, pad, head = self._sizes(n, spec)
+        k = c.ncomp * b  # bits per element
+        align = 8 // math.gcd(8, k)  # elements per byte-aligned group
+        lo = int(flat.min()) if flat.size else 0
+        hi = int(flat.max()) + 1 if flat.size else 0
+        start = lo - lo % align
+        count = hi - start
+        off = (start * k) // 8 + (1 if self.padding_encoding == "first_byte" else 0)
+        nbytes = (count * k + 7) // 8
+        ranges = [RangeRequest(off, nbytes)]
+        if head:
+            ranges.append(RangeRequest(0 if self.padding_encoding == "first_byte" else body, 1))
+        got = getter.get_ranges(ranges)
+        if got[0] is None:
+            return None
+        data = as_uint8(got[0])
+        if data.shape[0] != nbytes or (head and (got[1] is None or len(got[1]) != 1)):
+            raise CorruptChunkError(expected(f"{self.name} chunk", f"{body + head} bytes ({n} elements of "
+                                             f"{_type_name(spec)})", "fewer (a truncated value)"))
+        if head and int(as_uint8(got[1])[0]) != pad:
+            raise CorruptChunkError(expected(f"{self.name} {self.padding_encoding} (padding bits)", f"{pad}",
+                                             int(as_uint8(got[1])[0])))
+        values = np.empty(count, dtype=spec.dtype)
+        self._unpack(data, values, spec)
+        return values, start
 
     def _unpack(self, body: np.ndarray, out: np.ndarray, spec: ArraySpec) -> None:
         from zarrcy._kernels import _bits

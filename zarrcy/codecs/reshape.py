@@ -47,7 +47,7 @@ from typing import Any, ClassVar, Self
 import numpy as np
 
 from zarrcy.codecs._base import ArrayArrayCodec, ArraySpec, Selection, selection_shape
-from zarrcy.codecs._common import MISSING, config_dict
+from zarrcy.codecs._common import MISSING, config_dict, selection_indices
 from zarrcy.errors import MetadataError, expected
 
 __all__ = ["ReshapeCodec", "map_selection", "output_shape", "runs"]
@@ -177,14 +177,6 @@ def _full(s: Any, n: int) -> bool:
     return isinstance(s, slice) and s.indices(n) == (0, n, 1)
 
 
-def _indices(s: Any, n: int) -> np.ndarray:
-    if isinstance(s, slice):
-        return np.arange(*s.indices(n), dtype=np.int64)
-    if isinstance(s, np.ndarray):
-        return s.astype(np.int64, copy=False).reshape(-1)
-    return np.array([int(s)], dtype=np.int64)
-
-
 def _compact(x: np.ndarray) -> Any:
     """A slice when ``x`` is an increasing arithmetic progression, else ``x``."""
     first = int(x[0])
@@ -250,7 +242,7 @@ def map_selection(selection: Selection, a: tuple[int, ...], b: tuple[int, ...]) 
                 out[d] = slice(0, b[d], 1)
             continue
         dims = tuple(a[d] for d in ga)
-        grids = np.ix_(*(_indices(s, n) for s, n in zip(sa, dims)))
+        grids = np.ix_(*(selection_indices(s, n) for s, n in zip(sa, dims)))
         idx = np.ravel_multi_index(grids, dims).reshape(-1)
         parts = _factor(idx, tuple(b[d] for d in gb))
         if parts is None:
