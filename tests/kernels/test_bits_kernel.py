@@ -164,3 +164,27 @@ def test_threads():
     for t in ts:
         t.join()
     assert results == [True] * 4
+
+
+@pytest.mark.parametrize("width", [1, 2, 4, 8])
+@pytest.mark.parametrize("nbits", [1, 2, 3, 4, 7, 8, 12, 56, 57, 64])
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 23])
+@pytest.mark.parametrize("signed", [False, True])
+def test_pack_unpack_every_loop(width, nbits, n, signed):
+    """Each specialised loop (1-bit bytes via a multiply / a table, 1/2/4-bit bytes, the
+    64-bit accumulator, the byte-wise general loop) with full groups and tails."""
+    bits = 8 * width
+    if nbits > bits:
+        return
+    rng = np.random.default_rng(n * 131 + nbits)
+    values = [int(v) % (1 << bits) for v in rng.integers(0, 1 << 64, n, dtype=np.uint64)]
+    for first in sorted({0, 1, bits - nbits}):
+        if first + nbits > bits:
+            continue
+        src = _words(width, values)
+        dst = np.zeros((n * nbits + 7) // 8, np.uint8)
+        assert _bits.pack_into(src, dst, first, nbits) == dst.shape[0]
+        assert dst.tobytes() == ref_pack(values, first, nbits)
+        out = np.zeros(n, WIDTHS[width])
+        assert _bits.unpack_into(dst, out, first, nbits, signed) == n
+        assert out.astype(np.uint64).tolist() == ref_unpack(dst.tobytes(), n, bits, first, nbits, signed)
