@@ -19,7 +19,7 @@ from zarrcy.codecs._base import select, selection_shape
 from zarrcy.codecs.pipeline import CodecPipeline
 from zarrcy.codecs.registry import codec_from_dict
 from zarrcy.codecs.reshape import ReshapeCodec, map_selection, output_shape, runs
-from zarrcy.errors import MetadataError
+from zarrcy.errors import CorruptChunkError, MetadataError
 
 LE = {"name": "bytes", "configuration": {"endian": "little"}}
 P = "codecs[0]"
@@ -30,6 +30,7 @@ def reshape(shape):
 
 
 # -- the spec's example --------------------------------------------------------------------
+# (the spec's JSON lacks the comma after "name": "bytes"; otherwise verbatim)
 SPEC_EXAMPLE = """{
     "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [100, 50, 64, 3]}},
     "codecs": [
@@ -192,6 +193,17 @@ def test_array_round_trip_with_partial_chunks(chunks, shape):
     a[1:4, 5] = 7
     np.testing.assert_array_equal(z[...], a)
     assert z.metadata.to_json()["codecs"][0] == reshape(shape)
+
+
+@pytest.mark.parametrize("stored", [b"", b"\0" * 47, b"\0" * 49, b"\0" * (1 << 20)])
+def test_hostile_chunks_name_the_key(stored):
+    store = zarrcy.MemoryStore()
+    z = zarrcy.create_array(store, shape=(8, 12), chunks=(4, 6), dtype="uint16", compressors=None,
+                            filters=[ReshapeCodec(shape=(-1,))])
+    z[...] = 1
+    store.set("c/1/0", stored)  # 24 elements of 2 bytes expected: 48 bytes
+    with pytest.raises(CorruptChunkError, match=r"c/1/0"):
+        z[...]
 
 
 def test_rectilinear_chunks_with_input_dims():
