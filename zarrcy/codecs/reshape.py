@@ -244,10 +244,16 @@ def map_selection(selection: Selection, a: tuple[int, ...], b: tuple[int, ...]) 
         dims = tuple(a[d] for d in ga)
         grids = np.ix_(*(selection_indices(s, n) for s, n in zip(sa, dims)))
         idx = np.ravel_multi_index(grids, dims).reshape(-1)
-        parts = _factor(idx, tuple(b[d] for d in gb))
+        # size-1 B dimensions take their one element; the others share the flat indices
+        # (so a merge, one B dimension of size > 1, always maps -- repeated indices too;
+        # a run of size-1 dimensions only: the first one takes them all, e.g. [0, 0])
+        wide = [d for d in gb if b[d] > 1] or list(gb[:1])
+        parts = _factor(idx, tuple(b[d] for d in wide))
         if parts is None:
             return None
-        for d, s in zip(gb, parts):
+        for d in gb:
+            out[d] = slice(0, 1, 1)
+        for d, s in zip(wide, parts):
             out[d] = s
     return tuple(out)
 
