@@ -16,8 +16,8 @@ Encoding rounds; decoding returns the stored values unchanged (rounding is lossy
   pattern, ``maskbits = mantissa - keepbits`` low bits cleared, the addition wrapping
   as numcodecs' numpy arithmetic does -- bit for bit numcodecs' ``BitRound`` (tested).
   zarrs differs only for NaNs whose pattern is within half a quantum of all ones
-  (it saturates and keeps a NaN, numcodecs wraps to ``+0.0``); and zarrs uses 10
-  mantissa bits for bfloat16, which has 7.
+  (it saturates and keeps a NaN, numcodecs wraps to ``+0.0``); older zarrs releases
+  rounded bfloat16 as if it had float16's 10 mantissa bits (current zarrs: 7, as here).
 * **Integers** (``int8..uint64``, ``numpy.datetime64``/``timedelta64`` as int64):
   zarrs' rule, the only implementation: keep ``keepbits`` bits from the most
   significant set bit of the two's complement pattern, round half to even, the
