@@ -258,12 +258,13 @@ def test_resume_after_a_journaled_object_disappeared(tmp_path, setup):
     dst = str(tmp_path / "dst.zarr")
     fs = FaultyStore(LocalStore(dst))
     convert(src, fs, **KW, workers=1)
-    last_region = max(i for i, (op, key) in enumerate(fs.log) if "/__done/" in key)
+    last_region = max(i for i, (op, key) in enumerate(fs.log) if op == "set" and "/__done/" in key)
     st = LocalStore(dst)
     for victim, how in (("a/c/0/0", "erase"), ("a/c/2/1", "replace"), ("b/c/1/0", "erase")):
         dst_n = str(tmp_path / f"{how}-{victim.replace('/', '_')}.zarr")
-        _killed_run(src, dst_n, last_region + 1)  # every region journaled, no __complete yet
+        _killed_run(src, dst_n, last_region + 1)  # every region journaled, the journal not erased yet
         st = LocalStore(dst_n)
+        assert sum(1 for k in st.list() if "/__done/" in k) == 8
         assert st.get(victim) is not None
         if how == "erase":
             st.erase(victim)
