@@ -66,6 +66,7 @@ T_CORRUPT = ("tests/reliability/test_corrupt_chunk_errors.py",)
 T_KEYS = ("tests/metadata/test_chunk_key_encoding.py", "tests/array/test_selection_bounds.py")
 T_ORDER = ("tests/reliability/test_crash_ordering.py",)
 T_CONVERT_CRASH = ("tests/reliability/test_convert_crash.py",)
+T_DUP = ("tests/array/test_duplicate_index_writes.py",)
 
 MUTANTS: list[Mutant] = [
     # ---------------------------------------------------------------- indexing.py
@@ -216,6 +217,13 @@ MUTANTS: list[Mutant] = [
            "            differs = _differs_from_plan(dst_store, plans, groups, dst_root, dst_fmt)",
            "            differs = None", T_CONVERT_CRASH,
            "--resume without a journal calls any existing destination complete"),
+    # ---------------------------------------------------------------- repeated indices (issue 23)
+    Mutant("oindex-full-by-count", "codecs/sharding/projection.py",
+           "self.full.append([x.size == c and bool((x == ar).all()) for x in csel])",
+           "self.full.append([x.size == c for x in csel])", T_DUP,
+           "sharded oindex: [2, 2] on an inner chunk of two taken as covering it (the other cell overwritten)"),
+    Mutant("vindex-unstable-order", "codecs/sharding/writer.py", "order = np.argsort(lin, kind=\"stable\")",
+           "order = np.argsort(lin)", T_DUP, "sharded vindex: a repeated point keeps an arbitrary value, not the last"),
 ]
 
 
