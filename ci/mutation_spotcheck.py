@@ -67,6 +67,8 @@ T_KEYS = ("tests/metadata/test_chunk_key_encoding.py", "tests/array/test_selecti
 T_ORDER = ("tests/reliability/test_crash_ordering.py",)
 T_CONVERT_CRASH = ("tests/reliability/test_convert_crash.py",)
 T_DUP = ("tests/array/test_duplicate_index_writes.py",)
+T_HOSTILE_WRITES = ("tests/reliability/test_hostile_shard_writes.py",)
+T_BOMB_PATHS = ("tests/reliability/test_bomb_entry_points.py",)
 
 MUTANTS: list[Mutant] = [
     # ---------------------------------------------------------------- indexing.py
@@ -224,6 +226,18 @@ MUTANTS: list[Mutant] = [
            "sharded oindex: [2, 2] on an inner chunk of two taken as covering it (the other cell overwritten)"),
     Mutant("vindex-unstable-order", "codecs/sharding/writer.py", "order = np.argsort(lin, kind=\"stable\")",
            "order = np.argsort(lin)", T_DUP, "sharded vindex: a repeated point keeps an arbitrary value, not the last"),
+    # ---------------------------------------------------------------- hostile shards on the write path (issue 23)
+    Mutant("append-kept-entries-unchecked", "codecs/sharding/writer.py",
+           "        _check_in_shard(layout, kept_ids, old_off[kept_ids], old_nb[kept_ids], size)", "        pass",
+           T_HOSTILE_WRITES, "the append strategy carries an oversized index entry into the new index"),
+    Mutant("splice-reads-every-chunk", "codecs/sharding/writer.py", "    need = np.unique(part[stored[part]])",
+           "    need = np.flatnonzero(stored)", T_HOSTILE_WRITES,
+           "a spliced rewrite reads every stored inner chunk, not only the partially covered ones"),
+    Mutant("zstd-no-size-capped-globally", "codecs/zstd.py",
+           "            check_frames(data)\n            self._decompress(data, dst)\n            return True",
+           "            out = decompress_capped(data, int(_config_get(\"max_chunk_bytes\")))\n"
+           "            dst[:] = out[:dst.shape[0]]\n            return True", T_BOMB_PATHS,
+           "a zstd frame without a content size decoded up to max_chunk_bytes, not the chunk's size"),
 ]
 
 
