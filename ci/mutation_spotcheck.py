@@ -69,6 +69,7 @@ T_CONVERT_CRASH = ("tests/reliability/test_convert_crash.py",)
 T_DUP = ("tests/array/test_duplicate_index_writes.py",)
 T_HOSTILE_WRITES = ("tests/reliability/test_hostile_shard_writes.py",)
 T_BOMB_PATHS = ("tests/reliability/test_bomb_entry_points.py",)
+T_BOUNDARY = ("tests/reliability/test_boundary_tables.py",)
 
 MUTANTS: list[Mutant] = [
     # ---------------------------------------------------------------- indexing.py
@@ -238,6 +239,15 @@ MUTANTS: list[Mutant] = [
            "            out = decompress_capped(data, int(_config_get(\"max_chunk_bytes\")))\n"
            "            dst[:] = out[:dst.shape[0]]\n            return True", T_BOMB_PATHS,
            "a zstd frame without a content size decoded up to max_chunk_bytes, not the chunk's size"),
+    # ---------------------------------------------------------------- boundary tables (issue 23)
+    Mutant("concat-float-step-exact", "storage/hdf5.py", "    if dt.kind not in \"fc\":\n        return bool(x == y)",
+           "    if True:\n        return bool(x == y)", T_BOUNDARY,
+           "--concat-dim: floating-point steps compared exactly (1/24-day files refused as a gap)"),
+    Mutant("hdf5-key-leading-zero", "storage/hdf5.py", "p.isdigit() and (p[0] != \"0\" or p == \"0\")",
+           "p.isdigit()", T_BOUNDARY, "HDF5 store: c/01 served as an alias of c/1"),
+    Mutant("attrs-shared-depth-unchecked", "metadata/_parse.py", "            if len(stack) + hit[1] > max_depth:",
+           "            if False:", T_BOUNDARY,
+           "attributes: a shared sub-object used again deeper than the depth limit is accepted"),
 ]
 
 
