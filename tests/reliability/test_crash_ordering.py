@@ -81,6 +81,20 @@ def _copy(store) -> MemoryStore:
     return MemoryStore({k: store.get(k) for k in store.list()})
 
 
+def _after_each_kill(base, op, at_least: int = 1) -> list[tuple[int, MemoryStore]]:
+    """For every kill point of ``op(array)`` on a copy of ``base``: (n, the store as the
+    kill before mutation n left it)."""
+    n_ops = _kill_points(base, op)
+    assert n_ops >= at_least
+    out = []
+    for n in range(n_ops):
+        st = _copy(base)
+        with pytest.raises(Killed):
+            op(zarrcy.open_array(FaultyStore(st, n), mode="r+"))
+        out.append((n, st))
+    return out
+
+
 # --------------------------------------------------------------------------------------
 # resize
 # --------------------------------------------------------------------------------------
@@ -101,12 +115,7 @@ def test_shrink_erases_before_the_smaller_metadata_at_every_kill_point(spec, new
     old = a.shape
     v = _values(old)
     a[...] = v
-    n_ops = _kill_points(base, lambda x: x.resize(new))
-    assert n_ops >= 2
-    for n in range(n_ops):
-        st = _copy(base)
-        with pytest.raises(Killed):
-            zarrcy.open_array(FaultyStore(st, n), mode="r+").resize(new)
+    for n, st in _after_each_kill(base, lambda x: x.resize(new), at_least=2):
         b = zarrcy.open_array(st, mode="r")
         assert b.shape in (old, new), n
         grid = _grid(b)
@@ -158,11 +167,7 @@ def test_grow_erases_leftovers_before_the_larger_metadata_at_every_kill_point(sp
         assert all(x < g for x, g in zip(crd, mid_grid)), f"leftover chunk {crd} survived the grow"
     inner = tuple(slice(0, min(m, s)) for m, s in zip(mid, new))
     assert np.array_equal(want[inner], kept[inner])
-    n_ops = _kill_points(base, lambda x: x.resize(new))
-    for n in range(n_ops):
-        st = _copy(base)
-        with pytest.raises(Killed):
-            zarrcy.open_array(FaultyStore(st, n), mode="r+").resize(new)
+    for n, st in _after_each_kill(base, lambda x: x.resize(new)):
         b = zarrcy.open_array(st, mode="r")
         assert b.shape in (tuple(mid), tuple(new)), n
         if b.shape == tuple(new):  # the new shape is recorded: the leftovers are gone
@@ -219,12 +224,7 @@ def test_append_killed_at_every_point_never_shows_stale_data():
     a[...] = np.arange(1, 11)
     a.resize(4, delete_outside=False)  # leftovers 4..9 in chunks 1..3
     new = np.full(5, -1, np.int32)
-    n_ops = _kill_points(base, lambda x: x.append(new))
-    assert n_ops >= 3
-    for n in range(n_ops):
-        st = _copy(base)
-        with pytest.raises(Killed):
-            zarrcy.open_array(FaultyStore(st, n), mode="r+").append(new)
+    for n, st in _after_each_kill(base, lambda x: x.append(new), at_least=3):
         got = zarrcy.open_array(st, mode="r")[...]
         assert got.shape in ((4,), (9,)) and got[:4].tolist() == [1, 2, 3, 4]
         # 4, 5: the edge chunk's kept data (v3-core "Resizing"), then fill or the new data;

@@ -115,29 +115,25 @@ def test_hostile_entry_refused_by_every_write_strategy(restore_config, tmp_path,
         assert store.get(KEY) == before, f"{type(store).__name__}: the hostile shard was changed"
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
-def test_points_write_refuses_a_hostile_kept_entry(restore_config, strategy):
-    store = MemoryStore()
-    _array(store)
-    _hostile(store, "oversized", 6)
-    before = store.get(KEY)
-    a = _open_for(strategy, store)
-    with pytest.raises(CorruptChunkError, match=r"\(6,\)"):
-        a.vindex[np.array([1, 17])] = -5
-    assert store.get(KEY) == before
+OTHER_WRITES = {
+    # name: (write, hostile inner chunk)
+    "vindex": (lambda a: a.vindex.__setitem__(np.array([1, 17]), -5), 6),
+    # covers inner chunk 2 completely: reads no chunk, but still keeps chunk 5's entry
+    "whole-inner-chunk": (lambda a: a.__setitem__(slice(16, 24), -1), 5),
+}
 
 
+@pytest.mark.parametrize("write", list(OTHER_WRITES))
 @pytest.mark.parametrize("strategy", STRATEGIES)
-def test_whole_inner_chunk_writes_next_to_a_hostile_entry(restore_config, strategy):
-    """A write that covers inner chunk 2 completely reads no chunk, but still keeps
-    chunk 5's hostile entry: refused all the same."""
+def test_other_writes_refuse_a_hostile_kept_entry(restore_config, strategy, write):
+    fn, victim = OTHER_WRITES[write]
     store = MemoryStore()
     _array(store)
-    _hostile(store, "oversized", 5)
+    _hostile(store, "oversized", victim)
     before = store.get(KEY)
     a = _open_for(strategy, store)
-    with pytest.raises(CorruptChunkError, match=r"\(5,\)"):
-        a[16:24] = -1
+    with pytest.raises(CorruptChunkError, match=rf"\({victim},\)"):
+        fn(a)
     assert store.get(KEY) == before
 
 
