@@ -312,6 +312,13 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
                                "than the interrupted run (rerun with the same options, or --overwrite)", 2)
     elif exists:
         if o.resume and not o.overwrite:
+            # no journal: "complete" only if the nodes are the ones these options write (an
+            # --overwrite killed before its journal mark, other options, a node erased)
+            differs = _differs_from_plan(dst_store, plans, groups, dst_root, dst_fmt)
+            if differs is not None:
+                raise ConvertError(f"destination {dst_store.url}/{dst_root}: --resume: no interrupted conversion is "
+                                   f"journaled there, and /{differs} is not what these options write (another "
+                                   "conversion, or an incomplete one: rerun with --overwrite)", 2)
             # a finished run killed while erasing its journal leaves entries without plan.json
             # (plan.json goes last, see _erase_journal): finish that clean-up
             if journal and next(iter(dst_store.list_prefix(jroot)), None) is not None:
@@ -376,17 +383,9 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
             sa = open_array(src_store, path=p.src_path, mode="r")
             da = Array(dst_store, p.dst_path, _dst_metadata(p))
             jdir = jroot + "arrays/" + (p.rel or "_") + "/"
-            if resuming:
-                done_raw = dst_store.get(jdir + "__complete")
-                if done_raw is not None:
-                    report.regions_skipped += p.n_regions
-                    report.decoded_bytes += p.nbytes
-                    progress.update(p.nbytes)
-                    try:
-                        p.quantize_report = load_json_object(done_raw, jdir + "__complete").get("quantize_report")
-                    except MetadataError:
-                        p.quantize_report = None
-                    continue
+            # no per-array "complete" shortcut: resuming goes region by region, and a region
+            # is skipped only while its objects still have their journaled checksums (an
+            # object erased or replaced since is converted again)
             pre = checked.get(p.rel, {})
             tasks = (RegionTask(sa, da, p.mode, region_selection(p, rid), rid, f"{jdir}__done/{rid}", o.verify,
                                 o.on_error, resuming, p.quantize, journal, p.src_path, pre.get(rid), p.kept_filters)
@@ -414,8 +413,6 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
                     p.quantize_report = totals[0].to_json()
                     if partial[0]:
                         p.quantize_report["partial"] = True
-            if journal:
-                dst_store.set(jdir + "__complete", json.dumps({"quantize_report": p.quantize_report}).encode())
     except KeyboardInterrupt:
         progress.close()
         raise ConvertError("interrupted: everything journaled so far is kept; rerun with --resume to finish", 130, report) from None
@@ -450,6 +447,22 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
     report.verified = bool(o.verify)
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _differs_from_plan(store: Any, plans: list[ArrayPlan], groups: list[tuple[str, Any]], dst_root: str,
+                       dst_fmt: int) -> str | None:
+    """The first destination node whose metadata documents are not byte for byte the ones
+    this conversion writes (missing included), or None when all are."""
+    from zarrcy.storage import MemoryStore
+
+    docs = [(_join(dst_root, rel), _group_metadata(dst_fmt, g.metadata.attributes)) for rel, g in groups]
+    docs += [(p.dst_path, _dst_metadata(p)) for p in plans]
+    for path, doc in docs:
+        want = MemoryStore()
+        write_metadata(want, _prefix(path), doc)
+        if any(store.get(k) != want.get(k) for k in want.list()):
+            return path
+    return None
 
 
 def _changed_error(e: BaseException, report: ConvertReport) -> ConvertError:

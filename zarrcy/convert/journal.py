@@ -2,9 +2,10 @@
 
 ``<dst>/__zarrcy_convert/plan.json`` holds the options' fingerprint; after a region's
 objects are written, the CRC32C of each (or null: absent) goes to
-``__zarrcy_convert/arrays/<array path>/__done/<region id>``; ``__complete`` marks an
-array whose every region is done.  A journaled region is skipped on ``--resume`` only
-while every object still has its checksum.
+``__zarrcy_convert/arrays/<array path>/__done/<region id>``.  A journaled region is
+skipped on ``--resume`` only while every object still has its checksum (there is no
+per-array shortcut: an object erased or replaced after its region was journaled is
+converted again).
 """
 
 from __future__ import annotations

@@ -157,6 +157,18 @@ class _Array:
     direct: bool = True                  # chunks map 1:1 onto the HDF5 chunks of each part
 
 
+def _same_step(x: Any, y: Any, values: Any) -> bool:
+    """Two steps of a --concat-dim coordinate are equal: exactly for integers and times;
+    for floating-point values within 64 units in the last place of the largest magnitude
+    among ``values`` and the steps (coordinates computed as ``start + i * step`` are
+    rounded: a 1/24-day or 0.1 step never repeats exactly)."""
+    dt = np.result_type(x, y)
+    if dt.kind not in "fc":
+        return bool(x == y)
+    mag = max(float(np.max(np.abs(values))) if np.size(values) else 0.0, abs(float(x)), abs(float(y)))
+    return abs(float(x) - float(y)) <= 64 * float(np.finfo(dt).eps) * mag
+
+
 def _contiguous_chunks(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
     """Whole trailing rows of about CONTIGUOUS_CHUNK_BYTES (a chunk is then one byte
     range of a contiguous dataset); the leading dimension split first."""
@@ -280,15 +292,12 @@ class HDF5Store(Store):
         order = sorted(range(len(got)), key=lambda i: (got[i].size == 0, got[i][0] if got[i].size else 0))
         files = [self._files[i] for i in order]
         vs = [got[i] for i in order]
-        steps = set()
+        steps: list[Any] = []
         for v in vs:
             if v is not None and v.size > 1:
                 d = np.diff(v)
-                if np.all(d == d[0]):
-                    steps.add(d[0].item())
-                else:
-                    steps.add(None)
-        step = steps.pop() if len(steps) == 1 else None
+                steps.append(d[0] if all(_same_step(x, d[0], v) for x in d) else None)
+        step = steps[0] if steps and all(x is not None and _same_step(x, steps[0], x) for x in steps) else None
         for i in range(1, len(files)):
             a, b = vs[i - 1], vs[i]
             if a is None or b is None or a.size == 0 or b.size == 0:
@@ -297,7 +306,7 @@ class HDF5Store(Store):
                 raise HDF5SourceError(
                     f"{files[i].path}: variable /{dim}: expected values after those of {files[i - 1].path} "
                     f"(last {a[-1].item()!r}), received an overlap (first {b[0].item()!r})")
-            if step is not None and (b[0] - a[-1]).item() != step:
+            if step is not None and not _same_step(b[0] - a[-1], step, np.array([a[-1], b[0]])):
                 raise HDF5SourceError(
                     f"{files[i].path}: variable /{dim}: expected the next value {(a[-1] + step).item()!r} after "
                     f"{files[i - 1].path}, received {b[0].item()!r} (a gap)")
@@ -601,7 +610,8 @@ class HDF5Store(Store):
             if not sep:
                 return None
             parts = rest.split("/")
-            if not all(p.isascii() and p.isdigit() for p in parts):
+            # canonical decimals only (as the default key encoding): "c/01" is no alias of "c/1"
+            if not all(p.isascii() and p.isdigit() and (p[0] != "0" or p == "0") for p in parts):
                 return None
             coords = tuple(int(p) for p in parts)
         a = self._arrays.get(path)
