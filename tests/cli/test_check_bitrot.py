@@ -118,25 +118,26 @@ def test_flipped_bits_detected_as_reported(tmp_path: Any, capsys: pytest.Capture
         assert silent > 0, (detected, harmless, silent)
 
 
-def test_text_report_and_a_damaged_unchecksummed_chunk(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    """The issue's case: garbage in a zstd chunk without checksum decodes silently (exit 0)
-    -- and the report says so, with the command for a checksummed copy; the same damage in
-    a crc32c-protected chunk is a problem (exit 1)."""
-    path, key = _make(tmp_path, "v3 zstd", CHAINS[1][1])
+def _damage(key: str) -> None:
+    """One bit flipped in the middle of a stored object."""
     with open(key, "r+b") as f:
         data = bytearray(f.read())
         data[len(data) // 2] ^= 0x10
         f.seek(0)
         f.write(data)
+
+
+def test_text_report_and_a_damaged_unchecksummed_chunk(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """The issue's case: garbage in a zstd chunk without checksum decodes silently (exit 0)
+    -- and the report says so, with the command for a checksummed copy; the same damage in
+    a crc32c-protected chunk is a problem (exit 1)."""
+    path, key = _make(tmp_path, "v3 zstd", CHAINS[1][1])
+    _damage(key)
     assert main(["check", path, "--data"]) == 0
     out = capsys.readouterr().out
     assert "NOT detected" in out and "zstd (checksum false)" in out and "+crc32c" in out
     path2, key2 = _make(tmp_path, "v3 crc32c", CHAINS[4][1])
-    with open(key2, "r+b") as f:
-        data = bytearray(f.read())
-        data[len(data) // 2] ^= 0x10
-        f.seek(0)
-        f.write(data)
+    _damage(key2)
     assert main(["check", path2, "--data"]) == 1
     out = capsys.readouterr().out
     assert "detected by crc32c" in out and "CorruptChunkError" in out
