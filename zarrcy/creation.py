@@ -228,7 +228,8 @@ def _build_metadata(
             except UnicodeEncodeError:
                 raise MetadataError(f"fill_value: expected ASCII text or bytes for {dt.dtype}, received {fill_value!r}") from None
         fill_json = dt.fill_value_to_json(fv)
-    elif dt.category == "struct":  # a record, a tuple of field values or {field: JSON value}
+    elif dt.category == "struct" or dt.category == "complex":
+        # a record, a tuple of field values or {field: JSON value}; a complex number or [re, im]
         fill_json = dt.fill_value_to_json(fill_value)
     elif dt.category == "datetime" or dt.category == "timedelta":
         try:  # numbers, "2020-01-01", "NaT", datetime64/timedelta64 scalars: numpy's conversion

@@ -15,6 +15,7 @@ import tensorstore as ts
 import zarr
 
 import zarrcy
+from chunk_files import chunk_files
 
 # zarr-python warns that its S<n> / U<n> / datetime types have no registered spec
 pytestmark = pytest.mark.filterwarnings("ignore:The data type .* does not have a Zarr V3 specification")
@@ -79,16 +80,6 @@ def _write(path: str, data: bytes | str) -> None:
         f.write(data)
 
 
-def _chunks(root: str) -> dict[str, bytes]:
-    out = {}
-    for dirpath, _, files in os.walk(root):
-        for f in files:
-            if f != "zarr.json":
-                p = os.path.join(dirpath, f)
-                out[os.path.relpath(p, root)] = _read(p)
-    return out
-
-
 def _same(a: np.ndarray, b: np.ndarray) -> None:
     assert a.shape == b.shape
     assert a.dtype.names == b.dtype.names
@@ -146,7 +137,7 @@ def test_zarr_python_writes_zarrcy_reads_same_bytes(tmp_path):
     _same(a[...], data)
     b = zarrcy.create_array(q, metadata=doc)
     b[...] = data
-    assert _chunks(q) == _chunks(p)
+    assert chunk_files(q) == chunk_files(p)
     assert _load(os.path.join(q, "zarr.json"))["fill_value"] == doc["fill_value"]
 
 
@@ -164,7 +155,7 @@ def test_tensorstore_writes_zarrcy_reads_same_bytes(tmp_path, endian):
     _same(a[...], data)
     b = zarrcy.create_array(q, metadata=meta)
     b[...] = data
-    assert _chunks(q) == _chunks(p)
+    assert chunk_files(q) == chunk_files(p)
 
 
 def test_legacy_structured_document(tmp_path):

@@ -76,7 +76,10 @@ def test_every_value_round_trips(name):
         elif isinstance(ref, str):
             assert js == ("Infinity" if ref == "inf" else "-Infinity")
         else:
-            assert type(js) is float  # the shortest decimal reading back to the bits (checked above)
+            if name == "float8_e8m0fnu":  # written as bits (tensorstore misreads its numbers)
+                assert js == f"0x{bits:02x}"
+            else:
+                assert type(js) is float  # the shortest decimal reading back to the bits (checked above)
             assert ref == Fraction(float(np.asarray(v).astype(np.float64)))  # ml_dtypes agrees with the spec
 
 
@@ -238,7 +241,10 @@ def test_complex_types(name):
     v = d.parse_fill_value([re_js, im_js])
     raw = np.asarray(v).reshape(1).view(np.uint8).tobytes()
     assert raw == np.asarray(cd.parse_fill_value(re_js)).tobytes() + np.asarray(cd.parse_fill_value(im_js)).tobytes()
-    assert d.fill_value_to_json(v) == [re_js, im_js]
+    if comp == "float8_e8m0fnu":  # written as bits (fill_value.py)
+        assert d.fill_value_to_json(v) == [re_js, "0x7e"]
+    else:
+        assert d.fill_value_to_json(v) == [re_js, im_js]
     with pytest.raises(MetadataError, match=r"fill_value"):
         d.parse_fill_value(1.5)
     with pytest.raises(MetadataError, match=r"fill_value\[1\]"):

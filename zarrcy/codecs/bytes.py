@@ -57,6 +57,34 @@ def endian_applies(dtype: np.dtype) -> bool:
     return dtype.kind == "V" and dtype.type is not np.void and dtype.fields is None
 
 
+def _upper_bits_masks() -> dict[np.dtype, int]:
+    """Sub-byte floats (float4_e2m1fn, float6_*, and complex pairs of them) -> the mask of
+    their value bits: the upper bits of each byte are ignored on read (their specs, "bytes")
+    and ml_dtypes would read them as the sign.  (ml_dtypes' sub-byte ints mask themselves.)"""
+    from zarrcy.metadata.data_type import DATA_TYPES
+
+    out = {}
+    for d in DATA_TYPES.values():
+        fmt = d.float_format
+        if fmt is not None and fmt.nbits < 8:
+            out[d.dtype] = (1 << fmt.nbits) - 1
+    return out
+
+
+_UPPER_BITS = _upper_bits_masks()
+
+
+def _clear_upper_bits(arr: np.ndarray) -> np.ndarray:
+    """``arr`` (a sub-byte float type) with the ignored bits cleared: in place when writable."""
+    mask = _UPPER_BITS[arr.dtype]
+    if not arr.flags.writeable:
+        arr = arr.copy()
+    for part in [arr[n] for n in arr.dtype.names] if arr.dtype.names else [arr]:  # complex pairs: each byte
+        bits = part.view(np.uint8)  # one-byte elements: a view of any strides
+        np.bitwise_and(bits, mask, out=bits)
+    return arr
+
+
 def _by_units(dtype: np.dtype) -> bool:
     """Records and ml_dtypes complex types: byte order applies per field / component."""
     return dtype.fields is not None or dtype.kind == "W"
@@ -189,6 +217,8 @@ class BytesCodec(ArrayBytesCodec):
             np.copyto(out.view(_bits_dtype(dt)), src.reshape(spec.shape), casting="unsafe")
         if dt.kind == "U":
             _check_decoded_utf32(out)
+        if dt in _UPPER_BITS:
+            out = _clear_upper_bits(out)
         return out
 
     def decode_into(self, data: Any, out: np.ndarray, spec: ArraySpec) -> bool:
@@ -201,6 +231,8 @@ class BytesCodec(ArrayBytesCodec):
         np.copyto(out.view(_bits_dtype(dt)), src, casting="unsafe")
         if dt.kind == "U":
             _check_decoded_utf32(out)
+        if dt in _UPPER_BITS:
+            _clear_upper_bits(out)
         return True
 
     def fix_endian_inplace(self, out: np.ndarray, spec: ArraySpec) -> None:
@@ -212,4 +244,6 @@ class BytesCodec(ArrayBytesCodec):
             v.byteswap(inplace=True)
         if spec.dtype.kind == "U":
             _check_decoded_utf32(out)
+        if spec.dtype in _UPPER_BITS:
+            _clear_upper_bits(out)
 

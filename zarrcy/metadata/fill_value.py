@@ -33,7 +33,9 @@ Forms accepted, by type:
 
 Writing (:func:`fill_value_to_json`) is the canonical inverse: the default NaN writes
 ``"NaN"``, any other NaN ``"0x..."``, infinities ``"Infinity"``/``"-Infinity"``, finite
-floats the shortest decimal that reads back to the same bits (``-0.0`` stays ``-0.0``).
+floats the shortest decimal that reads back to the same bits (``-0.0`` stays ``-0.0``);
+``float8_e8m0fnu`` values other than NaN are written as ``"0x.."`` (tensorstore 0.1.86
+misreads numbers of that type).
 """
 
 from __future__ import annotations
@@ -243,7 +245,11 @@ def _float_to_json(fmt: FloatFormat, bits: int, v: float, ndigits: int) -> Any:
     exp = (bits >> M) & ((1 << E) - 1)
     man = bits & ((1 << M) - 1)
     special = fmt.special
-    if special == "fnuz" or special == "fnu":  # one NaN pattern, no infinity
+    if special == "fnu":
+        # float8_e8m0fnu: written as its bits (exact, spec-valid); tensorstore 0.1.86 reads
+        # numbers of this type wrongly (1.0 as 0x3f) but bit patterns right
+        return "NaN" if bits == fmt.nan_bits else f"0x{bits:0{ndigits}x}"
+    if special == "fnuz":  # one NaN pattern, no infinity
         return "NaN" if bits == fmt.nan_bits else _finite_to_json(fmt, bits, v)
     if (special == "ieee" and exp == (1 << E) - 1) or (
         special == "fn" and exp == (1 << E) - 1 and man == (1 << M) - 1
