@@ -102,3 +102,23 @@ def test_v3_struct_rechunk_and_shard(tmp_path):
     b = zarrcy.open_array(dst, path="recs", mode="r")
     assert b.metadata.data_type == a.metadata.data_type
     assert b.shards == (12,) and b[...].tobytes() == v.tobytes()
+
+
+def test_v3_struct_to_v2_and_back(tmp_path):
+    """v3 struct -> v2 structured (numpy descr, base64 fill) -> v3 struct: the same records."""
+    src, mid, back = (str(tmp_path / n) for n in ("s.zarr", "v2.zarr", "v3.zarr"))
+    dt = np.dtype([("a", "<i4"), ("p", [("x", "<f4"), ("y", "<f8")]), ("s", "S2")])
+    v = np.zeros(9, dtype=dt)
+    v["a"] = np.arange(9)
+    v["p"]["y"] = np.linspace(-1, 1, 9)
+    v["s"] = b"q"
+    a = zarrcy.create_array(src, name="r", shape=(9,), chunks=(4,), dtype=dt, fill_value=(5, (0.5, 1.0), b"z"))
+    a[:7] = v[:7]
+    v[7:] = np.array((5, (0.5, 1.0), b"z"), dtype=dt)
+    assert convert_main([src, mid, "--progress", "off", "--format", "2"]) == 0
+    zarray = _load(os.path.join(mid, "r", ".zarray"))
+    assert zarray["dtype"] == [["a", "<i4"], ["p", [["x", "<f4"], ["y", "<f8"]]], ["s", "|S2"]]
+    assert zarrcy.open_array(mid, path="r", mode="r")[...].tobytes() == v.tobytes()
+    assert convert_main([mid, back, "--progress", "off"]) == 0
+    c = zarrcy.open_array(back, path="r", mode="r")
+    assert c.metadata.data_type == a.metadata.data_type and c[...].tobytes() == v.tobytes()

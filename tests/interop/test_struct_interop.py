@@ -189,3 +189,23 @@ def test_legacy_structured_document(tmp_path):
     a[0, 2] = (9, 9.5)
     raw = _read(os.path.join(p, "c", "0", "1"))
     assert np.frombuffer(raw, dtype=dt)[0].tolist() == (9, 9.5)
+
+
+@pytest.mark.parametrize("dtype", [DEEP, np.dtype([("a", "<i4"), ("p", [("x", "<f4"), ("y", ">f8")])])])
+@pytest.mark.parametrize("endian", ["little", "big"])
+@pytest.mark.parametrize("sharded", [False, True])
+def test_zarr_python_with_the_zarrcy_pipeline(dtype, endian, sharded):
+    """zarr-python 3.4 with zarrcy's codec pipeline stores and reads records exactly as with
+    its own (records with non-native fields fall back to zarr-python's pipeline)."""
+    data = _records(dtype, (7, 5))
+    out = {}
+    for pipe in ("zarr.core.codec_pipeline.BatchedCodecPipeline", "zarrcy.zarr_plugin.ZarrcyCodecPipeline"):
+        with zarr.config.set({"codec_pipeline.path": pipe}):
+            st = zarr.storage.MemoryStore()
+            a = zarr.create_array(st, shape=data.shape, chunks=(3, 2), shards=(6, 4) if sharded else None,
+                                  dtype=dtype, compressors=None,
+                                  serializer={"name": "bytes", "configuration": {"endian": endian}})
+            a[1:, :] = data[1:, :]
+            a[0, 1] = data[0, 0]
+            out[pipe] = ({k: b.to_bytes() for k, b in st._store_dict.items()}, a[...].tobytes(), a[2:6, 1:4].tobytes())
+    assert out["zarr.core.codec_pipeline.BatchedCodecPipeline"] == out["zarrcy.zarr_plugin.ZarrcyCodecPipeline"]

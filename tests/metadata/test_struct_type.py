@@ -257,3 +257,40 @@ def test_struct_types_compare_by_fields():
     assert a == b and hash(a) == hash(b)
     assert a != parse_data_type(LAYOUT)
     assert a != parse_data_type({"name": "structured", "configuration": {"fields": [["x", "float32"], ["y", "float32"]]}})
+
+
+# ------------------------------------------------------------------ whole documents
+
+
+def _doc(data_type, fill, codecs=None) -> dict:
+    return {"zarr_format": 3, "node_type": "array", "shape": [100], "data_type": data_type,
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [100]}},
+            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+            "fill_value": fill, "codecs": codecs or [{"name": "bytes", "configuration": {"endian": "little"}}]}
+
+
+@pytest.mark.parametrize("data_type,fill", [
+    (POINT, {"x": 0.0, "y": 0.0}),                                  # struct.md "Examples", verbatim
+    (POINT, {"x": 1.23, "y": 4.56}),
+    (NESTED, {"point": {"x": 1.0, "y": 2.0}, "value": 3.14}),
+    (TIMESTAMP, {"timestamp": -(2**63), "value": "NaN"}),
+    (LAYOUT, {"id": -7, "flags": 255, "value": "-Infinity"}),
+])
+def test_spec_documents_round_trip(data_type, fill):
+    from zarrcy.document.array import ArrayMetadata
+
+    doc = _doc(data_type, fill)
+    m = ArrayMetadata.from_json(json.dumps(doc))
+    assert m.to_json() == doc
+    assert ArrayMetadata.from_json(json.dumps(m.to_json())).to_json() == doc
+
+
+def test_document_errors_name_the_document_path():
+    from zarrcy.document.array import ArrayMetadata
+
+    with pytest.raises(MetadataError, match=r"fill_value\.y"):
+        ArrayMetadata.from_json(json.dumps(_doc(POINT, {"x": 0.0})))
+    bad = {"name": "struct", "configuration": {"fields": [{"name": "x", "data_type": "float32"},
+                                                          {"name": "x", "data_type": "int8"}]}}
+    with pytest.raises(MetadataError, match=r"data_type\.configuration\.fields\[1\]\.name"):
+        ArrayMetadata.from_json(json.dumps(_doc(bad, {"x": 0.0})))
