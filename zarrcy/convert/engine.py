@@ -104,7 +104,7 @@ def _open_stores(src: Any, dst: Any, o: ConvertOptions) -> tuple[Any, Any]:
     from zarrcy.convert.hdf5 import HDF5SourceError, open_source
 
     try:  # HDF5 / NetCDF-4: one file, or several along --concat-dim (zarrcy/convert/hdf5.py)
-        s = open_source(src, o.concat_dim, o.cf_packing) or store_from_url(src, mode="r")
+        s = open_source(src, o.concat_dim, o.cf_packing, o.allow_external) or store_from_url(src, mode="r")
     except HDF5SourceError as e:
         raise ConvertError(f"source: {e}", 2) from None
     if o.dry_run:
@@ -229,7 +229,7 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
     if o.exclude:
         arrays = [(r, a) for r, a in arrays if not _matches(r, o.exclude)]
         groups = [(r, g) for r, g in groups if r == "" or not _matches(r, o.exclude)]
-    from zarrcy.convert.hdf5 import unsupported_datasets
+    from zarrcy.convert.hdf5 import check_source, source_changed, source_identity, stored_regions, unsupported_datasets
 
     for upath, why in unsupported_datasets(src_store):  # HDF5 datasets without a v3 form
         rel = upath if not src_path else upath[len(src_path) + 1:] if upath.startswith(src_path + "/") else None
@@ -244,6 +244,7 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
         try:
             plans.append(_plan_array(arr, rel, _join(dst_root, rel), o, single=isinstance(node, Array)))
             plans[-1].src_format = src_formats[rel]
+            stored_regions(plans[-1], arr)  # HDF5: only the regions holding stored chunks
         except _Unsupported as e:
             if o.on_unsupported == "skip":
                 report.skipped_arrays.append((rel, str(e)))
@@ -268,7 +269,7 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
     report.regions = sum(p.n_regions for p in plans)
     dst_fmt = int(o.zarr_format)
     group_paths = [r for r, _ in groups]
-    fp = _fingerprint(o, plans, group_paths)
+    fp = _fingerprint(o, plans, group_paths, source_identity(src_store))
     jroot = _prefix(dst_root) + JOURNAL_DIR + "/"
 
     # ---- source and destination in the same place (compared as file system paths for
@@ -388,7 +389,9 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
             pre = checked.get(p.rel, {})
             tasks = (RegionTask(sa, da, p.mode, region_selection(p, rid), rid, f"{jdir}__done/{rid}", o.verify,
                                 o.on_error, resuming, p.quantize, journal, p.src_path, pre.get(rid), p.kept_filters)
-                     for rid in range(p.n_regions))
+                     for rid in p.region_ids())
+            report.decoded_bytes += p.fill_bytes  # regions left out: all fill value, nothing to write
+            progress.update(p.fill_bytes)
             totals: list[Any] = []
             partial = [False]
 
@@ -427,6 +430,9 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
         raise
     except (OSError, ZarrcyError) as e:
         progress.close()
+        changed = source_changed(e, src_store)
+        if changed is not None:
+            raise _changed_error(changed, report) from e
         if is_enospc(e):
             raise ConvertError(f"destination {dst_store.url}: out of disk space ({e}); free some space and rerun "
                                "with --resume (completed regions are kept)", 3, report) from e
@@ -434,11 +440,23 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
             raise ConvertError(f"{e}; completed regions are kept (--resume continues)", 1, report) from e
         raise ConvertError(f"conversion stopped: {e}; completed regions are kept (--resume continues)", 1, report) from e
     progress.close()
+    try:  # a source replaced or rewritten meanwhile: the output may mix its versions
+        check_source(src_store)
+    except ZarrcyError as e:
+        raise _changed_error(e, report) from e
     if journal:
         _erase_journal(dst_store, jroot)
     report.verified = bool(o.verify)
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _changed_error(e: BaseException, report: ConvertReport) -> ConvertError:
+    """Exit 1 for a source that changed while it was converted (zarrcy/convert/hdf5.py
+    ``check_source``): the journal stays (the destination never passes for complete)
+    and ``--resume`` refuses the changed source, so only ``--overwrite`` starts over."""
+    return ConvertError(f"source changed during the conversion: {e}; the destination may mix old and new data "
+                        "and is left unfinished: rerun with --overwrite", 1, report)
 
 
 def _erase_journal(store: Any, jroot: str) -> None:

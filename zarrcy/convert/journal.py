@@ -73,11 +73,15 @@ def _write_entry(store: Any, journal_key: str, keys: dict[str, str | None], res:
     store.set(journal_key, json.dumps(entry, sort_keys=True).encode())
 
 
-def _fingerprint(o: ConvertOptions, plans: list[ArrayPlan], groups: list[str]) -> str:
+def _fingerprint(o: ConvertOptions, plans: list[ArrayPlan], groups: list[str], source: Any = None) -> str:
+    """The options' and plans' fingerprint; ``source``: what the source files were (HDF5:
+    device, inode, size, times), so a resume refuses a source changed since."""
     doc = {
         "plans": [[p.rel, p.mode, p.dst_doc, list(p.region_shape)]
                   + ([[list(b) for b in p.region_bounds]] if p.region_bounds is not None else []) for p in plans],
         "groups": groups,
     }
+    if source is not None:
+        doc["source"] = source
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
 
