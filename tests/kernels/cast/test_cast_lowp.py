@@ -244,3 +244,26 @@ def test_scalars_in_fill_value_encoding():
     # a scalar_map from NaN / Inf into a type without them
     x = np.array([1.0, np.nan, np.inf])
     assert cast_array(x, "float6_e2m3fn", scalar_map=[["NaN", 0], ["Infinity", 7.5]]).astype(float).tolist() == [1, 0, 7.5]
+
+
+@pytest.mark.parametrize("name,fill", [("float8_e4m3fnuz", "NaN"), ("float8_e3m4", "NaN"), ("float6_e3m2fn", 0.0),
+                                       ("float8_e8m0fnu", "NaN"), ("float8_e4m3b11fnuz", "NaN")])
+def test_codec_chain_through_an_array(name, fill):
+    """scale_offset -> cast_value into each type as array filters (the fused path) stores
+    and reads what the composed public functions give."""
+    import zarrcy
+
+    x = np.linspace(-300, 300, 97).astype(np.float32)
+    x[5] = np.nan
+    sm = [["NaN", 0]] if name.startswith("float6") else None
+    cv = {"name": "cast_value", "configuration": {"data_type": name, "out_of_range": "clamp"}}
+    if sm:
+        cv["configuration"]["scalar_map"] = {"encode": sm}
+    a = zarrcy.create_array(f"memory://lowp-{name}", shape=x.shape, chunks=(40,), dtype="float32", fill_value=fill,
+                            filters=[{"name": "scale_offset", "configuration": {"offset": 0, "scale": 0.1}}, cv],
+                            serializer={"name": "bytes"}, compressors=None, overwrite=True)
+    a[...] = x
+    enc = zarrcy.cast_value(zarrcy.scale_offset_encode(x, offset=0, scale=0.1), name, out_of_range="clamp", scalar_map=sm)
+    expect = zarrcy.scale_offset_decode(zarrcy.cast_value(enc, "float32"), offset=0, scale=0.1)
+    assert np.array_equal(a[...], expect, equal_nan=True)
+    assert np.array_equal(a[10:60:7], expect[10:60:7], equal_nan=True)
