@@ -16,7 +16,9 @@ Legacy ``structured`` (written by zarr-python 3.0 - 3.3) is read and kept under 
 (a document rewritten by zarrcy, e.g. for an attribute update, stays readable to those
 versions; new arrays are always written as ``struct``, structured.md "Read-only alias"):
 fields may be ``[name, data_type]`` pairs, the fill value may be base64 text of the packed
-record, and a ``bytes`` codec without ``endian`` means little-endian.  The spec says the
+record, and a ``bytes`` codec without ``endian`` means little-endian (structured.md
+"SHOULD warn" when it is absent: zarrcy emits no warnings anywhere, it reads it as the
+spec says).  The spec says the
 base64 bytes follow the codec's ``endian``; zarr-python 3.0 - 3.4 (the only writer) always
 wrote and reads them little-endian whatever the codec says, so they are read (and
 written back) little-endian here, matching the data that exists.
