@@ -228,6 +228,13 @@ def _build_metadata(
             except UnicodeEncodeError:
                 raise MetadataError(f"fill_value: expected ASCII text or bytes for {dt.dtype}, received {fill_value!r}") from None
         fill_json = dt.fill_value_to_json(fv)
+    elif dt.category == "struct" or dt.category == "complex":
+        # a record, a tuple of field values or {field: JSON value}; a number or [re, im]
+        fv = fill_value
+        same = isinstance(fv, np.generic) and fv.dtype == dt.dtype  # kept bit for bit (NaN payloads)
+        if dt.category == "complex" and not same and isinstance(fv, (int, float, complex, np.number, np.bool_)):
+            fv = complex(fv)
+        fill_json = dt.fill_value_to_json(fv)
     elif dt.category == "datetime" or dt.category == "timedelta":
         try:  # numbers, "2020-01-01", "NaT", datetime64/timedelta64 scalars: numpy's conversion
             fv = np.asarray(fill_value, dtype=dt.dtype)[()]
