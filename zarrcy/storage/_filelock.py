@@ -105,10 +105,17 @@ def _try(fd: int, kind: int, start: int, length: int) -> bool:
 
 
 def _same_file(fd: int, path: str) -> bool:
+    """Whether ``path`` still names the file open as ``fd``.  Both sides come from
+    ``fstat`` of descriptors (the path opened ``O_PATH``, not followed): one kind of
+    stat, so the answer cannot depend on how ``os.stat`` of a path is served."""
     try:
-        a, b = os.fstat(fd), os.stat(path)
+        pfd = os.open(path, getattr(os, "O_PATH", os.O_RDONLY) | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         return False
+    try:
+        a, b = os.fstat(fd), os.fstat(pfd)
+    finally:
+        os.close(pfd)
     return a.st_ino == b.st_ino and a.st_dev == b.st_dev
 
 
