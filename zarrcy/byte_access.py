@@ -128,6 +128,12 @@ class ByteGetter(ABC):
         """True when ``get_ranges_if_version`` is enforced by the store (If-Match)."""
         return False
 
+    @property
+    def in_write_session(self) -> bool:
+        """True inside a read-modify-write whose write is conditional on the versions
+        read (``Store.in_write_session``): caches of derived data must not stand in for a read."""
+        return False
+
     def get_versioned(self, byte_range: ByteRequest = None) -> tuple[bytes | None, object | None]:
         """``(bytes, version token or None)`` -- used with ``conditional_reads``."""
         return self.get(byte_range), None

@@ -33,10 +33,9 @@ from zarrcy.storage import LocalStore
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _shared_shard_writer import SHAPE, code, plan  # noqa: E402
+from _shared_shard_writer import SHAPE, WRITES, campaign, code, lost_updates, plan  # noqa: E402
 
 WRITERS = 20
-WRITES = 5
 
 
 def _sharded(root: Path) -> zarrcy.Array:
@@ -48,58 +47,13 @@ def _unsharded(root: Path) -> zarrcy.Array:
     return zarrcy.create_array(str(root), shape=SHAPE, dtype="int64", chunks=(16, 16), fill_value=0)
 
 
-def _campaign(root: Path, seed: int, locks: bool, writers: int = WRITERS) -> None:
-    procs = [subprocess.Popen([sys.executable, str(HERE / "_shared_shard_writer.py"), str(root), str(w),
-                               str(WRITES), str(seed), "1" if locks else "0"],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for w in range(writers)]
-    try:
-        for p in procs:
-            assert p.stdout.readline().strip() == "ready", p.stderr.read()
-        for p in procs:  # all imported and opened: release them together
-            p.stdin.write("go\n")
-            p.stdin.flush()
-        for p in procs:
-            _, err = p.communicate(timeout=300)
-            assert p.returncode == 0, err
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-
-
-def lost_updates(final: np.ndarray, seed: int, writers: int = WRITERS) -> int:
-    """Elements whose value no sequential order of the writes can produce."""
-    covering: dict[tuple[int, int], list[tuple[int, int]]] = {}
-    for w in range(writers):
-        for j, (r, c) in enumerate(plan(seed, w, WRITES)):
-            for i in range(r.start, r.stop):
-                for k in range(c.start, c.stop):
-                    covering.setdefault((i, k), []).append((w, j))
-    bad = 0
-    for i in range(SHAPE[0]):
-        for k in range(SHAPE[1]):
-            writes = covering.get((i, k), [])
-            v = int(final[i, k])
-            if not writes:
-                bad += v != 0
-                continue
-            holder = [(w, j) for w, j in writes if code(w, j) == v]
-            if not holder:
-                bad += 1
-                continue
-            w, j = holder[0]
-            bad += any(w2 == w and j2 > j for w2, j2 in writes)  # a later write of the same process
-    return bad
-
-
 @pytest.mark.parametrize(("make", "writers"), [(_sharded, WRITERS), (_unsharded, 10)], ids=["sharded", "unsharded"])
 def test_overlapping_writers_lose_nothing(tmp_path: Path, make, writers: int) -> None:
     """(With ``write_locks`` off, one run of the same campaigns lost 785 elements (sharded, 20 writers) and 71 (unsharded, 20 writers) on a loaded 2-core machine.)"""
     seed = 20261127
     root = tmp_path / "a.zarr"
     make(root)
-    _campaign(root, seed, locks=True, writers=writers)
+    campaign(str(root), seed, locks=True, writers=writers)
     final = zarrcy.open_array(str(root))[...]
     assert lost_updates(final, seed, writers) == 0
     assert not list(root.rglob(".zarrcy-tmp-*[!k]"))  # no temp file left (lock files may stay)
@@ -113,18 +67,18 @@ def test_oracle_sees_a_lost_update() -> None:
     for w in range(WRITERS):  # a sequential application: process by process, in order
         for j, sel in enumerate(plan(seed, w, WRITES)):
             final[sel] = code(w, j)
-    assert lost_updates(final, seed) == 0
+    assert lost_updates(final, seed, WRITERS) == 0
     last = plan(seed, WRITERS - 1, WRITES)[-1]
     i, k = last[0].start, last[1].start
     lost = final.copy()
     lost[i, k] = 0
-    assert lost_updates(lost, seed) == 1
+    assert lost_updates(lost, seed, WRITERS) == 1
     stale = final.copy()
     earlier = [j for j, (r, c) in enumerate(plan(seed, WRITERS - 1, WRITES)[:-1])
                if r.start <= i < r.stop and c.start <= k < c.stop]
     if earlier:
         stale[i, k] = code(WRITERS - 1, earlier[0])
-        assert lost_updates(stale, seed) == 1
+        assert lost_updates(stale, seed, WRITERS) == 1
 
 
 # -- the lock, deterministically --------------------------------------------------------------

@@ -8,7 +8,9 @@ from __future__ import annotations
 import itertools
 import math
 import operator
+import random
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -17,7 +19,7 @@ from zarrcy._kernels import _grid, _vlen
 from zarrcy.codecs.pipeline import CodecPipeline
 from zarrcy.config import at_fork_reset as _at_fork_reset
 from zarrcy.config import get as _config_get
-from zarrcy.errors import CastError, CastTypeError, OutOfRangeError, ZarrcyError
+from zarrcy.errors import CastError, CastTypeError, OutOfRangeError, WriteConflictError, ZarrcyError
 from zarrcy.indexing import (
     BasicSelection,
     ChunkProjection,
@@ -93,6 +95,30 @@ class _object_lock:
             entry[1] -= 1
             if entry[1] == 0 and _OBJECT_LOCKS.get(self.k) is entry:  # (a fork may have reset it)
                 del _OBJECT_LOCKS[self.k]
+
+
+#: read-modify-writes of one object that an object store's conditional write refused
+#: (another writer got in between) are run again this many times in all, with
+#: exponential backoff and jitter (5 ms .. 1 s; about 15 s in all), then the
+#: WriteConflictError reaches the caller
+CONFLICT_ATTEMPTS = 24
+
+
+def _rmw(store: Store, key: str, body: Any) -> None:
+    """``body()`` -- a read-modify-write of ``key``'s object -- under the object's
+    locks; run again from the read when a conditional write loses to another writer."""
+    pause = 0.005
+    for attempt in range(CONFLICT_ATTEMPTS):
+        try:
+            with _object_lock(store, key):
+                body()
+            return
+        except WriteConflictError as e:
+            if attempt == CONFLICT_ATTEMPTS - 1:
+                raise WriteConflictError(f"{key}: still changed by other writers after {CONFLICT_ATTEMPTS} attempts "
+                                         f"of this write ({e})") from e
+        time.sleep(pause * (0.5 + random.random()))
+        pause = min(pause * 2, 1.0)
 
 
 class ArrayWrites(ArrayBase):
@@ -225,8 +251,7 @@ class ArrayWrites(ArrayBase):
 
     def _write_chunk(self, p: ChunkProjection, value: np.ndarray) -> None:
         key = self._key(p.chunk_coords)
-        with _object_lock(self.store, key):
-            self._write_chunk_locked(key, p, value)
+        _rmw(self.store, key, lambda: self._write_chunk_locked(key, p, value))
 
     def _write_chunk_locked(self, key: str, p: ChunkProjection, value: np.ndarray) -> None:
         piece = ortho_get(value, p.out_selection) if value.ndim else value
@@ -284,7 +309,8 @@ class ArrayWrites(ArrayBase):
                 cshape = self._chunk_geometry(cc)[0]
                 pipeline = self._pipeline_for(cshape)
             key = self._key(cc)
-            with _object_lock(self.store, key):
+
+            def write() -> None:
                 if self._partial:  # sharded: only the inner chunks holding the points change
                     with chunk_errors(key):
                         pipeline.encode_points(StorePath(self.store, key), np.stack(local), v[idx])
@@ -293,6 +319,8 @@ class ArrayWrites(ArrayBase):
                 chunk = np.full(cshape, self._fill, self._dtype) if data is None else np.array(self._decode(key, data, pipeline))
                 chunk[local] = v[idx]
                 self._store_chunk(key, chunk, pipeline)
+
+            _rmw(self.store, key, write)
 
         self._run(lambda idx: self._keyed(task, idx, lambda i: tuple(int(x) for x in chunk_coords[:, i[0]])),
                   [order[a:b] for a, b in zip(starts.tolist(), ends.tolist())])

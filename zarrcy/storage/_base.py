@@ -63,6 +63,12 @@ class Store(ABC):
         takes an advisory file lock (``zarrcy.storage._filelock``)."""
         return contextlib.nullcontext()
 
+    def in_write_session(self, key: str) -> bool:
+        """Whether a ``write_lock(key)`` session that validates by what it reads
+        (object stores' conditional writes) is open in this process: readers for that
+        session must then read the object itself, never a cached copy of part of it."""
+        return False
+
     def _check_writable(self) -> None:
         if self.read_only:
             raise ReadOnlyError(f"{self.url}: store is read-only")

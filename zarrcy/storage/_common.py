@@ -164,6 +164,10 @@ class StorePath(ByteSetter):
     def conditional_reads(self) -> bool:
         return bool(self.store.supports_conditional_reads)
 
+    @property
+    def in_write_session(self) -> bool:
+        return self.store.in_write_session(self.path)
+
     def get_versioned(self, byte_range: ByteRequest = None) -> tuple[bytes | None, object | None]:
         return self.store.get_versioned(self.path, byte_range)
 

@@ -62,7 +62,11 @@ Chosen over ``obstore.get_ranges`` plus a check because ``get_ranges`` returns n
 GET, or one response holding index and data, is one version by construction.
 
 Object stores replace an object whole on every PUT, so ``set`` is atomic for readers;
-there are no partial writes.  Errors: a missing object reads as ``None``; every other
+there are no partial writes.  Writers sharing an object (two writers' regions in one
+chunk or shard) are ordered by conditional PUTs, not locks: ``write_lock(key)`` opens a
+write session (``zarrcy.storage._conditional``) and the write lands only if the object
+is still the version the session read (``If-Match`` / create-only), else
+``WriteConflictError`` and the array layer retries the read-modify-write.  Errors: a missing object reads as ``None``; every other
 failure (refused access, unreachable endpoint, retries exhausted, truncated body)
 raises ``StoreError`` naming the URL of the object.
 """
@@ -70,6 +74,7 @@ raises ``StoreError`` naming the URL of the object.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import hashlib
 import operator
 import os
@@ -78,9 +83,10 @@ from datetime import timedelta
 from types import ModuleType
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
-from zarrcy.config import named_pool
+from zarrcy.config import get as _config_get, named_pool
 from zarrcy.byte_range import ByteRequest, RangeRequest, SuffixRequest
-from zarrcy.errors import ReadOnlyError, StoreError, expected
+from zarrcy.errors import ReadOnlyError, StoreError, WriteConflictError, expected
+from zarrcy.storage import _conditional as CW
 from zarrcy.storage._base import Buffer, Store
 from zarrcy.storage._common import as_bytes_view, check_byte_request, check_key, check_prefix, resolve_range
 
@@ -282,6 +288,8 @@ class ObjectStore(Store):
     supports_partial_writes = False
     supports_listing = True
     supports_conditional_reads = True
+    #: writes in a ``write_lock`` session are conditional PUTs (If-Match / If-None-Match)
+    supports_conditional_writes = True
 
     def __init__(self, url: str, *, storage_options: dict[str, Any] | None = None, read_only: bool = False) -> None:
         if type(url) is not str or "://" not in url:
@@ -307,6 +315,7 @@ class ObjectStore(Store):
             self.supports_deletes = False
             self.supports_listing = False
         super().__init__(read_only=read_only)
+        self._sessions = CW.Sessions()
         check_storage_options(scheme, self.storage_options)
         opts = dict(self.storage_options)
         try:
@@ -411,12 +420,15 @@ class ObjectStore(Store):
     def _head(self, key: str) -> dict | None:
         """The object's metadata (size, e_tag, ...); None if it does not exist."""
         try:
-            return self._ob.head(self._store, key)
+            meta = self._ob.head(self._store, key)
         except BaseException as e:  # pyo3's PanicException is a BaseException
             _reraise_control(e)
             if self._is_missing(e):
+                self._sessions.note(key, CW.ABSENT)
                 return None
             raise self._error(key, e) from e
+        self._sessions.note(key, _strong_etag(meta) or CW.UNVALIDATED)
+        return meta
 
     def _size(self, key: str) -> int | None:
         meta = self._head(key)
@@ -456,6 +468,7 @@ class ObjectStore(Store):
             if self._is_missing(e):
                 if if_match is not None:
                     raise _Changed(key) from None
+                self._sessions.note(key, CW.ABSENT)
                 return _Got(None, None, 0, None)
             if byte_range is not None and not _timed_out(e):
                 # 416: the range starts at or past the end; clipped to empty (byte_range.resolve)
@@ -465,6 +478,7 @@ class ObjectStore(Store):
             raise self._error(key, e) from e
         meta = getattr(result, "meta", None) or {}
         etag = _strong_etag(meta)
+        self._sessions.note(key, etag or CW.UNVALIDATED)
         if if_match is not None and etag != if_match:
             raise _Changed(key)  # the server ignored If-Match and sent another version
         size = meta.get("size")
@@ -654,15 +668,41 @@ class ObjectStore(Store):
         return self._size(check_key(key))
 
     # -- writes --------------------------------------------------------------------------
+    def write_lock(self, key: str) -> Any:
+        """``Store.write_lock``: a write session -- the object's writes in it are
+        conditional on the version its reads saw (module docstring of
+        ``zarrcy.storage._conditional``); nothing when ``zarrcy.config(write_locks=False)``."""
+        if not _config_get("write_locks"):
+            return contextlib.nullcontext()
+        return self._sessions.open(check_key(key))
+
+    def in_write_session(self, key: str) -> bool:
+        return self._sessions.active(key) is not None
+
     def set(self, key: str, value: Buffer) -> None:
         self._check_writable()
         check_key(key)
         data = bytes(as_bytes_view(value))
+        session = self._sessions.active(key)
+        mode: Any = None
+        if session is not None:
+            mode = CW.put_mode(session, self._url, "write")
         try:
-            self._ob.put(self._store, key, data)  # one PUT: readers see the old or the new object
+            # one PUT: readers see the old or the new object
+            result = self._ob.put(self._store, key, data, mode=mode) if mode else self._ob.put(self._store, key, data)
         except BaseException as e:  # pyo3's PanicException is a BaseException
             _reraise_control(e)
+            ex = self._ob.exceptions
+            if mode is not None and isinstance(e, (ex.PreconditionError, ex.AlreadyExistsError)):
+                raise WriteConflictError(f"{self._url}/{key}: another writer changed the object since it was read "
+                                         "(the conditional write was refused)") from None
+            if mode is not None and isinstance(e, ex.NotSupportedError):
+                raise StoreError(f"{self._url}/{key}: the service refuses conditional writes ({_first_line(e)}); "
+                                 "writers sharing chunks or shards need them -- zarrcy.config(write_locks=False) "
+                                 "writes unconditionally (one writer per chunk/shard)") from e
             raise self._error(key, e, " (write)") from e
+        if session is not None:
+            session.wrote(_strong_etag(result) or CW.UNVALIDATED)
 
     def set_partial_values(self, key_start_values: Sequence[tuple[str, int, Buffer]]) -> None:
         self._check_writable()
@@ -671,6 +711,21 @@ class ObjectStore(Store):
     def erase(self, key: str) -> None:
         self._check_writable()
         check_key(key)
+        session = self._sessions.active(key)
+        if session is not None and CW.put_mode(session, self._url, "delete") is not None:
+            # deletes cannot be conditional here: delete only if still the version read
+            # (a write between this HEAD and the DELETE is the documented residual)
+            seen = session.token
+            meta = self._head(key)
+            now = CW.ABSENT if meta is None else (_strong_etag(meta) or CW.UNVALIDATED)
+            if now != seen:
+                raise WriteConflictError(f"{self._url}/{key}: another writer changed the object since it was read "
+                                         "(not deleted)")
+            if meta is None:
+                return
+            self._delete([key])
+            session.wrote(CW.ABSENT)
+            return
         self._delete([key])
 
     def erase_values(self, keys: Iterable[str]) -> None:

@@ -146,7 +146,7 @@ def load_index(
     use_cache = bool(_config_get("shard_index_cache")) and cid is not None
     ck = _cache_key(cid, layout) if use_cache else None
     if conditional and getter.conditional_reads:
-        if ck is not None and not fresh:
+        if ck is not None and not fresh and not getter.in_write_session:
             hit = _CACHE.get(ck)
             if hit is not None:
                 return hit[2], hit[0]
