@@ -135,26 +135,26 @@ def test_kill_while_erasing_the_journal_is_finished_by_resume(tmp_path, monkeypa
     """A finished run killed while erasing its journal (the window the random kills above
     hit once in CI): ``plan.json`` goes last, so the journal is still a journal and
     ``--resume`` skips every region and erases the rest."""
-    from zarrcy.convert import engine
+    from zarrcy.convert import journal
 
     src = str(tmp_path / "src.zarr")
     _make_source(src)
     ref = str(tmp_path / "ref.zarr")
     assert convert_main([src, ref, *OPTS]) == 0
     dst = str(tmp_path / "dst.zarr")
-    real = engine._erase_journal
+    real = journal.erase_journal
 
     def killed(store, jroot):  # the entries go, then the "kill" lands before plan.json
         store.erase_values([k for k in store.list_prefix(jroot) if not k.endswith("plan.json")])
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(engine, "_erase_journal", killed)
+    monkeypatch.setattr(journal, "erase_journal", killed)
     try:
         convert_main([src, dst, *OPTS])
     except KeyboardInterrupt:
         pass
     assert os.path.exists(os.path.join(dst, "__zarrcy_convert", "plan.json"))
-    monkeypatch.setattr(engine, "_erase_journal", real)
+    monkeypatch.setattr(journal, "erase_journal", real)
     assert convert_main([src, dst, *OPTS, "--resume"]) == 0
     assert _stored(dst) == _stored(ref)
     assert not os.path.exists(os.path.join(dst, "__zarrcy_convert"))
@@ -181,7 +181,7 @@ def test_kill_while_overwrite_erases_is_redone_by_resume(tmp_path, monkeypatch):
     """``--overwrite`` killed while erasing the old destination: the journal says so first,
     so ``--resume`` erases again and converts afresh instead of calling the half-erased
     old destination complete."""
-    from zarrcy.convert import engine
+    from zarrcy.convert import journal
 
     src = str(tmp_path / "src.zarr")
     _make_source(src)
@@ -190,19 +190,19 @@ def test_kill_while_overwrite_erases_is_redone_by_resume(tmp_path, monkeypatch):
     dst = str(tmp_path / "dst.zarr")
     other = [o if o != "zstd:1" else "zstd:5" for o in OPTS]  # an old destination with other bytes
     assert convert_main([src, dst, *other]) == 0
-    real = engine._erase_except
+    real = journal.erase_except
 
     def killed(store, prefix, keep):  # half the old keys go, then the "kill"
         keys = [k for k in store.list_prefix(prefix) if k != keep]
         store.erase_values(keys[: len(keys) // 2])
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(engine, "_erase_except", killed)
+    monkeypatch.setattr(journal, "erase_except", killed)
     try:
         convert_main([src, dst, *OPTS, "--overwrite"])
     except KeyboardInterrupt:
         pass
-    monkeypatch.setattr(engine, "_erase_except", real)
+    monkeypatch.setattr(journal, "erase_except", real)
     assert convert_main([src, dst, *OPTS, "--resume"]) == 0
     assert _stored(dst) == _stored(ref)
     assert not os.path.exists(os.path.join(dst, "__zarrcy_convert"))

@@ -38,7 +38,8 @@ MIN_CHUNK_BYTES = 256 << 10
 SHARD_BYTES = 64 << 20
 
 
-def open_source(src: Any, concat_dim: str | None, cf_packing: str = "keep") -> HDF5Store | None:
+def open_source(src: Any, concat_dim: str | None, cf_packing: str = "keep",
+                time_units: str | None = None) -> HDF5Store | None:
     """An HDF5Store for ``src`` when it is HDF5 (several files need ``concat_dim``), else None."""
     if isinstance(src, (list, tuple)) and src and all(isinstance(x, (str, os.PathLike)) for x in src):
         many = True
@@ -49,7 +50,7 @@ def open_source(src: Any, concat_dim: str | None, cf_packing: str = "keep") -> H
         many = any(ch in text for ch in "*?[") and not os.path.exists(text)
     else:
         return None  # a Store instance
-    if concat_dim is None and cf_packing == "keep" and not many:
+    if concat_dim is None and cf_packing == "keep" and time_units is None and not many:
         return None  # store_from_url detects a single HDF5 file by itself
     paths = expand_sources(src)
     for p in paths:
@@ -60,11 +61,11 @@ def open_source(src: Any, concat_dim: str | None, cf_packing: str = "keep") -> H
                                   f"{'a directory' if os.path.isdir(p) else 'no signature' if os.path.exists(p) else 'no such file'}")
     if len(paths) > 1 and concat_dim is None:
         raise HDF5SourceError(f"{src}: {len(paths)} files match; pass --concat-dim DIM to concatenate them")
-    return HDF5Store(paths, concat_dim=concat_dim, cf_packing=cf_packing)
+    return HDF5Store(paths, concat_dim=concat_dim, cf_packing=cf_packing, time_units=time_units)
 
 
 def is_hdf5_array(arr: Any) -> bool:
-    return isinstance(getattr(arr, "store", None), HDF5Store)
+    return isinstance(arr.store, HDF5Store)
 
 
 def is_coordinate(arr: Any) -> bool:
@@ -162,7 +163,31 @@ def check_packing(arr: Any, chain: list[dict[str, Any]]) -> str | None:
     if bad.size:
         i = int(bad[0])
         return f"the packed value {int(ints[i])} decodes to {floats[i]!r} and re-encodes to {int(back[i])}"
-    return None
+    return _differs_from_cf(arr, ints, floats)
+
+
+def _differs_from_cf(arr: Any, ints: np.ndarray, floats: np.ndarray) -> str | None:
+    """None when the chain's decoding (``floats``, from ``x / scale + offset``,
+    ext-codec-scale_offset.md) of every packed value ``ints`` equals CF's
+    (``x * scale_factor + add_offset`` in the unpacked type, with the attributes' own
+    types: xarray.coding.variables ``_scale_offset_decoding``), bit for bit; else the
+    first value where they differ.  Division and multiplication agree for every value
+    only for some scale factors (powers of two, and 1), so most real CF packing keeps
+    its attributes (``--cf-packing keep``) instead."""
+    packing = arr.store.cf_packing_attrs(arr.path)
+    cf = ints.astype(floats.dtype)
+    if "scale_factor" in packing:
+        cf *= packing["scale_factor"]
+    if "add_offset" in packing:
+        cf += packing["add_offset"]
+    same = (cf == floats) | (np.isnan(cf) & np.isnan(floats))
+    bad = np.flatnonzero(~same)
+    if not bad.size:
+        return None
+    i = int(bad[0])
+    return (f"{bad.size:,} of {ints.size:,} packed values decode differently from CF (xarray): "
+            f"{int(ints[i])} is {cf[i]!r} as x * scale_factor + add_offset and {floats[i]!r} through the chain "
+            "(the scale_offset codec divides by its scale; CF multiplies by scale_factor)")
 
 
 def _stored_ints(arr: Any, idt: np.dtype) -> np.ndarray:

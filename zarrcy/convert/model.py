@@ -58,6 +58,8 @@ class ConvertOptions:
     # dimension; CF scale_factor/add_offset "keep" (as attributes) or "chain" (codecs)
     concat_dim: str | None = None
     cf_packing: str = "keep"
+    # CF time variables along concat_dim re-encoded onto these units (None: the first file's)
+    time_units: str | None = None
 
 
 @dataclass
@@ -93,11 +95,18 @@ class ArrayPlan:
     # (and the axis length); region_shape is then the largest region.  None: regular
     # regions of region_shape
     region_bounds: tuple[tuple[int, ...], ...] | None = None
+    # --quantize with sentinels (zarrcy/convert/cf.py): the chain each region is checked
+    # with (numeric sentinel codes decode to NaN there, so collisions show), the
+    # sentinels ({what, value, code, chosen}) and whether collisions are accepted
+    check_quantize: list[dict[str, Any]] | None = None
+    sentinels: list[dict[str, Any]] = field(default_factory=list)
+    allow_collisions: bool = False
 
     def to_json(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d.pop("dst_doc")
         d.pop("region_bounds")  # one entry per chunk along each axis: not for the summary
+        d.pop("check_quantize")
         d["codecs"] = self.dst_doc.get("codecs") if self.dst_format == 3 else {
             "filters": self.dst_doc.get("filters"), "compressor": self.dst_doc.get("compressor")}
         return d
@@ -181,7 +190,15 @@ class ConvertReport:
         return "\n".join(lines)
 
     def _notes(self) -> list[str]:
-        out = [f"  note /{p.rel}: {n}" for p in self.plans for n in p.notes]
+        """One line per distinct note, naming every array it concerns."""
+        by_text: dict[str, list[str]] = {}
+        for p in self.plans:
+            for n in dict.fromkeys(p.notes):
+                by_text.setdefault(n, []).append(f"/{p.rel}")
+        out = []
+        for text, paths in by_text.items():
+            shown = ", ".join(paths[:6]) + (f" and {len(paths) - 6} more" if len(paths) > 6 else "")
+            out.append(f"  note {shown}: {text}")
         out += [f"  warning: {w}" for w in self.warnings]
         return out
 
@@ -207,5 +224,7 @@ class RegionResult:
     bytes_out: int = 0
     objects: int = 0
     corrupt: list[str] = field(default_factory=list)
-    cast: Any = None  # --quantize: CastReport of this region
+    cast: Any = None  # --quantize: CastReport of this region (a RegionCast from the pre-pass)
+    collisions: int = 0  # --quantize: data values that encode to a sentinel code (collisions=allow)
+    sentinel_counts: dict[str, int] | None = None  # --quantize: values per sentinel ("NaN=65535": n)
 

@@ -140,6 +140,22 @@ class _Array:
     concat_axis: int | None = None
     starts: list[int] = field(default_factory=list)   # chunk-grid start of each part along concat_axis
     direct: bool = True                  # chunks map 1:1 onto the HDF5 chunks of each part
+    # CF time values re-encoded onto the first file's units (or --time-units), one per
+    # part (None: that part's values are served as stored); see zarrcy/storage/cf_time.py
+    recode: list[Any] | None = None
+    # the CF scale_factor / add_offset attributes as stored (numpy scalars of their own type)
+    packing: dict[str, Any] = field(default_factory=dict)
+
+
+def _cmp_attrs(attrs: dict[str, Any], axis: int | None) -> dict[str, Any]:
+    """The attributes that must agree between files: along the concat axis, a CF time
+    variable's ``units``/``calendar`` may differ (its values are re-encoded, see
+    ``HDF5Store._time_recoders``)."""
+    from zarrcy.storage.cf_time import is_time_units
+
+    if axis is None or not is_time_units(attrs.get("units")):
+        return attrs
+    return {k: v for k, v in attrs.items() if k not in ("units", "calendar")}
 
 
 def _contiguous_chunks(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
@@ -168,8 +184,13 @@ class HDF5Store(Store):
     supports_deletes = False
     supports_partial_reads = True
 
-    def __init__(self, paths: str | Sequence[str], concat_dim: str | None = None, cf_packing: str = "keep") -> None:
+    def __init__(self, paths: str | Sequence[str], concat_dim: str | None = None, cf_packing: str = "keep",
+                 time_units: str | None = None) -> None:
         super().__init__(read_only=True)
+        if time_units is not None and concat_dim is None:
+            raise HDF5SourceError("--time-units: applies to the files joined along --concat-dim (pass --concat-dim)")
+        #: CF time variables along concat_dim are re-encoded onto these units (None: the first file's)
+        self.time_units = time_units
         if cf_packing not in ("keep", "chain"):
             raise HDF5SourceError(expected("cf_packing", "'keep' or 'chain'", cf_packing))
         self.cf_packing = cf_packing
@@ -204,7 +225,8 @@ class HDF5Store(Store):
         return f"{self.paths[0]} (+{len(self.paths) - 1} files along {self.concat_dim!r})"
 
     def __reduce__(self):
-        return (HDF5Store, ([f.path for f in self._files] or self.paths, self.concat_dim, self.cf_packing))
+        return (HDF5Store, ([f.path for f in self._files] or self.paths, self.concat_dim, self.cf_packing,
+                            self.time_units))
 
     def __repr__(self) -> str:
         return f"HDF5Store({self.url!r})"
@@ -249,6 +271,11 @@ class HDF5Store(Store):
                                   "other files, received none")
         got = [v for v in vals if v is not None]
         assert len(got) == len(vals)  # all present (checked above)
+        assert dim is not None
+        # CF time with per-file units: compared on one unit (the values served later alike)
+        recode = self._time_recoders(dim, [describe(f, dim)[1] for f in self._files])
+        if recode is not None:
+            got = [v if fn is None else self._recoded(fn, v, f, dim) for f, v, fn in zip(self._files, got, recode)]
         for f, v in zip(self._files, got):
             if v.size > 1 and not bool(np.all(np.diff(v) > 0)):
                 raise HDF5SourceError(f"{f.path}: variable /{dim}: expected strictly increasing --concat-dim "
@@ -328,6 +355,7 @@ class HDF5Store(Store):
         zdt: np.dtype = info["zdt"]
         dims = info["dims"]
         parts = [var]
+        infos = [info]
         axis = None
         if self.concat_dim is not None and len(self._files) > 1:
             if dims is not None and self.concat_dim in dims:
@@ -353,7 +381,7 @@ class HDF5Store(Store):
                     what = f"shape {var.shape} (except along {self.concat_dim!r}), received {v2.shape}"
                 elif i2["dims"] != dims:
                     what = f"dimensions {dims}, received {i2['dims']}"
-                elif _attrs_cmp(i2["attrs"]) != _attrs_cmp(info["attrs"]):
+                elif _attrs_cmp(_cmp_attrs(i2["attrs"], axis)) != _attrs_cmp(_cmp_attrs(info["attrs"], axis)):
                     diff = sorted(k for k in set(i2["attrs"]) | set(info["attrs"])
                                   if _attrs_cmp(i2["attrs"].get(k)) != _attrs_cmp(info["attrs"].get(k)))
                     what = f"the attributes of {self._files[0].path}, received different {', '.join(diff)}"
@@ -363,6 +391,8 @@ class HDF5Store(Store):
                     raise HDF5SourceError(f"{f.path}: variable /{name}: expected {what}")
                 if axis is not None:
                     parts.append(v2)
+                    infos.append(i2)
+        recode = self._time_recoders(name, infos) if axis is not None else None
         shape = list(var.shape)
         if axis is not None:
             shape[axis] = sum(p.shape[axis] for p in parts)
@@ -375,7 +405,7 @@ class HDF5Store(Store):
                 mixed = True
         else:
             chunk = list(_contiguous_chunks(tuple(shape), max(1, zdt.itemsize if zdt.kind != "O" else 16)))
-        direct = var.kind in ("chunked", "contiguous") and not mixed
+        direct = var.kind in ("chunked", "contiguous") and not mixed and not (recode and any(recode))
         starts = [0]
         if axis is not None:
             # every part must start on a chunk boundary along the concat axis for the chunks
@@ -419,6 +449,8 @@ class HDF5Store(Store):
         }
         if dims is not None:
             doc["dimension_names"] = dims
+        if recode is not None and self.time_units is not None:
+            doc["attributes"] = {**doc["attributes"], "units": self.time_units}
         if info["has_fill_attr"]:
             xf = _xarray_fill(zdt, info["fill"])
             if xf is not None:
@@ -427,7 +459,48 @@ class HDF5Store(Store):
         if (self.cf_packing == "chain" and packing and zdt.kind in "iu" and not info["enum"]
                 and all(np.asarray(v).dtype.kind in "iuf" for v in packing.values())):
             _cf_chain(doc, zdt, packing, info["fill"], info["has_fill_attr"])
-        return _Array(name, doc, tuple(chunk), tuple(shape), zdt, parts, axis, starts, direct)
+        return _Array(name, doc, tuple(chunk), tuple(shape), zdt, parts, axis, starts, direct,
+                      recode if recode and any(recode) else None, dict(packing))
+
+    def cf_packing_attrs(self, path: str) -> dict[str, Any]:
+        """The CF ``scale_factor`` / ``add_offset`` of array ``path`` as the file stores them
+        (numpy scalars of their own type: what CF decoding multiplies and adds with)."""
+        return dict(self._arrays[path].packing)
+
+    def _time_recoders(self, name: str, infos: list[dict[str, Any]]) -> list[Any] | None:
+        """For a CF time variable along ``concat_dim`` (``units: "<unit> since <date>"``
+        in the first file): per file, the function re-encoding its values onto the
+        first file's units (or ``time_units``), None where nothing changes; None when the
+        variable is not CF time.  Different calendars, units that are not CF time in a
+        later file, and a bad ``--time-units`` raise HDF5SourceError naming file and variable."""
+        from zarrcy.storage.cf_time import TimeUnitsError, is_time_units, parse_time_encoding, recoder
+
+        first = infos[0]["attrs"]
+        if not is_time_units(first.get("units")):
+            return None
+        try:
+            target = parse_time_encoding(self.time_units or first["units"], first.get("calendar"))
+        except TimeUnitsError as e:
+            where = "--time-units" if self.time_units else f"{self._files[0].path}: variable /{name}"
+            raise HDF5SourceError(f"{where}: {e}") from None
+        out = []
+        for f, info in zip(self._files, infos):
+            try:
+                src = parse_time_encoding(info["attrs"].get("units"), info["attrs"].get("calendar"))
+                fill = info["fill"] if info["has_fill_attr"] else None
+                out.append(recoder(src, target, info["zdt"], fill))
+            except TimeUnitsError as e:
+                raise HDF5SourceError(f"{f.path}: variable /{name}: {e}") from None
+        return out
+
+    @staticmethod
+    def _recoded(fn: Any, values: np.ndarray, f: _File, name: str) -> np.ndarray:
+        from zarrcy.storage.cf_time import TimeUnitsError
+
+        try:
+            return fn(values)
+        except TimeUnitsError as e:
+            raise HDF5SourceError(f"{f.path}: variable /{name}: {e}") from None
 
     def validate_array(self, path: str) -> None:
         """Check that the stored bytes of array ``path`` lie inside their files
@@ -531,6 +604,8 @@ class HDF5Store(Store):
                 data = part.dataset()[region]
         except (OSError, RuntimeError, ValueError, TypeError) as e:
             raise HDF5SourceError(f"{part.file.path}: variable /{part.name}: cannot read {region}: {e}") from None
+        if a.recode is not None and (fn := a.recode[a.parts.index(part)]) is not None:
+            data = self._recoded(fn, data, part.file, part.name)
         if part.kind == "vlen":
             return _vlen_utf8(data, cs, region)
         return self._pad(a, np.ascontiguousarray(data, dtype=part.dtype).view(np.uint8).reshape(-1), region, part.dtype)

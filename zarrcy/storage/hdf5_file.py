@@ -535,6 +535,21 @@ def _xarray_fill(zdt: np.dtype, value: Any) -> Any:
     return None
 
 
+def cf_unpacked_dtype(zdt: np.dtype, packing: dict[str, Any]) -> np.dtype:
+    """The float type CF packed integers of type ``zdt`` unpack to, as xarray chooses it
+    (``xarray.coding.variables._choose_float_dtype``): the attributes' type when both
+    ``scale_factor`` and ``add_offset`` have the same float type (float64 for 32-bit
+    integers), float64 when only ``add_offset`` is there, else ``scale_factor``'s type."""
+    sf, ao = packing.get("scale_factor"), packing.get("add_offset")
+    st = np.asarray(sf).dtype if sf is not None else None
+    ot = np.asarray(ao).dtype if ao is not None else None
+    if st is not None and ot is not None and st == ot and st in (np.dtype("f4"), np.dtype("f8")):
+        return np.dtype("f8") if zdt.itemsize == 4 and zdt.kind in "iu" else st
+    if ot is not None or st is None or st.kind != "f":
+        return np.dtype("f8")
+    return st if st.itemsize >= 4 else np.dtype("f4")
+
+
 def _cf_chain(doc: dict[str, Any], zdt: np.dtype, packing: dict[str, Any], fill: Any, masked: bool) -> None:
     """Show a CF-packed integer variable (``scale_factor``/``add_offset``) as the
     floats it stands for, through ``[scale_offset, cast_value]`` (ext-codec-scale_offset.md:
@@ -544,10 +559,7 @@ def _cf_chain(doc: dict[str, Any], zdt: np.dtype, packing: dict[str, Any], fill:
     (zarrcy/convert/hdf5.py ``check_packing``)."""
     from zarrcy.metadata.data_type import from_numpy
 
-    kinds = [np.asarray(v).dtype for v in packing.values()]
-    fdt = np.result_type(*kinds) if all(k.kind == "f" for k in kinds) else np.dtype("f8")
-    if fdt.itemsize < 4:
-        fdt = np.dtype("f4")
+    fdt = cf_unpacked_dtype(zdt, packing)
     sf = fdt.type(packing.get("scale_factor", 1))
     ao = fdt.type(packing.get("add_offset", 0))
     if not np.isfinite(sf) or sf == 0 or not np.isfinite(ao):
