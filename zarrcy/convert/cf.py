@@ -140,6 +140,8 @@ class QuantizeMapping:
     sentinels: list[Sentinel] = field(default_factory=list)
     allow_collisions: bool = False
     notes: list[str] = field(default_factory=list)
+    #: the destination's fill value when the source's has no form in the chain (NaN), else None
+    fill_override: float | None = None
 
     @property
     def numeric_values(self) -> list[float]:
@@ -200,7 +202,6 @@ def quantize_mapping(chain: list[dict[str, Any]], dtype: np.dtype, fill_value: A
     that encodes exactly stays an ordinary value).  MetadataError (naming
     ``--quantize.fill``) when a code is outside the target type, taken twice, or does
     not decode back to exactly its value."""
-    from zarrcy.casting import scale_offset_decode, scale_offset_encode
     from zarrcy.metadata.fill_value import fill_value_to_json
     from zarrcy.metadata.data_type import from_numpy
 
@@ -214,8 +215,19 @@ def quantize_mapping(chain: list[dict[str, Any]], dtype: np.dtype, fill_value: A
             sentinels.append(Sentinel("NaN", math.nan, int(code), False))
     values: list[tuple[str, float]] = []
     fv = float(fill_value) if np.asarray(fill_value).dtype.kind in "iuf" else math.nan
-    if math.isfinite(fv) and (cf_fill or opts.get("fill") is not None or not _exact(chain, dtype, fv)):
+    notes: list[str] = []
+    fill_override = None
+    if math.isfinite(fv) and (cf_fill or opts.get("fill") is not None):
         values.append(("_FillValue", fv))
+    elif math.isfinite(fv) and not _exact(chain, dtype, fv):
+        # a fill value that marks nothing (no _FillValue attribute: e.g. HDF5's default
+        # 9.97e36) and has no form in the chain: NaN's code stands for it when there is one
+        if sentinels:
+            fill_override = math.nan
+            notes.append(f"--quantize: the fill value {fv:g} (not a _FillValue: it marks no data) has no code in "
+                         "the chain: the destination's fill value is NaN (its nan= code)")
+        else:
+            values.append(("_FillValue", fv))
     mv = attrs.get("missing_value")
     for x in (_numbers(mv) or []) if mv is not None else []:
         n = _as_number(x)
@@ -223,13 +235,12 @@ def quantize_mapping(chain: list[dict[str, Any]], dtype: np.dtype, fill_value: A
             values.append(("missing_value", float(n)))
     allow = opts.get("collisions") == "allow"
     if not values or target.kind not in "iu":
-        return QuantizeMapping(chain, chain, sentinels, allow)
+        return QuantizeMapping(chain, chain, sentinels, allow, notes, fill_override)
     info = np.iinfo(target)
     used = {s.code for s in sentinels}
     dt3 = from_numpy(dtype)
     enc, dec = list(smap.get("encode", [])), list(smap.get("decode", []))
     check_dec = list(dec)
-    notes: list[str] = []
     for i, (what, v) in enumerate(values):
         given = opts.get("fill") if i == 0 else None
         if given is not None:
@@ -245,20 +256,10 @@ def quantize_mapping(chain: list[dict[str, Any]], dtype: np.dtype, fill_value: A
             if code is None:  # pragma: no cover - a type with fewer than 3 codes
                 raise MetadataError(f"--quantize: no free code of {target} for the {what} {v!r}", "--quantize.fill")
         used.add(code)
-        try:
-            scaled = scale_offset_encode(np.asarray([v], dtype=dtype), so.get("offset"), so.get("scale"))
-            back = float(np.asarray(scale_offset_decode(scaled, so.get("offset"), so.get("scale"))).reshape(-1)[0])
-        except CastError:
-            scaled, back = np.asarray([math.inf], dtype=dtype), math.nan
-        key = np.asarray(scaled, dtype=dtype).reshape(-1)[0]
-        if not np.isfinite(key) or back != v:
-            raise MetadataError(
-                f"--quantize: the {what} {v!r} does not survive scale_offset (it encodes to {float(key)!r} and "
-                f"decodes to {back!r}): choose an offset/scale under which it is exact, or store the array "
-                "unquantized", "--quantize")
+        key, back_key = _keys(v, dtype, so.get("offset"), so.get("scale"), what)
         kj = fill_value_to_json(dt3, key)
         enc.append([kj, code])
-        dec.append([code, kj])
+        dec.append([code, fill_value_to_json(dt3, back_key)])
         check_dec.append([code, "NaN"])
         sentinels.append(Sentinel(what, v, code, given is None))
         if given is None:
@@ -268,7 +269,37 @@ def quantize_mapping(chain: list[dict[str, Any]], dtype: np.dtype, fill_value: A
     cv["scalar_map"] = {"encode": enc, "decode": dec}
     check = copy.deepcopy(chain)
     check[1]["configuration"]["scalar_map"] = {"encode": enc, "decode": check_dec}
-    return QuantizeMapping(chain, check, sentinels, allow, notes)
+    return QuantizeMapping(chain, check, sentinels, allow, notes, fill_override)
+
+
+def _keys(v: float, dtype: np.dtype, offset: Any, scale: Any, what: str) -> tuple[Any, Any]:
+    """``(encode key, decode value)`` of a sentinel in cast_value's (scaled) units: the
+    encode key is what ``scale_offset`` makes of ``v``; the decode value is the nearest
+    value that ``scale_offset`` decodes to exactly ``v`` (``v`` itself needs rounding
+    to survive ``x / scale + offset`` when it is large, e.g. -1e20)."""
+    from zarrcy.casting import scale_offset_decode, scale_offset_encode
+
+    def dec(y: Any) -> float:
+        try:
+            return float(np.asarray(scale_offset_decode(np.asarray([y], dtype=dtype), offset, scale)).reshape(-1)[0])
+        except CastError:
+            return math.nan
+
+    try:
+        key = np.asarray(scale_offset_encode(np.asarray([v], dtype=dtype), offset, scale), dtype=dtype).reshape(-1)[0]
+    except CastError:
+        key = dtype.type(math.inf)
+    if np.isfinite(key):
+        up = down = key
+        for _ in range(64):  # ulps around the encoded value
+            for y in (up, down):
+                if dec(y) == v:
+                    return key, y
+            up, down = np.nextafter(up, dtype.type(math.inf)), np.nextafter(down, dtype.type(-math.inf))
+    raise MetadataError(
+        f"--quantize: the {what} {v!r} does not survive scale_offset (it encodes to {float(key)!r}, and no nearby "
+        "value decodes back to it): choose an offset/scale under which it is exact, or leave the array unquantized "
+        "(--exclude)", "--quantize")
 
 
 def _exact(chain: list[dict[str, Any]], dtype: np.dtype, value: float) -> bool:

@@ -68,6 +68,18 @@ def is_hdf5_array(arr: Any) -> bool:
     return isinstance(arr.store, HDF5Store)
 
 
+def time_note(arr: Any) -> str | None:
+    """A note when the CF time values of an HDF5 array are re-encoded onto its units."""
+    if not is_hdf5_array(arr):
+        return None
+    files = arr.store.time_recoded(arr.path)
+    if not files:
+        return None
+    shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+    return (f"time values of {shown} re-encoded onto {arr.attrs.get('units')!r} (every value an integer there; "
+            "xarray decodes the same instants)")
+
+
 def is_coordinate(arr: Any) -> bool:
     """A coordinate variable: one dimension, named like the array (a dimension scale)."""
     names = arr.metadata.dimension_names

@@ -112,8 +112,9 @@ class Planner:
             notes.append(f"not quantized: {src.dtype} is not a floating-point type (--quantize applies to float "
                          "arrays only; use --include/--exclude to choose the arrays)")
             return None
-        if _h5.is_hdf5_array(src) and _h5.is_coordinate(src):
-            return None  # --quantize is for data variables: coordinates (dimension scales) stay exact
+        if _h5.is_coordinate(src):  # --quantize is for data variables: coordinates stay exact
+            notes.append("not quantized: a coordinate variable (one dimension, named like it) stays exact")
+            return None
         try:
             q = quantize_mapping(quant, src.dtype, src.fill_value, attrs, self.s.quantize_opts,
                                  cf_fill="_FillValue" in attrs)
@@ -159,6 +160,8 @@ class Planner:
                 _h5.validate(src)
             except _h5.HDF5SourceError as e:
                 raise ConvertError(f"source: {e}", 2) from None
+            if (note := _h5.time_note(src)) is not None:
+                notes.append(note)
             if shards is None and chunks is None:
                 chunks, shards = _h5.default_layout(src.shape, tuple(src.chunks), itemsize, max(s.region_bytes, 1))
             if quant is None and (packed := _h5.packing_chain(src)) is not None:
@@ -195,7 +198,9 @@ class Planner:
                 "chunk_grid": (rgrid.to_dict() if keep_rect and rgrid is not None
                                else {"name": "regular", "configuration": {"chunk_shape": list(shards or chunks)}}),
                 "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-                "fill_value": _fill_json(dt3, m.fill_value), "codecs": codec_chain, "attributes": attrs,
+                "fill_value": (_fill_json(dt3, m.fill_value) if quant is None or quant.fill_override is None
+                               else _fill_json(dt3, quant.fill_override)),
+                "codecs": codec_chain, "attributes": attrs,
             }
             if (names := _dimension_names(src)) is not None:
                 doc["dimension_names"] = names

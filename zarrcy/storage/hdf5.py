@@ -145,6 +145,8 @@ class _Array:
     recode: list[Any] | None = None
     # the CF scale_factor / add_offset attributes as stored (numpy scalars of their own type)
     packing: dict[str, Any] = field(default_factory=dict)
+    # "file (units)" of each part whose time values are re-encoded
+    recoded_from: list[str] = field(default_factory=list)
 
 
 def _cmp_attrs(attrs: dict[str, Any], axis: int | None) -> dict[str, Any]:
@@ -459,8 +461,15 @@ class HDF5Store(Store):
         if (self.cf_packing == "chain" and packing and zdt.kind in "iu" and not info["enum"]
                 and all(np.asarray(v).dtype.kind in "iuf" for v in packing.values())):
             _cf_chain(doc, zdt, packing, info["fill"], info["has_fill_attr"])
+        recoded = [f"{os.path.basename(p.file.path)} ({i['attrs'].get('units')})"
+                   for p, i, fn in zip(parts, infos, recode or []) if fn is not None]
         return _Array(name, doc, tuple(chunk), tuple(shape), zdt, parts, axis, starts, direct,
-                      recode if recode and any(recode) else None, dict(packing))
+                      recode if recode and any(recode) else None, dict(packing), recoded)
+
+    def time_recoded(self, path: str) -> list[str]:
+        """The files whose CF time values of array ``path`` are re-encoded onto its units
+        (``"file (their units)"``); empty when none are."""
+        return list(self._arrays[path].recoded_from)
 
     def cf_packing_attrs(self, path: str) -> dict[str, Any]:
         """The CF ``scale_factor`` / ``add_offset`` of array ``path`` as the file stores them
