@@ -437,10 +437,11 @@ class _Driver:
         """Metadata-only migration in place: a ``zarr.json`` beside each v2/v1 node; the
         chunks (and the v2 documents, for v2 readers) stay as they are."""
         from zarrcy.document.group import GroupMetadata
+        from zarrcy.v2.metadata import V2GroupMetadata
 
         o, store, report = self.o, self.dst_store, self.report
         for _rel, g in groups:
-            if getattr(g.metadata, "zarr_format", 3) == 2:
+            if isinstance(g.metadata, V2GroupMetadata):
                 store.set(_prefix(g.path) + META_KEY, GroupMetadata(attributes=dict(g.metadata.attributes)).to_bytes())
         progress = Progress(sum(p.nbytes for p in plans), mode=o.progress, interval=o.progress_interval)
         try:

@@ -153,7 +153,7 @@ class Planner:
         src_chunks = _largest_chunks(src)
         itemsize = src.dtype.itemsize
         h5src = _h5.is_hdf5_array(src)  # stored HDF5 chunks are never copied (internal codec)
-        native = v2 is None or all(getattr(c, "name", None) in _NATIVE for c in m.codecs)
+        native = v2 is None or all(c.to_dict()["name"] in _NATIVE for c in v2.codecs)
         copy_ok = not h5src and not s.rewrite and not s.changes_layout and native
         if h5src:
             try:  # the chunk index inside the file (a truncated file fails here, before writing)
@@ -236,7 +236,7 @@ class Planner:
                 raise ConvertError("--codecs: zarrcy.hdf5_chunk is internal to HDF5 sources (it only decodes)", 2)
             return [], list(s.codecs)
         serializer: dict[str, Any] = {"name": "bytes", "configuration": {"endian": "little"}}
-        if getattr(dt3, "variable_length", False):  # string / bytes (zarr-extensions)
+        if dt3.variable_length:  # string / bytes (zarr-extensions)
             serializer = {"name": "vlen-utf8" if dt3.category == "string" else "vlen-bytes"}
         if s.compressor is not None:
             return [], [serializer, *s.compressor]
