@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from zarrcy.array import Array
-from zarrcy.errors import MetadataError
+from zarrcy.errors import MetadataError, ZarrcyError
 from zarrcy.v2.metadata import V2ArrayMetadata
 
 __all__ = ["default_codecs", "default_compressors", "hdf5_compressors", "v2_metadata"]
@@ -205,7 +205,11 @@ def _sample(src: Array) -> tuple[np.ndarray | None, int | None]:
     if stored is None:
         return None, None
     sel = tuple(slice(0, min(c, n)) for c, n in zip(src.chunks, src.shape))
-    return np.asarray(src[sel]), max(1, int(stored) - 4)  # (the HDF5 view prefixes a 4-byte filter mask)
+    try:
+        sample = np.asarray(src[sel])
+    except ZarrcyError:  # a damaged chunk: the regions report it (exit 1, or --on-error skip)
+        return None, None
+    return sample, max(1, int(stored) - 4)  # (the HDF5 view prefixes a 4-byte filter mask)
 
 
 def default_compressors(src: Array) -> list[dict[str, Any]]:
