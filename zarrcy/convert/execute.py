@@ -463,12 +463,13 @@ def _region_cast_report(src_path: str, values: np.ndarray, sel: tuple[slice, ...
     counts: dict[str, int] = {}
     legit = 0
     for s in q.sentinels:
-        if s.get("what") == "NaN":
-            n = int(np.count_nonzero(np.isnan(values))) if values.dtype.kind == "f" else 0
-        else:
+        if s.get("what") != "NaN":
             n = int(np.count_nonzero(values == np.asarray(float(s["value"]), dtype=values.dtype)))
             legit += n
-        counts[f"{s['what']}={s['code']}"] = n
+            counts[f"{s['what']}={s['code']}"] = n
+    for s in q.sentinels:  # NaN: the rest of what scalar_map mapped (no extra pass over the values)
+        if s.get("what") == "NaN":
+            counts[f"{s['what']}={s['code']}"] = max(0, rep.scalar_mapped - legit)
     collisions = max(0, rep.round_trip_mismatches - legit)
     rep.round_trip_mismatches = collisions
     if collisions and not q.allow_collisions:
