@@ -232,6 +232,35 @@ def test_time_units_exact_or_refused(tmp_path, capsys):
     assert t.attrs["units"] == "hours since 2020-01-01" and list(t[...]) == [0, 24, 48, 72, 78, 96]
 
 
+def test_time_bounds_checked_before_writing(tmp_path, capsys):
+    """A second time variable along the concat dimension (bounds) is re-encoded too, and a
+    value that is not an integer there refuses the run before anything is written."""
+    import netCDF4
+
+    d = tmp_path / "b"
+    d.mkdir()
+    for i, (u, bnds) in enumerate((("days since 2020-01-01", [[0, 1], [1, 2]]),
+                                   ("days since 2020-01-03", [[0, 1], [1, 2]]))):
+        with netCDF4.Dataset(str(d / f"m{i}.nc"), "w") as ds:
+            ds.createDimension("time", None)
+            ds.createDimension("nv", 2)
+            t = ds.createVariable("time", "f8", ("time",))
+            t.units = u
+            t[:] = [0, 1]
+            b = ds.createVariable("time_bnds", "f8", ("time", "nv"))
+            b.units = u
+            b[:] = bnds
+    out = str(tmp_path / "o.zarr")
+    assert convert_main([str(d / "m*.nc"), out, "--concat-dim", "time", *Q]) == 0
+    assert zarrcy.open_array(out, path="time_bnds")[...].tolist() == [[0, 1], [1, 2], [2, 3], [3, 4]]
+    with netCDF4.Dataset(str(d / "m1.nc"), "a") as ds:
+        ds["time_bnds"][1, 1] = 2.5  # 4.5 days since 2020-01-01: not an integer
+    assert convert_main([str(d / "m*.nc"), str(tmp_path / "p.zarr"), "--concat-dim", "time", *Q]) == 2
+    err = capsys.readouterr().err
+    assert "m1.nc" in err and "variable /time_bnds" in err and "value 2.5" in err and "not an integer" in err, err
+    assert not os.path.exists(tmp_path / "p.zarr")
+
+
 def test_time_calendars_must_agree(tmp_path, capsys):
     src = _months(str(tmp_path / "c"), ["days since 2020-01-01", "days since 2020-01-04"], ["standard", "noleap"])
     out = str(tmp_path / "c.zarr")

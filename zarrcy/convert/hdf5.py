@@ -93,8 +93,11 @@ def unsupported_datasets(store: Any) -> list[tuple[str, str]]:
 
 def validate(arr: Any) -> None:
     """HDF5SourceError naming file and variable when the array's stored chunks are not
-    all inside their files (a truncated file)."""
+    all inside their files (a truncated file), or when its CF time values cannot be
+    re-encoded onto one unit (checked now, read once: refused before anything is written)."""
     arr.store.validate_array(arr.path)
+    if arr.store.time_recoded(arr.path):
+        arr[...]
 
 
 def default_layout(shape: Sequence[int], chunks: Sequence[int], itemsize: int,
