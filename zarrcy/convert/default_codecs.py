@@ -163,7 +163,8 @@ def hdf5_compressors(cfg: dict[str, Any], sample: np.ndarray | None = None,
     out: list[dict[str, Any]] = []
     notes: list[str] = []
     if level is not None:
-        gz = {"name": "gzip", "configuration": {"level": max(0, min(9, level))}}
+        gz_level = max(0, min(9, level))
+        gz: dict[str, Any] = {"name": "gzip", "configuration": {"level": gz_level}}
         cands = [_blosc("shuffle"), _blosc("noshuffle"), gz]
         best = 0 if 2 in ids else 2
         if sample is not None and sample.size:
@@ -176,7 +177,7 @@ def hdf5_compressors(cfg: dict[str, Any], sample: np.ndarray | None = None,
                 min(range(len(sizes)), key=lambda i: sizes[i])
         out.append(cands[best])
         what = ("blosc zstd level 3 with byte shuffle", "blosc zstd level 3 without shuffle",
-                f"gzip level {gz['configuration']['level']}")[best]
+                f"gzip level {gz_level}")[best]
         notes.append(f"HDF5 deflate level {level}{' + shuffle' if 2 in ids else ''} is re-encoded as {what} (Zarr v3 "
                      "has no HDF5 filters; of blosc zstd with byte shuffle, without, and gzip at the same level, the "
                      "fastest that keeps a sample chunk within 10 % of its size in the file)")

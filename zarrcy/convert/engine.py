@@ -53,7 +53,8 @@ from zarrcy.array import META_KEY, Array, write_metadata
 from zarrcy.casting import merge_reports
 from zarrcy.errors import CorruptChunkError, MetadataError, ZarrcyError, expected
 from zarrcy.group import open_node
-from zarrcy.convert.execute import QuantizeCheck, RegionTask, _check_quantize, _run_dask, _run_threads, _same
+from zarrcy.convert.execute import (QuantizeCheck, RegionTask, _check_quantize, _run_dask, _run_threads, _same,
+                                    recording)
 from zarrcy.convert.journal import JOURNAL_DIR, Journal, _fingerprint
 from zarrcy.convert.model import ArrayPlan, ConvertError, ConvertOptions, ConvertReport, RegionResult, _join, _prefix
 from zarrcy.convert.options import Settings, parse_settings
@@ -403,9 +404,10 @@ class _Driver:
             p.quantize_report = q if isinstance(q, dict) else None
             return
         dst = Array(self.dst_store, p.dst_path, dst_metadata(p))
+        rec = recording(dst) if p.mode == "rewrite" else None
         q = QuantizeCheck.of(p)
         tasks = (RegionTask(src, dst, p.mode, region_selection(p, rid), rid, journal.region_key(p.rel, rid), o.verify,
-                            o.on_error, resuming, q, journal.enabled, pre.get(rid), p.kept_filters)
+                            o.on_error, resuming, q, journal.enabled, pre.get(rid), p.kept_filters, rec)
                  for rid in range(p.n_regions))
         tally = _QuantizeTally()
         lock = threading.Lock()

@@ -12,7 +12,6 @@ from __future__ import annotations
 import builtins
 import math
 import os
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
@@ -41,10 +40,13 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 class _ChecksumStore(Store):
-    """The destination store as one region's write sees it: every call goes to
-    ``inner``; a value stored whole (``set``) is checksummed on the way, an erased key
-    recorded as absent.  A value the store assembled itself (``set_spliced``,
-    partial writes, truncation) is marked for one read-back."""
+    """The destination store as the region writes see it: every call goes to ``inner``;
+    a value stored whole (``set``) is checksummed on the way, an erased key recorded as
+    absent; a value the store assembled itself (``set_spliced``, partial writes,
+    truncation) is marked for one read-back.  One per destination array, shared by its
+    regions: regions never share a stored object, so each key is written by one region's
+    tasks only, and each region takes (:meth:`take`) its own keys' records.  The records
+    are plain dict/set operations (atomic under the GIL): no lock."""
 
     def __init__(self, inner: Store) -> None:
         super().__init__(read_only=inner.read_only)
@@ -56,10 +58,12 @@ class _ChecksumStore(Store):
         self.supports_listing = inner.supports_listing
         self.supports_conditional_reads = inner.supports_conditional_reads
         self.io_concurrency = inner.io_concurrency
-        self._lock = threading.Lock()
         #: key -> (crc32c, size) of what was stored; None: erased
         self.written: dict[str, tuple[str, int] | None] = {}
         self.reread: set[str] = set()
+
+    def __reduce__(self):  # (Dask) a new recorder around the store the inner one pickles as
+        return (_ChecksumStore, (self.inner,))
 
     @property
     def url(self) -> str:
@@ -107,14 +111,12 @@ class _ChecksumStore(Store):
         crc = _crc(value)
         assert crc is not None
         self.inner.set(key, value)
-        with self._lock:
-            self.written[key] = (crc, memoryview(value).nbytes)
-            self.reread.discard(key)
+        self.written[key] = (crc, memoryview(value).nbytes)
+        self.reread.discard(key)
 
     def _assembled(self, key: str) -> None:
-        with self._lock:
-            self.written.pop(key, None)
-            self.reread.add(key)
+        self.written.pop(key, None)
+        self.reread.add(key)
 
     def set_spliced(self, key: str, parts: Any, source: Any = None) -> None:
         self.inner.set_spliced(key, parts, source)
@@ -131,32 +133,30 @@ class _ChecksumStore(Store):
 
     def erase(self, key: str) -> None:
         self.inner.erase(key)
-        with self._lock:
-            self.written[key] = None
-            self.reread.discard(key)
+        self.written[key] = None
+        self.reread.discard(key)
 
     def erase_values(self, keys: Any) -> None:
         keys = list(keys)
         self.inner.erase_values(keys)
-        with self._lock:
-            for k in keys:
-                self.written[k] = None
-                self.reread.discard(k)
+        for k in keys:
+            self.written[k] = None
+            self.reread.discard(k)
 
     def erase_prefix(self, prefix: str) -> None:
         self.inner.erase_prefix(prefix)
-        with self._lock:
-            for k in [k for k in self.written if k.startswith(prefix)]:
-                self.written[k] = None
+        for k in [k for k in self.written if k.startswith(prefix)]:
+            self.written[k] = None
 
     def remove_temp_files(self) -> int:
         return self.inner.remove_temp_files()
 
-    def stored(self, key: str) -> tuple[str | None, int]:
-        """``(crc32c or None when absent, stored size)`` of ``key`` after the region's write."""
-        with self._lock:
-            hit = self.written.get(key, ...)
-            reread = key in self.reread
+    def take(self, key: str) -> tuple[str | None, int]:
+        """``(crc32c or None when absent, stored size)`` of ``key`` after its region's
+        write; the record is dropped (the next region's records are its own)."""
+        hit = self.written.pop(key, ...)
+        reread = key in self.reread
+        self.reread.discard(key)
         if reread or hit is ...:
             if hit is ... and not reread and self.inner.getsize(key) is None:
                 return None, 0  # never touched, and nothing there (an all-fill object)
@@ -165,6 +165,12 @@ class _ChecksumStore(Store):
         if hit is None:
             return None, 0
         return hit
+
+
+def recording(dst: Array) -> Array:
+    """``dst`` over a :class:`_ChecksumStore` (one per destination array: its codec
+    pipelines and scratch buffers are reused by every region, as the plain array's are)."""
+    return Array(_ChecksumStore(dst.store), dst.path, dst.metadata)
 
 
 # --------------------------------------------------------------------------------------
@@ -213,6 +219,8 @@ class RegionTask:
     cast: "RegionCast | None" = None
     # lossy codecs the destination applies besides --quantize (kept source filters)
     kept_filters: list[dict[str, Any]] | None = None
+    # ``dst`` over a _ChecksumStore (:func:`recording`), shared by the array's regions
+    recorder: Array | None = None
 
 
 def _read_source(task: RegionTask, sel: tuple[slice, ...], corrupt: list[str]) -> np.ndarray:
@@ -280,9 +288,11 @@ def _rewrite_objects(task: RegionTask, res: RegionResult) -> dict[str, str | Non
     if q is not None:
         rc = task.cast if task.cast is not None else _region_cast_report(src.path, data, sel, q)
         res.cast, res.collisions, res.sentinel_counts = rc.report, rc.collisions, rc.sentinel_counts
-    rec = _ChecksumStore(dst.store)
+    rec = task.recorder if task.recorder is not None else recording(dst)
+    store = rec.store
+    assert isinstance(store, _ChecksumStore)
     try:
-        Array(rec, dst.path, dst.metadata)[sel] = data
+        rec[sel] = data
     except CastError:
         if q is None:
             raise
@@ -290,7 +300,7 @@ def _rewrite_objects(task: RegionTask, res: RegionResult) -> dict[str, str | Non
     keys: dict[str, str | None] = {}
     for coords in stored_coords(dst, sel):
         dk = object_key(dst, coords)
-        crc, size = rec.stored(dk)
+        crc, size = store.take(dk)
         keys[dk] = crc
         if crc is not None:
             res.bytes_out += size
