@@ -480,3 +480,17 @@ def test_help_mentions_hdf5(capsys):
         convert_main(["-h"])
     out = capsys.readouterr().out
     assert "HDF5 / NetCDF-4" in out and "--concat-dim" in out and "--time-units" in out and "fill=" in out
+
+
+def test_convert_does_not_import_xarray(tmp_path):
+    """The CF mapping uses xarray's conventions, not xarray: importing it (and pandas)
+    cost a conversion ~45 MiB of peak RSS and a second of start-up."""
+    import subprocess
+    import sys
+
+    src, _f, _ = write_source("zarr2", str(tmp_path / "s"))
+    code = ("import sys, zarrcy; zarrcy.convert(sys.argv[1], sys.argv[2], progress='off'); "
+            "print(sorted(m for m in ('xarray', 'pandas', 'h5py') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code, src, str(tmp_path / "o.zarr")], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]", out

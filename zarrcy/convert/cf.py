@@ -101,7 +101,7 @@ def v3_attributes(attrs: dict[str, Any], dtype: np.dtype, fill_value: Any, fill_
     its dimensions in ``_ARRAY_DIMENSIONS``, which become the v3 ``dimension_names``
     and leave the attributes) and whose fill value is not null masks that value
     (``_FillValue``): in v3 the mask needs the ``_FillValue`` attribute."""
-    from zarrcy.xarray._conventions import DIMENSION_KEY, encode_fill_attr
+    from zarrcy.metadata.xarray_attrs import DIMENSION_KEY, encode_fill_attr
 
     out = dict(attrs)
     if xarray_node:  # the dimension names are the v3 document's dimension_names now
