@@ -494,3 +494,28 @@ def test_convert_does_not_import_xarray(tmp_path):
     out = subprocess.run([sys.executable, "-c", code, src, str(tmp_path / "o.zarr")], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]", out
+
+
+def test_chain_for_wide_packed_integers_checks_the_stored_values(tmp_path):
+    """int32 packing: the exactness check runs over the distinct values the file holds
+    (HDF5Store.distinct_values), and xarray decodes int32 packing as float64."""
+    import netCDF4
+
+    p = str(tmp_path / "w.nc")
+    ints = np.array([[-70000, 0, 5], [123456, -1, 70000]], "i4")
+    with netCDF4.Dataset(p, "w") as ds:
+        ds.createDimension("y", 2)
+        ds.createDimension("x", 3)
+        v = ds.createVariable("w", "i4", ("y", "x"), fill_value=np.int32(-2147483647))
+        v.scale_factor = np.float32(0.125)
+        v.add_offset = np.float32(10.0)
+        v.set_auto_maskandscale(False)
+        v[:] = ints
+    out = str(tmp_path / "o.zarr")
+    assert convert_main([p, out, "--cf-packing", "chain", "--verify", *Q]) == 0
+    a = zarrcy.open_array(out, path="w")
+    assert a.dtype == np.dtype("f8") and np.array_equal(a[...], ints * 0.125 + 10.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for engine in ("zarr", "zarrcy"):
+            xr.testing.assert_identical(xr.open_dataset(p).load(), xr.open_dataset(out, engine=engine).load())

@@ -158,7 +158,7 @@ def check_packing(arr: Any, chain: list[dict[str, Any]]) -> str | None:
         info = np.iinfo(idt)
         ints = np.arange(int(info.min), int(info.max) + 1, dtype=np.int64).astype(idt)
     else:  # the values the file holds (read once, region by region through the chain's inverse)
-        ints = _stored_ints(arr, idt)
+        ints = arr.store.distinct_values(arr.path, idt)
     smap = cv.get("scalar_map")
     mapped = {int(e[1]) for e in (smap or {}).get("encode", [])}
     if mapped:
@@ -203,21 +203,3 @@ def _differs_from_cf(arr: Any, ints: np.ndarray, floats: np.ndarray) -> str | No
     return (f"{bad.size:,} of {ints.size:,} packed values decode differently from CF (xarray): "
             f"{int(ints[i])} is {cf[i]!r} as x * scale_factor + add_offset and {floats[i]!r} through the chain "
             "(the scale_offset codec divides by its scale; CF multiplies by scale_factor)")
-
-
-def _stored_ints(arr: Any, idt: np.dtype) -> np.ndarray:
-    """The distinct packed integers of a wide CF-packed HDF5 array (read as integers)."""
-    from zarrcy.storage.hdf5 import HDF5Store
-
-    store: HDF5Store = arr.store
-    a = store._arrays[arr.path]
-    seen: set[int] = set()
-    for part in a.parts:
-        with part.file.lock:
-            ds = part.file.h5[part.name]
-            step = max(1, (64 << 20) // max(1, math.prod(ds.shape[1:]) * idt.itemsize)) if ds.ndim else 1
-            n = ds.shape[0] if ds.ndim else 1
-            for i in range(0, n, step):
-                block = np.asarray(ds[i: i + step] if ds.ndim else ds[()])
-                seen.update(np.unique(block).tolist())
-    return np.array(sorted(seen), dtype=idt)

@@ -471,6 +471,21 @@ class HDF5Store(Store):
         (``"file (their units)"``); empty when none are."""
         return list(self._arrays[path].recoded_from)
 
+    def distinct_values(self, path: str, dtype: np.dtype, block_bytes: int = 64 << 20) -> np.ndarray:
+        """The distinct values array ``path`` holds in its files, as ``dtype`` (sorted),
+        read through h5py block by block (bounded memory): the stored integers of a
+        CF-packed variable, before any packing is applied."""
+        seen: set[Any] = set()
+        for part in self._arrays[path].parts:
+            with part.file.lock:
+                ds = part.dataset()
+                n = ds.shape[0] if ds.ndim else 1
+                step = max(1, block_bytes // max(1, math.prod(ds.shape[1:]) * dtype.itemsize)) if ds.ndim else 1
+                for i in range(0, n, step):
+                    block = np.asarray(ds[i: i + step] if ds.ndim else ds[()])
+                    seen.update(np.unique(block).tolist())
+        return np.array(sorted(seen), dtype=dtype)
+
     def cf_packing_attrs(self, path: str) -> dict[str, Any]:
         """The CF ``scale_factor`` / ``add_offset`` of array ``path`` as the file stores them
         (numpy scalars of their own type: what CF decoding multiplies and adds with)."""
