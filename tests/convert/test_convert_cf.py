@@ -72,10 +72,11 @@ def write_source(kind: str, d: str) -> tuple[str, list[str], list[str]]:
     """(source argument, files for open_mfdataset, extra convert options)."""
     os.makedirs(d, exist_ok=True)
     ds = cf_dataset()
-    if kind == "zarr2":
+    if kind in ("zarr2", "zarr3"):
         p = os.path.join(d, "src.zarr")
-        ds.to_zarr(p, zarr_format=2, encoding=encoding(), mode="w")
-        sub_dataset().to_zarr(p, group="sub", zarr_format=2, mode="a")
+        fmt = int(kind[-1])
+        ds.to_zarr(p, zarr_format=fmt, encoding=encoding(), mode="w", consolidated=False)
+        sub_dataset().to_zarr(p, group="sub", zarr_format=fmt, mode="a", consolidated=False)
         return p, [p], []
     if kind in ("nc", "h5"):
         p = os.path.join(d, "src.nc" if kind == "nc" else "src.h5")
@@ -95,7 +96,7 @@ def write_source(kind: str, d: str) -> tuple[str, list[str], list[str]]:
 
 
 def open_source(kind: str, files: list[str], group: str | None = None) -> "xr.Dataset":
-    if kind == "zarr2":
+    if kind in ("zarr2", "zarr3"):
         return xr.open_dataset(files[0], engine="zarr", group=group).load()
     if kind in ("nc", "h5"):
         return xr.open_dataset(files[0], engine="netcdf4" if kind == "nc" else "h5netcdf", group=group).load()
@@ -106,13 +107,16 @@ def open_out(path: str, engine: str, group: str | None = None) -> "xr.Dataset":
     return xr.open_dataset(path, engine=engine, group=group).load()
 
 
-KINDS = ["zarr2", "nc", "h5", "mf", "mf-noleap"]
+KINDS = ["zarr2", "zarr3", "nc", "h5", "mf", "mf-noleap"]
 MODES = {"default": [], "shards": ["--shards", "4,4,5", "--chunks", "2,2,5"], "quantize": ["--quantize", QUANT],
-         "chain": ["--cf-packing", "chain"]}
+         "chain": ["--cf-packing", "chain"], "v2": ["--format", "2"]}
 
 
-# (--cf-packing concerns HDF5 / NetCDF-4 sources: a Zarr source keeps its attributes)
-CASES = [(k, m) for k in KINDS for m in MODES if not (k == "zarr2" and m == "chain")]
+# --cf-packing concerns HDF5 / NetCDF-4 sources (a Zarr source keeps its attributes); a
+# Zarr v2 source written as v2 is copied as it is; zarr3 default/shards mirror zarr2's
+CASES = [(k, m) for k in KINDS for m in MODES
+         if not (k.startswith("zarr") and m == "chain") and not (k == "zarr2" and m == "v2")
+         and not (k == "zarr3" and m in ("shards", "quantize"))]
 
 
 @pytest.mark.parametrize("kind,mode", CASES)

@@ -33,7 +33,8 @@ import numpy as np
 
 from zarrcy.errors import CastError, MetadataError, ZarrcyError
 
-__all__ = ["CFError", "QuantizeMapping", "Sentinel", "check_attributes", "quantize_mapping", "v3_attributes"]
+__all__ = ["CFError", "QuantizeMapping", "Sentinel", "check_attributes", "quantize_mapping", "v2_attributes",
+           "v3_attributes", "KEEP_FILL"]
 
 
 class CFError(ZarrcyError, ValueError):
@@ -111,6 +112,26 @@ def v3_attributes(attrs: dict[str, Any], dtype: np.dtype, fill_value: Any, fill_
     out["_FillValue"] = encode_fill_attr(fill_value, dtype)
     return out, "_FillValue attribute added from the v2 fill_value (xarray masks a v2 array's fill_value; a v3 " \
                 "array's only through this attribute)"
+
+
+#: :func:`v2_attributes`: the source's fill value stays
+KEEP_FILL: Any = object()
+
+
+def v2_attributes(attrs: dict[str, Any], dimension_names: list[Any] | None,
+                  dtype: np.dtype) -> tuple[dict[str, Any], Any]:
+    """The destination attributes of a v3 (or HDF5) array written as Zarr v2, and its v2
+    fill value (``KEEP_FILL``: the source's).  An array whose dimensions are all named (one
+    xarray reads) gets them as ``_ARRAY_DIMENSIONS``; xarray takes a v2 ``fill_value`` as
+    ``_FillValue``, so the fill value is the source's ``_FillValue`` attribute (decoded;
+    the attribute is dropped) or, without one, null (None: nothing masked)."""
+    from zarrcy.metadata.xarray_attrs import DIMENSION_KEY, decode_fill_attr
+
+    if dimension_names is None or any(not isinstance(d, str) for d in dimension_names):
+        return dict(attrs), KEEP_FILL  # not an array xarray reads: the fill value as it is
+    out = {**attrs, DIMENSION_KEY: list(dimension_names)}
+    raw = out.pop("_FillValue", None)
+    return out, None if raw is None else decode_fill_attr(raw, dtype)
 
 
 @dataclass

@@ -25,7 +25,8 @@ from zarrcy.array import META_KEY, Array
 from zarrcy.chunk_grid import RegularChunkGrid
 from zarrcy.chunk_grid_rectilinear import RectilinearChunkGrid
 from zarrcy.convert import hdf5 as _h5
-from zarrcy.convert.cf import CFError, QuantizeMapping, check_attributes, quantize_mapping, v3_attributes
+from zarrcy.convert.cf import (KEEP_FILL, CFError, QuantizeMapping, check_attributes, quantize_mapping, v2_attributes,
+                               v3_attributes)
 from zarrcy.convert.default_codecs import default_codecs, default_compressors, v2_metadata
 from zarrcy.convert.model import ArrayPlan, ConvertError, _prefix
 from zarrcy.convert.options import Settings, compressor_to_numcodecs
@@ -303,10 +304,19 @@ class Planner:
             if v2 is not None:
                 dtj, fvj = v2.data_type.to_json(), v2.fill_value_json
                 filters, order, sep = v2.filters, v2.order, v2.chunk_key_encoding.separator
+            elif src.dtype.kind in "TO":  # strings / bytes: zarr-python's "|O" + a vlen filter
+                dtj, fvj, order, sep = "|O", None, "C", "."
+                filters = [{"id": "vlen-utf8" if src.dtype.kind == "T" else "vlen-bytes"}]
             else:
                 dtj = v2_dtype_to_json(src.dtype)
                 fvj = v2_fill_value_to_json(V2DataType(np.dtype(src.dtype), dtj), m.fill_value)
                 filters, order, sep = None, "C", "."
+            if v2 is None:  # xarray masks a v2 fill_value: only a _FillValue may become one
+                attrs, fill = v2_attributes(attrs, _dimension_names(src), np.dtype(src.dtype))
+                if fill is None or dtj == "|O":
+                    fvj = None
+                elif fill is not KEEP_FILL:
+                    fvj = v2_fill_value_to_json(V2DataType(np.dtype(src.dtype), dtj), fill)
             doc = {"zarr_format": 2, "shape": list(src.shape), "chunks": list(chunks), "dtype": dtj,
                    "compressor": compressor, "fill_value": fvj, "order": order, "filters": filters,
                    "dimension_separator": sep}
