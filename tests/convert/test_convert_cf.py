@@ -502,7 +502,7 @@ def test_convert_does_not_import_xarray(tmp_path):
 
 def test_chain_for_wide_packed_integers_checks_the_stored_values(tmp_path):
     """int32 packing: the exactness check runs over the distinct values the file holds
-    (HDF5Store.distinct_values), and xarray decodes int32 packing as float64."""
+    (zarrcy.storage.hdf5_cf.distinct_values), and xarray decodes int32 packing as float64."""
     import netCDF4
 
     p = str(tmp_path / "w.nc")

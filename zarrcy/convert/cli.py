@@ -73,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cf-packing", choices=("keep", "chain"), default="keep",
                    help="HDF5/NetCDF-4 CF scale_factor/add_offset integers: keep (attributes) or chain "
                         "(scale_offset+cast_value codecs; refused unless it decodes exactly as CF does)")
+    p.add_argument("--allow-external", action="store_true",
+                   help="HDF5/NetCDF-4 sources: read external raw data files, virtual-dataset sources and external "
+                        "links inside the source file's directory (refused by default)")
     p.add_argument("--region-mb", type=float, default=64, help="target decoded size of an unsharded region (MiB, > 0)")
     return p
 
@@ -100,6 +103,7 @@ def convert_main(argv: Sequence[str] | None = None) -> int:
         rewrite=args.rewrite, dask=args.dask, progress="off" if args.json and args.progress == "auto" else args.progress,
         progress_interval=args.progress_interval, region_bytes=_region_bytes(args.region_mb),
         concat_dim=args.concat_dim, cf_packing=args.cf_packing, time_units=args.time_units,
+        allow_external=args.allow_external,
     )
     try:
         report = convert(args.src, args.dst, options=opts)

@@ -128,7 +128,8 @@ def _open_stores(src: Any, dst: Any, o: ConvertOptions) -> tuple[Any, Any]:
     from zarrcy.convert.hdf5 import HDF5SourceError, open_source
 
     try:  # HDF5 / NetCDF-4: one file, or several along --concat-dim (zarrcy/convert/hdf5.py)
-        s = open_source(src, o.concat_dim, o.cf_packing, o.time_units) or store_from_url(src, mode="r")
+        s = (open_source(src, o.concat_dim, o.cf_packing, o.allow_external, o.time_units)
+             or store_from_url(src, mode="r"))
     except HDF5SourceError as e:
         raise ConvertError(f"source: {e}", 2) from None
     if o.time_units is not None and not _is_hdf5_store(s):
@@ -290,11 +291,14 @@ class _Driver:
             self.report.skipped_arrays.append((rel, why))
 
     def _plan(self, node: Any, arrays: list[tuple[str, Array]]) -> list[ArrayPlan]:
+        from zarrcy.convert.hdf5 import stored_regions
+
         planner = Planner(self.settings, single=isinstance(node, Array))
         plans: list[ArrayPlan] = []
         for rel, arr in arrays:
             try:
                 plans.append(planner.plan(arr, rel, _join(self.dst_root, rel)))
+                stored_regions(plans[-1], arr)  # HDF5: only the regions holding stored chunks
             except _Unsupported as e:
                 if self.o.on_unsupported == "skip":
                     self.report.skipped_arrays.append((rel, str(e)))
@@ -336,9 +340,14 @@ class _Driver:
         if o.dry_run:
             estimate(plans, sources)
             return self._done()
-        journal = Journal(dst_store, self.dst_root, _fingerprint(plans, [r for r, _ in groups]),
+        from zarrcy.convert.hdf5 import check_source, source_changed, source_identity
+
+        journal = Journal(dst_store, self.dst_root,
+                          _fingerprint(plans, [r for r, _ in groups], source_identity(self.src_store)),
                           self.settings.zarr_format)
-        start = journal.start(o.resume, o.overwrite, _node_exists(dst_store, self.dst_root))
+        start = journal.start(o.resume, o.overwrite, _node_exists(dst_store, self.dst_root),
+                              lambda: _differs_from_plan(dst_store, plans, groups, self.dst_root,
+                                                         self.settings.zarr_format))
         if start.already_complete:
             report.already_complete = True
             return self._done()
@@ -366,6 +375,9 @@ class _Driver:
             raise
         except (OSError, ZarrcyError) as e:
             progress.close()
+            changed = source_changed(e, self.src_store)
+            if changed is not None:
+                raise _changed_error(changed, report) from e
             if is_enospc(e):
                 raise ConvertError(f"destination {dst_store.url}: out of disk space ({e}); free some space and rerun "
                                    "with --resume (completed regions are kept)", 3, report) from e
@@ -374,6 +386,10 @@ class _Driver:
             raise ConvertError(f"conversion stopped: {e}; completed regions are kept (--resume continues)", 1,
                                report) from e
         progress.close()
+        try:  # a source replaced or rewritten meanwhile: the output may mix its versions
+            check_source(self.src_store)
+        except ZarrcyError as e:
+            raise _changed_error(e, report) from e
         journal.finish()
         report.verified = bool(o.verify)
         return self._done()
@@ -396,19 +412,17 @@ class _Driver:
     def _convert_array(self, p: ArrayPlan, src: Array, journal: Journal, resuming: bool, pre: dict[int, Any],
                        progress: Progress) -> None:
         o, report = self.o, self.report
-        if resuming and (done := journal.array_complete(p.rel)) is not None:
-            report.regions_skipped += p.n_regions
-            report.decoded_bytes += p.nbytes
-            progress.update(p.nbytes)
-            q = done.get("quantize_report")
-            p.quantize_report = q if isinstance(q, dict) else None
-            return
+        # no per-array "complete" shortcut: resuming goes region by region, and a region
+        # is skipped only while its objects still have their journaled checksums (an
+        # object erased or replaced since is converted again)
         dst = Array(self.dst_store, p.dst_path, dst_metadata(p))
         rec = recording(dst) if p.mode == "rewrite" else None
         q = QuantizeCheck.of(p)
         tasks = (RegionTask(src, dst, p.mode, region_selection(p, rid), rid, journal.region_key(p.rel, rid), o.verify,
                             o.on_error, resuming, q, journal.enabled, pre.get(rid), p.kept_filters, rec)
-                 for rid in range(p.n_regions))
+                 for rid in p.region_ids())
+        report.decoded_bytes += p.fill_bytes  # regions left out: all fill value, nothing to write
+        progress.update(p.fill_bytes)
         tally = _QuantizeTally()
         lock = threading.Lock()
 
@@ -432,7 +446,6 @@ class _Driver:
             _run_threads(tasks, o.workers, on_result)
         if p.quantize:
             p.quantize_report = tally.to_json(p)
-        journal.mark_complete(p.rel, p.quantize_report)
 
     def _in_place(self, plans: list[ArrayPlan], groups: list[tuple[str, Any]],
                   sources: dict[str, Array]) -> ConvertReport:
@@ -495,6 +508,30 @@ class _QuantizeTally:
             d["sentinels"] = [{**s, "count": self.counts.get(f"{s['what']}={s['code']}", 0)} for s in p.sentinels]
             d["sentinel_collisions"] = self.collisions
         return d
+
+
+def _differs_from_plan(store: Any, plans: list[ArrayPlan], groups: list[tuple[str, Any]], dst_root: str,
+                       dst_fmt: int) -> str | None:
+    """The first destination node whose metadata documents are not byte for byte the ones
+    this conversion writes (missing included), or None when all are."""
+    from zarrcy.storage import MemoryStore
+
+    docs = [(_join(dst_root, rel), group_metadata(dst_fmt, g.metadata.attributes)) for rel, g in groups]
+    docs += [(p.dst_path, dst_metadata(p)) for p in plans]
+    for path, doc in docs:
+        want = MemoryStore()
+        write_metadata(want, _prefix(path), doc)
+        if any(store.get(k) != want.get(k) for k in want.list()):
+            return path
+    return None
+
+
+def _changed_error(e: BaseException, report: ConvertReport) -> ConvertError:
+    """Exit 1 for a source that changed while it was converted (zarrcy/convert/hdf5.py
+    ``check_source``): the journal stays (the destination never passes for complete)
+    and ``--resume`` refuses the changed source, so only ``--overwrite`` starts over."""
+    return ConvertError(f"source changed during the conversion: {e}; the destination may mix old and new data "
+                        "and is left unfinished: rerun with --overwrite", 1, report)
 
 
 def _location(store: Any, path: str) -> str:

@@ -511,7 +511,7 @@ def _check_quantize(plans: list[ArrayPlan], sources: dict[str, Array],
         def keep(r: RegionResult, reports: dict[int, Any] = reports) -> None:
             reports[r.rid] = r.cast
 
-        _run_parallel(check, range(p.n_regions), workers, keep)
+        _run_parallel(check, p.region_ids(), workers, keep)
     return out
 
 

@@ -2,9 +2,10 @@
 
 ``<dst>/__zarrcy_convert/plan.json`` holds the options' fingerprint; after a region's
 objects are written, the CRC32C of each (or null: absent) goes to
-``__zarrcy_convert/arrays/<array path>/__done/<region id>``; ``__complete`` marks an
-array whose every region is done.  A journaled region is skipped on ``--resume`` only
-while every object still has its checksum.
+``__zarrcy_convert/arrays/<array path>/__done/<region id>``.  A journaled region is
+skipped on ``--resume`` only while every object still has its checksum (there is no
+per-array shortcut: an object erased or replaced after its region was journaled is
+converted again).
 
 :class:`Journal` is the role object: its declared inputs are the destination store, the
 destination root, the plan's fingerprint and format, and whether the store can hold a
@@ -17,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from zarrcy.convert.model import ArrayPlan, ConvertError, RegionResult, _prefix
 
@@ -85,12 +86,16 @@ def _write_entry(store: Any, journal_key: str, keys: dict[str, str | None], res:
     store.set(journal_key, json.dumps(entry, sort_keys=True).encode())
 
 
-def _fingerprint(plans: list[ArrayPlan], groups: list[str]) -> str:
+def _fingerprint(plans: list[ArrayPlan], groups: list[str], source: Any = None) -> str:
+    """The plans' fingerprint; ``source``: what the source files were (HDF5: device,
+    inode, size, times), so a resume refuses a source changed since."""
     doc = {
         "plans": [[p.rel, p.mode, p.dst_doc, list(p.region_shape)]
                   + ([[list(b) for b in p.region_bounds]] if p.region_bounds is not None else []) for p in plans],
         "groups": groups,
     }
+    if source is not None:
+        doc["source"] = source
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -149,11 +154,14 @@ class Journal:
     def array_dir(self, rel: str) -> str:
         return self.jroot + "arrays/" + (rel or "_") + "/"
 
-    def start(self, resume: bool, overwrite: bool, node_exists: bool) -> Start:
+    def start(self, resume: bool, overwrite: bool, node_exists: bool,
+              differs: Callable[[], str | None] = lambda: None) -> Start:
         """Check the destination against the options and prepare it: refuse a plain rerun
         onto an interrupted conversion, a ``--resume`` with other options, an existing
-        node without ``--overwrite``; erase an old destination (marking the journal
-        first, so a kill in the middle is redone by ``--resume``)."""
+        node without ``--overwrite``, a ``--resume`` onto a node without a journal that is
+        not what these options write (``differs``: the first such node, or None); erase an
+        old destination (marking the journal first, so a kill in the middle is redone by
+        ``--resume``)."""
         store, url = self.store, self.store.url
         if resume and not self.enabled:
             raise ConvertError(f"destination {url}: --resume needs a store that supports deletes "
@@ -173,6 +181,13 @@ class Journal:
                                    "than the interrupted run (rerun with the same options, or --overwrite)", 2)
         elif node_exists:
             if resume and not overwrite:
+                # no journal: "complete" only if the nodes are the ones these options write (an
+                # --overwrite killed before its journal mark, other options, a node erased)
+                bad = differs()
+                if bad is not None:
+                    raise ConvertError(f"destination {url}/{self.root}: --resume: no interrupted conversion is "
+                                       f"journaled there, and /{bad} is not what these options write (another "
+                                       "conversion, or an incomplete one: rerun with --overwrite)", 2)
                 # a finished run killed while erasing its journal leaves entries without plan.json
                 # (plan.json goes last, see erase_journal): finish that clean-up
                 if self.enabled and next(iter(store.list_prefix(self.jroot)), None) is not None:
@@ -202,22 +217,6 @@ class Journal:
         """Record the plan before anything else is written (a fresh run)."""
         if self.enabled:
             self._write_plan()
-
-    def array_complete(self, rel: str) -> dict[str, Any] | None:
-        """The ``__complete`` record of an array finished by an earlier run, or None."""
-        raw = self.store.get(self.array_dir(rel) + "__complete")
-        if raw is None:
-            return None
-        try:
-            doc = json.loads(raw)
-        except ValueError:
-            return {}
-        return doc if isinstance(doc, dict) else {}
-
-    def mark_complete(self, rel: str, quantize_report: dict[str, Any] | None) -> None:
-        if self.enabled:
-            self.store.set(self.array_dir(rel) + "__complete",
-                           json.dumps({"quantize_report": quantize_report}).encode())
 
     def finish(self) -> None:
         """Every array is done: erase the journal (``plan.json`` last)."""

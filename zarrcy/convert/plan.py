@@ -394,7 +394,7 @@ def estimate(plans: list[ArrayPlan], sources: dict[str, Array]) -> None:
         if p.mode == "copy" or p.n_regions == 0:
             p.estimated_output_bytes = total
             continue
-        sel = region_selection(p, 0)
+        sel = region_selection(p, next(iter(p.region_ids())))  # (HDF5: a region holding stored chunks)
         m = dst_metadata(p)
         if p.dst_format != 3:
             p.estimated_output_bytes = None
@@ -406,4 +406,4 @@ def estimate(plans: list[ArrayPlan], sources: dict[str, Array]) -> None:
         a = Array(ms, "", m2)
         a[...] = data
         out = sum(len(ms.get(k) or b"") for k in ms.list() if k != META_KEY)
-        p.estimated_output_bytes = int(out / data.nbytes * p.nbytes) if data.nbytes else 0
+        p.estimated_output_bytes = int(out / data.nbytes * (p.nbytes - p.fill_bytes)) if data.nbytes else 0
