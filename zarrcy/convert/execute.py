@@ -9,7 +9,6 @@ never read back just to checksum it."""
 
 from __future__ import annotations
 
-import builtins
 import math
 import os
 import time
@@ -25,6 +24,7 @@ from zarrcy.convert.journal import _crc, _journal_ok, _write_entry
 from zarrcy.convert.model import ArrayPlan, ConvertError, RegionResult
 from zarrcy.convert.regions import object_key, overlapping_objects, region_selection, stored_coords, stored_size
 from zarrcy.storage._base import Store
+from zarrcy.storage.wrapper import StoreWrapper
 
 _DELAY = float(os.environ.get("ZARRCY_CONVERT_REGION_DELAY", "0") or 0)
 
@@ -39,7 +39,7 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(np.array_equal(a, b))
 
 
-class _ChecksumStore(Store):
+class _ChecksumStore(StoreWrapper):
     """The destination store as the region writes see it: every call goes to ``inner``;
     a value stored whole (``set``) is checksummed on the way, an erased key recorded as
     absent; a value the store assembled itself (``set_spliced``, partial writes,
@@ -49,62 +49,13 @@ class _ChecksumStore(Store):
     are plain dict/set operations (atomic under the GIL): no lock."""
 
     def __init__(self, inner: Store) -> None:
-        super().__init__(read_only=inner.read_only)
-        self.inner = inner
-        self.supports_writes = inner.supports_writes
-        self.supports_deletes = inner.supports_deletes
-        self.supports_partial_reads = inner.supports_partial_reads
-        self.supports_partial_writes = inner.supports_partial_writes
-        self.supports_listing = inner.supports_listing
-        self.supports_conditional_reads = inner.supports_conditional_reads
-        self.io_concurrency = inner.io_concurrency
+        super().__init__(inner)
         #: key -> (crc32c, size) of what was stored; None: erased
         self.written: dict[str, tuple[str, int] | None] = {}
         self.reread: set[str] = set()
 
     def __reduce__(self):  # (Dask) a new recorder around the store the inner one pickles as
         return (_ChecksumStore, (self.inner,))
-
-    @property
-    def url(self) -> str:
-        return self.inner.url
-
-    def lock_key(self, key: str) -> object:
-        return self.inner.lock_key(key)
-
-    # reads: the inner store's
-    def get(self, key: str, byte_range: Any = None) -> bytes | None:
-        return self.inner.get(key, byte_range)
-
-    def get_partial_values(self, key_ranges: Sequence[tuple[str, Any]]) -> list[bytes | None]:
-        return self.inner.get_partial_values(key_ranges)
-
-    def version(self, key: str) -> object | None:
-        return self.inner.version(key)
-
-    def get_versioned(self, key: str, byte_range: Any = None) -> tuple[bytes | None, object | None]:
-        return self.inner.get_versioned(key, byte_range)
-
-    def get_ranges_if_version(self, key: str, byte_ranges: Sequence[Any], version: object) -> list[bytes | None] | None:
-        return self.inner.get_ranges_if_version(key, byte_ranges, version)
-
-    def snapshot(self, key: str) -> Any:
-        return self.inner.snapshot(key)
-
-    def exists(self, key: str) -> bool:
-        return self.inner.exists(key)
-
-    def getsize(self, key: str) -> int | None:
-        return self.inner.getsize(key)
-
-    def list(self) -> Any:
-        return self.inner.list()
-
-    def list_prefix(self, prefix: str) -> Any:
-        return self.inner.list_prefix(prefix)
-
-    def list_dir(self, prefix: str) -> "builtins.list[str]":
-        return self.inner.list_dir(prefix)
 
     # writes: recorded
     def set(self, key: str, value: Any) -> None:
@@ -147,9 +98,6 @@ class _ChecksumStore(Store):
         self.inner.erase_prefix(prefix)
         for k in [k for k in self.written if k.startswith(prefix)]:
             self.written[k] = None
-
-    def remove_temp_files(self) -> int:
-        return self.inner.remove_temp_files()
 
     def take(self, key: str) -> tuple[str | None, int]:
         """``(crc32c or None when absent, stored size)`` of ``key`` after its region's
