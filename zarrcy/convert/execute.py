@@ -354,11 +354,7 @@ def _refusal(src_path: str, values: np.ndarray, sel: tuple[slice, ...], quantize
     with the cast-check report (first failing index in array coordinates)."""
     from zarrcy.casting import check_cast
 
-    rep = check_cast(values, quantize)
-    if isinstance(rep.first_failing_index, tuple):
-        rep.first_failing_index = tuple(int(i) + s.start for i, s in zip(rep.first_failing_index, sel))
-    elif rep.first_failing_index is not None and len(sel) == 1:
-        rep.first_failing_index = int(rep.first_failing_index) + sel[0].start
+    rep = check_cast(values, quantize, masks=False, max_indices=0, origin=[s.start for s in sel])
     return ConvertError(
         f"--quantize: refusing{' to start' if before_start else ''}: values of /{src_path} cannot be encoded "
         f"(region {sel}):\n" + rep.table(), 5, rep)
@@ -415,7 +411,7 @@ def _region_cast_report(src_path: str, values: np.ndarray, sel: tuple[slice, ...
     through ``check_chain``: their own round trip counts as mapped, not as a mismatch."""
     from zarrcy.casting import chain_report
 
-    rep = chain_report(values, q.check_chain or q.chain)
+    rep = chain_report(values, q.check_chain or q.chain, origin=[s.start for s in sel])
     if rep.failing:
         raise _refusal(src_path, values, sel, q.chain, before_start=before_start)
     counts: dict[str, int] = {}
@@ -429,7 +425,8 @@ def _region_cast_report(src_path: str, values: np.ndarray, sel: tuple[slice, ...
         if s.get("what") == "NaN":
             counts[f"{s['what']}={s['code']}"] = max(0, rep.scalar_mapped - legit)
     collisions = max(0, rep.round_trip_mismatches - legit)
-    rep.round_trip_mismatches = collisions
+    rep.round_trip_mismatches = collisions  # (the fill values' own round trips are no mismatch)
+    rep.causes["kind_changed"].count = max(0, rep.causes["kind_changed"].count - legit)
     if collisions and not q.allow_collisions:
         raise _collision(src_path, values, sel, q, rep, collisions, before_start=before_start)
     return RegionCast(rep, collisions if q.sentinels else 0, counts or None)
@@ -454,7 +451,6 @@ def _check_quantize(plans: list[ArrayPlan], sources: dict[str, Array],
         def check(rid: int, p: ArrayPlan = p, src: Array = src, q: QuantizeCheck = q) -> RegionResult:
             sel = region_selection(p, rid)
             return RegionResult(rid, cast=_region_cast_report(p.src_path, src[sel], sel, q, before_start=True))
-
 
         def keep(r: RegionResult, reports: dict[int, Any] = reports) -> None:
             reports[r.rid] = r.cast

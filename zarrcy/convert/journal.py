@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from zarrcy.convert.model import ArrayPlan, ConvertError, RegionResult, _prefix
+from zarrcy.errors import MetadataError
+from zarrcy.metadata._parse import load_json_object
 
 __all__ = ["JOURNAL_DIR", "Journal", "erase_journal", "erase_except"]
 
@@ -54,7 +56,7 @@ def _journal_ok(store: Any, journal_key: str, rid: int) -> RegionResult | None:
     if raw is None:
         return None
     try:
-        entry = json.loads(raw)
+        entry = load_json_object(raw, journal_key)  # MetadataError (a ValueError) if not a JSON object
         keys = entry["keys"]
     except (ValueError, KeyError, TypeError):
         return None
@@ -169,13 +171,15 @@ class Journal:
         plan_raw = store.get(self.plan_key)
         doc: dict[str, Any] = {}
         if plan_raw is not None:
-            try:
-                doc = json.loads(plan_raw)
-            except ValueError:
-                doc = {}
             if not resume and not overwrite:
                 raise ConvertError(f"destination {url}/{self.root}: an interrupted conversion is there; "
                                    "rerun with --resume to finish it (or --overwrite to start over)", 2)
+            if resume:  # (a damaged plan.json: named, never a crash; --overwrite replaces it)
+                try:
+                    doc = load_json_object(plan_raw, self.plan_key)
+                except MetadataError as e:
+                    raise ConvertError(f"destination {url}/{self.root}: --resume: {e} (rerun with --overwrite "
+                                       "to start over)", 2) from None
             if resume and doc.get("fingerprint") != self.fingerprint:
                 raise ConvertError(f"destination {url}/{self.root}: --resume with different options or source "
                                    "than the interrupted run (rerun with the same options, or --overwrite)", 2)

@@ -200,14 +200,15 @@ class ConvertReport:
                 f"{q['count']:,} values: {q['exact']:,} exact, {q['rounded']:,} rounded, {q['clamped']:,} clamped, "
                 f"{q['wrapped']:,} wrapped, {q['scalar_mapped']:,} scalar-mapped; max round-trip error "
                 f"{_num(q['max_abs_error'])} (abs), {_num(q['max_rel_error'])} (rel)"
-                + (f"; {q['round_trip_mismatches']:,} read back as a different kind of value"
-                   if q.get("round_trip_mismatches") else "")
                 + "".join(f"; {x['what']}{'' if x['what'] == 'NaN' else ' ' + _num(x['value'])} -> code {x['code']}"
                           f"{' (chosen)' if x.get('chosen') else ''}: {x.get('count', 0):,} values"
                           for x in q.get("sentinels") or [])
                 + (f"; {q['sentinel_collisions']:,} data values encode to a sentinel code (collisions=allow)"
                    if q.get("sentinel_collisions") else "")
                 + (" (regions completed by an earlier run not counted)" if q.get("partial") else ""))
+            from zarrcy.casting.report import causes_summary
+
+            lines.append(f"    {causes_summary(q)}")
         lines.extend(self._notes())
         return "\n".join(lines)
 
