@@ -248,7 +248,7 @@ def test_dry_run_and_json(v2_tree, tmp_path, capsys):
 
 def test_cli_progress_lines_and_summary(v2_tree, tmp_path, capsys):
     src, _ = v2_tree
-    rc = convert_main([src, str(tmp_path / "d.zarr"), "--progress", "lines", "--progress-interval", "0", "--rewrite"])
+    rc = convert_main([src, str(tmp_path / "d.zarr"), "--progress", "lines", "--progress-interval", "0.001", "--rewrite"])
     assert rc == 0
     cap = capsys.readouterr()
     assert "convert:" in cap.err and "ETA" in cap.err

@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import errno
 import threading
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Sequence
 
 from zarrcy.storage import LocalStore, Store
+from zarrcy.storage.wrapper import StoreWrapper
 
 __all__ = ["FaultyStore", "Killed", "count_ops"]
 
@@ -39,11 +40,10 @@ class Killed(BaseException):
     """The simulated kill: raised by every mutation from ``die_at`` on."""
 
 
-class FaultyStore(Store):
+class FaultyStore(StoreWrapper):
     def __init__(self, inner: Store, die_at: int | None = None, *, fail_at: int | None = None,
                  torn: bool = False) -> None:
-        super().__init__(read_only=inner.read_only)
-        self.inner = inner
+        super().__init__(inner)
         self.die_at = die_at
         self.fail_at = fail_at
         self.failed = False
@@ -52,10 +52,6 @@ class FaultyStore(Store):
         self.log: list[tuple[str, str]] = []
         self.dead = False
         self._lock = threading.Lock()
-        # the wrapped store's capabilities (declared, never probed)
-        for flag in ("supports_writes", "supports_deletes", "supports_partial_reads", "supports_partial_writes",
-                     "supports_listing", "supports_conditional_reads", "io_concurrency"):
-            setattr(self, flag, getattr(type(inner), flag))
 
     # -- the kill ------------------------------------------------------------------------
     def _step(self, op: str, key: str) -> bool:
@@ -81,48 +77,6 @@ class FaultyStore(Store):
     def _mutate(self, op: str, key: str) -> None:
         if self._step(op, key):
             raise self._stop(f"{op} {key}")
-
-    # -- identity --------------------------------------------------------------------------
-    @property
-    def url(self) -> str:
-        return self.inner.url
-
-    def lock_key(self, key: str) -> object:
-        return self.inner.lock_key(key)
-
-    # -- reads (pass through) --------------------------------------------------------------
-    def get(self, key: str, byte_range: Any = None) -> bytes | None:
-        return self.inner.get(key, byte_range)
-
-    def get_partial_values(self, key_ranges: Sequence[tuple[str, Any]]) -> list[bytes | None]:
-        return self.inner.get_partial_values(key_ranges)
-
-    def version(self, key: str) -> object | None:
-        return self.inner.version(key)
-
-    def get_versioned(self, key: str, byte_range: Any = None) -> tuple[bytes | None, object | None]:
-        return self.inner.get_versioned(key, byte_range)
-
-    def get_ranges_if_version(self, key: str, byte_ranges: Sequence[Any], version: object) -> Any:
-        return self.inner.get_ranges_if_version(key, byte_ranges, version)
-
-    def snapshot(self, key: str) -> Any:
-        return self.inner.snapshot(key)
-
-    def exists(self, key: str) -> bool:
-        return self.inner.exists(key)
-
-    def getsize(self, key: str) -> int | None:
-        return self.inner.getsize(key)
-
-    def list(self) -> Iterator[str]:
-        return self.inner.list()
-
-    def list_prefix(self, prefix: str) -> Iterator[str]:
-        return self.inner.list_prefix(prefix)
-
-    def list_dir(self, prefix: str) -> list[str]:
-        return self.inner.list_dir(prefix)
 
     # -- mutations (counted) ---------------------------------------------------------------
     def set(self, key: str, value: Any) -> None:

@@ -176,7 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true", help="machine-readable report")
     c.set_defaults(fn=_cmd_check)
     sub.add_parser("cast-check", help="report what a cast_value/scale_offset chain does to data (zarrcy cast-check -h)")
-    sub.add_parser("convert", help="convert Zarr v1/v2/v3 into sharded/quantized v3 (zarrcy convert -h)")
+    sub.add_parser("convert", help="convert Zarr v1/v2/v3, HDF5 or NetCDF-4 (one file, or many along "
+                                   "--concat-dim) into sharded/quantized Zarr v3 (zarrcy convert -h)")
     return p
 
 

@@ -27,6 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from zarrcy.storage.hdf5_cf import distinct_values, packing_attrs, time_recoded
 from zarrcy.storage.hdf5 import HDF5SourceError, HDF5Store, SourceChangedError, expand_sources, is_hdf5
 from zarrcy.storage.hdf5_stored import chunk_ids_of_boxes, grid_of
 
@@ -40,10 +41,11 @@ SHARD_BYTES = 64 << 20
 
 
 def open_source(src: Any, concat_dim: str | None, cf_packing: str = "keep",
-                allow_external: bool = False) -> HDF5Store | None:
+                allow_external: bool = False, time_units: str | None = None) -> HDF5Store | None:
     """An HDF5Store for ``src`` when it is HDF5 (several files need ``concat_dim``), else None.
     ``allow_external``: read external raw data, virtual-dataset sources and external
-    links inside the source file's directory (zarrcy/storage/hdf5_refs.py)."""
+    links inside the source file's directory (zarrcy/storage/hdf5_refs.py);
+    ``time_units``: re-encode CF time along ``concat_dim`` onto them (``--time-units``)."""
     if isinstance(src, (list, tuple)) and src and all(isinstance(x, (str, os.PathLike)) for x in src):
         many = True
     elif isinstance(src, (str, os.PathLike)):
@@ -53,7 +55,7 @@ def open_source(src: Any, concat_dim: str | None, cf_packing: str = "keep",
         many = any(ch in text for ch in "*?[") and not os.path.exists(text)
     else:
         return None  # a Store instance
-    if concat_dim is None and cf_packing == "keep" and not many and not allow_external:
+    if concat_dim is None and cf_packing == "keep" and time_units is None and not many and not allow_external:
         return None  # store_from_url detects a single HDF5 file by itself
     paths = expand_sources(src)
     for p in paths:
@@ -64,11 +66,24 @@ def open_source(src: Any, concat_dim: str | None, cf_packing: str = "keep",
                                   f"{'a directory' if os.path.isdir(p) else 'no signature' if os.path.exists(p) else 'no such file'}")
     if len(paths) > 1 and concat_dim is None:
         raise HDF5SourceError(f"{src}: {len(paths)} files match; pass --concat-dim DIM to concatenate them")
-    return HDF5Store(paths, concat_dim=concat_dim, cf_packing=cf_packing, allow_external=allow_external)
+    return HDF5Store(paths, concat_dim=concat_dim, cf_packing=cf_packing, allow_external=allow_external,
+                     time_units=time_units)
 
 
 def is_hdf5_array(arr: Any) -> bool:
-    return isinstance(getattr(arr, "store", None), HDF5Store)
+    return isinstance(arr.store, HDF5Store)
+
+
+def time_note(arr: Any) -> str | None:
+    """A note when the CF time values of an HDF5 array are re-encoded onto its units."""
+    if not is_hdf5_array(arr):
+        return None
+    files = time_recoded(arr.store, arr.path)
+    if not files:
+        return None
+    shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+    return (f"time values of {shown} re-encoded onto {arr.attrs.get('units')!r} (every value an integer there; "
+            "xarray decodes the same instants)")
 
 
 def is_coordinate(arr: Any) -> bool:
@@ -84,8 +99,11 @@ def unsupported_datasets(store: Any) -> list[tuple[str, str]]:
 
 def validate(arr: Any) -> None:
     """HDF5SourceError naming file and variable when the array's stored chunks are not
-    all inside their files (a truncated file)."""
+    all inside their files (a truncated file), or when its CF time values cannot be
+    re-encoded onto one unit (checked now, read once: refused before anything is written)."""
     arr.store.validate_array(arr.path)
+    if time_recoded(arr.store, arr.path):
+        arr[...]
 
 
 def stored_regions(plan: Any, src: Any) -> None:
@@ -223,7 +241,7 @@ def check_packing(arr: Any, chain: list[dict[str, Any]]) -> str | None:
         info = np.iinfo(idt)
         ints = np.arange(int(info.min), int(info.max) + 1, dtype=np.int64).astype(idt)
     else:  # the values the file holds (read once, region by region through the chain's inverse)
-        ints = _stored_ints(arr, idt)
+        ints = distinct_values(arr.store, arr.path, idt)
     smap = cv.get("scalar_map")
     mapped = {int(e[1]) for e in (smap or {}).get("encode", [])}
     if mapped:
@@ -243,22 +261,28 @@ def check_packing(arr: Any, chain: list[dict[str, Any]]) -> str | None:
     if bad.size:
         i = int(bad[0])
         return f"the packed value {int(ints[i])} decodes to {floats[i]!r} and re-encodes to {int(back[i])}"
-    return None
+    return _differs_from_cf(arr, ints, floats)
 
 
-def _stored_ints(arr: Any, idt: np.dtype) -> np.ndarray:
-    """The distinct packed integers of a wide CF-packed HDF5 array (read as integers)."""
-    from zarrcy.storage.hdf5 import HDF5Store
-
-    store: HDF5Store = arr.store
-    a = store._arrays[arr.path]
-    seen: set[int] = set()
-    for part in a.parts:
-        with part.file.lock:
-            ds = part.file.h5[part.name]
-            step = max(1, (64 << 20) // max(1, math.prod(ds.shape[1:]) * idt.itemsize)) if ds.ndim else 1
-            n = ds.shape[0] if ds.ndim else 1
-            for i in range(0, n, step):
-                block = np.asarray(ds[i: i + step] if ds.ndim else ds[()])
-                seen.update(np.unique(block).tolist())
-    return np.array(sorted(seen), dtype=idt)
+def _differs_from_cf(arr: Any, ints: np.ndarray, floats: np.ndarray) -> str | None:
+    """None when the chain's decoding (``floats``, from ``x / scale + offset``,
+    ext-codec-scale_offset.md) of every packed value ``ints`` equals CF's
+    (``x * scale_factor + add_offset`` in the unpacked type, with the attributes' own
+    types: xarray.coding.variables ``_scale_offset_decoding``), bit for bit; else the
+    first value where they differ.  Division and multiplication agree for every value
+    only for some scale factors (powers of two, and 1), so most real CF packing keeps
+    its attributes (``--cf-packing keep``) instead."""
+    packing = packing_attrs(arr.store, arr.path)
+    cf = ints.astype(floats.dtype)
+    if "scale_factor" in packing:
+        cf *= packing["scale_factor"]
+    if "add_offset" in packing:
+        cf += packing["add_offset"]
+    same = (cf == floats) | (np.isnan(cf) & np.isnan(floats))
+    bad = np.flatnonzero(~same)
+    if not bad.size:
+        return None
+    i = int(bad[0])
+    return (f"{bad.size:,} of {ints.size:,} packed values decode differently from CF (xarray): "
+            f"{int(ints[i])} is {cf[i]!r} as x * scale_factor + add_offset and {floats[i]!r} through the chain "
+            "(the scale_offset codec divides by its scale; CF multiplies by scale_factor)")

@@ -201,6 +201,12 @@ class Store(ABC):
         """Names directly under ``prefix`` (a ``""`` or ``"a/b/"`` style prefix): keys and
         child "directories" alike, without the prefix and without a trailing ``/``; sorted."""
 
+    def remove_temp_files(self) -> int:
+        """Delete what interrupted atomic writes left behind (call when no writer is
+        active); returns the count.  Stores that write through temporary files
+        (LocalStore) override it; the others have nothing to remove."""
+        return 0
+
     def close(self) -> None:
         pass
 

@@ -80,6 +80,8 @@ from zarrcy.storage._base import Store
 from zarrcy.storage._common import check_prefix, resolve_range
 from zarrcy.storage.hdf5_refs import OPT_IN, RefusedExternal, confine, external_link_on_path
 from zarrcy.storage.hdf5_stored import array_chunk_coords, array_chunk_ids
+from zarrcy.storage.hdf5_cf import comparable_attrs, recoded, recoded_from, time_recoders
+from zarrcy.storage.hdf5_concat import order_files
 from zarrcy.storage.hdf5_file import (  # noqa: F401  (HDF5_SIGNATURE, is_hdf5, expand_sources: re-exported)
     _NC_DIM_ONLY,
     HDF5_SIGNATURE,
@@ -155,18 +157,11 @@ class _Array:
     concat_axis: int | None = None
     starts: list[int] = field(default_factory=list)   # chunk-grid start of each part along concat_axis
     direct: bool = True                  # chunks map 1:1 onto the HDF5 chunks of each part
-
-
-def _same_step(x: Any, y: Any, values: Any) -> bool:
-    """Two steps of a --concat-dim coordinate are equal: exactly for integers and times;
-    for floating-point values within 64 units in the last place of the largest magnitude
-    among ``values`` and the steps (coordinates computed as ``start + i * step`` are
-    rounded: a 1/24-day or 0.1 step never repeats exactly)."""
-    dt = np.result_type(x, y)
-    if dt.kind not in "fc":
-        return bool(x == y)
-    mag = max(float(np.max(np.abs(values))) if np.size(values) else 0.0, abs(float(x)), abs(float(y)))
-    return abs(float(x) - float(y)) <= 64 * float(np.finfo(dt).eps) * mag
+    # CF (zarrcy/storage/hdf5_cf.py): per part, the function re-encoding its time values
+    # (None: served as stored); scale_factor/add_offset as stored; "file (units)" re-encoded
+    recode: list[Any] | None = None
+    packing: dict[str, Any] = field(default_factory=dict)
+    recoded_from: list[str] = field(default_factory=list)
 
 
 def _contiguous_chunks(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
@@ -196,11 +191,16 @@ class HDF5Store(Store):
     supports_partial_reads = True
 
     def __init__(self, paths: str | Sequence[str], concat_dim: str | None = None, cf_packing: str = "keep",
-                 allow_external: bool = False, expect: Sequence[Sequence[int]] | None = None) -> None:
+                 allow_external: bool = False, expect: Sequence[Sequence[int]] | None = None,
+                 time_units: str | None = None) -> None:
         super().__init__(read_only=True)
         #: read data kept in other files (external storage, virtual-dataset sources,
         #: external links) when inside the source file's directory (zarrcy/storage/hdf5_refs.py)
         self.allow_external = bool(allow_external)
+        if time_units is not None and concat_dim is None:
+            raise HDF5SourceError("--time-units: applies to the files joined along --concat-dim (pass --concat-dim)")
+        #: CF time variables along concat_dim are re-encoded onto these units (None: the first file's)
+        self.time_units = time_units
         if cf_packing not in ("keep", "chain"):
             raise HDF5SourceError(expected("cf_packing", "'keep' or 'chain'", cf_packing))
         self.cf_packing = cf_packing
@@ -237,9 +237,10 @@ class HDF5Store(Store):
 
     def __reduce__(self):
         if not self._files:
-            return (HDF5Store, (self.paths, self.concat_dim, self.cf_packing, self.allow_external))
+            return (HDF5Store, (self.paths, self.concat_dim, self.cf_packing, self.allow_external, None,
+                                self.time_units))
         return (HDF5Store, ([f.path for f in self._files], self.concat_dim, self.cf_packing, self.allow_external,
-                            self.identity()))
+                            self.identity(), self.time_units))
 
     def __repr__(self) -> str:
         return f"HDF5Store({self.url!r})"
@@ -257,60 +258,10 @@ class HDF5Store(Store):
             pass
 
     # -- scanning -------------------------------------------------------------------------
-    def _concat_values(self, f: _File) -> np.ndarray | None:
-        dim = self.concat_dim
-        assert dim is not None
-        try:
-            ds = f.h5.get(dim)
-        except (OSError, RuntimeError, KeyError, ValueError):
-            ds = None
-        if ds is None or not hasattr(ds, "shape") or len(ds.shape) != 1:
-            return None
-        try:
-            with f.lock:
-                return np.asarray(ds[...])
-        except (OSError, RuntimeError, ValueError, TypeError) as e:
-            raise HDF5SourceError(f"{f.path}: variable /{dim}: cannot read the --concat-dim coordinate: {e}") from None
-
     def _order_files(self) -> None:
-        """Sort the files by their concat_dim coordinate; refuse non-monotonic
-        coordinates, overlaps and gaps (when the coordinate has a regular step)."""
-        dim = self.concat_dim
-        vals = [self._concat_values(f) for f in self._files]
-        if any(v is None for v in vals):
-            if all(v is None for v in vals):
-                return  # no coordinate variable: the files stay in the order given
-            bad = self._files[[v is None for v in vals].index(True)]
-            raise HDF5SourceError(f"{bad.path}: variable /{dim}: expected a 1-D --concat-dim coordinate as in the "
-                                  "other files, received none")
-        got = [v for v in vals if v is not None]
-        assert len(got) == len(vals)  # all present (checked above)
-        for f, v in zip(self._files, got):
-            if v.size > 1 and not bool(np.all(np.diff(v) > 0)):
-                raise HDF5SourceError(f"{f.path}: variable /{dim}: expected strictly increasing --concat-dim "
-                                      "coordinate values, received non-monotonic values")
-        order = sorted(range(len(got)), key=lambda i: (got[i].size == 0, got[i][0] if got[i].size else 0))
-        files = [self._files[i] for i in order]
-        vs = [got[i] for i in order]
-        steps: list[Any] = []
-        for v in vs:
-            if v is not None and v.size > 1:
-                d = np.diff(v)
-                steps.append(d[0] if all(_same_step(x, d[0], v) for x in d) else None)
-        step = steps[0] if steps and all(x is not None and _same_step(x, steps[0], x) for x in steps) else None
-        for i in range(1, len(files)):
-            a, b = vs[i - 1], vs[i]
-            if a is None or b is None or a.size == 0 or b.size == 0:
-                continue
-            if not b[0] > a[-1]:
-                raise HDF5SourceError(
-                    f"{files[i].path}: variable /{dim}: expected values after those of {files[i - 1].path} "
-                    f"(last {a[-1].item()!r}), received an overlap (first {b[0].item()!r})")
-            if step is not None and not _same_step(b[0] - a[-1], step, np.array([a[-1], b[0]])):
-                raise HDF5SourceError(
-                    f"{files[i].path}: variable /{dim}: expected the next value {(a[-1] + step).item()!r} after "
-                    f"{files[i - 1].path}, received {b[0].item()!r} (a gap)")
-        self._files = files
+        """Sort the files by their concat_dim coordinate (zarrcy/storage/hdf5_concat.py)."""
+        assert self.concat_dim is not None
+        self._files = order_files(self._files, self.concat_dim, self.time_units)
 
     def _scan(self) -> None:
         first = self._files[0]
@@ -437,6 +388,7 @@ class HDF5Store(Store):
         zdt: np.dtype = info["zdt"]
         dims = info["dims"]
         parts = [var]
+        infos = [info]
         axis = None
         if self.concat_dim is not None and len(self._files) > 1:
             if dims is not None and self.concat_dim in dims:
@@ -462,7 +414,7 @@ class HDF5Store(Store):
                     what = f"shape {var.shape} (except along {self.concat_dim!r}), received {v2.shape}"
                 elif i2["dims"] != dims:
                     what = f"dimensions {dims}, received {i2['dims']}"
-                elif _attrs_cmp(i2["attrs"]) != _attrs_cmp(info["attrs"]):
+                elif _attrs_cmp(comparable_attrs(i2["attrs"], axis)) != _attrs_cmp(comparable_attrs(info["attrs"], axis)):
                     diff = sorted(k for k in set(i2["attrs"]) | set(info["attrs"])
                                   if _attrs_cmp(i2["attrs"].get(k)) != _attrs_cmp(info["attrs"].get(k)))
                     what = f"the attributes of {self._files[0].path}, received different {', '.join(diff)}"
@@ -472,6 +424,8 @@ class HDF5Store(Store):
                     raise HDF5SourceError(f"{f.path}: variable /{name}: expected {what}")
                 if axis is not None:
                     parts.append(v2)
+                    infos.append(i2)
+        recode = time_recoders(self._files, name, infos, self.time_units) if axis is not None else None
         shape = list(var.shape)
         if axis is not None:
             shape[axis] = sum(p.shape[axis] for p in parts)
@@ -484,7 +438,7 @@ class HDF5Store(Store):
                 mixed = True
         else:
             chunk = list(_contiguous_chunks(tuple(shape), max(1, zdt.itemsize if zdt.kind != "O" else 16)))
-        direct = var.kind in ("chunked", "contiguous") and not mixed
+        direct = var.kind in ("chunked", "contiguous") and not mixed and not (recode and any(recode))
         starts = [0]
         if axis is not None:
             # every part must start on a chunk boundary along the concat axis for the chunks
@@ -528,6 +482,8 @@ class HDF5Store(Store):
         }
         if dims is not None:
             doc["dimension_names"] = dims
+        if recode is not None and self.time_units is not None:
+            doc["attributes"] = {**doc["attributes"], "units": self.time_units}
         if info["has_fill_attr"]:
             xf = _xarray_fill(zdt, info["fill"])
             if xf is not None:
@@ -536,7 +492,13 @@ class HDF5Store(Store):
         if (self.cf_packing == "chain" and packing and zdt.kind in "iu" and not info["enum"]
                 and all(np.asarray(v).dtype.kind in "iuf" for v in packing.values())):
             _cf_chain(doc, zdt, packing, info["fill"], info["has_fill_attr"])
-        return _Array(name, doc, tuple(chunk), tuple(shape), zdt, parts, axis, starts, direct)
+        return _Array(name, doc, tuple(chunk), tuple(shape), zdt, parts, axis, starts, direct,
+                      recode if recode and any(recode) else None, dict(packing), recoded_from(parts, infos, recode))
+
+    def cf_record(self, path: str) -> Any:
+        """Array ``path``'s record: its ``parts`` (one dataset per file), ``packing`` and
+        ``recoded_from`` (for :mod:`zarrcy.storage.hdf5_cf`)."""
+        return self._arrays[path]
 
     def validate_array(self, path: str) -> None:
         """Check that the stored bytes of array ``path`` lie inside their files
@@ -680,6 +642,8 @@ class HDF5Store(Store):
         except (OSError, RuntimeError, ValueError, TypeError) as e:
             raise HDF5SourceError(f"{part.file.path}: variable /{part.name}: cannot read {region}: {e}") from None
         part.file.check(f"variable /{part.name}")
+        if a.recode is not None and (fn := a.recode[a.parts.index(part)]) is not None:
+            data = recoded(fn, data, part.file, part.name)
         if part.kind == "vlen":
             return _vlen_utf8(data, cs, region)
         return self._pad(a, np.ascontiguousarray(data, dtype=part.dtype).view(np.uint8).reshape(-1), region, part.dtype)

@@ -576,7 +576,15 @@ def _fill_value(dset: Any, zdt: np.dtype, kind: str) -> Any:
             v = None
     if v is None:
         v = np.zeros((), zdt)[()]
-    return np.asarray(v).astype(zdt, copy=False).reshape(())[()] if zdt.kind != "S" else np.asarray(v, dtype=zdt)[()]
+    if zdt.kind == "S":
+        return np.asarray(v, dtype=zdt)[()]
+    out = np.asarray(v).astype(zdt, copy=False).reshape(())[()]
+    raw = np.asarray(v)
+    if "_FillValue" in dset.attrs and zdt.kind in "iuf" and (raw.dtype.kind not in "iufb" or not (
+            out == raw or (np.isnan(out) and np.isnan(raw)) if raw.dtype.kind == "f" and zdt.kind == "f" else out == raw)):
+        raise _BadFill(f"_FillValue {raw.item()!r}: expected a value of the variable's type {zdt} "
+                       "(CF 2.5.1: the fill value has the variable's type)")
+    return out
 
 
 def _fill_json(zdt: np.dtype, value: Any) -> Any:
@@ -653,6 +661,8 @@ def describe(f: _File, name: str) -> tuple[_Var, dict[str, Any]]:
         raise
     except _Skip:
         raise
+    except _BadFill as e:
+        raise HDF5SourceError(f"{f.path}: variable /{name}: {e}") from None
     except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
         raise HDF5SourceError(f"{f.path}: variable /{name}: cannot read its HDF5 description: {e}") from None
     stored = np.dtype(dset.dtype.str) if kind == "fixed" else zdt
@@ -679,6 +689,10 @@ def describe(f: _File, name: str) -> tuple[_Var, dict[str, Any]]:
 
 class _Skip(Exception):
     pass
+
+
+class _BadFill(ValueError):
+    """A ``_FillValue`` the variable's type cannot hold (described with file and variable)."""
 
 
 def _xarray_fill(zdt: np.dtype, value: Any) -> Any:
@@ -714,10 +728,9 @@ def _cf_chain(doc: dict[str, Any], zdt: np.dtype, packing: dict[str, Any], fill:
     (zarrcy/convert/hdf5.py ``check_packing``)."""
     from zarrcy.metadata.data_type import from_numpy
 
-    kinds = [np.asarray(v).dtype for v in packing.values()]
-    fdt = np.result_type(*kinds) if all(k.kind == "f" for k in kinds) else np.dtype("f8")
-    if fdt.itemsize < 4:
-        fdt = np.dtype("f4")
+    from zarrcy.storage.hdf5_cf import cf_unpacked_dtype
+
+    fdt = cf_unpacked_dtype(zdt, packing)
     sf = fdt.type(packing.get("scale_factor", 1))
     ao = fdt.type(packing.get("add_offset", 0))
     if not np.isfinite(sf) or sf == 0 or not np.isfinite(ao):
