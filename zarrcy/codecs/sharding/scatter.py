@@ -27,13 +27,13 @@ import numpy as np
 
 from zarrcy._kernels import _inner_chunks as KI
 from zarrcy.codecs import _native
-from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, decode_stats, scratch
+from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, decode_stats, run, scratch
 from zarrcy.codecs.sharding.projection import whole_projection
 from zarrcy.config import get as _config_get
 from zarrcy.errors import CorruptChunkError
 
 __all__ = ["usable", "writes_strided", "scatter_tables", "decode_tasks", "decode_point_tasks", "decode_element",
-           "ENABLED"]
+           "encode_chunks", "merge_chunks", "ENABLED"]
 
 #: tests switch the kernel path off to compare it with the Python path
 ENABLED = True
@@ -220,3 +220,102 @@ def decode_element(layout: Any, raw: Any, rel: tuple[int, ...]) -> Any:
     dt = layout.spec.dtype
     stored = dt.newbyteorder() if plan.swap else dt
     return np.frombuffer(buf[flat * isz:(flat + 1) * isz].tobytes(), dtype=stored).astype(dt)[0]
+
+
+def encode_chunks(layout: Any, arr: np.ndarray, n: int,
+                  alloc: Callable[[int], np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every inner chunk of ``arr`` (C-contiguous; its inner grid of ``n`` chunks in C
+    order, edge chunks padded with fill) gathered, checked for emptiness and encoded
+    through the native engine as the layout's kernel plan says, in one C loop per thread
+    (``_inner_encode.gather_encode``).  Returns ``(slots, slot_off, nbytes)``: chunk
+    ``i`` is ``slots[slot_off[i]:][:nbytes[i]]``, ``nbytes[i] == -1`` when it holds
+    only the fill value (unless ``write_empty_chunks``).  ``alloc(size)`` gives the slot
+    buffer."""
+    kernel = layout.kernel
+    plan = kernel.plan
+    slot = int(KI.slot_size(plan.chain, 0, layout.inner_spec.nbytes))
+    slots = alloc(n * slot)
+    slot_off = np.arange(n + 1, dtype=np.int64) * slot
+    nbytes = np.empty(n, np.int64)
+    empty = np.empty(n, np.uint8)
+    keep = bool(_config_get("write_empty_chunks"))
+    threads = max(1, int(_config_get("threads")))
+    parts = min(threads, n) if arr.nbytes >= PARALLEL_MIN_BYTES else 1
+    bounds = [n * k // parts for k in range(parts + 1)]
+
+    def one(k: int) -> None:
+        buf = scratch(layout.inner_spec).reshape(-1).view(np.uint8)
+        bad, code = KI.gather_encode(arr, kernel.shape, layout.itemsize, plan.swap, plan.chain, 0, kernel.fill, keep,
+                                     bounds[k], bounds[k + 1], slots, slot_off, nbytes, empty, buf, plan.order)
+        if bad != -1:  # pragma: no cover - slots are sized for the worst case
+            raise CorruptChunkError(f"{layout.chunk_name(bad)}: {KI.describe(code)}")
+
+    run(parts, one, parts > 1)
+    return slots, slot_off, nbytes
+
+
+def merge_chunks(layout: Any, linear: np.ndarray, full: np.ndarray, old_bytes: Callable[[int], Any],
+                 put: Callable[[int, np.ndarray], None]) -> list[memoryview | None]:
+    """A partial write's touched inner chunks (``linear``; ``full[k]``: the write covers
+    chunk ``k`` entirely) rebuilt and re-encoded with two kernel calls: the stored
+    partially covered chunks decoded (``old_bytes(i)``: their bytes, None: fill) into one
+    staging array of the touched chunks, ``put(k, chunk)`` writes the new values into
+    each, then all are encoded (:func:`encode_chunks`).  The encoded bytes of each chunk,
+    None where it is now empty."""
+    kernel = layout.kernel
+    plan = kernel.plan
+    cs = layout.chunk_shape
+    m = int(linear.size)
+    staging = np.empty((m * cs[0],) + tuple(cs[1:]), layout.spec.dtype)
+    part = np.flatnonzero(~full)
+    if part.size:
+        srcs: list[Any] = []
+        tsrc = np.full(part.size, -1, np.int64)
+        tlen = np.full(part.size, -1, np.int64)
+        for j, k in enumerate(part.tolist()):
+            b = old_bytes(int(linear[k]))
+            if b is not None:
+                tsrc[j] = len(srcs)
+                tlen[j] = len(b)
+                srcs.append(b)
+        coords = np.zeros((part.size, len(cs)), np.int64)
+        coords[:, 0] = part
+        status = np.empty(part.size, np.uint8)
+        KI.decode_scatter_all(srcs, tsrc, coords, np.zeros(part.size, np.int64), tlen, *_staging_tables(cs, m),
+                              kernel.shape, layout.itemsize, plan.swap, plan.chain, kernel.fill, staging, status,
+                              _threads(layout, part.size), plan.order)
+        inner = layout.inner
+
+        def retry(j: int) -> None:  # several gzip members: the Python codecs decide
+            k = int(part[j])
+            try:
+                inner.decode_into(srcs[int(tsrc[j])], staging[k * cs[0]:(k + 1) * cs[0]])
+            except CorruptChunkError as e:
+                raise CorruptChunkError(f"{layout.chunk_name(int(linear[k]))}: {e}") from e
+
+        _settle(layout, linear[part], status, tlen, retry)
+    for k in range(m):
+        put(k, staging[k * cs[0]:(k + 1) * cs[0]])
+    slots, slot_off, nbytes = encode_chunks(layout, staging, m, lambda size: np.empty(size, np.uint8))
+    mv = memoryview(slots)
+    return [None if nb < 0 else mv[o:o + nb] for o, nb in zip(slot_off[:-1].tolist(), nbytes.tolist())]
+
+
+def _staging_tables(cs: tuple[int, ...], m: int) -> tuple[np.ndarray, ...]:
+    """Kernel tables writing whole inner chunk ``k`` to rows ``k * cs[0]:`` of a staging
+    array of ``m`` chunks stacked along the first dimension."""
+    ndim = len(cs)
+    base = np.empty(ndim, np.int64)
+    starts: list[np.ndarray] = []
+    locs: list[np.ndarray] = []
+    outs: list[np.ndarray] = []
+    pos = nstart = 0
+    for d, c in enumerate(cs):
+        rows = m if d == 0 else 1
+        base[d] = nstart
+        starts.append(pos + np.arange(rows + 1, dtype=np.int64) * c)
+        locs.append(np.tile(np.arange(c, dtype=np.int64), rows))
+        outs.append(np.arange(rows * c, dtype=np.int64))
+        pos += rows * c
+        nstart += rows + 1
+    return base, np.concatenate(starts), np.concatenate(locs), np.concatenate(outs)
