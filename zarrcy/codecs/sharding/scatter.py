@@ -301,7 +301,7 @@ def merge_chunks(layout: Any, linear: np.ndarray, full: np.ndarray, old_bytes: C
     return [None if nb < 0 else mv[o:o + nb] for o, nb in zip(slot_off[:-1].tolist(), nbytes.tolist())]
 
 
-def _staging_tables(cs: tuple[int, ...], m: int) -> tuple[np.ndarray, ...]:
+def _staging_tables(cs: tuple[int, ...], m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Kernel tables writing whole inner chunk ``k`` to rows ``k * cs[0]:`` of a staging
     array of ``m`` chunks stacked along the first dimension."""
     ndim = len(cs)
