@@ -172,6 +172,14 @@ class Store(ABC):
         """Every key starting with ``prefix`` (full keys)."""
         return (k for k in self.list() if k.startswith(prefix))
 
+    def node_types(self, prefix: str) -> dict[str, str] | None:
+        """``{child name: "array" | "group"}``, sorted by name, of the group whose keys
+        start with ``prefix`` when the store knows them without reading a document per child
+        (consolidated metadata: ``zarrcy.consolidated.ConsolidatedStore``), else None
+        (the default: callers open the children).  Lets ``Group.keys()`` list a
+        million consolidated members without building a million nodes."""
+        return None
+
     @abstractmethod
     def list_dir(self, prefix: str) -> builtins.list[str]:
         """Names directly under ``prefix`` (a ``""`` or ``"a/b/"`` style prefix): keys and
