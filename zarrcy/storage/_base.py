@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import builtins
 import collections.abc
+import contextlib
 from abc import ABC, abstractmethod
-from typing import Iterable, Iterator, Self, Sequence
+from typing import ContextManager, Iterable, Iterator, Self, Sequence
 
 from zarrcy.byte_access import ValueSnapshot
 from zarrcy.byte_range import ByteRequest, RangeRequest
@@ -52,6 +53,15 @@ class Store(ABC):
         equal for every path that reaches the same object (stores that can alias, such as
         a symlinked directory, override it).  Default: ``(url, key)``."""
         return (self.url, key)
+
+    def write_lock(self, key: str) -> ContextManager[object]:
+        """Held by a writer across the read-modify-write of ``key``'s object (a partial
+        chunk or shard write): excludes the writers of that object in *other processes*
+        (threads of one process are already excluded by the array layer's in-process
+        locks).  Default: nothing -- a store only this process writes (memory), or one
+        whose writers cannot share objects safely at all (zip: one writer).  LocalStore
+        takes an advisory file lock (``zarrcy.storage._filelock``)."""
+        return contextlib.nullcontext()
 
     def _check_writable(self) -> None:
         if self.read_only:

@@ -30,18 +30,21 @@ back to keys.  Beyond the spec:
 from __future__ import annotations
 
 import builtins
+import contextlib
 import errno
 import itertools
 import os
 import stat
 import threading
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Callable, ContextManager, Iterable, Iterator, Sequence
 from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
 
 from zarrcy.byte_access import ValueSnapshot
 from zarrcy.byte_range import ByteRequest
+from zarrcy.config import get as _config_get
 from zarrcy.errors import StoreError, expected
+from zarrcy.storage import _filelock
 from zarrcy.storage._base import Buffer, Store, check_splice_part
 from zarrcy.storage._common import as_bytes_view, check_key, check_prefix, resolve_range
 
@@ -76,6 +79,24 @@ def _proc_fd_works() -> bool:
 _PROC_FD = _proc_fd_works()
 _DIR_FD = _PROC_FD and os.open in os.supports_dir_fd and os.rename in os.supports_dir_fd and os.unlink in os.supports_dir_fd
 _SCANDIR_FD = os.scandir in os.supports_fd
+
+
+def _only_lock_file(dirpath: str) -> bool:
+    """True if ``dirpath`` holds nothing but a write-lock file, which was then removed
+    (unused: see ``_filelock.remove_if_unused``).  Stops at the first other entry, so a
+    directory full of chunks costs one ``getdents``."""
+    try:
+        with os.scandir(dirpath) as it:
+            for entry in it:
+                if entry.name != _filelock.LOCK_NAME:
+                    return False
+        dfd = os.open(dirpath, _O_DIR)
+    except OSError:
+        return False
+    try:
+        return _filelock.remove_if_unused(dfd)
+    finally:
+        os.close(dfd)
 
 
 def local_path_from_url(url: str) -> str:
@@ -187,6 +208,16 @@ class LocalStore(Store):
         except (OSError, ValueError):
             pass
         return ("file", os.path.join(hit[2], name))
+
+    def write_lock(self, key: str) -> ContextManager[object]:
+        """``Store.write_lock``: the advisory lock of ``key``'s file, a byte of the lock
+        file ``.zarrcy-tmp-lock`` in its directory (``zarrcy/storage/_filelock.py``);
+        nothing when ``zarrcy.config(write_locks=False)``."""
+        if not _config_get("write_locks"):
+            return contextlib.nullcontext()
+        path = self._path(key)
+        dirpath, name = path.rsplit(_SEP, 1)
+        return _filelock.ObjectFileLock(dirpath, name, key, float(_config_get("write_lock_timeout")), self._open_dir)
 
     # -- paths and containment -----------------------------------------------------------
     def _path(self, key: str) -> str:
@@ -732,14 +763,26 @@ class LocalStore(Store):
         self._prune(dirs)
 
     def _prune(self, dirs: builtins.set[str]) -> None:
-        """rmdir each directory (deepest first) and its parents while empty, never the root."""
+        """rmdir each directory (deepest first) and its parents while empty, never the root.
+        A directory holding nothing but an unused write-lock file counts as empty."""
         root, prefix = self.root, self._prefix
         for d in sorted(dirs, key=len, reverse=True):
             while d != root and d.startswith(prefix):
                 try:
                     os.rmdir(d)
-                except OSError:
-                    break
+                except OSError as e:
+                    if e.errno != errno.ENOTEMPTY:
+                        break
+                    mine = _filelock.held_in(d)
+                    if mine is not None:  # our own lock keeps its file in use: prune on release
+                        mine.prune_after = lambda top=d: self._prune({top})
+                        break
+                    if not _only_lock_file(d):
+                        break
+                    try:
+                        os.rmdir(d)  # the lock file is gone now (unless a writer came)
+                    except OSError:
+                        break
                 d = d.rsplit(_SEP, 1)[0]
 
     def remove_temp_files(self) -> int:
@@ -748,7 +791,7 @@ class LocalStore(Store):
         n = 0
         for dirpath, _dirs, files in os.walk(self.root):
             for f in files:
-                if f.startswith(TEMP_PREFIX):
+                if f.startswith(TEMP_PREFIX) and f != _filelock.LOCK_NAME:  # lock files are not debris
                     try:
                         os.unlink(os.path.join(dirpath, f))
                         n += 1
