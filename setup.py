@@ -8,8 +8,9 @@ Rebuilds are content-based.  ``pip install`` builds in an isolated environment w
 freshly unpacked Cython, whose ``libc/*.pxd`` files are then newer than our generated C;
 Cython's timestamp check would regenerate every ``.c`` file and setuptools would then
 recompile everything (minutes) although nothing changed.  So a ``.c`` file is regenerated
-only when the hash of what it is made from (the ``.pyx``, our ``.pxd`` files, the Cython
-version, the directives) differs from the one recorded under ``build/cython/`` when it was
+only when the hash of what it is made from (the ``.pyx``, the ``.pxd`` files of ours it
+cimports, the plain C of ``_kernels/c`` it includes or compiles, the Cython version, the
+directives) differs from the one recorded under ``build/cython/`` when it was
 generated; an unchanged ``.c`` keeps its modification time, so ``build_ext`` skips the
 compile when the built module is newer.  A second ``pip install .`` (e.g. with the test
 extra) therefore compiles nothing.
@@ -27,6 +28,7 @@ without ``-O3``'s other passes — measured on the single ``_cast`` module these
 import glob
 import hashlib
 import os
+import re
 
 import numpy as np
 from Cython.Build import cythonize
@@ -70,11 +72,46 @@ compile_args = ["-O3", "-g0"] if not DEBUG else ["-O0", "-g"]
 _VECTOR_ARGS = ["-O2", "-ftree-vectorize", "-fvect-cost-model=dynamic", "-g0"]
 module_args = {m: _VECTOR_ARGS for m in ("_cast_f2i", "_cast_fast", "_cast_scale_offset")} if not DEBUG else {}
 
+# plain C of the kernels (``zarrcy/_kernels/c``): headers every module may include, and
+# the .c files compiled into the module that owns them (C_SOURCES)
+C_DIR = os.path.join("zarrcy", "_kernels", "c")
+C_SOURCES = {"_compress": [os.path.join(C_DIR, "zc_codecs.c")]}
+C_FILES = sorted(glob.glob(os.path.join(C_DIR, "*.[ch]")))
+
+_CIMPORT = re.compile(r"from\s+zarrcy\._kernels(?:\.(\w+))?\s+cimport\s*\(?\s*(\w*)")
+
+
+def _deps(pyx: str) -> list[str]:
+    """Our files the build of ``pyx`` reads: its own ``.pxd``, every ``.pxd`` of ours it
+    cimports (directly or through another), the headers of ``_kernels/c`` any of them
+    names, and its ``C_SOURCES`` (with every header: they include each other)."""
+    name = os.path.splitext(os.path.basename(pyx))[0]
+    kernels = os.path.join("zarrcy", "_kernels")
+    texts: list[str] = []
+    seen: set[str] = set()
+    todo = [pyx, os.path.join(kernels, name + ".pxd")]
+    while todo:
+        path = todo.pop()
+        if path in seen or not os.path.exists(path):
+            continue
+        seen.add(path)
+        with open(path) as f:
+            texts.append(f.read())
+        for sub, first in _CIMPORT.findall(texts[-1]):
+            todo.append(os.path.join(kernels, (sub or first) + ".pxd"))
+    used = seen | set(C_SOURCES.get(name, []))
+    for path in C_FILES:
+        if path.endswith(".h") and (name in C_SOURCES or any(os.path.basename(path) in t for t in texts)):
+            used.add(path)
+    return sorted(used - {pyx})
+
+
 extensions = [
     Extension(
         "zarrcy._kernels." + os.path.splitext(os.path.basename(path))[0],
-        [path],
-        include_dirs=[np.get_include()],
+        [path, *C_SOURCES.get(os.path.splitext(os.path.basename(path))[0], [])],
+        include_dirs=[np.get_include(), C_DIR],
+        depends=[d for d in _deps(path) if d.startswith(C_DIR)],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_2_0_API_VERSION"), ("ZARRCY_DEBUG", "1" if DEBUG else "0")],
         extra_compile_args=module_args.get(os.path.splitext(os.path.basename(path))[0], compile_args),
     )
@@ -86,13 +123,14 @@ extensions = [
 
 
 def _fingerprint(pyx: str) -> str:
-    """What the generated C of ``pyx`` depends on: its source, our .pxd files (any of them:
-    simpler than tracking cimports, and they rarely change), Cython's and numpy's versions
-    (numpy's .pxd for the module that cimports it) and the directives."""
+    """What the generated C of ``pyx`` depends on: its source, the ``.pxd`` files and plain
+    C of ours it reads (:func:`_deps`), Cython's and numpy's versions (numpy's .pxd for the
+    module that cimports it) and the directives.  A changed ``.c``/``.h`` of
+    ``_kernels/c`` also recompiles through ``depends``."""
     import Cython
 
     h = hashlib.sha256()
-    for path in [pyx, *sorted(glob.glob(os.path.join("zarrcy", "_kernels", "*.pxd")))]:
+    for path in [pyx, *_deps(pyx)]:
         with open(path, "rb") as f:
             h.update(path.encode() + b"\0" + f.read() + b"\0")
     h.update(repr((Cython.__version__, np.__version__, sorted(directives.items()), ANNOTATE)).encode())
@@ -121,7 +159,7 @@ def _cythonize(exts):
     fresh = [e for e in exts if e not in stale]
     pyx_of = {e.name: e.sources[0] for e in exts}
     for e in fresh:
-        e.sources = [os.path.splitext(e.sources[0])[0] + ".c"]
+        e.sources = [os.path.splitext(e.sources[0])[0] + ".c", *e.sources[1:]]
     if stale:
         stale = cythonize(stale, compiler_directives=directives, annotate=ANNOTATE, force=True, nthreads=JOBS)
         os.makedirs(STAMPS, exist_ok=True)

@@ -20,6 +20,7 @@ WORKLOADS = {
     "plugin": "bench.bench_plugin",
     "hdf5": "bench.bench_hdf5",
     "rectilinear": "bench.bench_rectilinear",
+    "native": "bench.bench_native",
 }
 
 
@@ -30,6 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--peers", default=None, help="comma-separated peers to run beside zarrcy (workloads that support it)")
     p.add_argument("--markdown", default=None, help="append the result tables to this file")
+    p.add_argument("--codec", default=None,
+                   help="comma-separated inner codecs (workloads that support it: sharded gzip|zstd|blosc, native)")
     args = p.parse_args(argv)
     names = args.workloads or list(WORKLOADS)
     print(f"machine: {machine()}\nversions: {versions()}\ncommand: python -m bench {' '.join(argv or sys.argv[1:])}")
@@ -50,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
             kwargs["threads"] = args.threads
         if args.peers and "peers" in mod.run.__code__.co_varnames:
             kwargs["peers"] = args.peers.split(",")
+        if args.codec and "codec" in mod.run.__code__.co_varnames:
+            kwargs["codec"] = args.codec.split(",")
         tables.append(mod.run(**kwargs))
     if args.markdown:
         with open(args.markdown, "a") as f:

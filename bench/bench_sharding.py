@@ -12,7 +12,10 @@ the number the selection touches.  Implementations are interleaved: each op runs
 implementation in turn, one warm-up round and ``repeat`` timed rounds (median reported),
 so load changes hit all of them alike.  ``--peers zarrcy,tensorstore`` limits the peers.
 ``--quick``: (128,)*3 / (64,)*3 / (16,)*3 and a tenth
-of the random ops.
+of the random ops.  ``--codec gzip|zstd|blosc`` (issue 21) picks the inner compressor:
+gzip level 1 (default), zstd level 0 without checksum (zarr-python's default), blosc
+lz4 level 5 with byte shuffle; the limit rows are then the native engine's 2-thread
+decode / encode of the same inner chunks.
 """
 
 from __future__ import annotations
@@ -36,9 +39,23 @@ def _data(n: int) -> np.ndarray:
     return a
 
 
-def run(quick: bool = False, threads: int | None = None, peers: list[str] | None = None) -> Table:
+#: inner compressors by ``--codec`` name: (v3 codec JSON, the engine's chain of it)
+CODECS: dict[str, dict[str, Any]] = {
+    "gzip": {"name": "gzip", "configuration": {"level": 1}},
+    "zstd": {"name": "zstd", "configuration": {"level": 0, "checksum": False}},
+    "blosc": {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5, "shuffle": "shuffle", "typesize": 2,
+                                                 "blocksize": 0}},
+}
+
+
+def run(quick: bool = False, threads: int | None = None, peers: list[str] | None = None,
+        codec: list[str] | None = None) -> Table:
     import zarrcy
-    from zarrcy.codecs import GzipCodec
+    from zarrcy.codecs import codec_from_dict
+
+    cname = (codec or ["gzip"])[0]
+    cjson = CODECS[cname]
+    label = {"gzip": "gzip 1", "zstd": "zstd 0", "blosc": "blosc lz4 5 + shuffle"}[cname]
 
     n, shard, inner = (128, 64, 16) if quick else (512, 256, 32)
     nops = 20 if quick else 200
@@ -59,7 +76,7 @@ def run(quick: bool = False, threads: int | None = None, peers: list[str] | None
     all_peers = ["zarrcy", "zarr-python", "zarrs", "tensorstore"]
     wanted = [p for p in all_peers if peers is None or p in peers or p == "zarrcy"]
     table = Table(
-        f"Sharded workload: uint16 {data.shape}, shards ({shard},)*3, inner ({inner},)*3, gzip 1 "
+        f"Sharded workload: uint16 {data.shape}, shards ({shard},)*3, inner ({inner},)*3, {label} "
         f"({mb:.0f} MiB), {threads} threads",
         wanted,
     )
@@ -77,7 +94,8 @@ def run(quick: bool = False, threads: int | None = None, peers: list[str] | None
     # -- zarrcy ----------------------------------------------------------------------
     def zc_write() -> None:
         a = zarrcy.create_array(paths["zarrcy"], shape=data.shape, dtype=data.dtype, chunks=(inner,) * 3,
-                                shards=(shard,) * 3, compressors=[GzipCodec(level=1)], overwrite=True)
+                                shards=(shard,) * 3, compressors=[codec_from_dict(cjson, "compressors[0]")],
+                                overwrite=True)
         a[...] = data
 
     zc_write()
@@ -93,7 +111,12 @@ def run(quick: bool = False, threads: int | None = None, peers: list[str] | None
     # -- zarr-python (+ zarrs) -------------------------------------------------------------
     try:
         import zarr
+        from zarr.codecs import BloscCodec as ZBlosc
         from zarr.codecs import GzipCodec as ZGzip
+        from zarr.codecs import ZstdCodec as ZZstd
+
+        zcodec = {"gzip": lambda: ZGzip(level=1), "zstd": lambda: ZZstd(level=0, checksum=False),
+                  "blosc": lambda: ZBlosc(cname="lz4", clevel=5, shuffle="shuffle", typesize=2)}[cname]
 
         def zp_impl(name: str, cfg: dict[str, Any]) -> None:
             path = paths[name]
@@ -101,7 +124,7 @@ def run(quick: bool = False, threads: int | None = None, peers: list[str] | None
             def write() -> None:
                 with zarr.config.set(cfg):
                     a = zarr.create_array(path, shape=data.shape, dtype=data.dtype, chunks=(inner,) * 3,
-                                          shards=(shard,) * 3, compressors=[ZGzip(level=1)], overwrite=True)
+                                          shards=(shard,) * 3, compressors=[zcodec()], overwrite=True)
                     a[...] = data
 
             write()
@@ -148,7 +171,7 @@ def run(quick: bool = False, threads: int | None = None, peers: list[str] | None
                     "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [shard] * 3}},
                     "codecs": [{"name": "sharding_indexed", "configuration": {
                         "chunk_shape": [inner] * 3,
-                        "codecs": [bytes_le, {"name": "gzip", "configuration": {"level": 1}}],
+                        "codecs": [bytes_le, cjson],
                         "index_codecs": [bytes_le, {"name": "crc32c"}],
                         "index_location": "end"}}],
                 },
@@ -223,10 +246,10 @@ def run(quick: bool = False, threads: int | None = None, peers: list[str] | None
     table.add(f"{nops} strided boxes [z:z+64:4, y:y+64:4, x:x+64:4]", res["strided"])
     for name, (got, touched) in decoded.items():
         table.add(f"inner chunks decoded: {name} (touched: {touched})", {"zarrcy": got}, unit="")
-    # issue 13's yardsticks: the full read / write against pure libdeflate on 2 threads
-    dec_limit, enc_limit = libdeflate_limits(data, inner, repeat)
-    table.add("limit: 2-thread libdeflate decode, same inner chunks, no I/O", {"zarrcy": dec_limit})
-    table.add("limit: 2-thread libdeflate level-1 encode, same inner chunks, no I/O", {"zarrcy": enc_limit})
+    # issue 13's yardsticks: the full read / write against the codec alone on 2 threads
+    dec_limit, enc_limit = codec_limits(data, inner, repeat, cjson)
+    table.add(f"limit: 2-thread {label} decode, same inner chunks, no I/O", {"zarrcy": dec_limit})
+    table.add(f"limit: 2-thread {label} encode, same inner chunks, no I/O", {"zarrcy": enc_limit})
     zc_read, zc_write_t = res["read"].get("zarrcy"), res["write"].get("zarrcy")
     if zc_read and dec_limit:
         table.add("full read / 2-thread decode limit", {"zarrcy": round(zc_read / dec_limit, 2)}, unit="x")
@@ -236,37 +259,37 @@ def run(quick: bool = False, threads: int | None = None, peers: list[str] | None
     return table
 
 
-def libdeflate_limits(data: np.ndarray, inner: int, repeat: int) -> tuple[float | None, float | None]:
-    """Median seconds to gzip-compress (level 1) and to decompress every inner chunk of
-    ``data`` with libdeflate alone on 2 threads (half the chunks each, a thread's own
-    (de)compressor and buffer): no I/O, no gather or scatter, no index -- the limits
-    issue 13 states the full write and read goals against."""
+def codec_limits(data: np.ndarray, inner: int, repeat: int, cjson: dict[str, Any]) -> tuple[float, float]:
+    """Median seconds to encode and to decode every inner chunk of ``data`` with the
+    codec alone (the native engine: libdeflate / libzstd / c-blosc) on 2 threads (half the
+    chunks each, a thread's own contexts and buffer): no I/O, no gather or scatter, no
+    index -- the limits the full write and read goals are stated against."""
     from concurrent.futures import ThreadPoolExecutor
 
-    import zarrcy.codecs.gzip  # noqa: F401 - resolves libdeflate's entry points
-    from zarrcy._kernels import _deflate
+    from zarrcy.codecs import _native, codec_from_dict
+    from zarrcy.codecs._base import ArraySpec
 
-    if not _deflate.available():
-        return None, None
+    spec = ArraySpec((inner,) * 3, data.dtype, 0)
+    step = codec_from_dict(cjson, "codec").evolve(spec).native_step(spec)
+    chain = _native.chain_of([step])
+    assert chain is not None, "the native engine has no library for this codec"
     n = data.shape[0] // inner
     chunks = [np.ascontiguousarray(data[i * inner:(i + 1) * inner, j * inner:(j + 1) * inner,
                                         k * inner:(k + 1) * inner]).view(np.uint8).reshape(-1)
               for i in range(n) for j in range(n) for k in range(n)]
     cb = chunks[0].nbytes
-    bound = int(_deflate.gzip_compress_bound(1, cb))
-    outs = [np.empty(bound, np.uint8) for _ in chunks]
-    sizes = [0] * len(chunks)
+    encoded: list[Any] = [None] * len(chunks)
     half = len(chunks) // 2
     parts = [range(0, half), range(half, len(chunks))]
 
     def encode(part: range) -> None:
         for i in part:
-            sizes[i] = int(_deflate.gzip_compress_into(chunks[i], outs[i], 1))
+            encoded[i] = _native.encode(chain, chunks[i])
 
     def decode(part: range) -> None:
         buf = np.empty(cb, np.uint8)
         for i in part:
-            _deflate.gzip_decompress_into(outs[i][:sizes[i]], buf)
+            _native.decode_into(chain, encoded[i], buf)
 
     def timed(fn: Callable[[range], None]) -> float:
         times = []

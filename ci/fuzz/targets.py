@@ -196,6 +196,12 @@ CODEC_CHAINS["sharding"] = [
     (_sharding_chain("start", [_LE, {"name": "gzip", "configuration": {"level": 1}}]), "int16", (4, 4)),
     (_sharding_chain("end", [_LE], [_LE]), "uint8", (4, 4)),  # no crc: the validator is reachable
     (_sharding_chain("start", [_BE, {"name": "crc32c"}], [_LE]), "float32", (4, 6)),
+    # native engine inner chains (the kernel path): transposed zstd + crc32c, blosc
+    (_sharding_chain("end", [{"name": "transpose", "configuration": {"order": [1, 0]}}, _BE,
+                             {"name": "zstd", "configuration": {"level": 1, "checksum": False}}, {"name": "crc32c"}]),
+     "int16", (4, 4)),
+    (_sharding_chain("start", [_LE, {"name": "blosc", "configuration": {
+        "cname": "lz4", "clevel": 5, "shuffle": "shuffle", "typesize": 4, "blocksize": 0}}], [_LE]), "float32", (4, 6)),
     # nested sharding
     (_sharding_chain("end", [{"name": "sharding_indexed", "configuration": {
         "chunk_shape": [1, 1], "codecs": [_LE], "index_codecs": [_LE]}}], [_LE]), "uint8", (4, 4)),
@@ -566,7 +572,57 @@ def target_zip_store(data: bytes) -> None:
         assert os.listdir(d) == ["fuzz.zip"], os.listdir(d)
 
 
+def target_native_decoders(data: bytes) -> None:
+    """The native engine's decoders (``_compress``) on arbitrary bytes: a result code,
+    never a write past the destination (guard bytes), and where a stream is accepted,
+    the library's own binding (numcodecs, zlib) decodes it to the same bytes and a
+    range decode agrees with the whole decode."""
+    import zlib as _zlib
+
+    from zarrcy._kernels import _compress as K
+    from zarrcy.codecs import _native
+
+    r = Bytes(data)
+    codec = r.pick([K.GZIP, K.ZLIB, K.ZSTD, K.BLOSC, K.RAW])
+    crc = bool(r.u8() & 1)
+    n = r.u8() * 16 + r.u8() % 16
+    lo = r.u8() * n // 256
+    hi = lo + r.u8() * (n - lo) // 255
+    payload = r.rest()
+    if not _native.available(codec, crc):
+        return
+    chain = (codec, crc, 1, False, "lz4" if codec == K.BLOSC else "", 1, 4, 0)
+    buf = np.full(n + 64, 0xA5, np.uint8)
+    code = K.decode_into(chain, payload, buf[:n])
+    assert (buf[n:] == 0xA5).all(), "decoder wrote past the destination"
+    assert isinstance(K.describe(code), str)
+    part = np.full(n + 64, 0x5A, np.uint8)
+    pcode = K.decode_range_into(chain, payload, part[:n], lo, hi)
+    assert (part[n:] == 0x5A).all(), "range decoder wrote past the destination"
+    if code != 0:
+        return
+    got = buf[:n].tobytes()
+    if pcode == 0:
+        assert part[lo:hi].tobytes() == got[lo:hi], "range decode disagrees"
+    body = payload[:-4] if crc else payload
+    if codec == K.ZSTD:  # libzstd's streaming decoder (another code path than the one-shot one)
+        from zarrcy.codecs.zstd import decompress_capped
+
+        assert decompress_capped(body, n).tobytes() == got
+    elif codec == K.BLOSC:
+        import numcodecs.blosc
+
+        assert bytes(numcodecs.blosc.decompress(body)) == got
+    elif codec == K.ZLIB:
+        d = _zlib.decompressobj()
+        assert d.decompress(body) == got
+    elif codec == K.GZIP:
+        d = _zlib.decompressobj(31)
+        assert d.decompress(body) == got
+
+
 TARGETS: dict[str, Callable[[bytes], None]] = {
+    "native_decoders": target_native_decoders,
     "zip_store": target_zip_store,
     "v2_metadata": target_v2_metadata,
     "v1_metadata": target_v1_metadata,
@@ -631,6 +687,24 @@ def seeds() -> dict[str, list[bytes]]:
             if enc is None:
                 continue
             out[f"codec_{name}"].append(bytes([i]) + bytes(enc))
+    import gzip as _gzip
+    import zlib as _zlib
+
+    import numcodecs.blosc
+    import numcodecs.zstd
+
+    sample = np.arange(300, dtype="<u4").tobytes()
+    n = len(sample)
+    head = bytes([n // 16, n % 16, 10, 200])
+    out["native_decoders"] += [
+        bytes([0, 0]) + head + _gzip.compress(sample, 1),
+        bytes([1, 0]) + head + _zlib.compress(sample, 1),
+        bytes([2, 0]) + head + bytes(numcodecs.zstd.compress(sample, 1)),
+        bytes([2, 0]) + head + struct.pack("<II", 0x184D2A50, 2) + b"ab" + bytes(numcodecs.zstd.compress(sample, 3, True)),
+        bytes([3, 0]) + head + bytes(numcodecs.blosc.compress(sample, b"lz4", 5, 1, 256, 4)),
+        bytes([3, 0]) + head + bytes(numcodecs.blosc.compress(sample, b"zstd", 5, 2, 0, 4)),
+        bytes([4, 0]) + head + sample,
+    ]
     for loc in (0, 1):
         out["shard_index"].append(bytes([loc]) + bytes([1, 0, 1, 4, 1, 4, 1, 4, 1, 8, 1, 4, 1, 12, 1, 4]) + bytes(range(16)))
     for doc in _seed_metadata():

@@ -153,5 +153,9 @@ def test_zstd_memory_error_while_decoding_into_the_chunk_is_not_corruption(monke
             raise MemoryError("no memory")
 
     monkeypatch.setattr(zstd_mod, "_numcodecs_zstd", lambda: _Fake)
+    from zarrcy.codecs import _native
+
+    # the native engine out of memory (a context it could not allocate): MemoryError too
+    monkeypatch.setattr(_native.K, "decode_into", lambda chain, src, dst: _native.K.NO_MEMORY)
     with pytest.raises(MemoryError, match="no memory"):
         a[:]

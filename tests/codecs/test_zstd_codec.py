@@ -96,3 +96,30 @@ def test_multi_frame_matching_size() -> None:
 def test_bad_configuration(cfg: dict) -> None:
     with pytest.raises(MetadataError, match=r"codecs\[1\]\.configuration"):
         parse_codecs([LE, {"name": "zstd", "configuration": cfg}], make_spec((8,), "float32"))
+
+
+def _skippable(payload: bytes) -> bytes:
+    return (0x184D2A5E).to_bytes(4, "little") + len(payload).to_bytes(4, "little") + payload
+
+
+@pytest.mark.parametrize("engine", ["native", "numcodecs"])
+def test_skippable_frames_accepted_like_libzstd(engine: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 23 item 11: a stream starting with (or holding) skippable frames decodes, as
+    libzstd and numcodecs decode it -- through the native engine and through the fallback
+    (numcodecs + the capped streaming decoder) when the engine has no libzstd."""
+    from zarrcy.codecs import zstd as zstd_mod
+
+    a = np.arange(300, dtype="<u4")
+    frame = bytes(numcodecs.Zstd(level=1).encode(a))
+    codec = ZstdCodec(1)
+    if engine == "numcodecs":
+        codec = ZstdCodec(2)  # a fresh instance: its cached engine chain is computed below
+        monkeypatch.setattr(zstd_mod._native, "chain_of", lambda steps: None)
+    spec = make_spec((300,), "uint32")
+    for stream in (_skippable(b"meta") + frame, _skippable(b"") + frame + _skippable(b"tail" * 9)):
+        assert numcodecs.Zstd().decode(stream) == a.tobytes()  # the reference accepts it
+        assert frame_content_size(stream) == a.nbytes
+        assert bytes(np.asarray(codec.decode(stream, spec))) == a.tobytes()
+        dst = np.empty(a.nbytes, np.uint8)
+        assert codec.decode_into(stream, dst, spec)
+        assert dst.tobytes() == a.tobytes()

@@ -94,15 +94,20 @@ def selections(n: int):
 DTYPES = ["u1", "u2", "u4", "u8"]
 
 
-@st.composite
-def cases(draw):
-    ndim = draw(st.integers(1, 4))
-    chunk_shape = tuple(draw(st.lists(st.integers(1, 5), min_size=ndim, max_size=ndim)))
+def geometry(draw, max_ndim: int, max_extent: int, dtypes) -> tuple:
+    """(chunk_shape, grid, shape, per-dimension selections, dtype, stored byte order)."""
+    ndim = draw(st.integers(1, max_ndim))
+    chunk_shape = tuple(draw(st.lists(st.integers(1, max_extent), min_size=ndim, max_size=ndim)))
     grid = tuple(draw(st.lists(st.integers(1, 3), min_size=ndim, max_size=ndim)))
     shape = tuple(c * g for c, g in zip(chunk_shape, grid))
     indices = [draw(selections(n)) for n in shape]
-    dt = np.dtype(NATIVE + draw(st.sampled_from(DTYPES)))
-    stored = draw(st.sampled_from([NATIVE, OTHER]))
+    dt = np.dtype(NATIVE + draw(st.sampled_from(dtypes)))
+    return chunk_shape, grid, shape, indices, dt, draw(st.sampled_from([NATIVE, OTHER]))
+
+
+@st.composite
+def cases(draw):
+    chunk_shape, grid, shape, indices, dt, stored = geometry(draw, 4, 5, DTYPES)
     codec = draw(st.sampled_from([K.RAW, K.GZIP]))
     seed = draw(st.integers(0, 2**32 - 1))
     missing_p = draw(st.sampled_from([0.0, 0.3, 1.0]))

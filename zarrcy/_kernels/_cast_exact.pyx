@@ -690,10 +690,7 @@ cdef class CastFormat:
 # typed array arguments
 # ---------------------------------------------------------------------------------------
 
-cdef extern from *:
-    """
-    static const int zc_little_endian = (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__);
-    """
+cdef extern from "zc_cast_exact.h":
     const int zc_little_endian
 
 

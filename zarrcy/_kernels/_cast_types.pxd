@@ -138,18 +138,7 @@ ctypedef struct cfg_t:
     uint64_t nan_val      # ... its value (target storage bits)
 
 # bit casts and limits (memcpy: no aliasing questions; compiles to one move)
-cdef extern from *:
-    """
-    #include <string.h>
-    static inline int zc_clz64(unsigned long long x) { return __builtin_clzll(x); }
-    static inline int zc_ctz64(unsigned long long x) { return __builtin_ctzll(x); }
-    static inline unsigned int zc_f2u(float f) { unsigned int u; memcpy(&u, &f, 4); return u; }
-    static inline float zc_u2f(unsigned int u) { float f; memcpy(&f, &u, 4); return f; }
-    static inline unsigned long long zc_d2u(double f) { unsigned long long u; memcpy(&u, &f, 8); return u; }
-    static inline double zc_u2d(unsigned long long u) { double f; memcpy(&f, &u, 8); return f; }
-    #define ZC_DBL_MAX 1.7976931348623157e308
-    #define ZC_FLT_MAX 3.4028234663852886e38
-    """
+cdef extern from "zc_cast_types.h":
     int zc_clz64(uint64_t x) noexcept nogil
     int zc_ctz64(uint64_t x) noexcept nogil
     uint32_t zc_f2u(float f) noexcept nogil

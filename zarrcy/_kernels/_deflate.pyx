@@ -25,25 +25,9 @@ from cpython.pycapsule cimport PyCapsule_New, PyCapsule_GetPointer
 
 import threading
 
-cdef extern from *:
-    """
-    #if defined(_WIN32)
-    static void *zarrcy_deflate_open(const char *path) { (void)path; return NULL; }
-    static void *zarrcy_deflate_sym(void *h, const char *name) { (void)h; (void)name; return NULL; }
-    #else
-    #include <dlfcn.h>
-    #ifndef RTLD_NOLOAD
-    #define RTLD_NOLOAD 0
-    #endif
-    /* only find a module that Python has already loaded: never load a new copy */
-    static void *zarrcy_deflate_open(const char *path) {
-        return dlopen(path, RTLD_NOW | RTLD_NOLOAD);
-    }
-    static void *zarrcy_deflate_sym(void *h, const char *name) { return dlsym(h, name); }
-    #endif
-    """
-    void *zarrcy_deflate_open(const char *path) nogil
-    void *zarrcy_deflate_sym(void *h, const char *name) nogil
+cdef extern from "zc_dl.h":
+    void *zc_dl_open(const char *path) nogil
+    void *zc_dl_sym(void *h, const char *name) nogil
 
 # libdeflate.h public API (opaque structs as void*; enum libdeflate_result as int)
 ctypedef void *(*alloc_decompressor_t)() noexcept nogil
@@ -54,6 +38,7 @@ ctypedef void *(*alloc_compressor_t)(int) noexcept nogil
 ctypedef void (*free_compressor_t)(void *) noexcept nogil
 ctypedef size_t (*gzip_compress_t)(void *, const void *, size_t, void *, size_t) noexcept nogil
 ctypedef size_t (*gzip_compress_bound_t)(void *, size_t) noexcept nogil
+ctypedef size_t (*zlib_compress_t)(void *, const void *, size_t, void *, size_t) noexcept nogil
 
 cdef alloc_decompressor_t p_alloc_decompressor = NULL
 cdef free_decompressor_t p_free_decompressor = NULL
@@ -64,6 +49,7 @@ cdef gzip_compress_t p_gzip_compress = NULL
 cdef gzip_compress_bound_t p_gzip_compress_bound = NULL
 # zlib streams (HDF5's deflate filter); optional: gzip works without it
 cdef gzip_decompress_ex_t p_zlib_decompress_ex = NULL
+cdef zlib_compress_t p_zlib_compress = NULL
 cdef bint _loaded = False
 
 BAD_DATA = -1
@@ -91,20 +77,20 @@ def load(str path):
     """Resolve libdeflate's entry points from the loaded module at ``path``; True on success."""
     global p_alloc_decompressor, p_free_decompressor, p_gzip_decompress_ex
     global p_alloc_compressor, p_free_compressor, p_gzip_compress, p_gzip_compress_bound, _loaded
-    global p_zlib_decompress_ex
+    global p_zlib_decompress_ex, p_zlib_compress
     if _loaded:
         return True
     cdef bytes bpath = path.encode()
-    cdef void *h = zarrcy_deflate_open(bpath)
+    cdef void *h = zc_dl_open(bpath)
     if h == NULL:
         return False
-    cdef void *s1 = zarrcy_deflate_sym(h, b"libdeflate_alloc_decompressor")
-    cdef void *s2 = zarrcy_deflate_sym(h, b"libdeflate_free_decompressor")
-    cdef void *s3 = zarrcy_deflate_sym(h, b"libdeflate_gzip_decompress_ex")
-    cdef void *s4 = zarrcy_deflate_sym(h, b"libdeflate_alloc_compressor")
-    cdef void *s5 = zarrcy_deflate_sym(h, b"libdeflate_free_compressor")
-    cdef void *s6 = zarrcy_deflate_sym(h, b"libdeflate_gzip_compress")
-    cdef void *s7 = zarrcy_deflate_sym(h, b"libdeflate_gzip_compress_bound")
+    cdef void *s1 = zc_dl_sym(h, b"libdeflate_alloc_decompressor")
+    cdef void *s2 = zc_dl_sym(h, b"libdeflate_free_decompressor")
+    cdef void *s3 = zc_dl_sym(h, b"libdeflate_gzip_decompress_ex")
+    cdef void *s4 = zc_dl_sym(h, b"libdeflate_alloc_compressor")
+    cdef void *s5 = zc_dl_sym(h, b"libdeflate_free_compressor")
+    cdef void *s6 = zc_dl_sym(h, b"libdeflate_gzip_compress")
+    cdef void *s7 = zc_dl_sym(h, b"libdeflate_gzip_compress_bound")
     # the handle stays open on purpose: it pins the module, whose code we call
     if s1 == NULL or s2 == NULL or s3 == NULL or s4 == NULL or s5 == NULL or s6 == NULL or s7 == NULL:
         return False
@@ -116,7 +102,11 @@ def load(str path):
     p_gzip_compress = <gzip_compress_t>s6
     p_gzip_compress_bound = <gzip_compress_bound_t>s7
     # same signature as libdeflate_gzip_decompress_ex (libdeflate.h)
-    p_zlib_decompress_ex = <gzip_decompress_ex_t>zarrcy_deflate_sym(h, b"libdeflate_zlib_decompress_ex")
+    p_zlib_decompress_ex = <gzip_decompress_ex_t>zc_dl_sym(h, b"libdeflate_zlib_decompress_ex")
+    # same signature as libdeflate_gzip_compress (libdeflate.h); the bound of a zlib
+    # stream is the gzip bound minus 12 bytes of header/trailer difference, so the gzip
+    # bound is a safe one
+    p_zlib_compress = <zlib_compress_t>zc_dl_sym(h, b"libdeflate_zlib_compress")
     _loaded = True
     return True
 
@@ -162,8 +152,32 @@ cdef void c_free_decompressor(void *d) noexcept nogil:
         p_free_decompressor(d)
 
 
+cdef void *c_alloc_compressor(int level) noexcept nogil:
+    if not _loaded:
+        return NULL
+    return p_alloc_compressor(level)
+
+
+cdef void c_free_compressor(void *c) noexcept nogil:
+    if c != NULL and p_free_compressor != NULL:
+        p_free_compressor(c)
+
+
 cdef bint loaded() noexcept nogil:
     return _loaded
+
+
+cdef bint zlib_loaded() noexcept nogil:
+    return _loaded and p_zlib_decompress_ex != NULL and p_zlib_compress != NULL
+
+
+cdef int c_zlib_decompress_ex(void *d, const void *src, size_t src_n, void *dst, size_t dst_n,
+                              size_t *consumed, size_t *written) noexcept nogil:
+    return p_zlib_decompress_ex(d, src, src_n, dst, dst_n, consumed, written)
+
+
+cdef size_t c_zlib_compress(void *c, const void *src, size_t src_n, void *dst, size_t dst_n) noexcept nogil:
+    return p_zlib_compress(c, src, src_n, dst, dst_n)
 
 
 cdef int c_gzip_decompress_ex(void *d, const void *src, size_t src_n, void *dst, size_t dst_n,

@@ -6,18 +6,20 @@ from zarrcy._kernels._inner_encode import slot_size as slot_size
 import numpy as np
 import numpy.typing as npt
 
-OK: int
-GZIP_BAD_DATA: int
-GZIP_TOO_LONG: int
-GZIP_TOO_SHORT: int
-GZIP_TRAILING: int
-RAW_SIZE: int
-NO_SPACE: int
-RAW: int
-GZIP: int
-MAX_RANK: int
+from zarrcy._kernels._compress import GZIP as GZIP
+from zarrcy._kernels._compress import GZIP_BAD_DATA as GZIP_BAD_DATA
+from zarrcy._kernels._compress import GZIP_TOO_LONG as GZIP_TOO_LONG
+from zarrcy._kernels._compress import GZIP_TOO_SHORT as GZIP_TOO_SHORT
+from zarrcy._kernels._compress import GZIP_TRAILING as GZIP_TRAILING
+from zarrcy._kernels._compress import NO_SPACE as NO_SPACE
+from zarrcy._kernels._compress import NOT_RUN as NOT_RUN
+from zarrcy._kernels._compress import OK as OK
+from zarrcy._kernels._compress import RAW as RAW
+from zarrcy._kernels._compress import RAW_SIZE as RAW_SIZE
+from zarrcy._kernels._compress import _Chain
+from zarrcy._kernels._compress import describe as describe
 
-def describe(code: int) -> str: ...
+MAX_RANK: int
 def decode_scatter(
     src: Buffer,
     task_coords: npt.NDArray[np.int64],
@@ -32,10 +34,11 @@ def decode_scatter(
     chunk_shape: npt.NDArray[np.int64],
     itemsize: int,
     swap: int,
-    codec: int,
+    codec: int | _Chain,
     fill: Buffer,
     out: npt.NDArray[np.generic],
     scratch: npt.NDArray[np.uint8] | bytearray | memoryview,
+    order: tuple[int, ...] | None = None,
 ) -> tuple[int, int]: ...
 def decode_scatter_all(
     srcs: list[Buffer],
@@ -50,11 +53,12 @@ def decode_scatter_all(
     chunk_shape: npt.NDArray[np.int64],
     itemsize: int,
     swap: int,
-    codec: int,
+    codec: int | _Chain,
     fill: Buffer,
     out: npt.NDArray[np.generic],
     status: npt.NDArray[np.uint8],
     threads: int,
+    order: tuple[int, ...] | None = None,
 ) -> int: ...
 def decode_points_all(
     srcs: list[Buffer],
@@ -67,7 +71,7 @@ def decode_points_all(
     chunk_shape: npt.NDArray[np.int64],
     itemsize: int,
     swap: int,
-    codec: int,
+    codec: int | _Chain,
     fill: Buffer,
     out: npt.NDArray[np.generic],
     status: npt.NDArray[np.uint8],
@@ -85,9 +89,8 @@ def decode_points(
     chunk_shape: npt.NDArray[np.int64],
     itemsize: int,
     swap: int,
-    codec: int,
+    codec: int | _Chain,
     fill: Buffer,
     out: npt.NDArray[np.generic],
     scratch: npt.NDArray[np.uint8] | bytearray | memoryview,
 ) -> tuple[int, int]: ...
-NOT_RUN: int

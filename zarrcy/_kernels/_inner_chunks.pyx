@@ -2,9 +2,10 @@
 (../shared/specs/v3-codec-sharding-indexed.rst; issue 13 item 3).
 
 :func:`decode_scatter` (reads): for each task (one inner chunk), take its encoded bytes
-from a buffer (the whole shard or a coalesced range buffer), decode them (raw bytes or
-gzip, RFC 1952, through libdeflate) and scatter the orthogonal selection into the
-output array; a missing inner chunk writes the fill value instead.
+from a buffer (the whole shard or a coalesced range buffer), decode them through the
+native codec engine (``_compress``: raw, gzip, zstd or blosc, then an optional crc32c;
+stored as is or transposed) and scatter the orthogonal selection into the output
+array; a missing inner chunk writes the fill value instead.
 
 :func:`decode_points`: the same for any set of cells (vindex, point lists).
 
@@ -13,9 +14,9 @@ Full-shard writes (:func:`gather_encode`, :func:`slot_size`) live in ``_inner_en
 
 :func:`decode_scatter_all` / :func:`decode_points_all`: every task of one call, from
 several source buffers (the coalesced ranges of a shard), split over the calling thread
-and native pool helpers (``_workers``), each thread with its own scratch chunk and
-libdeflate decompressor (thread-local C state, freed when the thread ends); a status
-code per task.
+and native pool helpers (``_workers``), each thread with its own scratch chunk and codec
+contexts (``_compress.state``: thread-local C state, freed when the thread ends); a
+status code per task.
 
 Both kinds of task (scatter and points) share one stored-entry step (``_chunk_of``:
 locate the entry, check a raw entry's size, or decode it into scratch and swap) and
@@ -31,8 +32,6 @@ nothing of metadata or stores: failures are ``(task, code)`` pairs or per-task c
 from libc.stdint cimport int64_t, uint8_t
 from libc.string cimport memcmp, memcpy, memset
 
-from zarrcy._kernels cimport _deflate as dfl
-
 cimport numpy as cnp
 import numpy as np
 
@@ -42,118 +41,19 @@ from zarrcy._kernels._inner_common cimport *
 from zarrcy._kernels cimport _workers
 from libc.stdlib cimport free, malloc
 
-# result codes (0 = every task done) and codecs, as Python ints
-OK = R_OK
-GZIP_BAD_DATA = R_GZIP_BAD_DATA
-GZIP_TOO_LONG = R_GZIP_TOO_LONG
-GZIP_TOO_SHORT = R_GZIP_TOO_SHORT
-GZIP_TRAILING = R_GZIP_TRAILING
-RAW_SIZE = R_RAW_SIZE
-NO_SPACE = R_NO_SPACE
-NOT_RUN = R_NOT_RUN
-RAW = C_RAW
-GZIP = C_GZIP
+# result codes (0 = every task done) and codecs, as Python ints: the engine's
+# (``_compress``), re-exported under the names the kernels had before it
+from zarrcy._kernels._compress import (  # noqa: E402
+    OK, GZIP_BAD_DATA, GZIP_TOO_LONG, GZIP_TOO_SHORT, GZIP_TRAILING, RAW_SIZE, NO_SPACE, NOT_RUN,
+    RAW, GZIP, describe,
+)
 
 MAX_RANK = MAX_NDIM
-
-_TEXT = {
-    OK: "ok",
-    GZIP_BAD_DATA: "invalid gzip data",
-    GZIP_TOO_LONG: "gzip data decodes to more bytes than the inner chunk holds",
-    GZIP_TOO_SHORT: "the first gzip member decodes to fewer bytes than the inner chunk holds",
-    GZIP_TRAILING: "non-zero bytes after the first gzip member",
-    RAW_SIZE: "stored size differs from the inner chunk's size",
-    NO_SPACE: "encoded inner chunk does not fit its output slot",
-}
-
-
-def describe(int code):
-    """A short English text for a result code (the caller adds which chunk, which key)."""
-    return _TEXT.get(code, f"unknown result code {code}")
 
 
 # ------------------------------------------------------------------------------------
 # decode + scatter
 # ------------------------------------------------------------------------------------
-
-cdef extern from *:
-    """
-    #include <stdlib.h>
-    #if !defined(_WIN32)
-    #include <pthread.h>
-    #endif
-    /* per-thread scratch chunk and libdeflate decompressor of the parallel decodes (pool
-       helpers have no Python thread state); freed when the thread ends */
-    typedef struct { void *scratch; size_t cap; void *dec; } zc_tls;
-    static void (*zc_free_dec)(void *) = NULL;
-    static void zc_tls_free(void *p) {
-        zc_tls *t = (zc_tls *)p;
-        if (!t) return;
-        free(t->scratch);
-        if (t->dec && zc_free_dec) zc_free_dec(t->dec);
-        free(t);
-    }
-    #if defined(_WIN32)
-    static __declspec(thread) zc_tls zc_tls_one;
-    static int zc_tls_init(void (*fd)(void *)) { zc_free_dec = fd; return 0; }
-    static zc_tls *zc_tls_here(void) { return &zc_tls_one; }
-    #else
-    static pthread_key_t zc_key;
-    static int zc_tls_init(void (*fd)(void *)) {
-        zc_free_dec = fd;
-        return pthread_key_create(&zc_key, zc_tls_free);
-    }
-    static zc_tls *zc_tls_here(void) {
-        zc_tls *t = (zc_tls *)pthread_getspecific(zc_key);
-        if (!t) {
-            t = (zc_tls *)calloc(1, sizeof *t);
-            if (!t) return NULL;
-            if (pthread_setspecific(zc_key, t) != 0) { free(t); return NULL; }
-        }
-        return t;
-    }
-    #endif
-    static zc_tls *zc_tls_get(size_t need) {
-        zc_tls *t = zc_tls_here();
-        if (!t) return NULL;
-        if (t->cap < need) {
-            void *p = malloc(need ? need : 1);
-            if (!p) return NULL;
-            free(t->scratch);
-            t->scratch = p;
-            t->cap = need;
-        }
-        return t;
-    }
-    """
-    ctypedef struct zc_tls:
-        void *scratch
-        size_t cap
-        void *dec
-    ctypedef void (*zc_free_fn)(void *) noexcept nogil
-    int zc_tls_init(zc_free_fn fd) noexcept
-    zc_tls *zc_tls_get(size_t need) noexcept nogil
-
-
-cdef void _free_dec(void *p) noexcept nogil:
-    dfl.c_free_decompressor(p)
-
-
-if zc_tls_init(_free_dec) != 0:  # pragma: no cover - out of thread-local keys
-    raise MemoryError("pthread_key_create failed")
-
-
-cdef zc_tls *_thread_state(Py_ssize_t chunk_bytes, int codec) noexcept nogil:
-    """This thread's scratch chunk (and decompressor for gzip), or NULL (no memory)."""
-    cdef zc_tls *ts = zc_tls_get(<size_t>chunk_bytes)
-    if ts == NULL:
-        return NULL
-    if codec == C_GZIP and ts.dec == NULL:
-        ts.dec = dfl.c_alloc_decompressor()
-        if ts.dec == NULL:
-            return NULL
-    return ts
-
 
 # -- what both kinds of task share: the stored entries, their decode, the task runners ------
 
@@ -164,37 +64,47 @@ cdef struct Entries:
     const int64_t *tlen    # -1: missing (fill value)
     uint8_t *out
     uint8_t *scratch       # the calling thread's scratch chunk (single-threaded calls)
-    void *dec              # its decompressor (gzip), else NULL
-    int codec
+    zc_state *st           # its codec state (single-threaded calls)
+    Chain chain            # the inner chunks' bytes->bytes steps
+    bint partial           # decode only the bytes a task needs where the format allows
 
 
 cdef inline int _decode_native(const Entries *e, const Geom *g, Py_ssize_t t, uint8_t *dst,
-                               void *dec) noexcept nogil:
+                               zc_state *st, int64_t lo, int64_t hi) noexcept nogil:
     """Decode task ``t``'s stored bytes (a range the wrapper checked lies inside its
-    source) into ``dst``, one whole inner chunk, in native byte order; a result code."""
-    cdef int r = _decode(e.codec, dec, e.srcs[e.tsrc[t] if e.tsrc != NULL else 0] + e.toff[t],
-                         e.tlen[t], dst, g.chunk_bytes)
+    source) into ``dst``, one inner chunk, in native byte order; a result code.  Only
+    bytes ``[lo, hi)`` of it are needed (``0, chunk_bytes``: all): formats that can stop
+    early or skip blocks without skipping an integrity check leave the rest unwritten."""
+    cdef const uint8_t *src = e.srcs[e.tsrc[t] if e.tsrc != NULL else 0] + e.toff[t]
+    cdef int r
+    if lo == 0 and hi == g.chunk_bytes:
+        r = zc.chain_decode(&e.chain, st, src, e.tlen[t], dst, g.chunk_bytes)
+    else:
+        r = zc.chain_decode_range(&e.chain, st, src, e.tlen[t], dst, g.chunk_bytes, lo, hi)
     if r == R_OK and g.swapw:
-        zc_bswap(dst, g.chunk_bytes, g.swapw)
+        zc_bswap(dst + lo, hi - lo, g.swapw)
     return r
 
 
-cdef inline int _chunk_of(const Entries *e, const Geom *g, Py_ssize_t t, uint8_t *scratch, void *dec,
-                          const uint8_t **chunk) noexcept nogil:
+cdef inline int _chunk_of(const Entries *e, const Geom *g, Py_ssize_t t, uint8_t *scratch, zc_state *st,
+                          const uint8_t **chunk, int64_t lo, int64_t hi) noexcept nogil:
     """Task ``t``'s decoded inner chunk (stored, ``tlen[t] >= 0``) in native order, for a
-    scatter: the stored bytes themselves when raw and native (their size checked), else
-    decoded into ``scratch``.  Sets ``chunk``; a result code."""
-    if e.codec == C_RAW and not g.swapw:
+    scatter of its bytes ``[lo, hi)``: the stored bytes themselves when raw and native
+    (their size checked), else decoded into ``scratch``.  Sets ``chunk``; a result code."""
+    if e.chain.codec == C_RAW and not e.chain.crc32c and not g.swapw:
         if e.tlen[t] != g.chunk_bytes:
             return R_RAW_SIZE
         chunk[0] = e.srcs[e.tsrc[t] if e.tsrc != NULL else 0] + e.toff[t]
         return R_OK
     chunk[0] = scratch
-    return _decode_native(e, g, t, scratch, dec)
+    if not e.partial:
+        lo = 0
+        hi = g.chunk_bytes
+    return _decode_native(e, g, t, scratch, st, lo, hi)
 
 
 ctypedef int (*task_fn)(const void *ctx, const Geom *g, Py_ssize_t t, uint8_t *scratch,
-                        void *dec) noexcept nogil
+                        zc_state *st) noexcept nogil
 
 
 cdef struct Job:
@@ -214,7 +124,7 @@ cdef Py_ssize_t _run_serial(const Job *job, Py_ssize_t t0, int *code) noexcept n
     cdef int r
     code[0] = R_OK
     for t in range(t0, job.t1):
-        r = job.run(job.ctx, &job.g, t, e.scratch, e.dec)
+        r = job.run(job.ctx, &job.g, t, e.scratch, e.st)
         if r != R_OK:
             code[0] = r
             return t
@@ -224,22 +134,23 @@ cdef Py_ssize_t _run_serial(const Job *job, Py_ssize_t t0, int *code) noexcept n
 cdef void _work(void *arg) noexcept nogil:
     """One thread's share of a parallel decode: claim tasks until none are left."""
     cdef Job *job = <Job *>arg
-    cdef zc_tls *ts = _thread_state(job.g.chunk_bytes, (<const Entries *>job.ctx).codec)
+    cdef zc_state *st = zc.state(job.g.chunk_bytes)
     cdef long t
-    if ts == NULL:
+    if st == NULL:
         return  # no memory here: other threads take the tasks (or they stay NOT_RUN)
     while True:
         t = _workers.claim_as_helper(&job.next, job.t1)
         if t >= job.t1:
             return
-        job.status[t] = <uint8_t>job.run(job.ctx, &job.g, t, <uint8_t *>ts.scratch, ts.dec)
+        job.status[t] = <uint8_t>job.run(job.ctx, &job.g, t, st.scratch, st)
 
 
 cdef int _check_entries(Entries *e, const int64_t[::1] task_off, const int64_t[::1] task_len,
                         const int64_t[::1] task_src, const Py_ssize_t *src_len, Py_ssize_t nsrcs,
-                        Py_ssize_t ntask, Py_ssize_t t0, Py_ssize_t t1, int codec, out) except -1:
+                        Py_ssize_t ntask, Py_ssize_t t0, Py_ssize_t t1, object codec, out) except -1:
     """Validate the stored entries of tasks ``t0..t1-1`` (each byte range inside its
-    source buffer), the codec and ``out``; fill ``e`` (except ``srcs``, ``scratch``, ``dec``)."""
+    source buffer), the codec chain and ``out``; fill ``e`` (except ``srcs``, ``scratch``,
+    ``st``, ``partial``)."""
     cdef Py_ssize_t t, nsrc
     cdef int64_t off, ln, si
     if task_off.shape[0] != ntask or task_len.shape[0] != ntask:
@@ -249,7 +160,7 @@ cdef int _check_entries(Entries *e, const int64_t[::1] task_off, const int64_t[:
         raise ValueError(f"task_src: expected {ntask} entries, received {task_src.shape[0]}")
     if not 0 <= t0 <= t1 <= ntask:
         raise IndexError(f"t0, t1: expected 0 <= t0 <= t1 <= {ntask}, received {t0}, {t1}")
-    _gzip_decompressor(codec)  # checks the codec (and that libdeflate is loaded)
+    _chain_arg(&e.chain, codec)  # checks the chain (and that its libraries are loaded)
     if not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>out):
         raise ValueError("out: expected a writable array")
     for t in range(t0, t1):
@@ -268,7 +179,9 @@ cdef int _check_entries(Entries *e, const int64_t[::1] task_off, const int64_t[:
     e.toff = &task_off[0] if ntask else NULL
     e.tlen = &task_len[0] if ntask else NULL
     e.out = <uint8_t *>cnp.PyArray_DATA(<cnp.ndarray>out)  # the caller's argument keeps out alive
-    e.codec = codec
+    # zstd / blosc decode only the bytes a task needs where that skips no integrity check
+    # (_compress.chain_decode_range decides per stream)
+    e.partial = e.chain.codec == zc.ZC_ZSTD or e.chain.codec == zc.ZC_BLOSC
     return 0
 
 
@@ -322,7 +235,9 @@ cdef object _run_one(Job *job, const uint8_t[::1] src, Py_ssize_t t0, Py_ssize_t
     cdef const uint8_t *sp = &src[0] if src.shape[0] else &dummy
     e.srcs = &sp
     e.scratch = &scratch[0]
-    e.dec = _gzip_decompressor(e.codec)
+    e.st = zc.state(0)
+    if e.st == NULL:
+        raise MemoryError("inner-chunk decode: no memory for this thread's codec state")
     job.t1 = t1
     cdef int code = R_OK
     cdef Py_ssize_t bad
@@ -360,8 +275,30 @@ cdef struct DecodeCtx:
     bint block          # a whole inner chunk in out is one contiguous block
 
 
+cdef inline void _sel_span(const Geom *g, const Sel *s, int64_t *lo, int64_t *hi) noexcept nogil:
+    """The bytes ``[lo, hi)`` of a stored inner chunk that hold every cell of ``s``."""
+    cdef Py_ssize_t d, k
+    cdef int64_t a, b, v
+    lo[0] = 0
+    hi[0] = g.itemsize
+    for d in range(g.ndim):
+        if s.runs[d] & RUN_LOCAL:
+            a = s.loc[d][0]
+            b = s.loc[d][s.cnt[d] - 1]
+        else:
+            a = b = s.loc[d][0]
+            for k in range(1, s.cnt[d]):
+                v = s.loc[d][k]
+                if v < a:
+                    a = v
+                elif v > b:
+                    b = v
+        lo[0] += a * g.cstride[d]
+        hi[0] += b * g.cstride[d]
+
+
 cdef int _decode_task(const void *ctx, const Geom *g, Py_ssize_t t, uint8_t *scratch,
-                      void *dec) noexcept nogil:
+                      zc_state *st) noexcept nogil:
     """Decode and scatter task ``t``; a result code."""
     cdef const DecodeCtx *c = <const DecodeCtx *>ctx
     cdef Sel s
@@ -371,6 +308,7 @@ cdef int _decode_task(const void *ctx, const Geom *g, Py_ssize_t t, uint8_t *scr
     cdef uint8_t *base = NULL
     cdef const uint8_t *chunk
     cdef const int64_t *co = c.coords + t * ndim
+    cdef int64_t lo = 0, hi = g.chunk_bytes
     cdef int r
     for d in range(ndim):
         j = c.dbase[d] + co[d]
@@ -397,8 +335,10 @@ cdef int _decode_task(const void *ctx, const Geom *g, Py_ssize_t t, uint8_t *scr
             _scatter(NULL, c.e.out, g, &s)
         return R_OK
     if base != NULL:
-        return _decode_native(&c.e, g, t, base, dec)
-    r = _chunk_of(&c.e, g, t, scratch, dec, &chunk)
+        return _decode_native(&c.e, g, t, base, st, 0, g.chunk_bytes)
+    if c.e.partial and not whole:
+        _sel_span(g, &s, &lo, &hi)
+    r = _chunk_of(&c.e, g, t, scratch, st, &chunk, lo, hi)
     if r != R_OK:
         return r
     _scatter(chunk, c.e.out, g, &s)
@@ -410,7 +350,7 @@ cdef object _check_decode(Job *job, DecodeCtx *c, const int64_t[:, ::1] task_coo
                           const int64_t[::1] task_src, const Py_ssize_t *src_len, Py_ssize_t nsrcs,
                           Py_ssize_t t0, Py_ssize_t t1,
                           const int64_t[::1] dim_base, const int64_t[::1] dim_start,
-                          const int64_t[::1] dim_local, const int64_t[::1] dim_out, int codec, out):
+                          const int64_t[::1] dim_local, const int64_t[::1] dim_out, object codec, out):
     """Validate a decode call's tasks ``t0..t1-1`` and tables; fill ``c`` (except
     ``e.srcs``, ``e.scratch``, ``e.dec``) and point ``job`` at it.  Returns the array
     ``c.runs`` points into."""
@@ -482,8 +422,8 @@ def decode_scatter(const uint8_t[::1] src, const int64_t[:, ::1] task_coords,
                    Py_ssize_t t0, Py_ssize_t t1,
                    const int64_t[::1] dim_base, const int64_t[::1] dim_start,
                    const int64_t[::1] dim_local, const int64_t[::1] dim_out,
-                   const int64_t[::1] chunk_shape, Py_ssize_t itemsize, swap, int codec,
-                   const uint8_t[::1] fill, out, uint8_t[::1] scratch):
+                   const int64_t[::1] chunk_shape, Py_ssize_t itemsize, swap, codec,
+                   const uint8_t[::1] fill, out, uint8_t[::1] scratch, order=None):
     """Decode inner chunks ``t0 <= t < t1`` from ``src`` and scatter them into ``out``.
 
     Task ``t`` is the inner chunk at ``task_coords[t]`` (inner-grid coordinates), stored
@@ -500,7 +440,12 @@ def decode_scatter(const uint8_t[::1] src, const int64_t[:, ::1] task_coords,
     tables grow with the selection, not with the span of the shard.  The wrapper checks
     that every row a task uses lies inside the tables, not which chunk it describes.
 
-    ``codec``: 0 raw bytes, 1 gzip (libdeflate; ``_deflate.load`` must have succeeded).
+    ``codec``: the inner chunks' bytes->bytes chain, a ``_compress`` chain tuple
+    (compressor: raw, gzip, zstd, blosc; then an optional crc32c), or 0 (raw) / 1 (gzip
+    level 1).  Stored zstd frames without a checksum are decoded only up to the last
+    byte a task selects, blosc frames only in the blocks it touches.
+    ``order``: None, or the permutation of a ``transpose`` codec before ``bytes``: inner
+    chunks are stored as the C-order array of shape ``chunk_shape[order]``.
     ``swap``: 0 none, 1 reverse each element's bytes, or 2/4/8 reverse words of that
     width (complex types).  ``out``: C-contiguous writable numpy array of ``len(chunk_shape)``
     dimensions and ``itemsize``-byte elements.  ``scratch``: at least one inner chunk's
@@ -512,7 +457,7 @@ def decode_scatter(const uint8_t[::1] src, const int64_t[:, ::1] task_coords,
     """
     cdef Job job
     cdef DecodeCtx c
-    _geometry(&job.g, chunk_shape, out, itemsize, swap, fill, "out")
+    _geometry(&job.g, chunk_shape, out, itemsize, swap, fill, "out", True, False, order)
     cdef Py_ssize_t nsrc = src.shape[0]
     runs = _check_decode(&job, &c, task_coords, task_off, task_len, None, &nsrc, 1, t0, t1,
                          dim_base, dim_start, dim_local, dim_out, codec, out)
@@ -523,15 +468,15 @@ def decode_scatter_all(srcs, const int64_t[::1] task_src, const int64_t[:, ::1] 
                        const int64_t[::1] task_off, const int64_t[::1] task_len,
                        const int64_t[::1] dim_base, const int64_t[::1] dim_start,
                        const int64_t[::1] dim_local, const int64_t[::1] dim_out,
-                       const int64_t[::1] chunk_shape, Py_ssize_t itemsize, swap, int codec,
-                       const uint8_t[::1] fill, out, uint8_t[::1] status, int threads):
+                       const int64_t[::1] chunk_shape, Py_ssize_t itemsize, swap, codec,
+                       const uint8_t[::1] fill, out, uint8_t[::1] status, int threads, order=None):
     """:func:`decode_scatter` of every task, on up to ``threads`` threads (the caller and
     helpers of the native pool, ``_workers``), from several source buffers.
 
     Task ``t`` reads ``srcs[task_src[t]][task_off[t] : task_off[t] + task_len[t]]``
     (``task_len[t] == -1``: missing, fill; ``task_src[t]`` is then ignored).  Every task
     runs; ``status[t]`` gets its result code (0 ok, see :func:`describe`).  Returns the
-    number of failed tasks.  Each thread uses its own scratch chunk and decompressor.
+    number of failed tasks.  Each thread uses its own scratch chunk and codec contexts.
 
     ``out`` may be a strided view (non-negative strides, last dimension contiguous),
     e.g. a shard's region of the whole output array: whole inner chunks are then
@@ -539,7 +484,7 @@ def decode_scatter_all(srcs, const int64_t[::1] task_src, const int64_t[:, ::1] 
     """
     cdef Job job
     cdef DecodeCtx c
-    _geometry(&job.g, chunk_shape, out, itemsize, swap, fill, "out", True, True)
+    _geometry(&job.g, chunk_shape, out, itemsize, swap, fill, "out", True, True, order)
     cdef _Sources S = _Sources(srcs)
     cdef Py_ssize_t ntask = task_coords.shape[0]
     if status.shape[0] != ntask:
@@ -559,9 +504,9 @@ cdef struct PointsCtx:
 
 
 cdef int _points_task(const void *ctx, const Geom *g, Py_ssize_t t, uint8_t *scratch,
-                      void *dec) noexcept nogil:
+                      zc_state *st) noexcept nogil:
     cdef const PointsCtx *c = <const PointsCtx *>ctx
-    cdef int64_t k0 = c.pstart[t], n = c.pstart[t + 1] - c.pstart[t]
+    cdef int64_t k0 = c.pstart[t], n = c.pstart[t + 1] - c.pstart[t], k, lo, hi
     cdef const uint8_t *chunk
     cdef int r
     if n == 0:
@@ -569,17 +514,24 @@ cdef int _points_task(const void *ctx, const Geom *g, Py_ssize_t t, uint8_t *scr
     if c.e.tlen[t] < 0:
         _fill_elems(c.e.out, c.pout + k0, n, g)
         return R_OK
-    r = _chunk_of(&c.e, g, t, scratch, dec, &chunk)
+    lo = hi = c.plocal[k0]
+    if c.e.partial:
+        for k in range(k0 + 1, k0 + n):
+            if c.plocal[k] < lo:
+                lo = c.plocal[k]
+            elif c.plocal[k] > hi:
+                hi = c.plocal[k]
+    r = _chunk_of(&c.e, g, t, scratch, st, &chunk, lo * g.itemsize, (hi + 1) * g.itemsize)
     if r != R_OK:
         return r
-    _copy_elems(c.e.out, chunk, c.pout + k0, c.plocal + k0, n, g.itemsize)
+    _copy_elems(c.e.out, chunk, c.pout + k0, c.plocal + k0, n, g.itemsize, g.itemsize)
     return R_OK
 
 
 cdef int _check_points(Job *job, PointsCtx *c, const int64_t[::1] task_off, const int64_t[::1] task_len,
                        const int64_t[::1] task_src, const Py_ssize_t *src_len, Py_ssize_t nsrcs,
                        Py_ssize_t t0, Py_ssize_t t1, const int64_t[::1] pt_start,
-                       const int64_t[::1] pt_local, const int64_t[::1] pt_out, int codec, out) except -1:
+                       const int64_t[::1] pt_local, const int64_t[::1] pt_out, object codec, out) except -1:
     cdef Py_ssize_t ntask = task_off.shape[0], t, k, npt = pt_local.shape[0]
     cdef int64_t lo, hi, v, size = cnp.PyArray_SIZE(<cnp.ndarray>out)
     if pt_start.shape[0] != ntask + 1:
@@ -610,12 +562,13 @@ cdef int _check_points(Job *job, PointsCtx *c, const int64_t[::1] task_off, cons
 def decode_points(const uint8_t[::1] src, const int64_t[::1] task_off, const int64_t[::1] task_len,
                   Py_ssize_t t0, Py_ssize_t t1, const int64_t[::1] pt_start, const int64_t[::1] pt_local,
                   const int64_t[::1] pt_out, const int64_t[::1] chunk_shape, Py_ssize_t itemsize, swap,
-                  int codec, const uint8_t[::1] fill, out, uint8_t[::1] scratch):
+                  codec, const uint8_t[::1] fill, out, uint8_t[::1] scratch):
     """Like :func:`decode_scatter`, for any set of cells (vindex, point lists).
 
     Task ``t`` (bytes ``task_off[t]``/``task_len[t]``, -1 = missing: ``fill``) provides
     the cells ``k`` in ``pt_start[t] : pt_start[t + 1]``: element ``pt_local[k]`` of the
-    decoded chunk (flat C-order index, ``< prod(chunk_shape)``) goes to element
+    decoded chunk as stored (flat C-order index of the stored array: of the transposed
+    array when a ``transpose`` codec precedes ``bytes``; ``< prod(chunk_shape)``) goes to element
     ``pt_out[k]`` of ``out`` (flat C-order index, ``< out.size``; ``out`` may have any
     rank).  ``pt_start`` has one entry per task plus one.  Returns ``(-1, 0)`` or
     ``(t, code)`` as :func:`decode_scatter` does.
@@ -631,7 +584,7 @@ def decode_points(const uint8_t[::1] src, const int64_t[::1] task_off, const int
 def decode_points_all(srcs, const int64_t[::1] task_src, const int64_t[::1] task_off,
                       const int64_t[::1] task_len, const int64_t[::1] pt_start, const int64_t[::1] pt_local,
                       const int64_t[::1] pt_out, const int64_t[::1] chunk_shape, Py_ssize_t itemsize, swap,
-                      int codec, const uint8_t[::1] fill, out, uint8_t[::1] status, int threads):
+                      codec, const uint8_t[::1] fill, out, uint8_t[::1] status, int threads):
     """:func:`decode_points` of every task from several buffers on up to ``threads``
     threads, as :func:`decode_scatter_all` (``status`` per task; returns the failures)."""
     cdef Job job

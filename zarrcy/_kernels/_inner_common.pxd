@@ -7,7 +7,8 @@
 from libc.stdint cimport int64_t, uint8_t
 from libc.string cimport memcmp, memcpy, memset
 
-from zarrcy._kernels cimport _deflate as dfl
+from zarrcy._kernels cimport _compress as zc
+from zarrcy._kernels._compress cimport Chain, zc_state
 
 cimport numpy as cnp
 import numpy as np
@@ -15,39 +16,7 @@ import numpy as np
 cdef extern from "numpy/ndarraytypes.h":
     int NPY_ITEM_HASOBJECT
 
-cdef extern from *:
-    """
-    #include <string.h>
-    #include <stdint.h>
-    /* in-place byte swap of nbytes / w words of w = 2, 4 or 8 bytes (the shift
-       patterns compile to bswap instructions) */
-    static void zc_bswap(uint8_t *p, Py_ssize_t nbytes, int w) {
-        Py_ssize_t i;
-        if (w == 2) {
-            for (i = 0; i + 2 <= nbytes; i += 2) {
-                uint16_t v; memcpy(&v, p + i, 2);
-                v = (uint16_t)((v >> 8) | (v << 8));
-                memcpy(p + i, &v, 2);
-            }
-        } else if (w == 4) {
-            for (i = 0; i + 4 <= nbytes; i += 4) {
-                uint32_t v; memcpy(&v, p + i, 4);
-                v = ((v & 0x000000FFu) << 24) | ((v & 0x0000FF00u) << 8)
-                  | ((v & 0x00FF0000u) >> 8) | ((v & 0xFF000000u) >> 24);
-                memcpy(p + i, &v, 4);
-            }
-        } else if (w == 8) {
-            for (i = 0; i + 8 <= nbytes; i += 8) {
-                uint64_t v; memcpy(&v, p + i, 8);
-                v = ((v & 0x00000000000000FFull) << 56) | ((v & 0x000000000000FF00ull) << 40)
-                  | ((v & 0x0000000000FF0000ull) << 24) | ((v & 0x00000000FF000000ull) << 8)
-                  | ((v & 0x000000FF00000000ull) >> 8) | ((v & 0x0000FF0000000000ull) >> 24)
-                  | ((v & 0x00FF000000000000ull) >> 40) | ((v & 0xFF00000000000000ull) >> 56);
-                memcpy(p + i, &v, 8);
-            }
-        }
-    }
-    """
+cdef extern from "zc_inner_common.h":
     void zc_bswap(uint8_t *p, Py_ssize_t nbytes, int w) noexcept nogil
 
 cdef enum:
@@ -55,21 +24,21 @@ cdef enum:
     RUN_LOCAL = 1     # the chunk-local indices of a (dim, chunk) range are consecutive
     RUN_OUT = 2       # the output indices of a (dim, chunk) range are consecutive
 
-# result codes (0 = every task done); Python names without the R_ prefix in _inner_chunks
+# result codes (0 = every task done): the engine's (``_compress``, c/zc_codecs.h); the
+# names the kernels used before it
 cdef enum:
-    R_OK = 0
-    R_GZIP_BAD_DATA = 1     # libdeflate: not a valid gzip member
-    R_GZIP_TOO_LONG = 2     # the member decodes to more than one inner chunk's bytes
-    R_GZIP_TOO_SHORT = 3    # the first member decodes to fewer bytes (maybe more members follow)
-    R_GZIP_TRAILING = 4     # non-zero bytes after the first member (maybe more members)
-    R_RAW_SIZE = 5          # raw (no compression) bytes are not exactly one inner chunk
-    R_NO_SPACE = 6          # gather_encode: an output slot was too small for the encoded chunk
-    R_NOT_RUN = 255         # status of a task no thread ran (scratch allocation failed)
+    R_OK = zc.ZC_OK
+    R_GZIP_TOO_SHORT = zc.ZC_GZIP_TOO_SHORT  # maybe more members follow: the codec decides
+    R_GZIP_TRAILING = zc.ZC_GZIP_TRAILING    # maybe more members
+    R_RAW_SIZE = zc.ZC_RAW_SIZE
+    R_NO_SPACE = zc.ZC_NO_SPACE
+    R_NO_MEMORY = zc.ZC_NO_MEMORY
+    R_NOT_RUN = zc.ZC_NOT_RUN                # status of a task no thread ran (no scratch memory)
 
-# codecs
+# the chain codecs of the older integer ``codec`` arguments
 cdef enum:
-    C_RAW = 0
-    C_GZIP = 1
+    C_RAW = zc.ZC_RAW
+    C_GZIP = zc.ZC_GZIP
 
 cdef struct Geom:
     Py_ssize_t ndim
@@ -80,7 +49,9 @@ cdef struct Geom:
     int fill_byte           # the fill value's byte when all its bytes are equal, else -1
     const uint8_t *fill
     int64_t cshape[MAX_NDIM]
-    int64_t cstride[MAX_NDIM]   # byte strides of a C-order inner chunk
+    int64_t cstride[MAX_NDIM]   # byte strides of a decoded inner chunk as stored: C order,
+                                # or of its transposed (encoded) layout (``order``)
+    bint corder                 # cstride are the C-order strides of cshape
     int64_t oshape[MAX_NDIM]
     int64_t ostride[MAX_NDIM]   # byte strides of the C-contiguous array
 
@@ -109,24 +80,25 @@ cdef inline void _fill_run(uint8_t *p, Py_ssize_t n, const Geom *g) noexcept nog
 
 
 cdef inline void _copy_elems(uint8_t *o, const uint8_t *c, const int64_t *dj, const int64_t *lj,
-                             Py_ssize_t n, Py_ssize_t isz) noexcept nogil:
-    """``o[dj[j]] = c[lj[j]]`` for elements of ``isz`` bytes (specialised sizes)."""
+                             Py_ssize_t n, Py_ssize_t isz, int64_t cst) noexcept nogil:
+    """``o[dj[j]] = c[lj[j]]`` for elements of ``isz`` bytes (specialised sizes), the
+    source ``cst`` bytes apart (``isz`` unless the chunk is stored transposed)."""
     cdef Py_ssize_t j
     if isz == 1:
         for j in range(n):
-            o[dj[j]] = c[lj[j]]
+            o[dj[j]] = c[lj[j] * cst]
     elif isz == 2:
         for j in range(n):
-            memcpy(o + 2 * dj[j], c + 2 * lj[j], 2)
+            memcpy(o + 2 * dj[j], c + cst * lj[j], 2)
     elif isz == 4:
         for j in range(n):
-            memcpy(o + 4 * dj[j], c + 4 * lj[j], 4)
+            memcpy(o + 4 * dj[j], c + cst * lj[j], 4)
     elif isz == 8:
         for j in range(n):
-            memcpy(o + 8 * dj[j], c + 8 * lj[j], 8)
+            memcpy(o + 8 * dj[j], c + cst * lj[j], 8)
     else:
         for j in range(n):
-            memcpy(o + isz * dj[j], c + isz * lj[j], isz)
+            memcpy(o + isz * dj[j], c + cst * lj[j], isz)
 
 
 cdef inline void _fill_elems(uint8_t *o, const int64_t *dj, Py_ssize_t n, const Geom *g) noexcept nogil:
@@ -172,10 +144,13 @@ cdef inline void _scatter(const uint8_t *chunk, uint8_t *out, const Geom *g, con
     if chunk == NULL:
         runs = (s.runs[inner] & RUN_OUT) != 0
     else:
-        runs = (s.runs[inner] & (RUN_LOCAL | RUN_OUT)) == (RUN_LOCAL | RUN_OUT)
+        runs = ((s.runs[inner] & (RUN_LOCAL | RUN_OUT)) == (RUN_LOCAL | RUN_OUT)
+                and g.cstride[inner] == g.itemsize)
     row = s.cnt[inner]
     if runs:
-        while (inner > 0 and s.cnt[inner] == g.oshape[inner] and (chunk == NULL or s.cnt[inner] == g.cshape[inner])
+        while (inner > 0 and s.cnt[inner] == g.oshape[inner]
+           and (chunk == NULL or (s.cnt[inner] == g.cshape[inner]
+                                  and g.cstride[inner - 1] == g.cstride[inner] * g.cshape[inner]))
            and g.ostride[inner - 1] == g.ostride[inner] * g.oshape[inner]):
             if chunk == NULL:
                 if not (s.runs[inner - 1] & RUN_OUT):
@@ -204,7 +179,7 @@ cdef inline void _scatter(const uint8_t *chunk, uint8_t *out, const Geom *g, con
         elif chunk == NULL:
             _fill_elems(out + do, s.dst[inner], row, g)
         else:
-            _copy_elems(out + do, chunk + so, s.dst[inner], s.loc[inner], row, g.itemsize)
+            _copy_elems(out + do, chunk + so, s.dst[inner], s.loc[inner], row, g.itemsize, g.cstride[inner])
         # odometer over the outer dimensions
         d = inner - 1
         while d >= 0:
@@ -215,33 +190,6 @@ cdef inline void _scatter(const uint8_t *chunk, uint8_t *out, const Geom *g, con
             d -= 1
         if d < 0:
             break
-
-
-cdef inline int _decode(int codec, void *dec, const uint8_t *src, int64_t n, uint8_t *dst,
-                 Py_ssize_t nbytes) noexcept nogil:
-    """Decode one inner chunk's bytes into ``dst`` (exactly ``nbytes``); a result code."""
-    cdef size_t used = 0, got = 0
-    cdef int r
-    cdef int64_t i
-    if codec == C_RAW:
-        if n != nbytes:
-            return R_RAW_SIZE
-        memcpy(dst, src, nbytes)
-        return R_OK
-    if n <= 0:
-        return R_GZIP_BAD_DATA
-    r = dfl.c_gzip_decompress_ex(dec, src, <size_t>n, dst, <size_t>nbytes, &used, &got)
-    if r == 3:  # LIBDEFLATE_INSUFFICIENT_SPACE
-        return R_GZIP_TOO_LONG
-    if r != 0:
-        return R_GZIP_BAD_DATA
-    if got != <size_t>nbytes:
-        return R_GZIP_TOO_SHORT
-    # trailing zero padding is accepted, as by the gzip codec's other routes
-    for i in range(<int64_t>used, n):
-        if src[i] != 0:
-            return R_GZIP_TRAILING
-    return R_OK
 
 
 cdef inline bint _contiguous_block(const Geom *g) noexcept nogil:
@@ -274,9 +222,13 @@ cdef inline int _swap_width(object swap, Py_ssize_t itemsize) except -1:
 
 cdef inline int _geometry(Geom *g, const int64_t[::1] chunk_shape, object arr, Py_ssize_t itemsize,
                    object swap, const uint8_t[::1] fill, str what, bint same_rank=True,
-                   bint strided=False) except -1:
+                   bint strided=False, object order=None) except -1:
     """Fill ``g`` from the chunk shape and the C-contiguous array ``arr`` (of the chunk's
     rank unless not ``same_rank``; then ``g.oshape``/``g.ostride`` are left unset).
+
+    ``order``: None, or the permutation of a ``transpose`` codec before ``bytes``
+    (v3-codec-transpose.rst): an inner chunk is then stored as the C-order array of shape
+    ``chunk_shape[order[i]]``, and ``g.cstride`` are its strides per decoded dimension.
 
     ``strided``: ``arr`` may also be a strided view whose last dimension is contiguous
     (its stride the item size) and whose strides are non-negative (a region of a larger
@@ -318,15 +270,45 @@ cdef inline int _geometry(Geom *g, const int64_t[::1] chunk_shape, object arr, P
         g.oshape[d] = cnp.PyArray_DIMS(a)[d] if same_rank else 0
     g.chunk_elems = n
     g.chunk_bytes = n * itemsize
-    cdef int64_t cs = itemsize, os = itemsize
+    _chunk_strides(g, order)
+    cdef int64_t os = itemsize
     cdef bint own = same_rank and not cnp.PyArray_IS_C_CONTIGUOUS(a)
     for d in range(ndim - 1, -1, -1):
-        g.cstride[d] = cs
-        cs *= g.cshape[d]
         # a strided view: its own strides, except along length-1 dimensions (index 0
         # only), which get the C value so that run merging sees through them
         g.ostride[d] = cnp.PyArray_STRIDES(a)[d] if own and g.oshape[d] > 1 else os
         os = g.ostride[d] * g.oshape[d]
+    return 0
+
+
+cdef inline int _chunk_strides(Geom *g, object order) except -1:
+    """``g.cstride`` / ``g.corder`` for the stored layout of an inner chunk (C order, or
+    the transposed array of a ``transpose`` codec's ``order``)."""
+    cdef Py_ssize_t ndim = g.ndim, d, i
+    cdef int64_t es = g.itemsize
+    g.corder = True
+    if order is None:
+        for d in range(ndim - 1, -1, -1):
+            g.cstride[d] = es
+            es *= g.cshape[d]
+        return 0
+    perm = [int(x) for x in order]
+    if sorted(perm) != list(range(ndim)):
+        raise ValueError(f"order: expected a permutation of 0..{ndim - 1}, received {order!r}")
+    # the stored array has axes order[0], order[1], ...: axis i is decoded dimension order[i]
+    for i in range(ndim - 1, -1, -1):
+        g.cstride[perm[i]] = es
+        es *= g.cshape[perm[i]]
+    es = g.itemsize
+    for d in range(ndim - 1, -1, -1):
+        if g.cstride[d] != es and g.cshape[d] > 1:
+            g.corder = False
+        es *= g.cshape[d]
+    if g.corder:  # only length-1 axes moved: the C layout
+        es = g.itemsize
+        for d in range(ndim - 1, -1, -1):
+            g.cstride[d] = es
+            es *= g.cshape[d]
     return 0
 
 
@@ -342,12 +324,11 @@ cdef inline bint _strided_ok(cnp.ndarray a, Py_ssize_t itemsize):
     return cnp.PyArray_DIMS(a)[nd - 1] == 1 or cnp.PyArray_STRIDES(a)[nd - 1] == itemsize
 
 
-cdef inline void *_gzip_decompressor(int codec) except? NULL:
-    if codec != C_RAW and codec != C_GZIP:
-        raise ValueError(f"codec: expected 0 (raw) or 1 (gzip), received {codec}")
-    if codec == C_RAW:
-        return NULL
-    if not dfl.loaded():
-        raise RuntimeError("libdeflate entry points are not loaded (_deflate.load)")
-    return dfl._decompressor()
-
+cdef inline int _chain_arg(Chain *c, object codec, int level=0) except -1:
+    """``c`` from a kernel's ``codec`` argument: a chain tuple (``_compress``), or the
+    older integers 0 (raw) / 1 (gzip at ``level``)."""
+    if isinstance(codec, tuple):
+        return zc.chain_check(c, codec)
+    if isinstance(codec, bool) or not isinstance(codec, int) or codec not in (C_RAW, C_GZIP):
+        raise ValueError(f"codec: expected 0 (raw), 1 (gzip) or a chain tuple, received {codec!r}")
+    return zc.chain_check(c, (int(codec), False, level, False, "", 0, 0, 0))

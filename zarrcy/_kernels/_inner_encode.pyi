@@ -3,13 +3,15 @@ from collections.abc import Buffer
 import numpy as np
 import numpy.typing as npt
 
-def slot_size(codec: int, level: int, chunk_bytes: int) -> int: ...
+from zarrcy._kernels._compress import _Chain
+
+def slot_size(codec: int | _Chain, level: int, chunk_bytes: int) -> int: ...
 def gather_encode(
     src: npt.NDArray[np.generic],
     chunk_shape: npt.NDArray[np.int64],
     itemsize: int,
     swap: int,
-    codec: int,
+    codec: int | _Chain,
     level: int,
     fill: Buffer,
     write_empty: bool,
@@ -20,4 +22,5 @@ def gather_encode(
     out_nbytes: npt.NDArray[np.int64],
     empty_flags: npt.NDArray[np.uint8],
     scratch: npt.NDArray[np.uint8] | bytearray | memoryview,
+    order: tuple[int, ...] | None = None,
 ) -> tuple[int, int]: ...

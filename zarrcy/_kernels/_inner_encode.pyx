@@ -3,14 +3,15 @@
 
 :func:`gather_encode`: for each inner chunk of a shard-shaped array, gather its region
 (edge chunks padded with the fill value), flag chunks that hold only the fill value
-(bytewise), byte-swap if needed and gzip or copy it into a caller buffer.  Shared
-helpers: ``_inner_common.pxd``; result codes and their texts: ``_inner_chunks``.
+(bytewise), byte-swap if needed, lay it out as stored (C order, or transposed by a
+``transpose`` codec before ``bytes``) and encode it through the native codec engine
+(``_compress``: raw, gzip, zstd or blosc, then an optional crc32c) into a caller buffer.
+Shared helpers: ``_inner_common.pxd``; result codes and their texts: ``_compress``.
 """
 
 from libc.stdint cimport int64_t, uint8_t
 from libc.string cimport memcmp, memcpy, memset
 
-from zarrcy._kernels cimport _deflate as dfl
 from zarrcy._kernels._inner_common cimport *
 
 cimport numpy as cnp
@@ -30,8 +31,8 @@ cdef struct EncodeCtx:
     int64_t *nbytes
     uint8_t *empty
     uint8_t *scratch
-    void *comp
-    int codec
+    zc_state *st
+    Chain chain
     bint write_empty
     bint block
     int64_t grid[MAX_NDIM]
@@ -47,7 +48,8 @@ cdef Py_ssize_t _encode_loop(const EncodeCtx *c, const Geom *g, Py_ssize_t t0, P
     cdef const uint8_t *base
     cdef const uint8_t *inp
     cdef size_t n
-    cdef int64_t cap
+    cdef int64_t cap, k, last = ndim - 1 if ndim else 0
+    cdef int r
     code[0] = R_OK
     for i in range(t0, t1):
         # origin and in-bounds extent of inner chunk i (C order of the inner grid)
@@ -105,7 +107,11 @@ cdef Py_ssize_t _encode_loop(const EncodeCtx *c, const Geom *g, Py_ssize_t t0, P
                 for d in range(ndim - 1):
                     so += pos[d] * g.ostride[d]
                     ro += pos[d] * g.cstride[d]
-                memcpy(c.scratch + ro, base + so, row)
+                if g.corder or ndim == 0:
+                    memcpy(c.scratch + ro, base + so, row)
+                else:  # stored transposed: the row's elements lie cstride[-1] apart
+                    for k in range(ext[last]):
+                        memcpy(c.scratch + ro + k * g.cstride[last], base + so + k * g.itemsize, g.itemsize)
                 d = ndim - 2
                 while d >= 0:
                     pos[d] += 1
@@ -119,40 +125,31 @@ cdef Py_ssize_t _encode_loop(const EncodeCtx *c, const Geom *g, Py_ssize_t t0, P
                 zc_bswap(c.scratch, g.chunk_bytes, g.swapw)
             inp = c.scratch
         cap = c.ooff[i + 1] - c.ooff[i]
-        if c.codec == C_RAW:
-            if cap < g.chunk_bytes:
-                code[0] = R_NO_SPACE
-                return i
-            memcpy(c.out + c.ooff[i], inp, g.chunk_bytes)
-            c.nbytes[i] = g.chunk_bytes
-        else:
-            n = dfl.c_gzip_compress(c.comp, inp, <size_t>g.chunk_bytes, c.out + c.ooff[i], <size_t>cap)
-            if n == 0:
-                code[0] = R_NO_SPACE
-                return i
-            c.nbytes[i] = <int64_t>n
+        n = zc.chain_encode(&c.chain, c.st, inp, <size_t>g.chunk_bytes, c.out + c.ooff[i], <size_t>cap, &r)
+        if r != R_OK:
+            code[0] = r
+            return i
+        c.nbytes[i] = <int64_t>n
     return -1
 
 
-def slot_size(int codec, int level, Py_ssize_t chunk_bytes):
-    """Bytes :func:`gather_encode` needs per inner chunk of ``chunk_bytes`` (worst case)."""
+def slot_size(codec, int level, Py_ssize_t chunk_bytes):
+    """Bytes :func:`gather_encode` needs per inner chunk of ``chunk_bytes`` (worst case);
+    ``codec`` a ``_compress`` chain tuple or 0 (raw) / 1 (gzip at ``level``)."""
+    cdef Chain c
     if chunk_bytes < 0:
         raise ValueError(f"chunk_bytes: expected a size >= 0, received {chunk_bytes}")
-    if codec == C_RAW:
-        return chunk_bytes
-    if codec != C_GZIP:
-        raise ValueError(f"codec: expected 0 (raw) or 1 (gzip), received {codec}")
-    if not dfl.loaded():
-        raise RuntimeError("libdeflate entry points are not loaded (_deflate.load)")
-    if not 0 <= level <= 12:
-        raise ValueError(f"level: expected 0..12, received {level}")
-    return <Py_ssize_t>dfl.c_gzip_compress_bound(dfl._compressor(level), <size_t>chunk_bytes)
+    _chain_arg(&c, codec, level)
+    cdef size_t b = zc.chain_bound(&c, <size_t>chunk_bytes)
+    if b == zc.ZC_BOUND_ERROR:
+        raise MemoryError("no memory for a compressor")
+    return <Py_ssize_t>b
 
 
-def gather_encode(src, const int64_t[::1] chunk_shape, Py_ssize_t itemsize, swap, int codec,
+def gather_encode(src, const int64_t[::1] chunk_shape, Py_ssize_t itemsize, swap, codec,
                   int level, const uint8_t[::1] fill, bint write_empty,
                   Py_ssize_t t0, Py_ssize_t t1, uint8_t[::1] out_buf, const int64_t[::1] out_offsets,
-                  int64_t[::1] out_nbytes, uint8_t[::1] empty_flags, uint8_t[::1] scratch):
+                  int64_t[::1] out_nbytes, uint8_t[::1] empty_flags, uint8_t[::1] scratch, order=None):
     """Encode inner chunks ``t0 <= i < t1`` (C order of the inner grid) of ``src``.
 
     ``src``: C-contiguous numpy array (the shard; read-only is fine), native order,
@@ -161,8 +158,9 @@ def gather_encode(src, const int64_t[::1] chunk_shape, Py_ssize_t itemsize, swap
     equal ``fill`` (bytewise, so ``-0.0`` or another NaN payload counts as data) gets
     ``empty_flags[i] = 1``, ``out_nbytes[i] = -1`` and is not encoded.  Otherwise
     ``empty_flags[i] = 0`` and the chunk, byte-swapped per ``swap`` (as in
-    :func:`decode_scatter`), is stored raw (``codec`` 0) or as one gzip member at
-    ``level`` (1; libdeflate levels 0..12) into ``out_buf[out_offsets[i]:]``, and
+    :func:`decode_scatter`) and laid out as stored (transposed by ``order``, as there),
+    is encoded through ``codec`` (a ``_compress`` chain tuple, or 0 raw / 1 one gzip
+    member at ``level``, libdeflate levels 0..12) into ``out_buf[out_offsets[i]:]``, and
     ``out_nbytes[i]`` is its size.  ``out_offsets`` has one entry per chunk plus one;
     each slot ``out_offsets[i + 1] - out_offsets[i]`` must hold :func:`slot_size` bytes.
     ``out_nbytes`` and ``empty_flags`` have one entry per chunk; only ``[t0, t1)`` is written.
@@ -171,13 +169,12 @@ def gather_encode(src, const int64_t[::1] chunk_shape, Py_ssize_t itemsize, swap
     """
     cdef Geom g
     cdef EncodeCtx c
-    _geometry(&g, chunk_shape, src, itemsize, swap, fill, "src")
+    _geometry(&g, chunk_shape, src, itemsize, swap, fill, "src", True, False, order)
     cdef Py_ssize_t ndim = g.ndim, d, i, nchunks = 1
     for d in range(ndim):
         c.grid[d] = (g.oshape[d] + g.cshape[d] - 1) // g.cshape[d]
         nchunks *= c.grid[d]
-    if codec != C_RAW and codec != C_GZIP:
-        raise ValueError(f"codec: expected 0 (raw) or 1 (gzip), received {codec}")
+    _chain_arg(&c.chain, codec, level)
     if out_offsets.shape[0] != nchunks + 1:
         raise ValueError(f"out_offsets: expected {nchunks + 1} entries, received {out_offsets.shape[0]}")
     if out_nbytes.shape[0] != nchunks or empty_flags.shape[0] != nchunks:
@@ -187,7 +184,10 @@ def gather_encode(src, const int64_t[::1] chunk_shape, Py_ssize_t itemsize, swap
         raise IndexError(f"t0, t1: expected 0 <= t0 <= t1 <= {nchunks}, received {t0}, {t1}")
     if scratch.shape[0] < g.chunk_bytes:
         raise ValueError(f"scratch: expected at least {g.chunk_bytes} bytes, received {scratch.shape[0]}")
-    cdef Py_ssize_t need = slot_size(codec, level, g.chunk_bytes), nout = out_buf.shape[0]
+    cdef size_t bound = zc.chain_bound(&c.chain, <size_t>g.chunk_bytes)
+    if bound == zc.ZC_BOUND_ERROR:
+        raise MemoryError("no memory for a compressor")
+    cdef Py_ssize_t need = <Py_ssize_t>bound, nout = out_buf.shape[0]
     cdef int64_t lo, hi
     for i in range(t0, t1):
         lo = out_offsets[i]
@@ -207,10 +207,11 @@ def gather_encode(src, const int64_t[::1] chunk_shape, Py_ssize_t itemsize, swap
     c.nbytes = &out_nbytes[0]
     c.empty = &empty_flags[0]
     c.scratch = &scratch[0]
-    c.codec = codec
     c.write_empty = write_empty
     c.block = _contiguous_block(&g)
-    c.comp = dfl._compressor(level) if codec == C_GZIP else NULL
+    c.st = zc.state(0)
+    if c.st == NULL:
+        raise MemoryError("gather_encode: no memory for this thread's codec state")
     cdef int code = R_OK
     cdef Py_ssize_t bad
     with nogil:

@@ -24,17 +24,7 @@ from libc.stdint cimport int64_t
 
 import numpy as np
 
-cdef extern from *:
-    """
-    static inline int zarrcy_add_sat(long long a, long long b, long long *r) {
-        if (__builtin_add_overflow(a, b, r)) { *r = 0x7fffffffffffffffLL; return 1; }
-        return 0;
-    }
-    static inline int zarrcy_mul_sat(long long a, long long b, long long *r) {
-        if (__builtin_mul_overflow(a, b, r)) { *r = 0x7fffffffffffffffLL; return 1; }
-        return 0;
-    }
-    """
+cdef extern from "zc_rectilinear.h":
     int zarrcy_add_sat(long long a, long long b, long long *r) noexcept nogil
     int zarrcy_mul_sat(long long a, long long b, long long *r) noexcept nogil
 

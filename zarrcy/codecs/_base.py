@@ -12,13 +12,16 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, Self, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, Sequence
 
 import numpy as np
 
 from zarrcy.byte_access import ByteGetter, ByteSetter, ValueSnapshot
 from zarrcy.errors import CorruptChunkError, expected
 from zarrcy.ortho import select  # noqa: F401  (re-exported: the codecs apply selections with it)
+
+if TYPE_CHECKING:
+    from zarrcy.codecs._native import Step
 
 __all__ = [
     "ArraySpec",
@@ -175,6 +178,12 @@ class ArrayArrayCodec(Codec):
         (strided) has none (``reshape``): the pipeline then decodes and copies."""
         raise NotImplementedError(f"{self.name}: no encoded view")
 
+    def native_order(self, spec: ArraySpec) -> tuple[int, ...] | None:
+        """Declared capability for the native kernels: this codec only permutes axes, and
+        this is its permutation of ``spec``'s axes (a ``transpose``); None (the default):
+        the kernels cannot run it."""
+        return None
+
     def decode_into(self, chunk: np.ndarray, out: np.ndarray, spec: ArraySpec) -> bool:
         """Decode ``chunk`` straight into ``out`` (C-contiguous, decoded dtype and shape);
         False (nothing written) when not supported: the caller uses :meth:`decode`."""
@@ -237,6 +246,12 @@ class ArrayBytesCodec(Codec):
         view rather than decode into a contiguous scratch chunk and copy it (sharding:
         its kernel scatters every inner chunk with the view's strides).  Default: False."""
         return False
+
+    def native_swap(self, spec: ArraySpec) -> int | None:
+        """Declared capability for the native kernels: the chunk is its elements' bytes
+        in C order, byte-swapped as this says (0 none, 1 whole elements, 2/4/8 words of
+        that width: complex numbers); None (the default): the kernels cannot run it."""
+        return None
 
     def fix_endian_inplace(self, out: np.ndarray, spec: ArraySpec) -> None:
         """After a compressor wrote this codec's encoded bytes into ``out``: make them
@@ -340,6 +355,12 @@ class BytesBytesCodec(Codec):
 
     def max_encoded_size(self, n: int) -> int | None:
         """Largest encoded size for ``n`` input bytes (None: no bound known)."""
+        return None
+
+    def native_step(self, spec: ArraySpec | None) -> Step | None:
+        """Declared capability: this codec as a step of the native codec engine
+        (``zarrcy.codecs._native``), or None (the default): Python only.  ``spec``:
+        the chunk's decoded representation when known (settings derived from it)."""
         return None
 
     def decode_sized(self, data: Any, size: int, spec: ArraySpec) -> Any:

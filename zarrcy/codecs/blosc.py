@@ -14,10 +14,14 @@
   when missing it is taken from the data type (the spec allows it) and written back;
 * ``blocksize``: integer >= 0 (0 = automatic); default 0.
 
-Engine: numcodecs.blosc (c-blosc 1), which releases the GIL in both directions.
-The 16-byte header is checked (version, ``cbytes`` = stored length, ``nbytes`` =
-expected size) before c-blosc reads the payload; decoding with a known size goes
-straight into the destination.
+Engine: c-blosc 1 through zarrcy's native codec engine (``zarrcy.codecs._native``:
+``blosc_decompress_ctx`` / ``blosc_compress_ctx`` from numcodecs' extension module,
+without the GIL and without numcodecs' global lock; one internal thread per call, the
+callers supply the parallelism).  The 16-byte header is checked (version, ``cbytes`` =
+stored length, ``nbytes`` = expected size, a block no larger than the chunk, then
+``blosc_cbuffer_validate``) before c-blosc reads the payload; decoding with a known
+size goes straight into the destination.  numcodecs.blosc is the fallback when the
+entry points cannot be found.
 """
 
 from __future__ import annotations
@@ -25,9 +29,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal, Self
 
+import functools
+
 import numpy as np
 
 from zarrcy.config import get as _config_get
+from zarrcy.codecs import _native
 from zarrcy.codecs._base import ArraySpec, BytesBytesCodec
 from zarrcy.codecs._common import MISSING, as_uint8, config_dict, get_choice, get_int, max_compressed_size
 from zarrcy.errors import CorruptChunkError, MetadataError, expected
@@ -135,8 +142,23 @@ class BloscCodec(BytesBytesCodec):
     def max_encoded_size(self, n: int) -> int:
         return max_compressed_size(n)
 
+    def native_step(self, spec: ArraySpec | None) -> _native.Step:
+        c = self.evolve(spec) if spec is not None else self
+        shuffle = _SHUFFLES.index(c.shuffle) if isinstance(c.shuffle, str) else 1
+        return _native.Step(_native.BLOSC, int(c.clevel), cname=c.cname, shuffle=shuffle,
+                            typesize=int(c.typesize or 1), blocksize=int(c.blocksize))
+
+    @functools.cached_property
+    def _decoder(self) -> _native.Chain | None:
+        """A native chain that decodes any blosc stream (the header says how), or None."""
+        return _native.chain_of([self.native_step(None)])
+
     def encode(self, data: Any, spec: ArraySpec) -> Any:
         c = self.evolve(spec)
+        if self._decoder is not None:
+            chain = _native.chain_of([c.native_step(spec)])
+            if chain is not None:
+                return _native.encode(chain, data)
         shuffle = _SHUFFLES.index(c.shuffle)
         # passed as is: c-blosc itself falls back to 1 above BLOSC_MAX_TYPESIZE (255)
         typesize = int(c.typesize or 1)
@@ -156,14 +178,16 @@ class BloscCodec(BytesBytesCodec):
         if nbytes > limit:
             raise CorruptChunkError(expected("blosc", f"at most {limit} decoded bytes", nbytes))
         out = np.empty(nbytes, dtype=np.uint8)
-        if nbytes:
-            self._decompress(data, out)
+        self.decode_into(data, out, spec)
         return out
 
     def decode_into(self, data: Any, dst: np.ndarray, spec: ArraySpec) -> bool:
         nbytes = blosc_header(data)[0]
         if nbytes != dst.shape[0]:
             raise CorruptChunkError(expected("blosc", f"{dst.shape[0]} decoded bytes", nbytes))
-        if nbytes:
+        chain = self._decoder
+        if chain is not None:
+            _native.decode_into(chain, data, dst, "blosc")
+        elif nbytes:
             self._decompress(data, dst)
         return True

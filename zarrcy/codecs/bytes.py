@@ -235,6 +235,18 @@ class BytesCodec(ArrayBytesCodec):
             _clear_upper_bits(out)
         return True
 
+    def native_swap(self, spec: ArraySpec) -> int | None:
+        dt = spec.dtype
+        if dt.hasobject or dt.fields is not None or dt.kind not in "biufcmM":
+            return None
+        if not self._swaps(dt):
+            return 0
+        if dt.kind in "biufmM" and dt.itemsize in (2, 4, 8):
+            return 1
+        if dt.kind == "c" and dt.itemsize in (8, 16):
+            return dt.itemsize // 2
+        return None
+
     def fix_endian_inplace(self, out: np.ndarray, spec: ArraySpec) -> None:
         """Turn stored bytes already placed in ``out`` (C-contiguous) into native values."""
         if self._swaps(spec.dtype) and _by_units(spec.dtype):

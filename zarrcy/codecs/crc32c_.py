@@ -16,6 +16,7 @@ import numpy as np
 
 from zarrcy.codecs._base import ArraySpec, BytesBytesCodec
 from zarrcy.codecs._common import NoConfiguration, as_uint8
+from zarrcy.codecs._native import CRC32C, Step
 from zarrcy.errors import CorruptChunkError, expected
 
 __all__ = ["Crc32cCodec"]
@@ -30,6 +31,9 @@ class Crc32cCodec(NoConfiguration, BytesBytesCodec):
 
     def max_encoded_size(self, n: int) -> int:
         return n + 4
+
+    def native_step(self, spec: ArraySpec | None) -> Step:
+        return CRC32C
 
     def encode(self, data: Any, spec: ArraySpec) -> memoryview:
         src = as_uint8(data)

@@ -36,6 +36,7 @@ from zarrcy.config import get as _config_get
 from zarrcy._kernels import _deflate as _k
 from zarrcy.codecs._base import ArraySpec, BytesBytesCodec
 from zarrcy.codecs._common import as_uint8, config_dict, get_int, max_compressed_size
+from zarrcy.codecs._native import GZIP, Step
 from zarrcy.errors import CorruptChunkError, MetadataError, expected
 
 __all__ = ["GzipCodec", "Gzip", "ROUTES", "route", "set_route", "gzip_compress", "gzip_decompress", "gzip_decompress_into"]
@@ -219,6 +220,9 @@ class GzipCodec(BytesBytesCodec):
 
     def max_encoded_size(self, n: int) -> int:
         return max_compressed_size(n)
+
+    def native_step(self, spec: ArraySpec | None) -> Step:
+        return Step(GZIP, int(self.level))
 
     def encode(self, data: Any, spec: ArraySpec) -> Any:
         return gzip_compress(data, int(self.level))

@@ -39,6 +39,7 @@ from zarrcy.codecs._base import (
     select,
     selection_shape,
 )
+from zarrcy.codecs import _native, _region
 from zarrcy.codecs.registry import resolve_codecs
 from zarrcy.config import at_fork_reset
 from zarrcy.errors import CorruptChunkError, expected
@@ -125,11 +126,39 @@ class CodecPipeline:
             full = tuple(slice(0, n, 1) for n in s.shape)
             ok = aa.encode_selection(full, s) is not None
         self._partial_ok = ok
+        # the native engine's view of the chain (issue 21), from the codecs' declared
+        # capabilities: the bytes->bytes steps as one engine chain, and the whole chain
+        # as the per-inner-chunk kernels' plan (None: Python path)
+        self.native_chain = _native.chain_of([c.native_step(self._ab_spec) for c in self.bytes_bytes])
+        self.kernel_plan = self._kernel_plan()
         # decode_into(data, strided view) without a chunk-sized copy: the array->bytes
         # codec alone, and it says so (sharding's kernel)
-        self.decodes_into_strided = (
+        # a plain chunk with a kernel plan: decoded into a strided region (or through its
+        # transpose) in one native call (codecs/_region.py)
+        self._region = (
+            _region.RegionDecoder(self.kernel_plan, self.spec.shape, self.spec.dtype)
+            if self.kernel_plan is not None and self.spec.shape and math.prod(self.spec.shape) > 0 else None
+        )
+        self.decodes_into_strided = self._region is not None or (
             not self.array_array and not self.bytes_bytes and self.array_bytes.decodes_into_strided(self._ab_spec)
         )
+
+    def _kernel_plan(self) -> _native.KernelPlan | None:
+        """``transpose``? , ``bytes`` , [compressor] , [crc32c] over a fixed-size number type."""
+        dt = self.spec.dtype
+        if self.native_chain is None or len(self.array_array) > 1 or dt.hasobject or dt.fields is not None:
+            return None
+        order = None
+        if self.array_array:
+            order = self.array_array[0].native_order(self._aa_specs[0])
+            if order is None:
+                return None
+            if tuple(order) == tuple(range(len(order))):
+                order = None
+        swap = self.array_bytes.native_swap(self._ab_spec)
+        if swap is None:
+            return None
+        return _native.KernelPlan(None if order is None else tuple(order), swap, self.native_chain)
 
     @classmethod
     def from_codecs(cls, codecs: Iterable[Any], spec: ArraySpec, path: str = "codecs") -> CodecPipeline:
@@ -211,6 +240,8 @@ class CodecPipeline:
         b = self.array_bytes.encode(x, self._ab_spec)
         if b is None:
             return None
+        if self.native_chain is not None and self.bytes_bytes:  # one C call, no GIL
+            return _native.encode(self.native_chain, b)
         for c in self.bytes_bytes:
             b = c.encode(b, self._ab_spec)
         if isinstance(b, np.ndarray):
@@ -296,6 +327,10 @@ class CodecPipeline:
         if tuple(out.shape) != tuple(self.spec.shape):
             raise ValueError(expected("decode_into out.shape", str(self.spec.shape), tuple(out.shape)))
         self._check_encoded(data)
+        region = self._region
+        if (region is not None and out.dtype == self.spec.dtype and (self.array_array or not out.flags.c_contiguous)
+                and _region.writable_view(out) and region.decode_into(data, out)):
+            return
         if not self._aa_views or out.dtype != self.spec.dtype:
             if len(self._aa_exec) == 1:
                 # one array->array step that can write into `out` (fused scale_offset+cast_value):
@@ -322,8 +357,16 @@ class CodecPipeline:
         """Bytes->bytes decoders, then the array->bytes decoder into ``target`` (encoded shape)."""
         ab = self.array_bytes
         if self._direct and target.flags.c_contiguous and target.flags.writeable:
-            b = self._decode_bytes(data, 1)
             dst = target.reshape(-1).view(np.uint8) if target.size else np.empty(0, dtype=np.uint8)
+            if self.native_chain is not None:  # every bytes->bytes step in one C call, no GIL
+                code = _native.decode_code(self.native_chain, data, dst)
+                if code == 0:
+                    ab.fix_endian_inplace(target, self._ab_spec)
+                    return
+                if code not in _native.RETRY_IN_PYTHON:
+                    _native.fail(code)
+                # else: several gzip members: the codecs below decide
+            b = self._decode_bytes(data, 1)
             bb0 = self.bytes_bytes[0]
             try:
                 ok = bb0.decode_into(b, dst, self._ab_spec)

@@ -109,6 +109,9 @@ class TransposeCodec(ArrayArrayCodec):
 
     supports_encoded_view: ClassVar[bool] = True
 
+    def native_order(self, spec: ArraySpec) -> tuple[int, ...] | None:
+        return self.permutation(spec)
+
     def encoded_view(self, out: np.ndarray) -> np.ndarray:
         """A view of the decoded-shape array ``out`` in the encoded representation."""
         return out.transpose(self.permutation())

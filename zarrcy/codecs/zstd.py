@@ -8,10 +8,12 @@
   both write ``"checksum": false``; zarrcy writes it always, like them, so that the
   metadata of the default chain is byte-for-byte theirs.  Both forms are read.
 
-Engine: numcodecs.zstd (the ``zstandard`` package is not a dependency); both its
-compress and decompress release the GIL.  With a known decoded size, frames are
-decompressed straight into the destination after the frame header's content size
-has been checked against it.
+Engine: zarrcy's native codec engine (``zarrcy.codecs._native``: libzstd's one-shot
+``ZSTD_decompressDCtx`` / ``ZSTD_compress2`` from numcodecs' extension module, called
+without the GIL with a per-thread context): with a known decoded size, every frame is
+decoded straight into the destination and must fill it exactly (skippable frames are
+skipped, as libzstd and numcodecs do; a frame that needs a dictionary is refused).
+numcodecs.zstd is the fallback when the entry points cannot be found.
 
 Bounded decoding (decompression bombs): numcodecs' ``decompress`` has no output
 limit for frames without Frame_Content_Size.  :func:`decompress_capped` stops at a
@@ -28,6 +30,7 @@ decoding them.
 from __future__ import annotations
 
 import ctypes
+import functools
 import threading
 from dataclasses import dataclass
 from typing import Any, ClassVar, Self
@@ -37,12 +40,21 @@ import numpy as np
 from zarrcy.config import at_fork_reset
 from zarrcy.config import get as _config_get
 from zarrcy.codecs._base import ArraySpec, BytesBytesCodec
+from zarrcy.codecs import _native
 from zarrcy.codecs._common import as_uint8, config_dict, get_bool, get_int, max_compressed_size
 from zarrcy.errors import CorruptChunkError, MetadataError, expected
 
 __all__ = ["ZstdCodec", "frame_content_size", "check_frames", "decompress_capped"]
 
 _MAGIC = 0xFD2FB528
+
+
+def _skip_skippable(src: np.ndarray) -> int:
+    """Offset of the first frame that is not a skippable frame (RFC 8878, 3.1.2)."""
+    pos, n = 0, src.shape[0]
+    while n - pos >= 8 and int.from_bytes(src[pos : pos + 4].tobytes(), "little") & 0xFFFFFFF0 == 0x184D2A50:
+        pos += 8 + int.from_bytes(src[pos + 4 : pos + 8].tobytes(), "little")
+    return min(pos, n)
 
 
 def _numcodecs_zstd() -> Any:
@@ -52,11 +64,13 @@ def _numcodecs_zstd() -> Any:
 
 
 def frame_content_size(data: Any) -> int | None:
-    """Frame_Content_Size of the first frame (RFC 8878, 3.1.1.1), or None if absent.
+    """Frame_Content_Size of the first zstd frame (RFC 8878, 3.1.1.1; skippable frames
+    before it are skipped), or None if absent.
 
-    Raises CorruptChunkError if ``data`` does not start with a complete frame header.
+    Raises CorruptChunkError if that frame does not start with a complete frame header.
     """
     src = as_uint8(data)
+    src = src[_skip_skippable(src):]
     if src.shape[0] < 6 or int.from_bytes(src[:4].tobytes(), "little") != _MAGIC:
         raise CorruptChunkError(expected("zstd", "a zstd frame (magic 28 b5 2f fd)", bytes(src[:4]).hex(" ")))
     fhd = int(src[4])
@@ -276,7 +290,18 @@ class ZstdCodec(BytesBytesCodec):
     def max_encoded_size(self, n: int) -> int:
         return max_compressed_size(n)
 
+    def native_step(self, spec: ArraySpec | None) -> _native.Step:
+        return _native.Step(_native.ZSTD, int(self.level), bool(self.checksum))
+
+    @functools.cached_property
+    def _chain(self) -> _native.Chain | None:
+        """This codec alone as a native chain (None: the engine has no libzstd)."""
+        return _native.chain_of([self.native_step(None)])
+
     def encode(self, data: Any, spec: ArraySpec) -> Any:
+        chain = self._chain
+        if chain is not None:
+            return _native.encode(chain, data)
         return _numcodecs_zstd().compress(as_uint8(data), int(self.level), bool(self.checksum))
 
     def _decompress(self, data: Any, dest: Any = None) -> Any:
@@ -290,21 +315,34 @@ class ZstdCodec(BytesBytesCodec):
         fcs = frame_content_size(data)
         if fcs is not None and fcs > limit:
             raise CorruptChunkError(expected("zstd", f"at most {limit} decoded bytes", fcs))
-        if fcs == 0:
+        if fcs == 0 and self._chain is None:
             return np.empty(0, dtype=np.uint8)
         if fcs is not None:
             # one frame (what zarrcy and zarr-python write): straight into a buffer of
             # its content size; more frames overflow it and take the capped path below
             out = np.empty(fcs, dtype=np.uint8)
-            try:
-                _numcodecs_zstd().decompress(data, out)
-                return out
-            except (RuntimeError, ValueError):  # several frames, or corrupt: the capped path decides
-                del out
+            chain = self._chain
+            if chain is not None:
+                code = _native.K.decode_into(chain, as_uint8(data), out)
+                if code == 0:
+                    return out
+                if code != _native.K.ZSTD_TOO_LONG:
+                    _native.decode_into(chain, data, out, "zstd")  # raises, naming the fault
+            else:
+                try:
+                    _numcodecs_zstd().decompress(data, out)
+                    return out
+                except (RuntimeError, ValueError):  # several frames, or corrupt: the capped path decides
+                    pass
+            del out
         # decoded size unknown (variable-size chunks): stop at max_chunk_bytes while decoding
         return decompress_capped(data, limit)
 
     def decode_into(self, data: Any, dst: np.ndarray, spec: ArraySpec) -> bool:
+        chain = self._chain
+        if chain is not None:  # every frame into dst, which it must fill exactly
+            _native.decode_into(chain, data, dst, "zstd")
+            return True
         n = dst.shape[0]
         fcs = frame_content_size(data)
         if fcs == n == 0:

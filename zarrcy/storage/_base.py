@@ -34,6 +34,8 @@ class Store(ABC):
     #: version ``get_versioned`` reported), so a reader may cache what it derived from
     #: one read and check it with the *next* data request instead of a separate one
     supports_conditional_reads: bool = False
+    #: writes inside ``write_lock(key)`` are conditional on the version read (object stores)
+    supports_conditional_writes: bool = False
     #: chunk/shard reads worth keeping in flight at once on a latency-bound store (an
     #: object store: each read waits ~ms for the network, not for a CPU); 0 = a local,
     #: CPU-bound store: the array layer runs ``config(threads)`` tasks

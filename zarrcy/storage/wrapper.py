@@ -7,7 +7,7 @@ identity (``url``, ``lock_key``) are the wrapped store's.  Storage layer (layer 
 from __future__ import annotations
 
 import builtins
-from typing import Iterable, Iterator, Sequence
+from typing import ContextManager, Iterable, Iterator, Sequence
 
 from zarrcy.byte_access import ValueSnapshot
 from zarrcy.byte_range import ByteRequest
@@ -16,7 +16,7 @@ from zarrcy.storage._base import Buffer, Store
 __all__ = ["StoreWrapper"]
 
 _CAPABILITIES = ("supports_writes", "supports_deletes", "supports_partial_reads", "supports_partial_writes",
-                 "supports_listing", "supports_conditional_reads", "io_concurrency")
+                 "supports_listing", "supports_conditional_reads", "supports_conditional_writes", "io_concurrency")
 
 
 class StoreWrapper(Store):
@@ -35,6 +35,12 @@ class StoreWrapper(Store):
 
     def lock_key(self, key: str) -> object:
         return self.inner.lock_key(key)
+
+    def write_lock(self, key: str) -> ContextManager[object]:
+        return self.inner.write_lock(key)
+
+    def in_write_session(self, key: str) -> bool:
+        return self.inner.in_write_session(key)
 
     # -- reads ---------------------------------------------------------------------------
     def get(self, key: str, byte_range: ByteRequest = None) -> bytes | None:

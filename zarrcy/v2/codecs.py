@@ -7,7 +7,8 @@ chain is built by :func:`v2_codecs`:
   bytes (the dtype's endian) , [compressor]``.  blosc, zstd and gzip map onto zarrcy's
   native codecs (GIL-free, decode straight into the caller's array); any other
   numcodecs compressor (zlib, lz4, bz2, lzma, ...) runs through
-  :class:`NumcodecsBytesCodec`.
+  :class:`NumcodecsBytesCodec` -- zlib's streams there through the native engine
+  (libdeflate; ``native_step``), the others through numcodecs.
 * **generic chain** (filters, or S/U/V/M/m/structured types): one array->bytes
   :class:`V2ChunkCodec` that reproduces zarr-python 2's chunk procedure exactly
   (v2.rst "Chunks", "filters"): the chunk in its ``order`` -> each filter's
@@ -36,6 +37,7 @@ from typing import Any, ClassVar, Self
 
 import numpy as np
 
+from zarrcy.codecs import _native
 from zarrcy.codecs._base import ArrayBytesCodec, ArraySpec, BytesBytesCodec, Codec
 from zarrcy.codecs.numcodecs import decode_error, decode_capped
 from zarrcy.codecs.numcodecs import chunk_cap as _chunk_cap
@@ -110,7 +112,27 @@ class NumcodecsBytesCodec(BytesBytesCodec):
         # decoded size unknown here (variable-length chunks): max_chunk_bytes bounds it
         return decode_capped(self.codec(), data, _chunk_cap())
 
+    def native_step(self, spec: ArraySpec | None) -> _native.Step | None:
+        """numcodecs' ``zlib`` runs in the native engine (libdeflate's zlib streams)."""
+        cfg = self.config
+        level = cfg.get("level", 1)
+        if cfg.get("id") == "zlib" and set(cfg) <= {"id", "level"} and type(level) is int and 0 <= level <= 9:
+            return _native.Step(_native.ZLIB, level)
+        return None
+
+    def decode_into(self, data: Any, dst: np.ndarray, spec: ArraySpec) -> bool:
+        step = self.native_step(spec)
+        chain = _native.chain_of([step]) if step is not None else None
+        if chain is None:
+            return False
+        _native.decode_into(chain, data, dst, "zlib")
+        return True
+
     def decode_sized(self, data: Any, size: int, spec: ArraySpec) -> Any:
+        if self.native_step(spec) is not None:
+            buf = np.empty(size, dtype=np.uint8)
+            if self.decode_into(data, buf, spec):
+                return buf
         out = decode_capped(self.codec(), data, size)
         n = out.nbytes if hasattr(out, "nbytes") else len(out)
         if n != size:

@@ -260,37 +260,13 @@ class ShardingCodec(ArrayBytesCodec):
         return b"".join([index, *pieces] if layout.start else [*pieces, index])
 
     def _encode_kernel(self, layout: ShardLayout, arr: np.ndarray) -> bytearray | None:
-        """Every inner chunk gathered, checked for emptiness and gzip-compressed (or
-        copied) in one C loop per thread (``_inner_chunks.gather_encode``) into slots of
-        one buffer, then packed behind (or after) the index."""
-        from zarrcy._kernels import _inner_chunks as KI
-
+        """Every inner chunk gathered, checked for emptiness and encoded through the
+        native engine (transposed, swapped, compressed, checksummed as the layout's
+        kernel plan says) in one C loop per thread (``_inner_encode.gather_encode``) into
+        slots of one buffer, then packed behind (or after) the index."""
         n = layout.n
-        gz = layout.kernel_kind == "gzip"
-        codec = KI.GZIP if gz else KI.RAW
-        level = int(layout.inner.bytes_bytes[0].to_dict()["configuration"]["level"]) if gz else 0
-        chunk_bytes = layout.inner_spec.nbytes
-        slot = int(KI.slot_size(codec, level, chunk_bytes))
-        slots = thread_bytes("shard-encode", n * slot)  # this thread's, until the shard below is packed
-        slot_off = np.arange(n + 1, dtype=np.int64) * slot
-        nbytes = np.empty(n, np.int64)
-        empty = np.empty(n, np.uint8)
-        fill = np.asarray(layout.fill, dtype=layout.spec.dtype).tobytes()
-        cshape = np.asarray(layout.chunk_shape, np.int64)
-        keep = bool(_config_get("write_empty_chunks"))
-        threads = max(1, int(_config_get("threads")))
-        parts = min(threads, n) if arr.nbytes >= PARALLEL_MIN_BYTES else 1
-        bounds = [n * k // parts for k in range(parts + 1)]
-        from zarrcy.codecs.sharding._parallel import scratch as _scratch_chunk
-
-        def one(k: int) -> None:
-            buf = _scratch_chunk(layout.inner_spec).reshape(-1).view(np.uint8)
-            bad, code = KI.gather_encode(arr, cshape, layout.itemsize, layout.kernel_swap, codec, level, fill, keep,
-                                         bounds[k], bounds[k + 1], slots, slot_off, nbytes, empty, buf)
-            if bad != -1:  # pragma: no cover - slots are sized for the worst case
-                raise CorruptChunkError(f"{layout.chunk_name(bad)}: {KI.describe(code)}")
-
-        run(parts, one, parts > 1)
+        # this thread's buffer, until the shard below is packed
+        slots, slot_off, nbytes = scatter.encode_chunks(layout, arr, n, lambda size: thread_bytes("shard-encode", size))
         stored = nbytes >= 0
         if not stored.any():
             return None

@@ -1,10 +1,12 @@
 """The shard format (../shared/specs/v3-codec-sharding-indexed.rst "Binary shard format"):
 index layout, index encode/decode/validate, fault texts, emptiness of inner chunks.
 
-One :class:`ShardLayout` per (codec, shard spec) holds everything that does not depend
-on the data: inner-chunk grid, inner and index pipelines, index size.  The index is a
-flat ``uint64`` array of ``2 * n`` values ``(offset, nbytes)`` in C order of the inner
-chunk grid; ``2^64 - 1`` twice marks an inner chunk that is not stored.
+One :class:`ShardLayout` per (codec, shard spec) holds the format facts that do not
+depend on the data: inner-chunk grid, inner and index pipelines, index size -- plus the
+declared kernel plan (:class:`ShardKernel`, built once per spec from the inner codecs'
+capabilities, or None: the Python path).  The index is a flat ``uint64`` array of
+``2 * n`` values ``(offset, nbytes)`` in C order of the inner chunk grid; ``2^64 - 1``
+twice marks an inner chunk that is not stored.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from zarrcy.codecs._base import ArraySpec, Codec
 from zarrcy.config import get as _config_get
 from zarrcy.errors import CorruptChunkError, MetadataError, expected
 
-__all__ = ["SENTINEL", "ShardLayout", "flat_bytes", "contiguous", "codecs_from_json"]
+__all__ = ["SENTINEL", "ShardLayout", "ShardKernel", "flat_bytes", "contiguous", "codecs_from_json"]
 
 SENTINEL = K.SENTINEL_U64
 _LITTLE = np.little_endian
@@ -116,13 +118,43 @@ def _uint64_data_type() -> Any:
     return parse_data_type("uint64")
 
 
+class ShardKernel:
+    """How the per-inner-chunk kernels run one shard spec: the inner chain's
+    :class:`~zarrcy.codecs._native.KernelPlan` (transpose order, byte swap, engine chain;
+    declared by the codecs, composed by the inner pipeline) and the kernels' arguments
+    that never change for the spec -- built once per spec, never per read."""
+
+    __slots__ = ("plan", "shape", "fill", "_whole", "_cache_whole")
+
+    def __init__(self, plan: Any, chunk_shape: tuple[int, ...], fill: bytes, n: int) -> None:
+        self.plan = plan
+        self.shape = np.asarray(chunk_shape, np.int64)
+        self.fill = fill
+        self._whole: Any = None
+        # a whole shard's projection and tables are kept (read-only) up to 65,536 inner
+        # chunks; larger grids rebuild them per shard
+        self._cache_whole = n <= 1 << 16
+
+    def whole(self, build: Any) -> Any:
+        """``build()`` once (the whole shard's projection and kernel tables), then the kept result."""
+        got = self._whole
+        if got is None:
+            got = build()
+            if self._cache_whole:
+                for t in got[1]:
+                    t.flags.writeable = False
+                self._whole = got
+        return got
+
+
 class ShardLayout:
-    """Everything about one shard spec that does not depend on the data."""
+    """The format facts of one shard spec (nothing here depends on the data), and the
+    declared kernel plan of its inner chain (``kernel``: None means the Python path)."""
 
     __slots__ = (
         "spec", "chunk_shape", "cps", "n", "inner", "inner_spec", "index_pipeline", "start",
         "index_size", "fill_row", "coords", "itemsize", "has_object", "fill", "fill_scalar", "fast_index",
-        "has_crc", "inner_limit", "kernel_kind", "kernel_swap", "kernel_codec", "kernel_shape", "fill_bytes", "whole",
+        "has_crc", "inner_limit", "kernel",
     )
 
     def __init__(self, codec: Any, spec: ArraySpec, path: str) -> None:
@@ -196,14 +228,12 @@ class ShardLayout:
         row = np.full(cs[-1] if cs else 1, spec.fill_value, dtype=spec.dtype)
         self.fill_row = None if self.has_object else row.view(np.uint8).reshape(-1)
         self.coords = [tuple(int(x) for x in c) for c in np.ndindex(*self.cps)] if n <= (1 << 16) else None
-        # inner codec chain the C scatter kernel can run itself ("raw", "gzip"), or None
-        self.kernel_kind, self.kernel_swap = _kernel_kind(self.inner)
-        # the kernels' arguments that never change for this layout (no per-read rebuild)
-        self.kernel_codec = 1 if self.kernel_kind == "gzip" else 0  # _inner_chunks.GZIP / RAW
-        self.kernel_shape = np.asarray(cs, np.int64)
-        self.fill_bytes = b"" if self.has_object else np.asarray(spec.fill_value, dtype=spec.dtype).tobytes()
-        # the whole shard's projection and kernel tables, built on first use (.scatter.whole_tables)
-        self.whole: Any = None
+        # the inner chain as the per-inner-chunk kernels run it (transpose? bytes,
+        # compressor? crc32c?), declared by the codecs and composed by the pipeline;
+        # None: the Python path (numcodecs filters, vlen, nested sharding, ...)
+        plan = None if self.has_object else self.inner.kernel_plan
+        self.kernel = None if plan is None else ShardKernel(
+            plan, cs, np.asarray(spec.fill_value, dtype=spec.dtype).tobytes(), n)
 
     def region(self, i: int) -> tuple[Any, ...]:
         """Slices of inner chunk ``i`` (C-order linear index) within the shard."""
@@ -350,31 +380,3 @@ class ShardLayout:
 
     def chunk_is_empty(self, chunk: np.ndarray) -> bool:
         return bool(self.empty_flags(contiguous(chunk), chunk.shape)[0])
-
-
-def _kernel_kind(inner: Any) -> tuple[str | None, int]:
-    """("raw" | "gzip", byte swap) for inner chains the C scatter kernel runs itself:
-    ``bytes`` (either endianness, for numbers; swap 0 none, 1 whole element, 2/4/8
-    words of a complex) optionally followed by ``gzip``; (None, 0) for everything else
-    (the Python path)."""
-    from zarrcy.codecs.bytes import BytesCodec
-
-    dt = inner.spec.dtype
-    if inner.array_array or not isinstance(inner.array_bytes, BytesCodec) or dt.hasobject or dt.fields is not None:
-        return None, 0
-    swap = 0
-    if inner.array_bytes._swaps(dt):
-        if dt.kind in "biufmM" and dt.itemsize in (2, 4, 8):
-            swap = 1
-        elif dt.kind == "c" and dt.itemsize in (8, 16):
-            swap = dt.itemsize // 2
-        else:
-            return None, 0
-    elif dt.kind not in "biufcmM":
-        return None, 0
-    names = [c.to_dict().get("name") for c in inner.bytes_bytes]
-    if not names:
-        return "raw", swap
-    if names == ["gzip"]:
-        return "gzip", swap
-    return None, 0

@@ -470,6 +470,10 @@ def _point(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, local: 
         return layout.fill_scalar
     buf = scratch(layout.inner_spec)
     try:
+        if scatter.usable(layout):  # decodes only what the element needs, where it can
+            value = scatter.decode_element(layout, raw, tuple(rel))
+            decode_stats.add(1)
+            return value
         layout.inner.decode_into(raw, buf)
     except CorruptChunkError as e:
         raise CorruptChunkError(f"{layout.chunk_name(lin)}: {e}") from e

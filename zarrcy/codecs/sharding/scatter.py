@@ -1,19 +1,22 @@
 """Partial and whole-shard reads through the C inner-chunk kernel
-(``zarrcy._kernels._inner_chunks``): locate, decode (raw bytes or gzip via libdeflate)
-and scatter every touched inner chunk of a selection without the GIL -- one kernel call
-per shard, whatever the number of inner chunks or coalesced buffers (issue 13.3).
+(``zarrcy._kernels._inner_chunks``): locate, decode (the native codec engine: raw, gzip,
+zstd or blosc, then an optional crc32c; transposed or not), byte-swap and scatter every
+touched inner chunk of a selection without the GIL -- one kernel call per shard,
+whatever the number of inner chunks or coalesced buffers (issues 13.3, 21).
 
 The call splits its inner chunks over the calling thread and up to ``config.threads - 1``
 helpers of a native pool (``zarrcy._kernels._workers``: pthreads that spin briefly, then
 block; no Python thread hand-off, no GIL) once there are two chunks and
 ``PARALLEL_MIN_BYTES`` of decoded data; each thread claims one inner chunk at a time.
 
-Applies when the inner codec chain is ``bytes`` (either byte order), optionally followed
-by ``gzip`` (``ShardLayout.kernel_kind``), for fixed-size data types; everything else
-uses the Python path in :mod:`.reader`.  Every inner chunk gets a status code; a gzip
-code that may only mean "several members" (valid gzip the kernel does not stitch) is
-retried for that one inner chunk through the Python codec, which decides; any other
-failure raises naming the inner chunk.
+Applies when the inner codec chain has a kernel plan (``ShardLayout.kernel``, declared by
+the codecs: ``transpose``? , ``bytes`` , [gzip | zstd | blosc] , [crc32c], fixed-size
+data types); everything else uses the Python path in :mod:`.reader`.  zstd frames
+without a checksum are decoded only up to the last byte a selection needs, blosc frames
+only in the blocks it touches.  Every inner chunk gets a status code; a gzip code that
+may only mean "several members" (valid gzip the kernel does not stitch) is retried for
+that one inner chunk through the Python codec, which decides; any other failure raises
+naming the inner chunk.
 """
 
 from __future__ import annotations
@@ -22,14 +25,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-from zarrcy._kernels import _deflate
 from zarrcy._kernels import _inner_chunks as KI
-from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, decode_stats
+from zarrcy.codecs import _native
+from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, decode_stats, run, scratch
 from zarrcy.codecs.sharding.projection import whole_projection
 from zarrcy.config import get as _config_get
 from zarrcy.errors import CorruptChunkError
 
-__all__ = ["usable", "writes_strided", "scatter_tables", "decode_tasks", "decode_point_tasks", "ENABLED"]
+__all__ = ["usable", "writes_strided", "scatter_tables", "decode_tasks", "decode_point_tasks", "decode_element",
+           "encode_chunks", "merge_chunks", "ENABLED"]
 
 #: tests switch the kernel path off to compare it with the Python path
 ENABLED = True
@@ -39,10 +43,7 @@ _RETRY_IN_PYTHON = (KI.GZIP_TOO_SHORT, KI.GZIP_TRAILING)
 
 def usable(layout: Any) -> bool:
     """The kernel can decode this layout's inner chunks."""
-    kind = layout.kernel_kind
-    if not ENABLED or kind is None or layout.has_object:
-        return False
-    return kind != "gzip" or bool(_deflate.available())
+    return ENABLED and layout.kernel is not None
 
 
 def scatter_tables(proj: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -126,15 +127,11 @@ def writes_strided(out: np.ndarray) -> bool:
 def whole_tables(layout: Any) -> tuple[Any, tuple[np.ndarray, ...]]:
     """(projection, kernel tables) of a whole shard: immutable per layout, so built once
     and kept on it (up to 65,536 inner chunks; larger grids rebuild them per shard)."""
-    got = layout.whole
-    if got is None:
+    def build() -> tuple[Any, tuple[np.ndarray, ...]]:
         proj = whole_projection(layout)
-        got = (proj, scatter_tables(proj))
-        if layout.n <= 1 << 16:
-            for t in got[1]:
-                t.flags.writeable = False
-            layout.whole = got
-    return got
+        return proj, scatter_tables(proj)
+
+    return layout.kernel.whole(build)
 
 
 def decode_tasks(
@@ -165,10 +162,12 @@ def decode_tasks(
     dest = target.reshape(out.shape)  # a view: what the Python retries write into
     coords, dim_base, dim_start, dim_local, dim_out = scatter_tables(proj) if tables is None else tables
     status = np.empty(task_src.size, np.uint8)
+    kernel = layout.kernel
+    plan = kernel.plan
     KI.decode_scatter_all(
         bufs, task_src, coords, task_off, task_len, dim_base, dim_start, dim_local, dim_out,
-        layout.kernel_shape, layout.itemsize, layout.kernel_swap, layout.kernel_codec, layout.fill_bytes, target,
-        status, _threads(layout, task_src.size),
+        kernel.shape, layout.itemsize, plan.swap, plan.chain, kernel.fill, target,
+        status, _threads(layout, task_src.size), plan.order,
     )
     _settle(layout, proj.linear, status, task_len, lambda t: python_task(t, dest))
     if not direct:
@@ -186,11 +185,137 @@ def decode_point_tasks(
     pt_start = np.zeros(len(groups) + 1, np.int64)
     np.cumsum(sizes, out=pt_start[1:])
     pt_out = np.concatenate(groups).astype(np.int64) if groups else np.empty(0, np.int64)
-    pt_local = np.ravel_multi_index(tuple(local[:, pt_out]), layout.chunk_shape).astype(np.int64) \
-        if layout.chunk_shape else np.zeros(pt_out.size, np.int64)
+    kernel = layout.kernel
+    plan = kernel.plan
+    if not layout.chunk_shape:
+        pt_local = np.zeros(pt_out.size, np.int64)
+    elif plan.order is None:
+        pt_local = np.ravel_multi_index(tuple(local[:, pt_out]), layout.chunk_shape).astype(np.int64)
+    else:  # flat indices of the stored (transposed) array
+        order = plan.order
+        pt_local = np.ravel_multi_index(tuple(local[list(order)][:, pt_out]),
+                                        tuple(layout.chunk_shape[o] for o in order)).astype(np.int64)
     status = np.empty(task_src.size, np.uint8)
     KI.decode_points_all(
-        bufs, task_src, task_off, task_len, pt_start, pt_local, pt_out, layout.kernel_shape, layout.itemsize,
-        layout.kernel_swap, layout.kernel_codec, layout.fill_bytes, out, status, _threads(layout, task_src.size),
+        bufs, task_src, task_off, task_len, pt_start, pt_local, pt_out, kernel.shape, layout.itemsize,
+        plan.swap, plan.chain, kernel.fill, out, status, _threads(layout, task_src.size),
     )
     _settle(layout, linear, status, task_len, python_task)
+
+
+def decode_element(layout: Any, raw: Any, rel: tuple[int, ...]) -> Any:
+    """The element at in-chunk coordinates ``rel`` of one stored inner chunk ``raw``:
+    zstd frames without a checksum decoded only up to it, blosc only its block."""
+    plan = layout.kernel.plan
+    cs = layout.chunk_shape
+    if not cs:
+        flat = 0
+    elif plan.order is None:
+        flat = int(np.ravel_multi_index(rel, cs))
+    else:  # the stored array is transposed
+        flat = int(np.ravel_multi_index(tuple(rel[o] for o in plan.order), tuple(cs[o] for o in plan.order)))
+    isz = layout.itemsize
+    buf = scratch(layout.inner_spec).reshape(-1).view(np.uint8)
+    _native.decode_range_into(plan.chain, raw, buf, flat * isz, (flat + 1) * isz)
+    dt = layout.spec.dtype
+    stored = dt.newbyteorder() if plan.swap else dt
+    return np.frombuffer(buf[flat * isz:(flat + 1) * isz].tobytes(), dtype=stored).astype(dt)[0]
+
+
+def encode_chunks(layout: Any, arr: np.ndarray, n: int,
+                  alloc: Callable[[int], np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every inner chunk of ``arr`` (C-contiguous; its inner grid of ``n`` chunks in C
+    order, edge chunks padded with fill) gathered, checked for emptiness and encoded
+    through the native engine as the layout's kernel plan says, in one C loop per thread
+    (``_inner_encode.gather_encode``).  Returns ``(slots, slot_off, nbytes)``: chunk
+    ``i`` is ``slots[slot_off[i]:][:nbytes[i]]``, ``nbytes[i] == -1`` when it holds
+    only the fill value (unless ``write_empty_chunks``).  ``alloc(size)`` gives the slot
+    buffer."""
+    kernel = layout.kernel
+    plan = kernel.plan
+    slot = int(KI.slot_size(plan.chain, 0, layout.inner_spec.nbytes))
+    slots = alloc(n * slot)
+    slot_off = np.arange(n + 1, dtype=np.int64) * slot
+    nbytes = np.empty(n, np.int64)
+    empty = np.empty(n, np.uint8)
+    keep = bool(_config_get("write_empty_chunks"))
+    threads = max(1, int(_config_get("threads")))
+    parts = min(threads, n) if arr.nbytes >= PARALLEL_MIN_BYTES else 1
+    bounds = [n * k // parts for k in range(parts + 1)]
+
+    def one(k: int) -> None:
+        buf = scratch(layout.inner_spec).reshape(-1).view(np.uint8)
+        bad, code = KI.gather_encode(arr, kernel.shape, layout.itemsize, plan.swap, plan.chain, 0, kernel.fill, keep,
+                                     bounds[k], bounds[k + 1], slots, slot_off, nbytes, empty, buf, plan.order)
+        if bad != -1:  # pragma: no cover - slots are sized for the worst case
+            raise CorruptChunkError(f"{layout.chunk_name(bad)}: {KI.describe(code)}")
+
+    run(parts, one, parts > 1)
+    return slots, slot_off, nbytes
+
+
+def merge_chunks(layout: Any, linear: np.ndarray, full: np.ndarray, old_bytes: Callable[[int], Any],
+                 put: Callable[[int, np.ndarray], None]) -> list[memoryview | None]:
+    """A partial write's touched inner chunks (``linear``; ``full[k]``: the write covers
+    chunk ``k`` entirely) rebuilt and re-encoded with two kernel calls: the stored
+    partially covered chunks decoded (``old_bytes(i)``: their bytes, None: fill) into one
+    staging array of the touched chunks, ``put(k, chunk)`` writes the new values into
+    each, then all are encoded (:func:`encode_chunks`).  The encoded bytes of each chunk,
+    None where it is now empty."""
+    kernel = layout.kernel
+    plan = kernel.plan
+    cs = layout.chunk_shape
+    m = int(linear.size)
+    staging = np.empty((m * cs[0],) + tuple(cs[1:]), layout.spec.dtype)
+    part = np.flatnonzero(~full)
+    if part.size:
+        srcs: list[Any] = []
+        tsrc = np.full(part.size, -1, np.int64)
+        tlen = np.full(part.size, -1, np.int64)
+        for j, k in enumerate(part.tolist()):
+            b = old_bytes(int(linear[k]))
+            if b is not None:
+                tsrc[j] = len(srcs)
+                tlen[j] = len(b)
+                srcs.append(b)
+        coords = np.zeros((part.size, len(cs)), np.int64)
+        coords[:, 0] = part
+        status = np.empty(part.size, np.uint8)
+        KI.decode_scatter_all(srcs, tsrc, coords, np.zeros(part.size, np.int64), tlen, *_staging_tables(cs, m),
+                              kernel.shape, layout.itemsize, plan.swap, plan.chain, kernel.fill, staging, status,
+                              _threads(layout, part.size), plan.order)
+        inner = layout.inner
+
+        def retry(j: int) -> None:  # several gzip members: the Python codecs decide
+            k = int(part[j])
+            try:
+                inner.decode_into(srcs[int(tsrc[j])], staging[k * cs[0]:(k + 1) * cs[0]])
+            except CorruptChunkError as e:
+                raise CorruptChunkError(f"{layout.chunk_name(int(linear[k]))}: {e}") from e
+
+        _settle(layout, linear[part], status, tlen, retry)
+    for k in range(m):
+        put(k, staging[k * cs[0]:(k + 1) * cs[0]])
+    slots, slot_off, nbytes = encode_chunks(layout, staging, m, lambda size: np.empty(size, np.uint8))
+    mv = memoryview(slots)
+    return [None if nb < 0 else mv[o:o + nb] for o, nb in zip(slot_off[:-1].tolist(), nbytes.tolist())]
+
+
+def _staging_tables(cs: tuple[int, ...], m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Kernel tables writing whole inner chunk ``k`` to rows ``k * cs[0]:`` of a staging
+    array of ``m`` chunks stacked along the first dimension."""
+    ndim = len(cs)
+    base = np.empty(ndim, np.int64)
+    starts: list[np.ndarray] = []
+    locs: list[np.ndarray] = []
+    outs: list[np.ndarray] = []
+    pos = nstart = 0
+    for d, c in enumerate(cs):
+        rows = m if d == 0 else 1
+        base[d] = nstart
+        starts.append(pos + np.arange(rows + 1, dtype=np.int64) * c)
+        locs.append(np.tile(np.arange(c, dtype=np.int64), rows))
+        outs.append(np.arange(rows * c, dtype=np.int64))
+        pos += rows * c
+        nstart += rows + 1
+    return base, np.concatenate(starts), np.concatenate(locs), np.concatenate(outs)

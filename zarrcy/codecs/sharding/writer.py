@@ -28,6 +28,7 @@ import numpy as np
 
 from zarrcy._kernels import _sharding as K
 from zarrcy.codecs._base import ByteSetter, Selection, ValueSnapshot, assign, select
+from zarrcy.codecs.sharding import scatter
 from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, run
 from zarrcy.codecs.sharding.format import SENTINEL, ShardLayout, contiguous, flat_bytes, lay_out, write_order
 from zarrcy.codecs.sharding.projection import Projection
@@ -97,6 +98,13 @@ class _PointsUpdate(_Update):
         layout = self.layout
         inner = layout.inner
         cs = layout.chunk_shape
+        if cs and scatter.usable(layout):  # decode, set, encode in two kernel calls
+
+            def put(k: int, chunk: np.ndarray) -> None:
+                idx = self.groups[k]
+                chunk[tuple(self.local[:, idx])] = self.values[idx]
+
+            return scatter.merge_chunks(layout, self.linear, self.full, old_bytes, put)
         new_bytes: list[memoryview | None] = [None] * self.linear.size
         keep_empty = bool(_config_get("write_empty_chunks"))
         lin_l = self.linear.tolist()
@@ -170,6 +178,17 @@ def merge_touched(
     stored); it is only called for chunks the selection covers partially."""
     inner = layout.inner
     cs = layout.chunk_shape
+    if cs and scatter.usable(layout):  # decode, merge, encode in two kernel calls
+
+        def put(k: int, chunk: np.ndarray) -> None:
+            csel, osel, full = proj.task(k)
+            piece = select(value, osel)
+            if full:
+                chunk[...] = np.asarray(piece).reshape(cs)
+            else:
+                assign(chunk, csel, piece)
+
+        return scatter.merge_chunks(layout, proj.linear, proj.full_tasks(), old_bytes, put)
     lin_l = proj.linear.tolist()
     new_bytes: list[memoryview | None] = [None] * proj.m
     keep_empty = bool(_config_get("write_empty_chunks"))
