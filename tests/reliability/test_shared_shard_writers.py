@@ -174,10 +174,32 @@ def test_erasing_under_the_lock_prunes_the_directory_after_release(tmp_path: Pat
     a = _unsharded(tmp_path / "a.zarr")
     a[0:16, 0:16] = 5
     chunk_dir = tmp_path / "a.zarr" / "c" / "0"
-    assert (chunk_dir / "0").exists() and (chunk_dir / ".zarrcy-tmp-lock").exists()
+    assert (chunk_dir / "0").exists() and not (chunk_dir / ".zarrcy-tmp-lock").exists()  # nothing left behind
     a[0:16, 0:16] = 0  # all fill: the chunk is erased (under its lock)
     assert not (tmp_path / "a.zarr" / "c").exists()  # the directory went, lock file and all
     assert sorted(LocalStore(tmp_path / "a.zarr").list()) == ["zarr.json"]
+
+
+def test_the_lock_file_goes_with_its_last_holder(tmp_path: Path) -> None:
+    """Released while another writer holds a byte of it: the file stays (unlinking it
+    would let a third writer lock a new file beside the holder); the last one out
+    removes it, and a new writer of the first object works on a fresh file."""
+    s = LocalStore(tmp_path)
+    lock = tmp_path / "d" / ".zarrcy-tmp-lock"
+    x, y = s.write_lock("d/x"), s.write_lock("d/y")
+    x.__enter__()
+    y.__enter__()
+    assert lock.exists()
+    x.__exit__(None, None, None)
+    assert lock.exists()  # y still holds its byte
+    with s.write_lock("d/x"):  # x again, beside y: the same file
+        assert lock.exists()
+    assert lock.exists()
+    y.__exit__(None, None, None)
+    assert not lock.exists()
+    with s.write_lock("d/x"):
+        assert lock.exists()
+    assert not lock.exists()
 
 
 def test_lock_files_are_not_keys(tmp_path: Path) -> None:

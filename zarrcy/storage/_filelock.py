@@ -181,9 +181,18 @@ class ObjectFileLock:
         with _held_guard:
             _held.discard(fd)
         try:
-            _try(fd, fcntl.F_UNLCK, self.start, 1)
+            # Leave nothing behind: when no other writer holds a byte of the lock file
+            # (our byte extended to the whole file without waiting), unlink it before
+            # letting go.  Nobody else can unlink it meanwhile (that needs the whole
+            # file), and a writer that opened it and locks it after us sees that the
+            # path no longer names it (_same_file) and starts over with a new one.
+            if _try(fd, fcntl.F_WRLCK, 0, 0):
+                try:
+                    os.unlink(os.path.join(self.dirpath, LOCK_NAME))
+                except OSError:
+                    pass
         finally:
-            os.close(fd)
+            os.close(fd)  # drops every lock of this descriptor
         prune, self.prune_after = self.prune_after, None
         if prune is not None:
             prune()
