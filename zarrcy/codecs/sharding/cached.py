@@ -1,0 +1,185 @@
+"""Partial shard reads through the decoded-chunk cache (``zarrcy.config(cache_bytes=N)``,
+:mod:`zarrcy.chunk_cache`).
+
+A read takes one snapshot of the shard and its version token (MemoryStore: the value
+object; LocalStore: the pinned inode's stat, when not "racy"; object stores: the strong
+ETag of a fresh index read).  The touched inner chunks are looked up under
+``(cache_id, token, layout.cache_key, inner chunk)``; when all are cached, a pinned
+store is not read at all (not even the index).  The missing ones are fetched through
+the snapshot (one coalesced read), decoded with one kernel call into a stack of whole
+chunks and cached read-only; then every touched chunk is scattered into the output by
+the same native scatter as stored ones (:data:`.scatter.DECODED` plan: no codec, native
+byte order).  Without a token (other stores, a recently changed file, no strong ETag)
+the read takes the uncached path of :mod:`.reader`.
+
+Applies to layouts with a native kernel plan (fixed-size data types, the native codec
+chains); whole-shard decodes are not cached.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+import zarrcy.chunk_cache as chunk_cache
+from zarrcy.codecs._base import ByteGetter, Selection
+from zarrcy.codecs.sharding import reader, scatter
+from zarrcy.codecs.sharding.format import ShardLayout
+from zarrcy.errors import CorruptChunkError, StoreError
+
+__all__ = ["decode_partial", "decode_points", "read_point"]
+
+#: :func:`_decoded`'s answer when this read cannot use the cache (no version token)
+_UNCACHED: Any = object()
+
+
+def _active(layout: ShardLayout, getter: ByteGetter) -> bool:
+    return (layout.cache_key is not None and bool(layout.chunk_shape) and scatter.usable(layout)
+            and getter.cache_id is not None and chunk_cache.enabled())
+
+
+def _decoded(getter: ByteGetter, layout: ShardLayout, linear: np.ndarray) -> Any:
+    """The decoded inner chunks ``linear`` of the current shard version (read-only
+    arrays, :data:`chunk_cache.FILL` where not stored), from the cache or decoded now
+    and cached; None when the shard does not exist; :data:`_UNCACHED` without a token."""
+    lins = linear.tolist()
+    for _ in range(reader.STALE_RETRIES + 1):
+        with getter.snapshot() as snap:
+            flat: Any = None
+            version: Any = None
+            if getter.conditional_reads:  # the current ETag: one index GET, never the cached one
+                flat, version = reader.load_index(getter, snap, layout, fresh=True)
+                if flat is None:
+                    return None
+                token = version
+            elif snap.exists is False:
+                return None
+            else:
+                token = snap.cache_token
+            if token is None:
+                return _UNCACHED
+            prefix = (getter.cache_id, token, layout.cache_key)
+            got = chunk_cache.get_many(prefix, lins)
+            miss = [k for k, e in enumerate(got) if e is None]
+            if not miss:
+                return got
+            if flat is None:
+                flat, version = reader.load_index(getter, snap, layout)
+                if flat is None:
+                    return None
+            mlin = linear[miss]
+            try:
+                new = _decode(snap, getter, layout, flat, mlin, version)
+            except reader.Stale:
+                reader.drop_index(getter, layout)
+                continue
+            for k, e in zip(miss, new):
+                got[k] = e
+            chunk_cache.put_many(prefix, mlin.tolist(), new)
+            return got
+    raise StoreError(f"{getter.cache_id}: the shard changed between its index read and its data read "
+                     f"{reader.STALE_RETRIES + 1} times in a row; giving up")
+
+
+def _decode(snap: Any, getter: ByteGetter, layout: ShardLayout, flat: np.ndarray, linear: np.ndarray,
+            version: Any) -> list[Any]:
+    """Inner chunks ``linear`` fetched (one coalesced read) and decoded (one kernel call)
+    into whole read-only chunks (:data:`chunk_cache.FILL`: not stored)."""
+    bufs, task_src, task_off, task_len = reader.plan_and_fetch(snap, getter, layout, flat, linear, version)
+    cs = layout.chunk_shape
+    m = int(linear.size)
+    staging = np.empty((m * cs[0],) + tuple(cs[1:]), layout.spec.dtype)
+    scatter.decode_stacked(layout, bufs, task_src, task_off, task_len, np.arange(m, dtype=np.int64), linear, staging)
+    out: list[Any] = []
+    for k in range(m):
+        if task_src[k] < 0:
+            out.append(chunk_cache.FILL)
+            continue
+        chunk = staging if m == 1 else staging[k * cs[0]:(k + 1) * cs[0]].copy()  # own memory per entry
+        chunk.flags.writeable = False
+        out.append(chunk)
+    return out
+
+
+def _sources(entries: Sequence[Any]) -> tuple[list[Any], np.ndarray, np.ndarray, np.ndarray]:
+    """Kernel sources of decoded chunks: (buffers, task_src, task_off, task_len)."""
+    m = len(entries)
+    srcs: list[Any] = []
+    task_src = np.full(m, -1, np.int64)
+    task_len = np.full(m, -1, np.int64)
+    for k, e in enumerate(entries):
+        if e is not chunk_cache.FILL:
+            task_src[k] = len(srcs)
+            task_len[k] = e.nbytes
+            srcs.append(e.reshape(-1).view(np.uint8))
+    return srcs, task_src, np.zeros(m, np.int64), task_len
+
+
+def _never(*_: Any) -> None:  # pragma: no cover - the decoded plan has no codec to fail
+    raise CorruptChunkError("decoded chunk: unexpected kernel status")
+
+
+def decode_partial(layout: ShardLayout, getter: ByteGetter, selection: Selection,
+                   out: np.ndarray | None) -> np.ndarray | None:
+    """:func:`.reader.decode_partial` through the cache."""
+    if not _active(layout, getter):
+        return reader.decode_partial(layout, getter, selection, out)
+    proj = reader.Projection(selection, layout)
+    if out is None:
+        out = np.empty(proj.out_shape, dtype=layout.spec.dtype)
+    elif tuple(out.shape) != proj.out_shape:
+        raise ValueError(f"decode_partial: expected out of shape {proj.out_shape}, received {tuple(out.shape)}")
+    if out.size == 0:
+        return out
+    got = _decoded(getter, layout, proj.linear)
+    if got is _UNCACHED:
+        return reader.decode_partial(layout, getter, selection, out)
+    if got is None:
+        return None
+    srcs, task_src, task_off, task_len = _sources(got)
+    scatter.decode_tasks(layout, proj, out, srcs, task_src, task_off, task_len, _never, plan=scatter.DECODED)
+    return out
+
+
+def decode_points(layout: ShardLayout, getter: ByteGetter, coords: np.ndarray) -> np.ndarray | None:
+    """:func:`.reader.decode_points` through the cache."""
+    k = coords.shape[1] if coords.ndim == 2 else 0
+    if k == 0 or not _active(layout, getter):
+        return reader.decode_points(layout, getter, coords)
+    cs = np.asarray(layout.chunk_shape, np.int64)[:, None]
+    q = coords // cs
+    local = coords - q * cs
+    lin = np.ravel_multi_index(tuple(q), layout.cps).astype(np.int64)
+    order = np.argsort(lin, kind="stable")
+    ls = lin[order]
+    cuts = np.flatnonzero(ls[1:] != ls[:-1]) + 1
+    uniq = ls[np.r_[0, cuts]]
+    got = _decoded(getter, layout, uniq)
+    if got is _UNCACHED:
+        return reader.decode_points(layout, getter, coords)
+    if got is None:
+        return None
+    out = np.empty(k, dtype=layout.spec.dtype)
+    srcs, task_src, task_off, task_len = _sources(got)
+    scatter.decode_point_tasks(layout, out, srcs, uniq, task_src, task_off, task_len, np.split(order, cuts), local,
+                               _never, plan=scatter.DECODED)
+    return out
+
+
+def read_point(layout: ShardLayout, getter: ByteGetter, local: Sequence[int]) -> Any:
+    """:func:`.reader.read_point` through the cache."""
+    if not _active(layout, getter):
+        return reader.read_point(layout, getter, local)
+    lin = 0
+    rel = []
+    for x, c, g in zip(local, layout.chunk_shape, layout.cps):
+        q = x // c
+        lin = lin * g + q
+        rel.append(x - q * c)
+    got = _decoded(getter, layout, np.array([lin], np.int64))
+    if got is _UNCACHED:
+        return reader.read_point(layout, getter, local)
+    if got is None or got[0] is chunk_cache.FILL:
+        return layout.fill_scalar
+    return got[0][tuple(rel)].copy()
