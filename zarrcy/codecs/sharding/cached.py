@@ -18,6 +18,7 @@ chains); whole-shard decodes are not cached.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Sequence
 
 import numpy as np
@@ -125,6 +126,9 @@ def decode_partial(layout: ShardLayout, getter: ByteGetter, selection: Selection
     """:func:`.reader.decode_partial` through the cache."""
     if not _active(layout, getter):
         return reader.decode_partial(layout, getter, selection, out)
+    box = _box(layout, selection)
+    if box is not None:
+        return _read_box(layout, getter, selection, box, out)
     proj = reader.Projection(selection, layout)
     if out is None:
         out = np.empty(proj.out_shape, dtype=layout.spec.dtype)
@@ -139,6 +143,52 @@ def decode_partial(layout: ShardLayout, getter: ByteGetter, selection: Selection
         return None
     srcs, task_src, task_off, task_len = _sources(got)
     scatter.decode_tasks(layout, proj, out, srcs, task_src, task_off, task_len, _never, plan=scatter.DECODED)
+    return out
+
+
+def _box(layout: ShardLayout, selection: Selection) -> list[list[tuple[int, int, int, int]]] | None:
+    """A selection of unit-step slices (a box) as, per dimension, the touched inner
+    chunks ``(chunk index, local start, local stop, output start)``; None otherwise."""
+    if len(selection) != len(layout.chunk_shape):
+        return None
+    dims = []
+    for sel, c, n in zip(selection, layout.chunk_shape, layout.spec.shape):
+        if type(sel) is not slice or sel.step not in (None, 1):
+            return None
+        a, b, _ = sel.indices(n)
+        if b <= a:
+            return None
+        dims.append([(q, max(a - q * c, 0), min(b - q * c, c), max(q * c - a, 0))
+                     for q in range(a // c, (b - 1) // c + 1)])
+    return dims
+
+
+def _read_box(layout: ShardLayout, getter: ByteGetter, selection: Selection,
+              dims: list[list[tuple[int, int, int, int]]], out: np.ndarray | None) -> np.ndarray | None:
+    """A box through the cache: one strided numpy copy per touched inner chunk (a
+    box's chunk-local and output regions are plain slices; no kernel tables needed)."""
+    shape = tuple(sum(t[2] - t[1] for t in d) for d in dims)
+    if out is None:
+        out = np.empty(shape, dtype=layout.spec.dtype)
+    elif tuple(out.shape) != shape:
+        raise ValueError(f"decode_partial: expected out of shape {shape}, received {tuple(out.shape)}")
+    tasks = list(itertools.product(*dims))
+    strides = [1] * len(dims)
+    for d in range(len(dims) - 2, -1, -1):
+        strides[d] = strides[d + 1] * layout.cps[d + 1]
+    linear = np.fromiter((sum(t[0] * st for t, st in zip(task, strides)) for task in tasks), np.int64, len(tasks))
+    got = _decoded(getter, layout, linear)
+    if got is _UNCACHED:
+        return reader.decode_partial(layout, getter, selection, out)
+    if got is None:
+        return None
+    fill = layout.fill
+    for task, e in zip(tasks, got):
+        osel = tuple(slice(o, o + b - a) for _, a, b, o in task)
+        if e is chunk_cache.FILL:
+            out[osel] = fill
+        else:
+            out[osel] = e[tuple(slice(a, b) for _, a, b, _ in task)]
     return out
 
 

@@ -174,7 +174,7 @@ def decode_tasks(
     KI.decode_scatter_all(
         bufs, task_src, coords, task_off, task_len, dim_base, dim_start, dim_local, dim_out,
         kernel.shape, layout.itemsize, plan.swap, plan.chain, kernel.fill, target,
-        status, _threads(layout, task_src.size), plan.order,
+        status, _threads(layout, task_src.size) if counted else 1, plan.order,
     )
     _settle(layout, proj.linear, status, task_len if counted else _UNCOUNTED, lambda t: python_task(t, dest))
     if not direct:
@@ -207,7 +207,7 @@ def decode_point_tasks(
     status = np.empty(task_src.size, np.uint8)
     KI.decode_points_all(
         bufs, task_src, task_off, task_len, pt_start, pt_local, pt_out, kernel.shape, layout.itemsize,
-        plan.swap, plan.chain, kernel.fill, out, status, _threads(layout, task_src.size),
+        plan.swap, plan.chain, kernel.fill, out, status, _threads(layout, task_src.size) if counted else 1,
     )
     _settle(layout, linear, status, task_len if counted else _UNCOUNTED, python_task)
 
