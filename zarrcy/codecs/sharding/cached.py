@@ -24,6 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 import zarrcy.chunk_cache as chunk_cache
+from zarrcy._kernels import _inner_chunks as KI
 from zarrcy.codecs._base import ByteGetter, Selection
 from zarrcy.codecs.sharding import reader, scatter
 from zarrcy.codecs.sharding.format import ShardLayout
@@ -113,7 +114,7 @@ def _sources(entries: Sequence[Any]) -> tuple[list[Any], np.ndarray, np.ndarray,
         if e is not chunk_cache.FILL:
             task_src[k] = len(srcs)
             task_len[k] = e.nbytes
-            srcs.append(e.reshape(-1).view(np.uint8))
+            srcs.append(memoryview(e).cast("B"))  # C-contiguous: the bytes, no copy
     return srcs, task_src, np.zeros(m, np.int64), task_len
 
 
@@ -193,18 +194,18 @@ def _read_box(layout: ShardLayout, getter: ByteGetter, selection: Selection,
 
 
 def decode_points(layout: ShardLayout, getter: ByteGetter, coords: np.ndarray) -> np.ndarray | None:
-    """:func:`.reader.decode_points` through the cache."""
+    """:func:`.reader.decode_points` through the cache: the cached chunks' elements
+    gathered by one kernel call (``decode_points_all`` with the decoded plan)."""
     k = coords.shape[1] if coords.ndim == 2 else 0
     if k == 0 or not _active(layout, getter):
         return reader.decode_points(layout, getter, coords)
     cs = np.asarray(layout.chunk_shape, np.int64)[:, None]
     q = coords // cs
-    local = coords - q * cs
     lin = np.ravel_multi_index(tuple(q), layout.cps).astype(np.int64)
     order = np.argsort(lin, kind="stable")
     ls = lin[order]
-    cuts = np.flatnonzero(ls[1:] != ls[:-1]) + 1
-    uniq = ls[np.r_[0, cuts]]
+    starts = np.flatnonzero(np.concatenate(([True], ls[1:] != ls[:-1])))
+    uniq = ls[starts]
     got = _decoded(getter, layout, uniq)
     if got is _UNCACHED:
         return reader.decode_points(layout, getter, coords)
@@ -212,8 +213,14 @@ def decode_points(layout: ShardLayout, getter: ByteGetter, coords: np.ndarray) -
         return None
     out = np.empty(k, dtype=layout.spec.dtype)
     srcs, task_src, task_off, task_len = _sources(got)
-    scatter.decode_point_tasks(layout, out, srcs, uniq, task_src, task_off, task_len, np.split(order, cuts), local,
-                               _never, plan=scatter.DECODED)
+    pt_start = np.append(starts, k).astype(np.int64)
+    pt_local = np.ravel_multi_index(tuple(coords - q * cs), layout.chunk_shape).astype(np.int64)[order]
+    kernel = layout.kernel
+    status = np.empty(uniq.size, np.uint8)
+    KI.decode_points_all(srcs, task_src, task_off, task_len, pt_start, pt_local, order.astype(np.int64),
+                         kernel.shape, layout.itemsize, 0, scatter.DECODED.chain, kernel.fill, out, status, 1)
+    if status.any():  # pragma: no cover - decoded chunks of the checked size cannot fail
+        _never()
     return out
 
 
