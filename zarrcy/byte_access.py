@@ -150,6 +150,11 @@ class ByteGetter(ABC):
         """True when ``get_ranges_if_version`` is enforced by the store (If-Match)."""
         return False
 
+    def cache_token(self) -> Hashable | None:
+        """The current version's cache token without pinning it (``Store.cache_token``);
+        None: take a snapshot."""
+        return None
+
     def get_versioned(self, byte_range: ByteRequest = None) -> tuple[bytes | None, object | None]:
         """``(bytes, version token or None)`` -- used with ``conditional_reads``."""
         return self.get(byte_range), None

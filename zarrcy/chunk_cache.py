@@ -58,9 +58,10 @@ def enabled() -> bool:
     return False
 
 
-def get_many(prefix: tuple[Hashable, ...], ids: Sequence[int]) -> list[Any]:
+def get_many(prefix: tuple[Hashable, ...], ids: Sequence[int], count_misses: bool = True) -> list[Any]:
     """The cached entries of ``prefix + (i,)`` for each ``i`` in ``ids`` (None: not
-    cached); a hit becomes the most recently used entry."""
+    cached); a hit becomes the most recently used entry.  ``count_misses=False``: a
+    probe that counts nothing unless everything hits (the caller looks again)."""
     out: list[Any] = []
     hits = 0
     with _lock:
@@ -73,8 +74,9 @@ def get_many(prefix: tuple[Hashable, ...], ids: Sequence[int]) -> list[Any]:
                 _lru.move_to_end(k)
                 out.append(got[0])
                 hits += 1
-        _state["hits"] += hits
-        _state["misses"] += len(out) - hits
+        if count_misses or hits == len(out):
+            _state["hits"] += hits
+            _state["misses"] += len(out) - hits
     return out
 
 

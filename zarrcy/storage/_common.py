@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import collections.abc
 import operator
-from typing import Iterator, Sequence, SupportsIndex
+from typing import Hashable, Iterator, Sequence, SupportsIndex
 
 from zarrcy.chunk_cache import forget as _forget
 from zarrcy.byte_access import ByteSetter, ValueSnapshot
@@ -156,6 +156,9 @@ class StorePath(ByteSetter):
 
     def version(self) -> object | None:
         return self.store.version(self.path)
+
+    def cache_token(self) -> Hashable | None:
+        return self.store.cache_token(self.path)
 
     @property
     def conditional_reads(self) -> bool:

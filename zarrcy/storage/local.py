@@ -36,7 +36,7 @@ import os
 import stat
 import threading
 import time
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Callable, Hashable, Iterable, Iterator, Sequence
 from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
 
@@ -250,6 +250,17 @@ class LocalStore(Store):
             os.close(fd)
             raise
         return fd, st
+
+    def cache_token(self, key: str) -> Hashable | None:
+        """The stat token of ``key``'s file (``_FileSnapshot``'s rule), without opening
+        it; a path resolving outside the root can only match entries read through a
+        checked descriptor of the same inode."""
+        start = _now_ns()
+        try:
+            st = os.stat(self._path(key))
+        except (OSError, ValueError):
+            return None
+        return _stat_token(st, start)
 
     def snapshot(self, key: str) -> "_FileSnapshot":
         """Reads of the file ``key`` names now, through one open descriptor: a
@@ -778,6 +789,14 @@ def _now_ns() -> int:
     return time.time_ns()
 
 
+def _stat_token(st: os.stat_result, start: int) -> Hashable | None:
+    """The decoded-chunk cache's token of a regular file, or None when its last change
+    is less than ``RACY_NS`` before ``start`` (the read's start)."""
+    if not stat.S_ISREG(st.st_mode) or st.st_ctime_ns >= start - RACY_NS:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
 class _FileSnapshot(ValueSnapshot):
     """``LocalStore.snapshot``: one open descriptor pins one version of the file."""
 
@@ -795,8 +814,8 @@ class _FileSnapshot(ValueSnapshot):
         # the pinned inode, trusted only when its last change (ctime: set by the kernel,
         # never by users, forward on every change) lies RACY_NS before this read began
         # (git's racy-entry rule: a change in the same clock tick would keep the token)
-        if st is not None and st.st_ctime_ns < start - RACY_NS:
-            self.cache_token = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        if st is not None:
+            self.cache_token = _stat_token(st, start)
         # another hard link shares the inode: in-place writes would change it too
         self.in_place_ok = st is None or st.st_nlink == 1
 
