@@ -14,6 +14,7 @@ WORKLOADS = {
     "sharded": "bench.bench_sharding",
     "cast": "bench.bench_cast",
     "codecs": "bench.bench_codecs",
+    "bits": "bench.bench_bits",
     "convert": "bench.bench_convert",
     "remote": "bench.bench_remote",
     "plugin": "bench.bench_plugin",

@@ -54,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="HDF5/NetCDF-4 sources: join several files (a glob, quoted) along this dimension")
     p.add_argument("--cf-packing", choices=("keep", "chain"), default="keep",
                    help="CF scale_factor/add_offset integers: keep (attributes) or chain (scale_offset+cast_value codecs)")
+    p.add_argument("--allow-external", action="store_true",
+                   help="HDF5/NetCDF-4 sources: read external raw data files, virtual-dataset sources and external "
+                        "links inside the source file's directory (refused by default)")
     p.add_argument("--region-mb", type=int, default=64, help="target decoded size of an unsharded region (MiB)")
     return p
 
@@ -74,7 +77,7 @@ def convert_main(argv: Sequence[str] | None = None) -> int:
         include=args.include, exclude=args.exclude, on_error=args.on_error, on_unsupported=args.on_unsupported,
         rewrite=args.rewrite, dask=args.dask, progress="off" if args.json and args.progress == "auto" else args.progress,
         progress_interval=args.progress_interval, region_bytes=max(1, args.region_mb) << 20,
-        concat_dim=args.concat_dim, cf_packing=args.cf_packing,
+        concat_dim=args.concat_dim, cf_packing=args.cf_packing, allow_external=args.allow_external,
     )
     try:
         report = convert(args.src, args.dst, options=opts)

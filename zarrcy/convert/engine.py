@@ -104,7 +104,7 @@ def _open_stores(src: Any, dst: Any, o: ConvertOptions) -> tuple[Any, Any]:
     from zarrcy.convert.hdf5 import HDF5SourceError, open_source
 
     try:  # HDF5 / NetCDF-4: one file, or several along --concat-dim (zarrcy/convert/hdf5.py)
-        s = open_source(src, o.concat_dim, o.cf_packing) or store_from_url(src, mode="r")
+        s = open_source(src, o.concat_dim, o.cf_packing, o.allow_external) or store_from_url(src, mode="r")
     except HDF5SourceError as e:
         raise ConvertError(f"source: {e}", 2) from None
     if o.dry_run:
@@ -229,7 +229,7 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
     if o.exclude:
         arrays = [(r, a) for r, a in arrays if not _matches(r, o.exclude)]
         groups = [(r, g) for r, g in groups if r == "" or not _matches(r, o.exclude)]
-    from zarrcy.convert.hdf5 import unsupported_datasets
+    from zarrcy.convert.hdf5 import check_source, source_changed, source_identity, stored_regions, unsupported_datasets
 
     for upath, why in unsupported_datasets(src_store):  # HDF5 datasets without a v3 form
         rel = upath if not src_path else upath[len(src_path) + 1:] if upath.startswith(src_path + "/") else None
@@ -244,6 +244,7 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
         try:
             plans.append(_plan_array(arr, rel, _join(dst_root, rel), o, single=isinstance(node, Array)))
             plans[-1].src_format = src_formats[rel]
+            stored_regions(plans[-1], arr)  # HDF5: only the regions holding stored chunks
         except _Unsupported as e:
             if o.on_unsupported == "skip":
                 report.skipped_arrays.append((rel, str(e)))
@@ -268,7 +269,7 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
     report.regions = sum(p.n_regions for p in plans)
     dst_fmt = int(o.zarr_format)
     group_paths = [r for r, _ in groups]
-    fp = _fingerprint(o, plans, group_paths)
+    fp = _fingerprint(o, plans, group_paths, source_identity(src_store))
     jroot = _prefix(dst_root) + JOURNAL_DIR + "/"
 
     # ---- source and destination in the same place (compared as file system paths for
@@ -310,6 +311,13 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
                                "than the interrupted run (rerun with the same options, or --overwrite)", 2)
     elif exists:
         if o.resume and not o.overwrite:
+            # no journal: "complete" only if the nodes are the ones these options write (an
+            # --overwrite killed before its journal mark, other options, a node erased)
+            differs = _differs_from_plan(dst_store, plans, groups, dst_root, dst_fmt)
+            if differs is not None:
+                raise ConvertError(f"destination {dst_store.url}/{dst_root}: --resume: no interrupted conversion is "
+                                   f"journaled there, and /{differs} is not what these options write (another "
+                                   "conversion, or an incomplete one: rerun with --overwrite)", 2)
             # a finished run killed while erasing its journal leaves entries without plan.json
             # (plan.json goes last, see _erase_journal): finish that clean-up
             if journal and next(iter(dst_store.list_prefix(jroot)), None) is not None:
@@ -374,21 +382,15 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
             sa = open_array(src_store, path=p.src_path, mode="r")
             da = Array(dst_store, p.dst_path, _dst_metadata(p))
             jdir = jroot + "arrays/" + (p.rel or "_") + "/"
-            if resuming:
-                done_raw = dst_store.get(jdir + "__complete")
-                if done_raw is not None:
-                    report.regions_skipped += p.n_regions
-                    report.decoded_bytes += p.nbytes
-                    progress.update(p.nbytes)
-                    try:
-                        p.quantize_report = json.loads(done_raw).get("quantize_report")
-                    except (ValueError, AttributeError):
-                        p.quantize_report = None
-                    continue
+            # no per-array "complete" shortcut: resuming goes region by region, and a region
+            # is skipped only while its objects still have their journaled checksums (an
+            # object erased or replaced since is converted again)
             pre = checked.get(p.rel, {})
             tasks = (RegionTask(sa, da, p.mode, region_selection(p, rid), rid, f"{jdir}__done/{rid}", o.verify,
                                 o.on_error, resuming, p.quantize, journal, p.src_path, pre.get(rid), p.kept_filters)
-                     for rid in range(p.n_regions))
+                     for rid in p.region_ids())
+            report.decoded_bytes += p.fill_bytes  # regions left out: all fill value, nothing to write
+            progress.update(p.fill_bytes)
             totals: list[Any] = []
             partial = [False]
 
@@ -410,8 +412,6 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
                     p.quantize_report = totals[0].to_json()
                     if partial[0]:
                         p.quantize_report["partial"] = True
-            if journal:
-                dst_store.set(jdir + "__complete", json.dumps({"quantize_report": p.quantize_report}).encode())
     except KeyboardInterrupt:
         progress.close()
         raise ConvertError("interrupted: everything journaled so far is kept; rerun with --resume to finish", 130, report) from None
@@ -427,6 +427,9 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
         raise
     except (OSError, ZarrcyError) as e:
         progress.close()
+        changed = source_changed(e, src_store)
+        if changed is not None:
+            raise _changed_error(changed, report) from e
         if is_enospc(e):
             raise ConvertError(f"destination {dst_store.url}: out of disk space ({e}); free some space and rerun "
                                "with --resume (completed regions are kept)", 3, report) from e
@@ -434,11 +437,39 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
             raise ConvertError(f"{e}; completed regions are kept (--resume continues)", 1, report) from e
         raise ConvertError(f"conversion stopped: {e}; completed regions are kept (--resume continues)", 1, report) from e
     progress.close()
+    try:  # a source replaced or rewritten meanwhile: the output may mix its versions
+        check_source(src_store)
+    except ZarrcyError as e:
+        raise _changed_error(e, report) from e
     if journal:
         _erase_journal(dst_store, jroot)
     report.verified = bool(o.verify)
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _differs_from_plan(store: Any, plans: list[ArrayPlan], groups: list[tuple[str, Any]], dst_root: str,
+                       dst_fmt: int) -> str | None:
+    """The first destination node whose metadata documents are not byte for byte the ones
+    this conversion writes (missing included), or None when all are."""
+    from zarrcy.storage import MemoryStore
+
+    docs = [(_join(dst_root, rel), _group_metadata(dst_fmt, g.metadata.attributes)) for rel, g in groups]
+    docs += [(p.dst_path, _dst_metadata(p)) for p in plans]
+    for path, doc in docs:
+        want = MemoryStore()
+        write_metadata(want, _prefix(path), doc)
+        if any(store.get(k) != want.get(k) for k in want.list()):
+            return path
+    return None
+
+
+def _changed_error(e: BaseException, report: ConvertReport) -> ConvertError:
+    """Exit 1 for a source that changed while it was converted (zarrcy/convert/hdf5.py
+    ``check_source``): the journal stays (the destination never passes for complete)
+    and ``--resume`` refuses the changed source, so only ``--overwrite`` starts over."""
+    return ConvertError(f"source changed during the conversion: {e}; the destination may mix old and new data "
+                        "and is left unfinished: rerun with --overwrite", 1, report)
 
 
 def _erase_journal(store: Any, jroot: str) -> None:

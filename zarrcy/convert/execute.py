@@ -291,7 +291,7 @@ def _check_quantize(plans: list[ArrayPlan], src_store: Any, o: ConvertOptions) -
         def keep(r: RegionResult, reports: dict[int, Any] = reports) -> None:
             reports[r.rid] = r.cast
 
-        _run_parallel(check, range(p.n_regions), o.workers, keep)
+        _run_parallel(check, p.region_ids(), o.workers, keep)
     return out
 
 

@@ -27,9 +27,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from zarrcy.storage.hdf5 import HDF5SourceError, HDF5Store, expand_sources, is_hdf5
+from zarrcy.storage.hdf5 import HDF5SourceError, HDF5Store, SourceChangedError, expand_sources, is_hdf5
+from zarrcy.storage.hdf5_stored import chunk_ids_of_boxes, grid_of
 
-__all__ = ["open_source", "is_coordinate", "unsupported_datasets", "validate", "default_layout", "is_hdf5_array", "packing_chain", "check_packing", "HDF5SourceError",
+__all__ = ["open_source", "stored_regions", "source_identity", "check_source", "source_changed", "is_coordinate", "unsupported_datasets", "validate", "default_layout", "is_hdf5_array", "packing_chain", "check_packing", "HDF5SourceError",
            "MIN_CHUNK_BYTES", "SHARD_BYTES"]
 
 #: source chunks smaller than this are grown (whole multiples) for the destination
@@ -38,8 +39,11 @@ MIN_CHUNK_BYTES = 256 << 10
 SHARD_BYTES = 64 << 20
 
 
-def open_source(src: Any, concat_dim: str | None, cf_packing: str = "keep") -> HDF5Store | None:
-    """An HDF5Store for ``src`` when it is HDF5 (several files need ``concat_dim``), else None."""
+def open_source(src: Any, concat_dim: str | None, cf_packing: str = "keep",
+                allow_external: bool = False) -> HDF5Store | None:
+    """An HDF5Store for ``src`` when it is HDF5 (several files need ``concat_dim``), else None.
+    ``allow_external``: read external raw data, virtual-dataset sources and external
+    links inside the source file's directory (zarrcy/storage/hdf5_refs.py)."""
     if isinstance(src, (list, tuple)) and src and all(isinstance(x, (str, os.PathLike)) for x in src):
         many = True
     elif isinstance(src, (str, os.PathLike)):
@@ -49,7 +53,7 @@ def open_source(src: Any, concat_dim: str | None, cf_packing: str = "keep") -> H
         many = any(ch in text for ch in "*?[") and not os.path.exists(text)
     else:
         return None  # a Store instance
-    if concat_dim is None and cf_packing == "keep" and not many:
+    if concat_dim is None and cf_packing == "keep" and not many and not allow_external:
         return None  # store_from_url detects a single HDF5 file by itself
     paths = expand_sources(src)
     for p in paths:
@@ -60,7 +64,7 @@ def open_source(src: Any, concat_dim: str | None, cf_packing: str = "keep") -> H
                                   f"{'a directory' if os.path.isdir(p) else 'no signature' if os.path.exists(p) else 'no such file'}")
     if len(paths) > 1 and concat_dim is None:
         raise HDF5SourceError(f"{src}: {len(paths)} files match; pass --concat-dim DIM to concatenate them")
-    return HDF5Store(paths, concat_dim=concat_dim, cf_packing=cf_packing)
+    return HDF5Store(paths, concat_dim=concat_dim, cf_packing=cf_packing, allow_external=allow_external)
 
 
 def is_hdf5_array(arr: Any) -> bool:
@@ -82,6 +86,83 @@ def validate(arr: Any) -> None:
     """HDF5SourceError naming file and variable when the array's stored chunks are not
     all inside their files (a truncated file)."""
     arr.store.validate_array(arr.path)
+
+
+def stored_regions(plan: Any, src: Any) -> None:
+    """Plan only the regions of an HDF5 array that hold stored chunks (issue 23, item 4):
+    the others read as the fill value everywhere, and a run writes nothing for them
+    (chunks and shards that are all fill value are not stored), so they are skipped --
+    a ``2**50``-element dataset with one chunk written converts one region.  The regions
+    come from the chunk table (:meth:`HDF5Store.stored_chunk_ids`), never from the grid;
+    ``plan.regions`` holds their ids and ``plan.fill_bytes`` the decoded size left out.
+    Nothing changes for other sources, with ``write_empty_chunks`` on (fill chunks are
+    then stored), or when a part of the array is stored whole."""
+    from zarrcy.config import get as config_get
+
+    if not is_hdf5_array(src) or plan.region_bounds is not None or plan.mode != "rewrite" or not plan.shape:
+        return
+    if config_get("write_empty_chunks"):
+        return
+    ids = src.store.stored_chunk_ids(src.path)
+    if ids is None:
+        return
+    cs = tuple(src.chunks)
+    grid = grid_of(plan.shape, cs)
+    nd = len(cs)
+    coords = np.stack(np.unravel_index(ids, grid), axis=1).astype(np.int64) if ids.size else np.empty((0, nd), np.int64)
+    lo = coords * np.asarray(cs, np.int64).reshape(1, nd)
+    hi = np.minimum(lo + np.asarray(cs, np.int64).reshape(1, nd), np.asarray(plan.shape, np.int64).reshape(1, nd))
+    rids = chunk_ids_of_boxes(lo, hi, plan.region_shape, grid_of(plan.shape, plan.region_shape))
+    if rids is None:
+        return
+    region = np.asarray(plan.region_shape, np.int64)
+    shape = np.asarray(plan.shape, np.int64)
+    rgrid = grid_of(plan.shape, plan.region_shape)
+    planned = 0
+    for i in range(0, rids.shape[0], 1 << 16):  # decoded size of the planned regions (edges clipped)
+        rc = np.stack(np.unravel_index(rids[i: i + (1 << 16)], rgrid), axis=1).astype(np.int64) * region
+        planned += int(np.prod(np.minimum(rc + region, shape) - rc, axis=1, dtype=np.float64).sum())
+    itemsize = src.dtype.itemsize
+    plan.regions = rids
+    plan.n_regions = int(rids.shape[0])
+    plan.fill_bytes = max(0, plan.nbytes - planned * itemsize)
+
+
+def source_identity(store: Any) -> Any:
+    """What the HDF5 source files were when opened (None for other stores): a part of the
+    resume fingerprint, so ``--resume`` refuses a source that changed since the
+    interrupted run (its journaled regions hold the old data)."""
+    return store.identity() if isinstance(store, HDF5Store) else None
+
+
+def source_changed(e: BaseException, store: Any = None) -> BaseException | None:
+    """The :class:`SourceChangedError` behind ``e`` (or its causes) -- or, for another
+    error (a chunk that no longer decodes), the one the HDF5 ``store`` raises when it
+    finds its source changed now (a rewrite within one tick of a coarse file system
+    clock shows only in the bytes and the chunk table) -- else None."""
+    seen = 0
+    cur: BaseException | None = e
+    while cur is not None and seen < 10:
+        if isinstance(cur, SourceChangedError):
+            return cur
+        cur = cur.__cause__ or cur.__context__
+        seen += 1
+    if isinstance(store, HDF5Store):
+        try:
+            store.check_unchanged()
+        except SourceChangedError as changed:
+            return changed
+        except HDF5SourceError:
+            return None
+    return None
+
+
+def check_source(store: Any) -> None:
+    """Before a conversion is reported complete: SourceChangedError if an HDF5 source
+    file was replaced or rewritten since it was opened (its identity, then a second
+    look at the chunk tables; issue 23, item 2)."""
+    if isinstance(store, HDF5Store):
+        store.check_unchanged()
 
 
 def default_layout(shape: Sequence[int], chunks: Sequence[int], itemsize: int,

@@ -2,9 +2,10 @@
 
 ``<dst>/__zarrcy_convert/plan.json`` holds the options' fingerprint; after a region's
 objects are written, the CRC32C of each (or null: absent) goes to
-``__zarrcy_convert/arrays/<array path>/__done/<region id>``; ``__complete`` marks an
-array whose every region is done.  A journaled region is skipped on ``--resume`` only
-while every object still has its checksum.
+``__zarrcy_convert/arrays/<array path>/__done/<region id>``.  A journaled region is
+skipped on ``--resume`` only while every object still has its checksum (there is no
+per-array shortcut: an object erased or replaced after its region was journaled is
+converted again).
 """
 
 from __future__ import annotations
@@ -73,11 +74,15 @@ def _write_entry(store: Any, journal_key: str, keys: dict[str, str | None], res:
     store.set(journal_key, json.dumps(entry, sort_keys=True).encode())
 
 
-def _fingerprint(o: ConvertOptions, plans: list[ArrayPlan], groups: list[str]) -> str:
+def _fingerprint(o: ConvertOptions, plans: list[ArrayPlan], groups: list[str], source: Any = None) -> str:
+    """The options' and plans' fingerprint; ``source``: what the source files were (HDF5:
+    device, inode, size, times), so a resume refuses a source changed since."""
     doc = {
         "plans": [[p.rel, p.mode, p.dst_doc, list(p.region_shape)]
                   + ([[list(b) for b in p.region_bounds]] if p.region_bounds is not None else []) for p in plans],
         "groups": groups,
     }
+    if source is not None:
+        doc["source"] = source
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
 

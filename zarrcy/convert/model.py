@@ -58,6 +58,9 @@ class ConvertOptions:
     # dimension; CF scale_factor/add_offset "keep" (as attributes) or "chain" (codecs)
     concat_dim: str | None = None
     cf_packing: str = "keep"
+    # HDF5 sources: read external raw data, virtual-dataset sources and external links
+    # inside the source file's directory (zarrcy/storage/hdf5_refs.py); refused otherwise
+    allow_external: bool = False
 
 
 @dataclass
@@ -93,10 +96,24 @@ class ArrayPlan:
     # (and the axis length); region_shape is then the largest region.  None: regular
     # regions of region_shape
     region_bounds: tuple[tuple[int, ...], ...] | None = None
+    # the ids of the regions to convert when not all of them (HDF5 sources: the regions
+    # holding stored chunks, zarrcy/convert/hdf5.py ``stored_regions``); n_regions counts
+    # them, fill_bytes is the decoded size of the others (all fill value, nothing written)
+    regions: Any = None
+    fill_bytes: int = 0
+
+    def region_ids(self) -> Any:
+        """The ids of the regions to convert (C order in the region grid)."""
+        return range(self.n_regions) if self.regions is None else (int(r) for r in self.regions)
 
     def to_json(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
+        regions, self.regions = self.regions, None  # (not copied by asdict: one id per region)
+        try:
+            d = dataclasses.asdict(self)
+        finally:
+            self.regions = regions
         d.pop("dst_doc")
+        d.pop("regions")
         d.pop("region_bounds")  # one entry per chunk along each axis: not for the summary
         d["codecs"] = self.dst_doc.get("codecs") if self.dst_format == 3 else {
             "filters": self.dst_doc.get("filters"), "compressor": self.dst_doc.get("compressor")}

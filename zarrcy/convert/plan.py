@@ -563,7 +563,7 @@ def _estimate(plans: list[ArrayPlan], src_store: Any) -> None:
         if p.mode == "copy" or p.n_regions == 0:
             p.estimated_output_bytes = total
             continue
-        sel = region_selection(p, 0)
+        sel = region_selection(p, next(iter(p.region_ids())))  # (HDF5: a region holding stored chunks)
         data = src[sel]
         ms = MemoryStore()
         m = _dst_metadata(p)
@@ -576,4 +576,4 @@ def _estimate(plans: list[ArrayPlan], src_store: Any) -> None:
         a[...] = data
         out = sum(len(ms.get(k) or b"") for k in ms.list() if k != META_KEY)
         decoded = data.nbytes
-        p.estimated_output_bytes = int(out / decoded * p.nbytes) if decoded else 0
+        p.estimated_output_bytes = int(out / decoded * (p.nbytes - p.fill_bytes)) if decoded else 0

@@ -301,7 +301,7 @@ class ArrayBase(Node):
         """A per-thread decode buffer of one chunk (bounded memory: one chunk per thread)."""
         local = _SCRATCH.__dict__
         shape = self._chunk_shape if shape is None else shape
-        k = (shape, self._dtype.str)
+        k = (shape, self._dtype)  # the dtype, not .str: ml_dtypes types and records share "|V<n>"
         buf = local.get("buf")
         if buf is None or local.get("key") != k:
             buf = np.empty(shape, dtype=self._dtype)

@@ -197,6 +197,21 @@ class MemoryStore(Store):
                     buf[start:end] = mv
                 self._data[key] = bytes(buf)
 
+    def truncate(self, key: str, length: int, identity: object | None = None) -> None:
+        """Cut the value back to ``length`` bytes (zero-extended if shorter): the undo of
+        a failed in-place append, which partial writes promise (without it, the undo did
+        nothing here).  ``identity`` is not checked: a value has no identity that
+        survives an in-place write, and the array layer serialises writers of one key."""
+        self._check_writable()
+        check_key(key)
+        if type(length) is not int or length < 0:
+            raise StoreError(expected(f"{key}: length", "a non-negative int", length))
+        with self._lock:
+            value = self._data.get(key)
+            if value is None:
+                raise StoreError(expected(f"{key}: the value to truncate", "present", "missing"))
+            self._data[key] = value[:length] + bytes(max(0, length - len(value)))
+
     def erase(self, key: str) -> None:
         self._check_writable()
         check_key(key)

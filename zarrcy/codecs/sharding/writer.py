@@ -489,6 +489,12 @@ def _append(
     old_nb = flat[1::2]
     stored = old_off != SENTINEL
     lin = upd.linear
+    kept = stored.copy()
+    kept[lin] = False
+    kept_ids = np.flatnonzero(kept)
+    if kept_ids.size:  # the entries carried into the new index get a read's checks (as the rewrite's)
+        _check_in_shard(layout, kept_ids, old_off[kept_ids], old_nb[kept_ids], size)
+    del kept, kept_ids
     partial = lin[~upd.full]
     need = np.unique(partial[stored[partial]])
     new_bytes = upd.merge(_StoredChunks(fetch_ranges, snap, setter, layout, need, old_off, old_nb, version))
