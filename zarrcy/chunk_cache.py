@@ -101,10 +101,10 @@ def put_many(prefix: tuple[Hashable, ...], ids: Sequence[int], entries: Sequence
             _by_cid.setdefault(cid, set()).add(k)
             _state["bytes"] += cost
         while _state["bytes"] > budget and _lru:
-            k, (_, cost) = _lru.popitem(last=False)
+            old_key, (_, cost) = _lru.popitem(last=False)
             _state["bytes"] -= cost
             _state["evictions"] += 1
-            _unlink(k)
+            _unlink(old_key)
 
 
 def _unlink(k: Any) -> None:

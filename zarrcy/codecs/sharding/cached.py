@@ -202,7 +202,8 @@ def decode_points(layout: ShardLayout, getter: ByteGetter, coords: np.ndarray) -
     """:func:`.reader.decode_points` through the cache: the cached chunks' elements
     gathered by one kernel call (``decode_points_all`` with the decoded plan)."""
     k = coords.shape[1] if coords.ndim == 2 else 0
-    if k == 0 or not _active(layout, getter):
+    kernel = layout.kernel
+    if k == 0 or kernel is None or not _active(layout, getter):
         return reader.decode_points(layout, getter, coords)
     cs = np.asarray(layout.chunk_shape, np.int64)[:, None]
     q = coords // cs
@@ -220,7 +221,6 @@ def decode_points(layout: ShardLayout, getter: ByteGetter, coords: np.ndarray) -
     srcs, task_src, task_off, task_len = _sources(got)
     pt_start = np.append(starts, k).astype(np.int64)
     pt_local = np.ravel_multi_index(tuple(coords - q * cs), layout.chunk_shape).astype(np.int64)[order]
-    kernel = layout.kernel
     status = np.empty(uniq.size, np.uint8)
     KI.decode_points_all(srcs, task_src, task_off, task_len, pt_start, pt_local, order.astype(np.int64),
                          kernel.shape, layout.itemsize, 0, scatter.DECODED.chain, kernel.fill, out, status, 1)
