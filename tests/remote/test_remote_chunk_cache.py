@@ -14,14 +14,6 @@ from zarrcy.storage import ObjectStore
 SHAPE = (48, 40, 36)
 
 
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    chunk_cache.clear()
-    chunk_cache.stats(reset=True)
-    yield
-    chunk_cache.clear()
-
-
 def _data(seed):
     return np.random.default_rng(seed).integers(0, 60000, SHAPE).astype("<u2")
 
