@@ -49,6 +49,7 @@ from zarrcy.array import META_KEY, Array, write_metadata
 from zarrcy.casting import merge_reports
 from zarrcy.errors import CorruptChunkError, MetadataError, ZarrcyError, expected
 from zarrcy.group import open_node
+from zarrcy.metadata._parse import load_json_object
 from zarrcy.convert.execute import (
     RegionTask,
     _check_quantize,
@@ -306,7 +307,7 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
         if not o.resume and not o.overwrite:
             raise ConvertError(f"destination {dst_store.url}/{dst_root}: an interrupted conversion is there; "
                                "rerun with --resume to finish it (or --overwrite to start over)", 2)
-        if o.resume and json.loads(plan_raw).get("fingerprint") != fp:
+        if o.resume and load_json_object(plan_raw, jroot + "plan.json").get("fingerprint") != fp:
             raise ConvertError(f"destination {dst_store.url}/{dst_root}: --resume with different options or source "
                                "than the interrupted run (rerun with the same options, or --overwrite)", 2)
     elif exists:
@@ -328,7 +329,7 @@ def _convert(src_store: Any, dst_store: Any, o: ConvertOptions) -> ConvertReport
         if not o.overwrite:
             raise ConvertError(f"destination {dst_store.url}/{dst_root}: a node exists there (pass --overwrite)", 2)
     resuming = o.resume and plan_raw is not None
-    if resuming and json.loads(plan_raw).get("erasing"):
+    if resuming and load_json_object(plan_raw, jroot + "plan.json").get("erasing"):
         resuming = False  # killed while --overwrite erased the old destination: erase again, start afresh
     if (o.overwrite or plan_raw is not None) and not resuming and (exists or plan_raw is not None):
         if journal:

@@ -227,11 +227,7 @@ def _refusal(src_path: str, values: np.ndarray, sel: tuple[slice, ...], quantize
     with the cast-check report (first failing index in array coordinates)."""
     from zarrcy.casting import check_cast
 
-    rep = check_cast(values, quantize)
-    if isinstance(rep.first_failing_index, tuple):
-        rep.first_failing_index = tuple(int(i) + s.start for i, s in zip(rep.first_failing_index, sel))
-    elif rep.first_failing_index is not None and len(sel) == 1:
-        rep.first_failing_index = int(rep.first_failing_index) + sel[0].start
+    rep = check_cast(values, quantize, masks=False, max_indices=0, origin=[s.start for s in sel])
     return ConvertError(
         f"--quantize: refusing{' to start' if before_start else ''}: values of /{src_path} cannot be encoded "
         f"(region {sel}):\n" + rep.table(), 5, rep)
@@ -259,7 +255,7 @@ def _region_cast_report(src_path: str, values: np.ndarray, sel: tuple[slice, ...
     when a value fails or would not read back as what it is (collision with ``nan=V``)."""
     from zarrcy.casting import chain_report
 
-    rep = chain_report(values, quantize)
+    rep = chain_report(values, quantize, origin=[s.start for s in sel])
     if rep.failing:
         raise _refusal(src_path, values, sel, quantize, before_start=before_start)
     if rep.round_trip_mismatches:

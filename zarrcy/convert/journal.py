@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 from zarrcy.convert.model import ArrayPlan, ConvertOptions, RegionResult
+from zarrcy.metadata._parse import load_json_object
 
 __all__ = ["JOURNAL_DIR"]
 
@@ -47,7 +48,7 @@ def _journal_ok(store: Any, journal_key: str, rid: int) -> RegionResult | None:
     if raw is None:
         return None
     try:
-        entry = json.loads(raw)
+        entry = load_json_object(raw, journal_key)  # MetadataError (a ValueError) if not a JSON object
         keys = entry["keys"]
     except (ValueError, KeyError, TypeError):
         return None

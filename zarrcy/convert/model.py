@@ -191,9 +191,10 @@ class ConvertReport:
                 f"{q['count']:,} values: {q['exact']:,} exact, {q['rounded']:,} rounded, {q['clamped']:,} clamped, "
                 f"{q['wrapped']:,} wrapped, {q['scalar_mapped']:,} scalar-mapped; max round-trip error "
                 f"{_num(q['max_abs_error'])} (abs), {_num(q['max_rel_error'])} (rel)"
-                + (f"; {q['round_trip_mismatches']:,} read back as a different kind of value"
-                   if q.get("round_trip_mismatches") else "")
                 + (" (regions completed by an earlier run not counted)" if q.get("partial") else ""))
+            from zarrcy.casting.report import causes_summary
+
+            lines.append(f"    {causes_summary(q)}")
         lines.extend(self._notes())
         return "\n".join(lines)
 

@@ -56,13 +56,20 @@ _NAME_REST = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_.")
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:\S+$")
 
 
-def load_json_object(data: Any, path: str = "") -> dict[str, Any]:
-    """``bytes``/``str``/``dict`` -> the top-level object of a metadata document."""
+def load_json_object(data: Any, path: str = "", parse_float: Any = None) -> dict[str, Any]:
+    """``bytes``/``str``/``dict`` -> the top-level object of a metadata document.
+
+    THE loader of every JSON document zarrcy reads from a store (``zarr.json``, group
+    attributes, consolidated metadata, v2 ``.zarray``/``.zgroup``/``.zattrs``/
+    ``.zmetadata``, v1 ``meta``/``attrs``, the convert journal): invalid JSON, a
+    document nested too deeply for the parser (``[[[[...`` 100,000 levels) and a
+    top-level value that is not an object raise MetadataError naming ``path``, never
+    ValueError or RecursionError.  ``parse_float``: as ``json.loads`` (e.g. Decimal)."""
     if type(data) is dict:
         return data
     if isinstance(data, (bytes, bytearray, memoryview, str)):
         try:
-            doc = json.loads(bytes(data) if isinstance(data, memoryview) else data)
+            doc = json.loads(bytes(data) if isinstance(data, memoryview) else data, parse_float=parse_float)
         except (ValueError, UnicodeDecodeError) as e:
             raise MetadataError(f"{path or '<document>'}: expected a JSON document, received invalid JSON ({e})", path) from None
         except RecursionError:  # hostile nesting ([[[[...]]]]): refuse, don't crash the caller

@@ -41,8 +41,9 @@ __all__ = ["ArrayWrites"]
 # over the same store, or over two paths to one file (a symlinked root or directory),
 # share it.  Writes are read-modify-write (partial chunks, partial shards, the shard
 # append strategy): without this, two threads writing different parts of one shard lose
-# updates (rewrite) or tear the shard (append).  Other processes are not covered (see
-# the README "Guarantees").
+# updates (rewrite) or tear the shard (append).  Inside it, ``store.write_lock(key)``
+# excludes the writers of the object in other processes (LocalStore: an advisory file
+# lock; see the README "Guarantees").
 _OBJECT_LOCKS: dict[Any, list] = {}
 
 
@@ -59,9 +60,10 @@ def _reset_after_fork() -> None:
 
 
 class _object_lock:
-    __slots__ = ("k", "entry")
+    __slots__ = ("store", "key", "k", "entry", "outer")
 
     def __init__(self, store: Store, key: str) -> None:
+        self.store, self.key = store, key
         self.k = store.lock_key(key)
 
     def __enter__(self) -> None:
@@ -72,8 +74,20 @@ class _object_lock:
             entry[1] += 1
         self.entry = entry
         entry[0].acquire()
+        try:
+            self.outer = self.store.write_lock(self.key)
+            self.outer.__enter__()
+        except BaseException:
+            self._release()
+            raise
 
     def __exit__(self, *exc: Any) -> None:
+        try:
+            self.outer.__exit__(*exc)
+        finally:
+            self._release()
+
+    def _release(self) -> None:
         entry = self.entry
         entry[0].release()
         with _OBJECT_LOCKS_GUARD:

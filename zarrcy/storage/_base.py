@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import builtins
 import collections.abc
+import contextlib
 from abc import ABC, abstractmethod
-from typing import Hashable, Iterable, Iterator, Self, Sequence
+from typing import ContextManager, Hashable, Iterable, Iterator, Self, Sequence
 
 from zarrcy.byte_access import ValueSnapshot
 from zarrcy.byte_range import ByteRequest, RangeRequest
@@ -52,6 +53,15 @@ class Store(ABC):
         equal for every path that reaches the same object (stores that can alias, such as
         a symlinked directory, override it).  Default: ``(url, key)``."""
         return (self.url, key)
+
+    def write_lock(self, key: str) -> ContextManager[object]:
+        """Held by a writer across the read-modify-write of ``key``'s object (a partial
+        chunk or shard write): excludes the writers of that object in *other processes*
+        (threads of one process are already excluded by the array layer's in-process
+        locks).  Default: nothing -- a store only this process writes (memory), or one
+        whose writers cannot share objects safely at all (zip: one writer).  LocalStore
+        takes an advisory file lock (``zarrcy.storage._filelock``)."""
+        return contextlib.nullcontext()
 
     def _check_writable(self) -> None:
         if self.read_only:
@@ -178,6 +188,14 @@ class Store(ABC):
     def list_prefix(self, prefix: str) -> Iterator[str]:
         """Every key starting with ``prefix`` (full keys)."""
         return (k for k in self.list() if k.startswith(prefix))
+
+    def node_types(self, prefix: str) -> dict[str, str] | None:
+        """``{child name: "array" | "group"}``, sorted by name, of the group whose keys
+        start with ``prefix`` when the store knows them without reading a document per child
+        (consolidated metadata: ``zarrcy.consolidated.ConsolidatedStore``), else None
+        (the default: callers open the children).  Lets ``Group.keys()`` list a
+        million consolidated members without building a million nodes."""
+        return None
 
     @abstractmethod
     def list_dir(self, prefix: str) -> builtins.list[str]:

@@ -2,8 +2,10 @@
 
 Key rules (v3-core.rst "Abstract store interface": a key is a Unicode string whose
 last character is not ``/``) plus the safety rules every zarrcy store applies so that
-a key can never name something outside the store: no empty key, no leading or
-trailing ``/``, no empty component (``a//b``), no ``.`` or ``..`` component, no NUL.
+a key can never name something outside the store, on any store or platform: no empty
+key, no leading or trailing ``/``, no empty component (``a//b``), no ``.`` or ``..``
+component, no NUL, no ``\\`` (a separator on Windows and to zip tools) and no drive
+letter (``c:x``).  Node names have further rules (``zarrcy.metadata.names``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from zarrcy.storage._base import Buffer, Store
 __all__ = ["check_key", "check_prefix", "as_bytes_view", "check_byte_request", "resolve_range", "join_key", "StorePath",
            "get_metadata"]
 
-_BAD_KEY = "a key without empty, '.' or '..' components, leading/trailing '/' or NUL"
+_BAD_KEY = "a key without empty, '.' or '..' components, leading/trailing '/', '\\', a drive letter or NUL"
 
 
 def check_key(key: str, what: str = "key") -> str:
@@ -37,12 +39,14 @@ def check_key(key: str, what: str = "key") -> str:
         or key[-1] == "/"
         or "//" in key
         or "\x00" in key
+        or "\\" in key
+        or (key[1:2] == ":" and key[0].isalpha())
     ):
         raise StoreError(expected(what, _BAD_KEY, key))
-    if "." in key:
-        for part in key.split("/"):
-            if part == "." or part == "..":
-                raise StoreError(expected(what, _BAD_KEY, key))
+    if "." in key:  # "." / ".." components, found by substring search (no per-component loop)
+        k = "/" + key + "/"
+        if "/./" in k or "/../" in k:
+            raise StoreError(expected(what, _BAD_KEY, key))
     return key
 
 

@@ -133,7 +133,7 @@ class ShardingCodec(ArrayBytesCodec):
         return lay
 
     def _layout_of(self, spec: ArraySpec, path: str) -> ShardLayout:
-        key = (tuple(spec.shape), spec.dtype.str, fill_key(spec))
+        key = (tuple(spec.shape), spec.dtype, fill_key(spec))  # not .str: "|V<n>" is shared
         lay = self._layouts.get(key)
         if lay is None:
             lay = ShardLayout(self, spec, path)

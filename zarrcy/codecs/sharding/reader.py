@@ -6,16 +6,20 @@ inner chunks, coalesced range reads, point / partial reads.
 chunk through it.  LocalStore pins the file with one open descriptor (a concurrent
 temp + rename replace by any process cannot mix versions: the descriptor keeps the
 inode it opened), MemoryStore pins the immutable value object.  Object stores cannot
-pin: the index GET's ETag is sent as ``If-Match`` with the data request
-(``conditional_reads``); a failed match re-reads the index (at most ``STALE_RETRIES``
-times, then StoreError).
+pin (``conditional_reads``): the index GET returns a version token and every data read
+is conditional on it -- ``If-Match`` on the ETag, or, from a server without a strong
+ETag, one GET holding both the data and the index bytes, compared with those decoded
+(``zarrcy.storage.remote``); a failed match re-reads the index (at most
+``STALE_RETRIES`` times, then StoreError).  A store that returns no token at all gets
+the whole shard read in one request.
 
 **Index cache** (``zarrcy.config(shard_index_cache=bytes)``): keyed by the shard's
 ``cache_id``.  For pinned snapshots a cached index is used only when the index bytes
 just read through the snapshot are byte-for-byte the cached ones (and the shard size is
 the same): the cache saves the checksum, decode and validation, never the read, and a
 stat token that can repeat (inode reuse, same size, coarse mtime -- issue 12.1) is
-never trusted.  For object stores the cache is keyed by ETag (checked by the server).
+never trusted.  For object stores the cache is keyed by the version token, which the
+next data read checks (the server, for an ETag; the store, for index bytes).
 
 **Projection.**  A chunk selection arrives intact (ints, slices with steps, integer
 arrays: see ``zarrcy.codecs._base.Selection``) and is projected onto the inner-chunk
@@ -33,6 +37,7 @@ import numpy as np
 
 from zarrcy._kernels import _sharding as K
 from zarrcy.byte_range import RangeRequest
+from zarrcy.byte_access import BytesSnapshot
 from zarrcy.codecs._base import ByteGetter, Selection, ValueSnapshot, assign, select
 from zarrcy.codecs.sharding import scatter
 from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, decode_stats, run, scratch
@@ -108,6 +113,11 @@ class Stale(Exception):
     """Internal: the shard is no longer the version its index was read from."""
 
 
+class _WholeValue(Exception):
+    """Internal: the store returned no version token with the index (nothing can check
+    that later reads see the same version): read the whole shard in one request."""
+
+
 # ------------------------------------------------------------------------------------
 # index
 # ------------------------------------------------------------------------------------
@@ -124,32 +134,33 @@ def _parse_index(raw: Any, layout: ShardLayout, size: int | None) -> np.ndarray:
 
 
 def load_index(
-    getter: ByteGetter, snap: ValueSnapshot, layout: ShardLayout, fresh: bool = False
+    getter: ByteGetter, snap: ValueSnapshot, layout: ShardLayout, fresh: bool = False, conditional: bool = True
 ) -> tuple[np.ndarray | None, Any]:
     """``(validated index or None if the shard does not exist, version)``.
 
-    ``version`` is None, or the ETag the index came from: then every data read must be
-    conditional on it (:func:`read_ranges`).  ``fresh``: skip the cache."""
+    ``version`` is None, or the version token the index came from (an ETag, or the
+    index bytes themselves: ``zarrcy.storage.remote``): then every data read must be
+    conditional on it (:func:`read_ranges`).  ``fresh``: skip the cache.
+    ``conditional=False``: read through ``snap`` even on a store with conditional reads."""
     cid = getter.cache_id
     use_cache = bool(_config_get("shard_index_cache")) and cid is not None
     ck = _cache_key(cid, layout) if use_cache else None
-    if getter.conditional_reads:
+    if conditional and getter.conditional_reads:
         if ck is not None and not fresh:
             hit = _CACHE.get(ck)
             if hit is not None:
                 return hit[2], hit[0]
-        raw, etag = getter.get_versioned(layout.index_request())
+        raw, token = getter.get_versioned(layout.index_request())
         if raw is None:
             drop_index(getter, layout)
             return None, None
+        if token is None:  # nothing validates a later read: index and data from ONE read
+            drop_index(getter, layout)
+            raise _WholeValue
         flat = _parse_index(flat_bytes(raw), layout, None)
-        if etag is None:  # a server without (strong) ETags: unconditional data reads
-            if ck is not None:
-                drop_index(getter, layout)
-            return flat, None
         if ck is not None:
-            _cache_put(ck, etag, None, flat)
-        return flat, etag
+            _cache_put(ck, token, None, flat)
+        return flat, token
     if snap.exists is False:
         return None, None
     raw = snap.get(layout.index_request())
@@ -192,7 +203,12 @@ def with_index(
     fresh = False
     for _ in range(STALE_RETRIES + 1):
         with getter.snapshot() as snap:
-            flat, version = load_index(getter, snap, layout, fresh)
+            try:
+                flat, version = load_index(getter, snap, layout, fresh)
+            except _WholeValue:
+                with BytesSnapshot(getter.get()) as whole:
+                    flat, _ = load_index(getter, whole, layout, True, conditional=False)
+                    return body(whole, flat, None)
             try:
                 return body(snap, flat, version)
             except Stale:
