@@ -135,11 +135,7 @@ def decode_partial(layout: ShardLayout, getter: ByteGetter, selection: Selection
     box = _box(layout, selection)
     if box is not None:
         return _read_box(layout, getter, selection, box, out)
-    proj = reader.Projection(selection, layout)
-    if out is None:
-        out = np.empty(proj.out_shape, dtype=layout.spec.dtype)
-    elif tuple(out.shape) != proj.out_shape:
-        raise ValueError(f"decode_partial: expected out of shape {proj.out_shape}, received {tuple(out.shape)}")
+    proj, out = reader.projected(selection, layout, out)
     if out.size == 0:
         return out
     got = _decoded(getter, layout, proj.linear)
