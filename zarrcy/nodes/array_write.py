@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+import zarrcy.chunk_cache as chunk_cache
 from zarrcy._kernels import _grid, _vlen
 from zarrcy.codecs.pipeline import CodecPipeline
 from zarrcy.config import at_fork_reset as _at_fork_reset
@@ -229,6 +230,7 @@ class ArrayWrites(ArrayBase):
 
     def _store_chunk(self, key: str, chunk: np.ndarray, pipeline: CodecPipeline | None = None) -> None:
         """Encode and store a full chunk; erase it instead when it is all fill value."""
+        chunk_cache.forget(StorePath(self.store, key).cache_id)  # the decoded old version (memory)
         if not self._write_empty_chunks() and self.store.supports_deletes:
             c = _c_contiguous(chunk)
             if self._fill_bytes is None:

@@ -12,7 +12,7 @@ import builtins
 import collections.abc
 import contextlib
 from abc import ABC, abstractmethod
-from typing import ContextManager, Iterable, Iterator, Self, Sequence
+from typing import ContextManager, Hashable, Iterable, Iterator, Self, Sequence
 
 from zarrcy.byte_access import ValueSnapshot
 from zarrcy.byte_range import ByteRequest, RangeRequest
@@ -88,6 +88,13 @@ class Store(ABC):
         """A cheap token that changes whenever ``key``'s value changes (None: unknown or
         missing).  Lets readers cache what they derived from a value (e.g. a shard
         index) and revalidate it without reading the value again."""
+        return None
+
+    def cache_token(self, key: str) -> Hashable | None:
+        """The decoded-chunk cache's token of ``key``'s current version without pinning
+        it (``ValueSnapshot.cache_token``'s rules; None: unknown, read through a
+        snapshot).  Used only to find entries that are all cached; a miss takes a
+        snapshot, whose own token keys what it reads."""
         return None
 
     def get_versioned(self, key: str, byte_range: ByteRequest = None) -> tuple[bytes | None, object | None]:

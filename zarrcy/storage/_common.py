@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import collections.abc
 import operator
-from typing import Iterator, Sequence, SupportsIndex
+from typing import Hashable, Iterator, Sequence, SupportsIndex
 
+from zarrcy.chunk_cache import forget as _forget
 from zarrcy.byte_access import ByteSetter, ValueSnapshot
 from zarrcy.byte_range import ByteRequest, RangeRequest, SuffixRequest, resolve
 from zarrcy.errors import StoreError, expected
@@ -160,6 +161,9 @@ class StorePath(ByteSetter):
     def version(self) -> object | None:
         return self.store.version(self.path)
 
+    def cache_token(self) -> Hashable | None:
+        return self.store.cache_token(self.path)
+
     @property
     def conditional_reads(self) -> bool:
         return bool(self.store.supports_conditional_reads)
@@ -176,9 +180,11 @@ class StorePath(ByteSetter):
 
     def set(self, value: Buffer) -> None:
         self.store.set(self.path, value)
+        _forget(self.cache_id)  # decoded-chunk cache: the old version's entries (memory)
 
     def set_spliced(self, parts: Sequence[Buffer | tuple[int, int]], source: ValueSnapshot | None = None) -> None:
         self.store.set_spliced(self.path, parts, source)
+        _forget(self.cache_id)
 
     @property
     def supports_deletes(self) -> bool:
@@ -191,12 +197,14 @@ class StorePath(ByteSetter):
     def set_partial(self, start: int, value: Buffer) -> None:
         """Write ``value`` at byte ``start`` of this key (stores with ``supports_partial_writes``)."""
         self.store.set_partial_values([(self.path, start, value)])
+        _forget(self.cache_id)
 
     def truncate(self, length: int, identity: object | None = None) -> None:
         self.store.truncate(self.path, length, identity)
 
     def delete(self) -> None:
         self.store.erase(self.path)
+        _forget(self.cache_id)
 
     def exists(self) -> bool:
         return self.store.exists(self.path)

@@ -36,7 +36,8 @@ import itertools
 import os
 import stat
 import threading
-from typing import Callable, ContextManager, Iterable, Iterator, Sequence
+import time
+from typing import Callable, ContextManager, Hashable, Iterable, Iterator, Sequence
 from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
 
@@ -308,6 +309,17 @@ class LocalStore(Store):
             os.close(fd)
             raise
         return fd, st
+
+    def cache_token(self, key: str) -> Hashable | None:
+        """The stat token of ``key``'s file (``_FileSnapshot``'s rule), without opening
+        it; a path resolving outside the root can only match entries read through a
+        checked descriptor of the same inode."""
+        start = _now_ns()
+        try:
+            st = os.stat(self._path(key))
+        except (OSError, ValueError):
+            return None
+        return _stat_token(st, start)
 
     def snapshot(self, key: str) -> "_FileSnapshot":
         """Reads of the file ``key`` names now, through one open descriptor: a
@@ -895,6 +907,24 @@ class LocalStore(Store):
         return names
 
 
+#: a file whose ctime is less than this before a read began is not cached (the margin
+#: covers coarse file-system timestamps -- FAT: 2 s -- and kernel clock ticks)
+RACY_NS = 2_000_000_000
+
+
+def _now_ns() -> int:
+    """The wall clock file timestamps come from (tests move it to make files "old")."""
+    return time.time_ns()
+
+
+def _stat_token(st: os.stat_result, start: int) -> Hashable | None:
+    """The decoded-chunk cache's token of a regular file, or None when its last change
+    is less than ``RACY_NS`` before ``start`` (the read's start)."""
+    if not stat.S_ISREG(st.st_mode) or st.st_ctime_ns >= start - RACY_NS:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
 class _FileSnapshot(ValueSnapshot):
     """``LocalStore.snapshot``: one open descriptor pins one version of the file."""
 
@@ -903,10 +933,17 @@ class _FileSnapshot(ValueSnapshot):
     def __init__(self, store: LocalStore, key: str) -> None:
         self.store = store
         self.key = key
+        start = _now_ns()
         self.fd, st = store._open_read_stat(key)
         self.exists = self.fd >= 0
         self.size = st.st_size if st is not None else None
         self.identity = (st.st_dev, st.st_ino) if st is not None else None
+        # the decoded-chunk cache's version token (zarrcy/chunk_cache.py): the stat of
+        # the pinned inode, trusted only when its last change (ctime: set by the kernel,
+        # never by users, forward on every change) lies RACY_NS before this read began
+        # (git's racy-entry rule: a change in the same clock tick would keep the token)
+        if st is not None:
+            self.cache_token = _stat_token(st, start)
         # another hard link shares the inode: in-place writes would change it too
         self.in_place_ok = st is None or st.st_nlink == 1
 

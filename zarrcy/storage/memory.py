@@ -17,9 +17,9 @@ import builtins
 import itertools
 import threading
 import weakref
-from typing import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 
-from zarrcy.byte_access import BytesSnapshot, ValueSnapshot
+from zarrcy.byte_access import BytesSnapshot, IdentityToken, ValueSnapshot
 from zarrcy.byte_range import ByteRequest
 from zarrcy.errors import StoreError, expected
 from zarrcy.storage._base import Buffer, Store, check_splice_part
@@ -129,6 +129,10 @@ class MemoryStore(Store):
         """The stored bytes object itself: values are immutable and replaced on every
         write, so identity (``is``) tells whether it changed."""
         return self._data.get(key)
+
+    def cache_token(self, key: str) -> Hashable | None:
+        value = self._data.get(key)
+        return IdentityToken(value) if type(value) is bytes else None
 
     def snapshot(self, key: str) -> ValueSnapshot:
         """The current value object (immutable: replaced, never changed, on writes)."""

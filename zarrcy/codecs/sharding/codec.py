@@ -11,7 +11,7 @@ import numpy as np
 
 from zarrcy._kernels import _sharding as K
 from zarrcy.codecs._base import ArrayBytesCodec, ArraySpec, ByteGetter, ByteSetter, Codec, Selection, fill_key
-from zarrcy.codecs.sharding import reader, scatter, writer
+from zarrcy.codecs.sharding import cached, reader, scatter, writer
 from zarrcy.codecs._common import thread_bytes
 from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, run
 from zarrcy.codecs.sharding.format import (
@@ -301,13 +301,13 @@ class ShardingCodec(ArrayBytesCodec):
         ``zarrcy.codecs._base.Selection``) of the shard behind ``getter``: the index
         (cached, checked against the shard version) and only the inner chunks the
         selection touches, in coalesced range reads.  None if the shard is missing."""
-        return reader.decode_partial(self.layout(spec), getter, tuple(selection), out)
+        return cached.decode_partial(self.layout(spec), getter, tuple(selection), out)
 
     def decode_points(self, getter: ByteGetter, coords: np.ndarray, spec: ArraySpec) -> np.ndarray | None:
-        return reader.decode_points(self.layout(spec), getter, coords)
+        return cached.decode_points(self.layout(spec), getter, coords)
 
     def read_point(self, getter: ByteGetter, local: Sequence[int], spec: ArraySpec) -> Any:
-        return reader.read_point(self.layout(spec), getter, local)
+        return cached.read_point(self.layout(spec), getter, local)
 
     def encode_partial(
         self, setter: ByteSetter, selection: Selection, value: Any, spec: ArraySpec, *,

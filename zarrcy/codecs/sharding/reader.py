@@ -336,14 +336,21 @@ def decode_partial(
         dest = np.empty(layout.chunk_shape, dtype=layout.spec.dtype) if out is None else out
         return with_index(getter, layout, lambda snap, flat, version: _one(snap, getter, layout, lin, flat, version,
                                                                            dest))
+    proj, out = projected(selection, layout, out)
+    if out.size == 0:
+        return out
+    return with_index(getter, layout, lambda snap, flat, version: _partial(snap, getter, layout, proj, flat, version, out))
+
+
+def projected(selection: Selection, layout: ShardLayout, out: np.ndarray | None) -> tuple[Projection, np.ndarray]:
+    """The selection's projection and the output it is decoded into (``out``, checked,
+    or a new array)."""
     proj = Projection(selection, layout)
     if out is None:
         out = np.empty(proj.out_shape, dtype=layout.spec.dtype)
     elif tuple(out.shape) != proj.out_shape:
         raise ValueError(f"decode_partial: expected out of shape {proj.out_shape}, received {tuple(out.shape)}")
-    if out.size == 0:
-        return out
-    return with_index(getter, layout, lambda snap, flat, version: _partial(snap, getter, layout, proj, flat, version, out))
+    return proj, out
 
 
 def _one_inner_chunk(selection: Selection, layout: ShardLayout) -> int | None:

@@ -33,12 +33,17 @@ from zarrcy.config import get as _config_get
 from zarrcy.errors import CorruptChunkError
 
 __all__ = ["usable", "writes_strided", "scatter_tables", "decode_tasks", "decode_point_tasks", "decode_element",
-           "encode_chunks", "merge_chunks", "ENABLED"]
+           "encode_chunks", "merge_chunks", "decode_stacked", "DECODED", "ENABLED"]
 
 #: tests switch the kernel path off to compare it with the Python path
 ENABLED = True
 
 _RETRY_IN_PYTHON = (KI.GZIP_TOO_SHORT, KI.GZIP_TRAILING)
+
+#: the kernel plan of decoded chunks (C order, native byte order, no codec): cached
+#: chunks reach the output through the same scatter as stored ones
+DECODED = _native.KernelPlan(None, 0, (KI.RAW, False, 0, False, "", 0, 0, 0))
+_UNCOUNTED = np.full(1, -1, np.int64)  # _settle's task lengths when nothing counts as decoded
 
 
 def usable(layout: Any) -> bool:
@@ -137,7 +142,7 @@ def whole_tables(layout: Any) -> tuple[Any, tuple[np.ndarray, ...]]:
 def decode_tasks(
     layout: Any, proj: Any, out: np.ndarray, bufs: list[Any], task_src: np.ndarray,
     task_off: np.ndarray, task_len: np.ndarray, python_task: Callable[[int, np.ndarray], None],
-    tables: tuple[np.ndarray, ...] | None = None,
+    tables: tuple[np.ndarray, ...] | None = None, plan: Any = None,
 ) -> None:
     """Decode and scatter every task of ``proj`` into ``out`` (the selection's shape).
 
@@ -146,7 +151,8 @@ def decode_tasks(
     (:func:`.reader.plan_and_fetch`).  One kernel call runs
     every task on up to ``config.threads`` threads (the native pool of ``_workers``);
     ``python_task(t, dest)`` decodes one task into ``dest`` through the Python codec
-    (retries of ambiguous gzip codes)."""
+    (retries of ambiguous gzip codes).  ``plan``: the kernel plan the buffers are in
+    (default: the layout's; :data:`DECODED` for decoded chunks, e.g. cached ones)."""
     ndim = len(layout.chunk_shape)
     kshape = [1] * ndim
     k = 0
@@ -163,13 +169,14 @@ def decode_tasks(
     coords, dim_base, dim_start, dim_local, dim_out = scatter_tables(proj) if tables is None else tables
     status = np.empty(task_src.size, np.uint8)
     kernel = layout.kernel
-    plan = kernel.plan
+    counted = plan is None  # decoded chunks (plan given) are not counted as decodes
+    plan = kernel.plan if plan is None else plan
     KI.decode_scatter_all(
         bufs, task_src, coords, task_off, task_len, dim_base, dim_start, dim_local, dim_out,
         kernel.shape, layout.itemsize, plan.swap, plan.chain, kernel.fill, target,
-        status, _threads(layout, task_src.size), plan.order,
+        status, _threads(layout, task_src.size) if counted else 1, plan.order,
     )
-    _settle(layout, proj.linear, status, task_len, lambda t: python_task(t, dest))
+    _settle(layout, proj.linear, status, task_len if counted else _UNCOUNTED, lambda t: python_task(t, dest))
     if not direct:
         out[...] = dest
 
@@ -177,16 +184,18 @@ def decode_tasks(
 def decode_point_tasks(
     layout: Any, out: np.ndarray, bufs: list[Any], linear: np.ndarray, task_src: np.ndarray,
     task_off: np.ndarray, task_len: np.ndarray, groups: list[np.ndarray], local: np.ndarray,
-    python_task: Callable[[int], None],
+    python_task: Callable[[int], None], plan: Any = None,
 ) -> None:
     """vindex: task ``j`` (inner chunk ``linear[j]``) provides the points ``groups[j]``
-    (positions in the 1-d ``out``) at chunk coordinates ``local[:, groups[j]]``."""
+    (positions in the 1-d ``out``) at chunk coordinates ``local[:, groups[j]]``
+    (``plan``: as in :func:`decode_tasks`)."""
     sizes = np.fromiter((g.size for g in groups), np.int64, len(groups))
     pt_start = np.zeros(len(groups) + 1, np.int64)
     np.cumsum(sizes, out=pt_start[1:])
     pt_out = np.concatenate(groups).astype(np.int64) if groups else np.empty(0, np.int64)
     kernel = layout.kernel
-    plan = kernel.plan
+    counted = plan is None
+    plan = kernel.plan if plan is None else plan
     if not layout.chunk_shape:
         pt_local = np.zeros(pt_out.size, np.int64)
     elif plan.order is None:
@@ -198,9 +207,9 @@ def decode_point_tasks(
     status = np.empty(task_src.size, np.uint8)
     KI.decode_points_all(
         bufs, task_src, task_off, task_len, pt_start, pt_local, pt_out, kernel.shape, layout.itemsize,
-        plan.swap, plan.chain, kernel.fill, out, status, _threads(layout, task_src.size),
+        plan.swap, plan.chain, kernel.fill, out, status, _threads(layout, task_src.size) if counted else 1,
     )
-    _settle(layout, linear, status, task_len, python_task)
+    _settle(layout, linear, status, task_len if counted else _UNCOUNTED, python_task)
 
 
 def decode_element(layout: Any, raw: Any, rel: tuple[int, ...]) -> Any:
@@ -262,8 +271,6 @@ def merge_chunks(layout: Any, linear: np.ndarray, full: np.ndarray, old_bytes: C
     staging array of the touched chunks, ``put(k, chunk)`` writes the new values into
     each, then all are encoded (:func:`encode_chunks`).  The encoded bytes of each chunk,
     None where it is now empty."""
-    kernel = layout.kernel
-    plan = kernel.plan
     cs = layout.chunk_shape
     m = int(linear.size)
     staging = np.empty((m * cs[0],) + tuple(cs[1:]), layout.spec.dtype)
@@ -278,27 +285,40 @@ def merge_chunks(layout: Any, linear: np.ndarray, full: np.ndarray, old_bytes: C
                 tsrc[j] = len(srcs)
                 tlen[j] = len(b)
                 srcs.append(b)
-        coords = np.zeros((part.size, len(cs)), np.int64)
-        coords[:, 0] = part
-        status = np.empty(part.size, np.uint8)
-        KI.decode_scatter_all(srcs, tsrc, coords, np.zeros(part.size, np.int64), tlen, *_staging_tables(cs, m),
-                              kernel.shape, layout.itemsize, plan.swap, plan.chain, kernel.fill, staging, status,
-                              _threads(layout, part.size), plan.order)
-        inner = layout.inner
-
-        def retry(j: int) -> None:  # several gzip members: the Python codecs decide
-            k = int(part[j])
-            try:
-                inner.decode_into(srcs[int(tsrc[j])], staging[k * cs[0]:(k + 1) * cs[0]])
-            except CorruptChunkError as e:
-                raise CorruptChunkError(f"{layout.chunk_name(int(linear[k]))}: {e}") from e
-
-        _settle(layout, linear[part], status, tlen, retry)
+        decode_stacked(layout, srcs, tsrc, np.zeros(part.size, np.int64), tlen, part, linear[part], staging)
     for k in range(m):
         put(k, staging[k * cs[0]:(k + 1) * cs[0]])
     slots, slot_off, nbytes = encode_chunks(layout, staging, m, lambda size: np.empty(size, np.uint8))
     mv = memoryview(slots)
     return [None if nb < 0 else mv[o:o + nb] for o, nb in zip(slot_off[:-1].tolist(), nbytes.tolist())]
+
+
+def decode_stacked(layout: Any, srcs: list[Any], task_src: np.ndarray, task_off: np.ndarray, task_len: np.ndarray,
+                   rows: np.ndarray, linear: np.ndarray, staging: np.ndarray) -> None:
+    """Decode task ``j`` (inner chunk ``linear[j]``; bytes as in :func:`decode_tasks`,
+    ``task_src[j] == -1``: fill) into whole chunk ``rows[j]`` of ``staging`` (inner
+    chunks stacked along the first dimension) with one kernel call."""
+    kernel = layout.kernel
+    plan = kernel.plan
+    cs = layout.chunk_shape
+    n = int(rows.size)
+    coords = np.zeros((n, len(cs)), np.int64)
+    coords[:, 0] = rows
+    status = np.empty(n, np.uint8)
+    KI.decode_scatter_all(srcs, task_src, coords, task_off, task_len,
+                          *_staging_tables(cs, staging.shape[0] // cs[0]), kernel.shape, layout.itemsize, plan.swap,
+                          plan.chain, kernel.fill, staging, status, _threads(layout, n), plan.order)
+    inner = layout.inner
+
+    def retry(j: int) -> None:  # several gzip members: the Python codecs decide
+        k = int(rows[j])
+        o = int(task_off[j])
+        try:
+            inner.decode_into(srcs[int(task_src[j])][o:o + int(task_len[j])], staging[k * cs[0]:(k + 1) * cs[0]])
+        except CorruptChunkError as e:
+            raise CorruptChunkError(f"{layout.chunk_name(int(linear[j]))}: {e}") from e
+
+    _settle(layout, linear, status, task_len, retry)
 
 
 def _staging_tables(cs: tuple[int, ...], m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
