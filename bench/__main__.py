@@ -21,6 +21,7 @@ WORKLOADS = {
     "hdf5": "bench.bench_hdf5",
     "rectilinear": "bench.bench_rectilinear",
     "native": "bench.bench_native",
+    "locks": "bench.bench_locks",
     "cache": "bench.bench_cache",
 }
 
