@@ -180,22 +180,33 @@ class ObjectFileLock:
             locks.remove(self)
         with _held_guard:
             _held.discard(fd)
-        try:
-            # Leave nothing behind: when no other writer holds a byte of the lock file
-            # (our byte extended to the whole file without waiting), unlink it before
-            # letting go.  Nobody else can unlink it meanwhile (that needs the whole
-            # file), and a writer that opened it and locks it after us sees that the
-            # path no longer names it (_same_file) and starts over with a new one.
-            if _try(fd, fcntl.F_WRLCK, 0, 0):
-                try:
-                    os.unlink(os.path.join(self.dirpath, LOCK_NAME))
-                except OSError:
-                    pass
-        finally:
-            os.close(fd)  # drops every lock of this descriptor
+        os.close(fd)  # drops every lock of this descriptor
+        _unlink_if_unused(os.path.join(self.dirpath, LOCK_NAME))
         prune, self.prune_after = self.prune_after, None
         if prune is not None:
             prune()
+
+
+def _unlink_if_unused(lock_path: str) -> None:
+    """Leave nothing behind: after a release, unlink the lock file if no writer holds a
+    byte of it (a whole-file lock taken without waiting).  Every releasing writer tries
+    after letting go, so the last one out removes it even when releases overlap (one
+    probe can only fail because another holds the file -- and that one unlinks it).
+    Nobody else can unlink the file while we hold it whole, so the path still names it;
+    a writer that opened it and locks it after us sees that the path no longer names it
+    (``_same_file``) and starts over with a new file."""
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return
+    try:
+        if _try(fd, fcntl.F_WRLCK, 0, 0):
+            try:
+                os.unlink(lock_path)
+            except OSError:
+                pass
+    finally:
+        os.close(fd)
 
 
 def remove_if_unused(dfd: int) -> bool:

@@ -451,6 +451,8 @@ class LocalStore(Store):
         (quadratic: 7.6 s at 800 levels, issue 23.6).  ``keep_fd``: return a descriptor
         of ``dirpath`` (-1 where directory descriptors are not used) instead of -1."""
         for attempt in range(_RETRIES):
+            if attempt >= 4:  # erasers keep pruning in step with us: break the rhythm
+                time.sleep(int.from_bytes(os.urandom(2), "little") * attempt * 1e-8)
             try:
                 fd = self._makedirs_once(dirpath, keep_fd)
                 if fd is not None:
