@@ -28,7 +28,6 @@ conditionally, instead of erased).
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any
 
@@ -80,24 +79,17 @@ class WriteSession:
 class Sessions:
     """The open write sessions of one store, by key.  The array layer holds an
     in-process lock per object around each session, so one key has at most one session
-    per process; a forked child starts with none (sessions of the parent's threads
-    belong to writes that do not exist there)."""
+    per process.  (No fork handling: an object store refuses every request in a process
+    forked after its parent used one -- ``ObjectStore._store``.)"""
 
-    __slots__ = ("_by_key", "_lock", "_pid")
+    __slots__ = ("_by_key", "_lock")
 
     def __init__(self) -> None:
         self._by_key: dict[str, WriteSession] = {}
         self._lock = threading.Lock()
-        self._pid = 0
-
-    def _table(self) -> dict[str, WriteSession]:
-        pid = os.getpid()
-        if pid != self._pid:  # first use, or a forked child
-            self._by_key, self._lock, self._pid = {}, threading.Lock(), pid
-        return self._by_key
 
     def active(self, key: str) -> WriteSession | None:
-        return self._table().get(key) if self._by_key else None
+        return self._by_key.get(key) if self._by_key else None
 
     def note(self, key: str, token: Any) -> None:
         """Record a response for ``key`` (a no-op when no session is open: one dict test)."""
@@ -119,15 +111,14 @@ class _Open:
     def __enter__(self) -> WriteSession:
         s = self.sessions
         with s._lock:
-            s._table()[self.session.key] = self.session
+            s._by_key[self.session.key] = self.session
         return self.session
 
     def __exit__(self, *exc: Any) -> None:
         s = self.sessions
         with s._lock:
-            table = s._table()
-            if table.get(self.session.key) is self.session:
-                del table[self.session.key]
+            if s._by_key.get(self.session.key) is self.session:
+                del s._by_key[self.session.key]
 
 
 def put_mode(session: WriteSession, url: str, what: str) -> Any:

@@ -21,8 +21,8 @@ one directory then wait for each other.
 Waiting polls a non-blocking request with a growing pause (50 us .. 20 ms) until the
 timeout, then raises :class:`~zarrcy.errors.LockTimeoutError` naming the key.
 
-Lock files are removed only by :func:`remove_if_unused` (the store's pruning of empty
-directories): it takes a lock on the *whole* file without waiting (so nobody holds or
+Lock files are removed only by :func:`remove_if_unused` (by every releasing writer and
+by the store's pruning of empty directories): it takes a lock on the *whole* file without waiting (so nobody holds or
 is about to use any byte of it), unlinks it and releases.  A writer that opened the
 file just before checks, once it holds its byte, that the path still names the inode
 it locked, and starts over when it does not.
@@ -181,39 +181,23 @@ class ObjectFileLock:
         with _held_guard:
             _held.discard(fd)
         os.close(fd)  # drops every lock of this descriptor
-        _unlink_if_unused(os.path.join(self.dirpath, LOCK_NAME))
+        remove_if_unused(path=os.path.join(self.dirpath, LOCK_NAME))
         prune, self.prune_after = self.prune_after, None
         if prune is not None:
             prune()
 
 
-def _unlink_if_unused(lock_path: str) -> None:
-    """Leave nothing behind: after a release, unlink the lock file if no writer holds a
-    byte of it (a whole-file lock taken without waiting).  Every releasing writer tries
-    after letting go, so the last one out removes it even when releases overlap (one
-    probe can only fail because another holds the file -- and that one unlinks it).
-    Nobody else can unlink the file while we hold it whole, so the path still names it;
-    a writer that opened it and locks it after us sees that the path no longer names it
-    (``_same_file``) and starts over with a new file."""
+def remove_if_unused(dfd: int | None = None, path: str = LOCK_NAME) -> bool:
+    """Unlink the lock file ``path`` (relative to the directory ``dfd``, or a full path)
+    if no writer holds a byte of it (a whole-file lock taken without waiting); True if
+    it is gone.  Every releasing writer calls it after letting go, so the last one out
+    removes the file even when releases overlap (a probe can only fail because another
+    holds the file -- and that one removes it); the store's pruning of empty directories
+    calls it too.  Nobody else can unlink the file while we hold it whole, so the path
+    still names it; a writer that opened it and locks it after us sees that the path no
+    longer names it (``_same_file``) and starts over with a new file."""
     try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return
-    try:
-        if _try(fd, fcntl.F_WRLCK, 0, 0):
-            try:
-                os.unlink(lock_path)
-            except OSError:
-                pass
-    finally:
-        os.close(fd)
-
-
-def remove_if_unused(dfd: int) -> bool:
-    """Unlink the lock file in the directory ``dfd`` if no writer holds or waits on any
-    byte of it (a whole-file lock taken without waiting); True if it is gone."""
-    try:
-        fd = os.open(LOCK_NAME, os.O_RDWR | getattr(os, "O_CLOEXEC", 0), dir_fd=dfd)
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), dir_fd=dfd)
     except FileNotFoundError:
         return True
     except OSError:
@@ -222,7 +206,7 @@ def remove_if_unused(dfd: int) -> bool:
         if not _try(fd, fcntl.F_WRLCK, 0, 0):  # length 0: to the end of any file size
             return False
         try:
-            os.unlink(LOCK_NAME, dir_fd=dfd)
+            os.unlink(path, dir_fd=dfd)
         except FileNotFoundError:
             pass
         except OSError:

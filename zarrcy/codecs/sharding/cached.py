@@ -229,12 +229,7 @@ def read_point(layout: ShardLayout, getter: ByteGetter, local: Sequence[int]) ->
     """:func:`.reader.read_point` through the cache."""
     if not _active(layout, getter):
         return reader.read_point(layout, getter, local)
-    lin = 0
-    rel = []
-    for x, c, g in zip(local, layout.chunk_shape, layout.cps):
-        q = x // c
-        lin = lin * g + q
-        rel.append(x - q * c)
+    lin, rel = reader.locate_point(layout, local)
     got = _decoded(getter, layout, np.array([lin], np.int64))
     if got is _UNCACHED:
         return reader.read_point(layout, getter, local)

@@ -46,7 +46,7 @@ from zarrcy.codecs.sharding.format import SENTINEL, ShardLayout, flat_bytes
 from zarrcy.config import get as _config_get
 from zarrcy.errors import CorruptChunkError, StoreError
 
-__all__ = ["Projection", "whole_projection", "decode_partial", "read_point", "fetch_ranges", "plan_and_fetch", "with_index", "clear_index_cache",
+__all__ = ["Projection", "whole_projection", "decode_partial", "read_point", "locate_point", "fetch_ranges", "plan_and_fetch", "with_index", "clear_index_cache",
            "decode_stats"]
 
 STALE_RETRIES = 3
@@ -462,16 +462,23 @@ def read_point(layout: ShardLayout, getter: ByteGetter, local: Sequence[int]) ->
     return with_index(getter, layout, lambda snap, flat, version: _point(snap, getter, layout, local, flat, version))
 
 
-def _point(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, local: Sequence[int], flat: Any,
-           version: Any) -> Any:
-    if flat is None:
-        return layout.fill_scalar
+def locate_point(layout: ShardLayout, local: Sequence[int]) -> tuple[int, list[int]]:
+    """``(linear index of the inner chunk holding the shard-local point, the point
+    within that inner chunk)``."""
     lin = 0
     rel = []
     for x, c, g in zip(local, layout.chunk_shape, layout.cps):
         q = x // c
         lin = lin * g + q
         rel.append(x - q * c)
+    return lin, rel
+
+
+def _point(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, local: Sequence[int], flat: Any,
+           version: Any) -> Any:
+    if flat is None:
+        return layout.fill_scalar
+    lin, rel = locate_point(layout, local)
     raw = _read_one(snap, getter, layout, lin, flat, version)
     if raw is None:
         return layout.fill_scalar
