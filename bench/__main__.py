@@ -14,12 +14,15 @@ WORKLOADS = {
     "sharded": "bench.bench_sharding",
     "cast": "bench.bench_cast",
     "codecs": "bench.bench_codecs",
+    "bits": "bench.bench_bits",
     "convert": "bench.bench_convert",
     "remote": "bench.bench_remote",
     "plugin": "bench.bench_plugin",
     "hdf5": "bench.bench_hdf5",
     "rectilinear": "bench.bench_rectilinear",
     "native": "bench.bench_native",
+    "locks": "bench.bench_locks",
+    "cache": "bench.bench_cache",
 }
 
 

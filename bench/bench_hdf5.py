@@ -11,7 +11,11 @@ in the label with the issue's budget, 4 x (shard size x workers) + 200 MB):
 2. the 12 files -> one array along time (``--concat-dim time``; xarray
    ``open_mfdataset`` then ``.chunk`` to the shard size);
 3. as 2 with ``--quantize`` to uint16 (xarray: ``encoding`` scale_factor/add_offset/
-   dtype uint16).
+   dtype uint16);
+4. as 2, but each monthly file carries its own time units (``days since`` the first day
+   of its month, values 0, 1, ...: how files written one month at a time by xarray /
+   netCDF4 usually look; issue 22): zarrcy re-encodes the time values onto the first
+   file's units, xarray decodes and re-encodes them in ``open_mfdataset(...).to_zarr``.
 
 xarray's dask chunks are one shard (12 steps), as in the issue's reference timing.
 Both sides write the same codecs: ``bytes`` + ``zstd`` level 0 (libzstd's default, 3;
@@ -60,7 +64,8 @@ def _step(t: int, ny: int, nx: int) -> np.ndarray:
     return np.round(f, 3).astype(np.float32)
 
 
-def _write(path: str, t0: int, nt: int, ny: int, nx: int) -> None:
+def _write(path: str, t0: int, nt: int, ny: int, nx: int, own_units: bool = False) -> None:
+    """``own_units``: time in days since this file's first day (values 0, 1, ...)."""
     import netCDF4
 
     with netCDF4.Dataset(path, "w") as ds:
@@ -68,9 +73,10 @@ def _write(path: str, t0: int, nt: int, ny: int, nx: int) -> None:
         ds.createDimension("lat", ny)
         ds.createDimension("lon", nx)
         t = ds.createVariable("time", "f8", ("time",))
-        t.units = "days since 2001-01-01"
+        first = np.datetime64("2001-01-01") + np.timedelta64(t0, "D")
+        t.units = f"days since {first if own_units else '2001-01-01'}"
         t.calendar = "standard"
-        t[:] = np.arange(t0, t0 + nt, dtype="f8")
+        t[:] = np.arange(0 if own_units else t0, (0 if own_units else t0) + nt, dtype="f8")
         la = ds.createVariable("lat", "f4", ("lat",))
         la.units = "degrees_north"
         la[:] = np.linspace(90, -90, ny, dtype="f4")
@@ -148,6 +154,9 @@ def _check(dst: str, src_file: str, t: int, quantized: bool) -> None:
     ok = np.allclose(got, want, atol=1 / QUANT["scale"]) if quantized else np.array_equal(got, want)
     if not ok:
         raise AssertionError(f"bench_hdf5: zarrcy output differs from the source at time step {t}")
+    time = zarrcy.open_array(dst, path="time", mode="r")
+    if time.attrs["units"] != "days since 2001-01-01" or not np.array_equal(time[...], np.arange(time.shape[0])):
+        raise AssertionError("bench_hdf5: zarrcy's time coordinate is not days 0, 1, ... since 2001-01-01")
 
 
 def limit(path: str, threads: int, level: int = 0, var: str = "t2m") -> tuple[float, float, float]:
@@ -262,12 +271,15 @@ def run(quick: bool = False, threads: int | None = None) -> Table:
     try:
         one = f"{d}/year.nc"
         _write(one, 0, nt, ny, nx)
-        monthly = []
+        monthly, own = [], []
         t0 = 0
         for i, n in enumerate(months):
             p = f"{d}/month{i + 1:02d}.nc"
             _write(p, t0, n, ny, nx)
             monthly.append(p)
+            p = f"{d}/own{i + 1:02d}.nc"
+            _write(p, t0, n, ny, nx, own_units=True)
+            own.append(p)
             t0 += n
         step_mib = ny * nx * 4 / 2**20
         shard_mib = step_mib * tchunk
@@ -279,14 +291,15 @@ def run(quick: bool = False, threads: int | None = None) -> Table:
         _read_row(table, one, min(nt, 60), threads, step_mib)
         rows = (("1 file", one, [one], None, None),
                 ("12 files --concat-dim time", f"{d}/month*.nc", monthly, "time", None),
-                ("12 files --concat-dim time, --quantize uint16", f"{d}/month*.nc", monthly, "time", QUANT))
+                ("12 files --concat-dim time, --quantize uint16", f"{d}/month*.nc", monthly, "time", QUANT),
+                ("12 files with per-file time units --concat-dim time", f"{d}/own*.nc", own, "time", None))
         for label, src, srcs, concat, quant in rows:
             qs = f"offset={quant['offset']},scale={quant['scale']},dtype=uint16,nan=65535" if quant else None
             zc = _child(_CHILD_ZC, {"src": src, "dst": f"{d}/zc.zarr", "concat_dim": concat,
                                     "shards": ",".join(map(str, shards)), "chunks": ",".join(map(str, chunks)),
                                     "quantize": qs, "threads": threads, "who": "zarrcy", "level": level})
             if zc is not None:
-                _check(f"{d}/zc.zarr", monthly[1], months[0], bool(quant))
+                _check(f"{d}/zc.zarr", (srcs if len(srcs) > 1 else monthly)[1], months[0], bool(quant))
             xr = _child(_CHILD_XR, {"srcs": srcs, "dst": f"{d}/xr.zarr", "tchunk": tchunk, "chunks": chunks,
                                     "shards": shards, "quantize": quant, "threads": threads, "who": "xarray",
                                     "level": level})

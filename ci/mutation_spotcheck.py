@@ -64,6 +64,12 @@ T_FILL = ("tests/metadata/test_fill_value.py", "tests/metadata/test_fill_value_b
 T_EXT = ("tests/metadata/test_extension_rules.py", "tests/metadata/test_array_metadata.py")
 T_CORRUPT = ("tests/reliability/test_corrupt_chunk_errors.py",)
 T_KEYS = ("tests/metadata/test_chunk_key_encoding.py", "tests/array/test_selection_bounds.py")
+T_ORDER = ("tests/reliability/test_crash_ordering.py",)
+T_CONVERT_CRASH = ("tests/reliability/test_convert_crash.py",)
+T_DUP = ("tests/array/test_duplicate_index_writes.py",)
+T_HOSTILE_WRITES = ("tests/reliability/test_hostile_shard_writes.py",)
+T_BOMB_PATHS = ("tests/reliability/test_bomb_entry_points.py",)
+T_BOUNDARY = ("tests/reliability/test_boundary_tables.py",)
 
 MUTANTS: list[Mutant] = [
     # ---------------------------------------------------------------- indexing.py
@@ -189,6 +195,59 @@ MUTANTS: list[Mutant] = [
            "chunk key 'c' (the 0-d key) decoded for an n-d array (rank check skipped for 0-d keys)"),
     Mutant("v2-key-rank-unchecked", "chunk_key_encoding.py", "            return () if key == \"0\" else None\n",
            "            return ()\n", T_KEYS, "any v2 key decoded as the 0-d key"),
+    # ---------------------------------------------------------------- crash ordering (issue 23)
+    Mutant("resize-metadata-first", "nodes/array_write.py", "        if delete_outside:\n            # erase first",
+           "        self._write_metadata(new_meta)\n        if delete_outside:\n            # erase first", T_ORDER,
+           "resize writes the new zarr.json before erasing: a kill in between leaves chunks outside the shape"),
+    Mutant("grow-no-erase", "nodes/array_write.py", "                self._erase_chunks_beyond(old_grid, new_grid)",
+           "                pass", T_ORDER, "growing shows leftover chunks beyond the old shape"),
+    Mutant("grow-slab-corner", "nodes/array_write.py", "if k == d else range(new_grid[k])",
+           "if k == d else range(old_grid[k])", T_ORDER,
+           "growing two axes at once misses the corner slab (new rows x new columns)"),
+    Mutant("append-undo-keeps-torn-index", "codecs/sharding/writer.py",
+           "            setter.set_partial(0, layout.encode_index(np.asarray(flat, np.uint64)))", "            pass",
+           T_ORDER, "a failed in-place append to a start-index shard is cut back but its index is not restored"),
+    Mutant("journal-crc-unchecked", "convert/journal.py", "        if _crc(data) != crc:", "        if False:",
+           T_CONVERT_CRASH, "--resume skips a journaled region whose shard was erased or replaced since"),
+    Mutant("journal-plan-erased-first", "convert/engine.py",
+           "    store.erase_values([k for k in store.list_prefix(jroot) if k != plan_key])",
+           "    store.erase(plan_key)\n    store.erase_values([k for k in store.list_prefix(jroot) if k != plan_key])",
+           T_CONVERT_CRASH, "the journal's plan.json erased first: a kill leaves entries without a journal"),
+    Mutant("overwrite-unmarked", "convert/engine.py", "\"format\": dst_fmt, \"erasing\": True}",
+           "\"format\": dst_fmt, \"erasing\": False}", T_CONVERT_CRASH,
+           "--overwrite does not mark the journal before erasing: --resume keeps half-erased old nodes"),
+    Mutant("resume-trusts-any-node", "convert/engine.py",
+           "            differs = _differs_from_plan(dst_store, plans, groups, dst_root, dst_fmt)",
+           "            differs = None", T_CONVERT_CRASH,
+           "--resume without a journal calls any existing destination complete"),
+    # ---------------------------------------------------------------- repeated indices (issue 23)
+    Mutant("oindex-full-by-count", "codecs/sharding/projection.py",
+           "self.full.append([x.size == c and bool((x == ar).all()) for x in csel])",
+           "self.full.append([x.size == c for x in csel])", T_DUP,
+           "sharded oindex: [2, 2] on an inner chunk of two taken as covering it (the other cell overwritten)"),
+    Mutant("vindex-unstable-order", "codecs/sharding/writer.py", "order = np.argsort(lin, kind=\"stable\")",
+           "order = np.argsort(lin)", T_DUP, "sharded vindex: a repeated point keeps an arbitrary value, not the last"),
+    # ---------------------------------------------------------------- hostile shards on the write path (issue 23)
+    Mutant("append-kept-entries-unchecked", "codecs/sharding/writer.py",
+           "        _check_in_shard(layout, kept_ids, old_off[kept_ids], old_nb[kept_ids], size)", "        pass",
+           T_HOSTILE_WRITES, "the append strategy carries an oversized index entry into the new index"),
+    Mutant("splice-reads-every-chunk", "codecs/sharding/writer.py", "    need = np.unique(part[stored[part]])",
+           "    need = np.flatnonzero(stored)", T_HOSTILE_WRITES,
+           "a spliced rewrite reads every stored inner chunk, not only the partially covered ones"),
+    Mutant("zstd-no-size-capped-globally", "codecs/zstd.py",
+           "            check_frames(data)\n            self._decompress(data, dst)\n            return True",
+           "            out = decompress_capped(data, int(_config_get(\"max_chunk_bytes\")))\n"
+           "            dst[:] = out[:dst.shape[0]]\n            return True", T_BOMB_PATHS,
+           "a zstd frame without a content size decoded up to max_chunk_bytes, not the chunk's size"),
+    # ---------------------------------------------------------------- boundary tables (issue 23)
+    Mutant("concat-float-step-exact", "storage/hdf5.py", "    if dt.kind not in \"fc\":\n        return bool(x == y)",
+           "    if True:\n        return bool(x == y)", T_BOUNDARY,
+           "--concat-dim: floating-point steps compared exactly (1/24-day files refused as a gap)"),
+    Mutant("hdf5-key-leading-zero", "storage/hdf5.py", "p.isdigit() and (p[0] != \"0\" or p == \"0\")",
+           "p.isdigit()", T_BOUNDARY, "HDF5 store: c/01 served as an alias of c/1"),
+    Mutant("attrs-shared-depth-unchecked", "metadata/_parse.py", "            if len(stack) + hit[1] > max_depth:",
+           "            if False:", T_BOUNDARY,
+           "attributes: a shared sub-object used again deeper than the depth limit is accepted"),
 ]
 
 

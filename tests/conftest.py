@@ -28,10 +28,14 @@ def _zarrcy_config_restored():
     into later tests (which made a byte-identity test depend on test order)."""
     import zarrcy
 
+    import zarrcy.chunk_cache
+
     before = zarrcy.config()
     yield
     if zarrcy.config() != before:
         zarrcy.config(**before)
+    zarrcy.chunk_cache.clear()  # and the decoded-chunk cache starts empty, its counters at 0
+    zarrcy.chunk_cache.stats(reset=True)
 
 
 # -- the store suite's fixtures that do not depend on the store kind (tests/storage and

@@ -60,6 +60,7 @@ _LAZY = {
     "scale_offset_encode": "zarrcy.casting",
     "scale_offset_decode": "zarrcy.casting",
     "check_cast": "zarrcy.casting",
+    "representable_range": "zarrcy.casting",
     "convert": "zarrcy.convert",
     "LocalStore": "zarrcy.storage",
     "MemoryStore": "zarrcy.storage",

@@ -31,6 +31,7 @@ from zarrcy.errors import (
     ReadOnlyError,
     StoreError,
 )
+from zarrcy.metadata._parse import load_json_object
 from zarrcy.metadata.names import normalize_path
 from zarrcy.document.group import GroupMetadata
 from zarrcy.nodes.array import Array
@@ -455,7 +456,7 @@ def consolidate_metadata(store: Any, path: str = "", *, storage_options: dict | 
         raw = get_metadata(st, key)
         if raw is None:  # a v2 node inside a v3 hierarchy: not consolidated here
             continue
-        doc = json.loads(raw)
+        doc = dict(load_json_object(raw, key))
         doc.pop(_FIELD, None)
         if isinstance(node, Group):
             doc[_FIELD] = {"kind": "inline", "must_understand": False, "metadata": {}}
@@ -464,7 +465,7 @@ def consolidate_metadata(store: Any, path: str = "", *, storage_options: dict | 
     root_raw = get_metadata(st, root_key)
     if root_raw is None:
         raise StoreError(f"{st.url}: {root_key} disappeared while consolidating")
-    root_doc = json.loads(root_raw)
+    root_doc = dict(load_json_object(root_raw, root_key))
     root_doc[_FIELD] = {"kind": "inline", "must_understand": False, "metadata": metadata}
     st.set(root_key, _dumps(root_doc))
     return open_group(st, path=path or None, mode="r")

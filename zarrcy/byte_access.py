@@ -22,9 +22,25 @@ from typing import Any, Hashable, Sequence
 from zarrcy.byte_range import ByteRequest, RangeRequest, resolve
 from zarrcy.errors import StoreError
 
-__all__ = ["ByteGetter", "ByteSetter", "ValueSnapshot", "LiveSnapshot", "BytesSnapshot"]
+__all__ = ["ByteGetter", "ByteSetter", "ValueSnapshot", "LiveSnapshot", "BytesSnapshot", "IdentityToken"]
 
 Buffer = Any  # bytes | bytearray | memoryview | numpy uint8 array
+
+
+class IdentityToken:
+    """A version token meaning "this very (immutable) object": equal only to a token
+    of the same object, which it keeps alive (so its ``id`` cannot be reused)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: object) -> None:
+        self.obj = obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, IdentityToken) and other.obj is self.obj
 
 
 class ValueSnapshot:
@@ -45,6 +61,10 @@ class ValueSnapshot:
     in_place_ok: bool = False
     #: what the store knows the pinned object by (LocalStore: (st_dev, st_ino)), or None
     identity: object | None = None
+    #: a hashable token of the version this snapshot reads that no other content of the
+    #: key can have while the token lives (the decoded-chunk cache's key,
+    #: ``zarrcy.chunk_cache``), or None: data read through it are not cached
+    cache_token: Hashable | None = None
 
     def get(self, byte_range: ByteRequest = None) -> bytes | None:
         raise NotImplementedError
@@ -87,6 +107,8 @@ class BytesSnapshot(ValueSnapshot):
         self.value = value
         self.exists = value is not None
         self.size = None if value is None else len(value)
+        # immutable bytes: this object is this version (the token keeps it alive)
+        self.cache_token = IdentityToken(value) if type(value) is bytes else None
 
     def get(self, byte_range: ByteRequest = None) -> Buffer | None:
         v = self.value
@@ -127,6 +149,17 @@ class ByteGetter(ABC):
     def conditional_reads(self) -> bool:
         """True when ``get_ranges_if_version`` is enforced by the store (If-Match)."""
         return False
+
+    @property
+    def in_write_session(self) -> bool:
+        """True inside a read-modify-write whose write is conditional on the versions
+        read (``Store.in_write_session``): caches of derived data must not stand in for a read."""
+        return False
+
+    def cache_token(self) -> Hashable | None:
+        """The current version's cache token without pinning it (``Store.cache_token``);
+        None: take a snapshot."""
+        return None
 
     def get_versioned(self, byte_range: ByteRequest = None) -> tuple[bytes | None, object | None]:
         """``(bytes, version token or None)`` -- used with ``conditional_reads``."""

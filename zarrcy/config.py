@@ -83,6 +83,14 @@ _values: dict[str, Any] = {
     # C order): "morton" (zarr-python 3.4's default: shard bytes equal zarr-python's) or
     # "lexicographic" (C order)
     "subchunk_write_order": "morton",
+    # bytes of decoded chunks kept for repeated reads (0: off; zarrcy/chunk_cache.py)
+    "cache_bytes": 0,
+    # writers in other processes: a partial chunk/shard write holds the object's advisory
+    # lock (LocalStore: zarrcy/storage/_filelock.py) across its read-modify-write; False
+    # for single-writer jobs; a writer waiting longer than the timeout (s) gets
+    # LockTimeoutError
+    "write_locks": True,
+    "write_lock_timeout": 60.0,
 }
 _executor: ThreadPoolExecutor | None = None
 _executor_threads = 0
@@ -97,6 +105,13 @@ def _set(kwargs: dict[str, Any]) -> dict[str, Any]:
                 v = int(v)
                 if v < 1:
                     raise ValueError(f"config.threads: expected >= 1, received {v}")
+            elif k == "cache_bytes":
+                if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                    raise ValueError(f"config.cache_bytes: expected an integer >= 0 (bytes), received {v!r}")
+            elif k == "write_locks" and not isinstance(v, bool):
+                raise TypeError(f"config.write_locks: expected True or False, received {v!r}")
+            elif k == "write_lock_timeout" and (isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0):
+                raise ValueError(f"config.write_lock_timeout: expected a positive number of seconds, received {v!r}")
         _values.update({k: (int(v) if k == "threads" else v) for k, v in kwargs.items()})
         return dict(_values)
 

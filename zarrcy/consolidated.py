@@ -28,7 +28,9 @@ import builtins
 from typing import Any, Iterable, Iterator
 
 from zarrcy.byte_range import ByteRequest, resolve
+from zarrcy.document.group import flatten_consolidated
 from zarrcy.errors import MetadataError, NodeNotFoundError, ReadOnlyError, StoreError, expected
+from zarrcy.metadata._parse import load_json_object
 from zarrcy.storage import Store, store_from_url
 from zarrcy.storage._common import get_metadata
 
@@ -45,26 +47,12 @@ def _prefix(path: str) -> str:
 
 
 def _dumps(doc: Any) -> bytes:
-    return json.dumps(doc, indent=2, allow_nan=False).encode()
+    """A member document for the node parsers: compact (the C encoder; ``indent`` makes
+    json use its pure-Python one, 50 us a document); NaN kept as read (v2 allows it)."""
+    return json.dumps(doc, separators=(",", ":")).encode()
 
 
 # -- reading ---------------------------------------------------------------------------------
-def _flatten(meta: Any, where: str, base: str, out: dict[str, dict]) -> None:
-    if not isinstance(meta, dict):
-        raise MetadataError(expected(where, "an object", meta), where)
-    for rel, doc in meta.items():
-        if not isinstance(rel, str) or not rel or rel.startswith("/") or rel.endswith("/"):
-            raise MetadataError(expected(where, "relative node paths as keys", rel), where)
-        if not isinstance(doc, dict):
-            raise MetadataError(expected(f"{where}[{rel!r}]", "a node document", doc), where)
-        full = f"{base}/{rel}" if base else rel
-        doc = dict(doc)
-        nested = doc.pop(_FIELD, None)
-        out[full] = doc
-        if isinstance(nested, dict) and nested.get("metadata"):
-            _flatten(nested["metadata"], f"{where}[{rel!r}].{_FIELD}.metadata", full, out)
-
-
 def read_consolidated_v3(root_doc: dict[str, Any], key: str = META_KEY) -> dict[str, dict] | None:
     """The consolidated node documents of a parsed group ``zarr.json`` (relative path ->
     document, without nested ``consolidated_metadata``), or None if it has none."""
@@ -76,20 +64,19 @@ def read_consolidated_v3(root_doc: dict[str, Any], key: str = META_KEY) -> dict[
         raise MetadataError(expected(where, "an object", cm), where)
     if cm.get("kind", "inline") != "inline":
         raise MetadataError(expected(f"{where}.kind", "'inline'", cm.get("kind")), f"{where}.kind")
-    out: dict[str, dict] = {}
-    _flatten(cm.get("metadata", {}), f"{where}.metadata", "", out)
-    return out
+    return flatten_consolidated(cm.get("metadata", {}), f"{where}.metadata")
 
 
 class ConsolidatedStore(Store):
     """A read-only view of ``base`` whose node metadata under ``root`` comes from
-    consolidated documents (``docs``: store key -> encoded document)."""
+    consolidated documents (``docs``: store key -> encoded document, or the parsed one,
+    encoded when first read: opening a hierarchy of a million nodes encodes none)."""
 
     supports_writes = False
     supports_deletes = False
     supports_partial_writes = False
 
-    def __init__(self, base: Store, root: str, docs: dict[str, bytes], nodes: Iterable[str]) -> None:
+    def __init__(self, base: Store, root: str, docs: dict[str, Any], nodes: Iterable[str]) -> None:
         super().__init__(read_only=True)
         self.base = base
         self.root = root
@@ -121,6 +108,8 @@ class ConsolidatedStore(Store):
     def get(self, key: str, byte_range: ByteRequest = None) -> bytes | None:
         doc = self._docs.get(key)
         if doc is not None:
+            if type(doc) is not bytes:
+                doc = self._docs[key] = _dumps(doc)
             if byte_range is None:
                 return doc
             start, stop = resolve(byte_range, len(doc))
@@ -179,6 +168,34 @@ class ConsolidatedStore(Store):
             return sorted(self._children.get(node, ()))
         return self.base.list_dir(prefix)
 
+    def node_types(self, prefix: str) -> dict[str, str] | None:
+        """The children's node types from the documents, sorted by name (indexed once,
+        at the first call, and kept per group: shared, do not modify): v3 ``node_type``,
+        v2 ``.zarray``/``.zgroup``; None outside the root."""
+        node = prefix.rstrip("/")
+        if not (node == self.root or (node.startswith(self._root_prefix) and node in self._docs_nodes())):
+            return None
+        types = self.__dict__.get("_types")
+        if types is None:
+            types = self.__dict__["_types"] = {}
+            for key, doc in self._docs.items():
+                path, _, name = key.rpartition("/")
+                if name == META_KEY:
+                    if type(doc) is bytes:
+                        continue  # the root's own document (members are kept parsed)
+                    kind = doc.get("node_type") if isinstance(doc, dict) else None
+                else:
+                    kind = "array" if name == ".zarray" else "group" if name == ".zgroup" else None
+                if kind in ("array", "group") and path:
+                    types[path] = kind
+        cache = self.__dict__.setdefault("_kinds", {})
+        out = cache.get(node)
+        if out is None:
+            base = f"{node}/" if node else ""
+            out = cache[node] = {name: kind for name in sorted(self._children.get(node, ()))
+                                 if (kind := types.get(base + name)) is not None}
+        return out
+
     def _docs_nodes(self) -> builtins.set[str]:
         nodes = getattr(self, "_node_set", None)
         if nodes is None:
@@ -197,12 +214,12 @@ def open_consolidated_store(store: Store, path: str, root_raw: bytes | None, *, 
     ``root_raw``, its ``zarr.json`` bytes, or v2 ``.zmetadata``), else None (or
     ``NodeNotFoundError`` when ``required``)."""
     prefix = _prefix(path)
-    docs: dict[str, bytes] = {}
+    docs: dict[str, Any] = {}
     nodes: list[str] = []
     if root_raw is not None:
         try:
-            root_doc = json.loads(root_raw)
-        except ValueError:
+            root_doc = load_json_object(root_raw, prefix + META_KEY)
+        except MetadataError:
             return None  # the node parser reports the broken document
         if not isinstance(root_doc, dict) or root_doc.get("node_type") != "group":
             if required:
@@ -217,18 +234,15 @@ def open_consolidated_store(store: Store, path: str, root_raw: bytes | None, *, 
         for rel, doc in rel_docs.items():
             full = prefix + rel
             nodes.append(full)
-            docs[f"{full}/{META_KEY}"] = _dumps(doc)
+            docs[f"{full}/{META_KEY}"] = doc  # encoded when read
         return ConsolidatedStore(store, path, docs, nodes)
     raw = get_metadata(store, prefix + ".zmetadata")
     if raw is None:
         if required:
             raise NodeNotFoundError(f"{store.url}: no consolidated metadata (zarr.json or .zmetadata) at '/{path}'")
         return None
-    try:
-        doc = json.loads(raw)
-    except ValueError:
-        raise MetadataError(f"{prefix}.zmetadata: expected JSON, received undecodable bytes") from None
-    meta = doc.get("metadata") if isinstance(doc, dict) else None
+    doc = load_json_object(raw, prefix + ".zmetadata")
+    meta = doc.get("metadata")
     if not isinstance(meta, dict):
         raise MetadataError(expected(f"{prefix}.zmetadata.metadata", "an object", meta), f"{prefix}.zmetadata.metadata")
     docs[prefix + ".zmetadata"] = bytes(raw)
@@ -238,7 +252,7 @@ def open_consolidated_store(store: Store, path: str, root_raw: bytes | None, *, 
         node, _, name = key.rpartition("/")
         if name not in _V2_META:
             continue
-        docs[prefix + key] = _dumps(d)
+        docs[prefix + key] = d  # encoded when read
         if node and name in (".zarray", ".zgroup"):
             nodes.append(prefix + node)
     return ConsolidatedStore(store, path, docs, nodes)

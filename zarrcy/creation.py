@@ -6,7 +6,6 @@ function accepts (:func:`open_store`).  Part of the API layer (docs/ARCHITECTURE
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from typing import Any, Iterable, Literal, Sequence
@@ -24,8 +23,9 @@ from zarrcy.errors import (
     MetadataError,
     UnknownCodecError,
 )
+from zarrcy.metadata._parse import load_json_object
 from zarrcy.metadata.data_type import DataType
-from zarrcy.metadata.names import normalize_path
+from zarrcy.metadata.names import check_new_name, normalize_path
 from zarrcy.nodes.array import Array
 from zarrcy.nodes.base import META_KEY
 from zarrcy.nodes.base import prefix as _prefix
@@ -228,6 +228,13 @@ def _build_metadata(
             except UnicodeEncodeError:
                 raise MetadataError(f"fill_value: expected ASCII text or bytes for {dt.dtype}, received {fill_value!r}") from None
         fill_json = dt.fill_value_to_json(fv)
+    elif dt.category == "struct" or dt.category == "complex":
+        # a record, a tuple of field values or {field: JSON value}; a number or [re, im]
+        fv = fill_value
+        same = isinstance(fv, np.generic) and fv.dtype == dt.dtype  # kept bit for bit (NaN payloads)
+        if dt.category == "complex" and not same and isinstance(fv, (int, float, complex, np.number, np.bool_)):
+            fv = complex(fv)
+        fill_json = dt.fill_value_to_json(fv)
     elif dt.category == "datetime" or dt.category == "timedelta":
         try:  # numbers, "2020-01-01", "NaT", datetime64/timedelta64 scalars: numpy's conversion
             fv = np.asarray(fill_value, dtype=dt.dtype)[()]
@@ -289,6 +296,7 @@ def ensure_parents(store: Store, path: str) -> None:
         key = _prefix(p) + META_KEY
         raw = get_metadata(store, key)
         if raw is None:
+            check_new_name(store, p)
             store.set(key, GroupMetadata().to_bytes())
         elif b'"array"' in raw:
             node = parse_node(store, p, raw)
@@ -299,7 +307,9 @@ def ensure_parents(store: Store, path: str) -> None:
 def _check_new_node(store: Store, path: str, overwrite: bool) -> None:
     key = _prefix(path) + META_KEY
     raw = get_metadata(store, key)
-    if raw is not None:
+    if raw is None:
+        check_new_name(store, path)
+    else:
         if not overwrite:
             kind = _node_type(raw)
             err = ContainsGroupError if kind == "group" else ContainsArrayError if kind == "array" else ContainsNodeError
@@ -310,10 +320,10 @@ def _check_new_node(store: Store, path: str, overwrite: bool) -> None:
 
 def _node_type(raw: bytes) -> str | None:
     try:
-        doc = json.loads(raw)
-    except ValueError:
+        doc = load_json_object(raw, "zarr.json")
+    except MetadataError:
         return None
-    nt = doc.get("node_type") if isinstance(doc, dict) else None
+    nt = doc.get("node_type")
     return nt if nt in ("array", "group") else None
 
 

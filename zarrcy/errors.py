@@ -107,6 +107,16 @@ class StoreError(ZarrcyError, OSError):
     """The store refused an operation (bad key, key escaping the root, I/O failure)."""
 
 
+class LockTimeoutError(StoreError, TimeoutError):
+    """Another writer held a stored object's write lock for longer than
+    ``zarrcy.config(write_lock_timeout=...)`` seconds."""
+
+
+class WriteConflictError(StoreError):
+    """A conditional write kept losing to other writers of the same object (object
+    stores: the object changed between the read and the write of every attempt)."""
+
+
 def expected(path: str, what: str, received: Any) -> str:
     """Format the standard message ``<path>: expected <what>, received <value!r>``."""
     return f"{path}: expected {what}, received {received!r}"

@@ -11,8 +11,9 @@ a pool or overrides the budget: it asks its context.
 
 What a context holds: the thread budget (``threads`` and a :class:`Budget` counting the
 threads working for the call, in C so the native helpers use it too), the pool its
-Python helpers run on, the I/O concurrency, the coalescing options of inner-chunk
-reads, the shard-index cache handle and a slot for a decoded-chunk cache.
+Python helpers run on, the I/O concurrency and the coalescing options of inner-chunk
+reads.  (The shard-index cache and the decoded-chunk cache are process-wide and decide
+no concurrency: ``codecs/sharding/reader.py``, ``zarrcy/chunk_cache.py``.)
 
 The policy (all of it is here):
 
@@ -39,7 +40,8 @@ The policy (all of it is here):
   slot of its budget; ``Budget.peak`` records the most held at once.
 
 Fork safety: a context lives for one call; the pools are ``config``'s (reset in a
-forked child) and the index cache's lock is recreated there (``at_fork_reset``).
+forked child); the native helpers and their budget counters are ``_workers``' (reset in
+the child by its fork handler).
 """
 
 from __future__ import annotations
@@ -49,10 +51,10 @@ from concurrent.futures import Executor, Future, wait
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from zarrcy._kernels._workers import Budget
-from zarrcy.config import at_fork_reset, named_pool
+from zarrcy.config import named_pool
 from zarrcy.config import get as _config_get
 
-__all__ = ["ExecContext", "IndexCache", "INDEX_CACHE", "Budget", "PARALLEL_MIN_BYTES", "FEW_ITEMS", "observe"]
+__all__ = ["ExecContext", "Budget", "PARALLEL_MIN_BYTES", "FEW_ITEMS", "observe"]
 
 _T = TypeVar("_T")
 
@@ -69,53 +71,6 @@ FEW_ITEMS = 4
 #: the plugin: below this much decoded data in one call, no thread hop at all
 INLINE_BYTES = 1 << 18
 
-
-class IndexCache:
-    """Validated shard indexes kept for repeated partial reads (``shard_index_cache``
-    bytes, oldest dropped first).  Entries: ``key -> (token, size, index)``; the reader
-    decides what a token proves (``codecs/sharding/reader.py``).  Thread-safe."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._entries: dict[Any, tuple[Any, Any, Any]] = {}
-        self._bytes = 0
-
-    def get(self, key: Any) -> tuple[Any, Any, Any] | None:
-        return self._entries.get(key)
-
-    def put(self, key: Any, token: Any, size: Any, index: Any, limit: int) -> None:
-        nbytes = index.nbytes
-        if nbytes > limit:
-            return
-        with self._lock:
-            old = self._entries.pop(key, None)
-            if old is not None:
-                self._bytes -= old[2].nbytes
-            while self._entries and self._bytes + nbytes > limit:  # drop the oldest
-                self._bytes -= self._entries.pop(next(iter(self._entries)))[2].nbytes
-            self._entries[key] = (token, size, index)
-            self._bytes += nbytes
-
-    def drop(self, key: Any) -> None:
-        with self._lock:
-            old = self._entries.pop(key, None)
-            if old is not None:
-                self._bytes -= old[2].nbytes
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._bytes = 0
-
-    def _after_fork(self) -> None:
-        self._lock = threading.Lock()  # a parent thread may have held it
-        self._entries.clear()
-        self._bytes = 0
-
-
-#: the process-wide shard-index cache (a context's handle to it is ``index_cache``)
-INDEX_CACHE = IndexCache()
-at_fork_reset(INDEX_CACHE._after_fork)
 
 _END = object()
 
@@ -242,20 +197,14 @@ class ExecContext:
     """How one API call runs (see the module docstring).  Made by the API layer with
     :meth:`for_call`; everything below receives it as an argument."""
 
-    __slots__ = ("threads", "io_concurrency", "coalesce_gap", "coalesce_max", "index_cache",
-                 "index_cache_bytes", "chunk_cache", "budget", "_held", "_cpu")
+    __slots__ = ("threads", "io_concurrency", "coalesce_gap", "coalesce_max", "budget", "_held", "_cpu")
 
     def __init__(self, threads: int, *, io_concurrency: int = 0, coalesce_gap: int = 64 << 10,
-                 coalesce_max: int = 64 << 20, index_cache: IndexCache | None = INDEX_CACHE,
-                 index_cache_bytes: int = 64 << 20, chunk_cache: Any = None, budget: Budget | None = None) -> None:
+                 coalesce_max: int = 64 << 20, budget: Budget | None = None) -> None:
         self.threads = max(1, int(threads))
         self.io_concurrency = int(io_concurrency)
         self.coalesce_gap = int(coalesce_gap)
         self.coalesce_max = int(coalesce_max)
-        self.index_cache = index_cache if index_cache_bytes > 0 else None
-        self.index_cache_bytes = int(index_cache_bytes)
-        #: reserved for a decoded-chunk cache handle (none yet)
-        self.chunk_cache = chunk_cache
         #: the calling thread holds the first slot
         self.budget = Budget(self.threads) if budget is None else budget
         # latency-bound calls: items hold no slot; ``cpu()`` takes one per thread
@@ -280,7 +229,6 @@ class ExecContext:
             io_concurrency=io_concurrency,
             coalesce_gap=int(_config_get("coalesce_gap")) if coalesce_gap is None else coalesce_gap,
             coalesce_max=int(_config_get("coalesce_max")) if coalesce_max is None else coalesce_max,
-            index_cache_bytes=int(_config_get("shard_index_cache")),
         )
 
     def with_coalescing(self, gap: int | None, most: int | None) -> "ExecContext":
@@ -292,8 +240,7 @@ class ExecContext:
             self.threads, io_concurrency=self.io_concurrency,
             coalesce_gap=self.coalesce_gap if gap is None else gap,
             coalesce_max=self.coalesce_max if most is None else most,
-            index_cache=self.index_cache, index_cache_bytes=self.index_cache_bytes,
-            chunk_cache=self.chunk_cache, budget=self.budget,
+            budget=self.budget,
         )
 
     def __repr__(self) -> str:

@@ -120,6 +120,10 @@ def _zarrcy_spec(spec: Any, data_type: Any) -> ArraySpec:
     np_dtype = np.dtype(spec.dtype.to_native_dtype())
     if np_dtype.kind == "O":  # zarr-python's variable-length bytes: its own codec (its object chunks
         raise _NoPipeline("variable-length object data type")  # may hold 0-d arrays, not bytes)
+    if np_dtype.fields is not None and data_type is not None and np_dtype != data_type.dtype:
+        # zarr-python's records keep the byte order (and layout) of the user's fields; zarrcy's
+        # codecs see native packed records: the chunks would be copied as bytes between the two
+        raise _NoPipeline("record fields in non-native byte order or a padded layout")
     if np_dtype.byteorder not in "=|":  # (StringDType has no byte order to change)
         if np_dtype.kind in "Mm" and np.datetime_data(np_dtype)[0] == "generic":
             # numpy copies between byte orders of generic datetime64/timedelta64 without

@@ -9,6 +9,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from zarrcy.byte_access import ByteSetter
+from zarrcy.byte_range import resolve
 from zarrcy.codecs import ArraySpec
 
 #: every fixed-size data type the core codecs must carry (core + ml_dtypes extensions + raw)
@@ -53,3 +55,30 @@ def same(a: np.ndarray, b: np.ndarray) -> bool:
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
     return np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
+
+
+class MemValue(ByteSetter):
+    """One in-memory value; records the bytes every read fetched."""
+
+    def __init__(self, value: bytes | None = None) -> None:
+        self.value = value
+        self.fetched = 0
+
+    def _get(self, r):
+        if self.value is None:
+            return None
+        a, b = resolve(r, len(self.value))
+        self.fetched += b - a
+        return self.value[a:b]
+
+    def get(self, byte_range=None):
+        return self._get(byte_range)
+
+    def get_ranges(self, byte_ranges):
+        return [self._get(r) for r in byte_ranges]
+
+    def set(self, value):
+        self.value = bytes(value)
+
+    def delete(self):
+        self.value = None

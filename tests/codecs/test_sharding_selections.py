@@ -312,9 +312,12 @@ def test_slice_runs_against_numpy(c, start, n_sel, step):
     assert got == idx.tolist()
 
 
-def test_vindex_write_touches_only_the_inner_chunks_of_the_points(monkeypatch):
+@pytest.mark.parametrize("kernel", [True, False])
+def test_vindex_write_touches_only_the_inner_chunks_of_the_points(monkeypatch, kernel):
     from zarrcy.codecs.pipeline import CodecPipeline
+    from zarrcy.codecs.sharding import decode_stats, scatter
 
+    monkeypatch.setattr(scatter, "ENABLED", kernel)
     a, data = _filled((4096,), (64,), (BYTES, GZIP))
     calls = []
     real = CodecPipeline.decode
@@ -324,9 +327,16 @@ def test_vindex_write_touches_only_the_inner_chunks_of_the_points(monkeypatch):
         return real(self, raw)
 
     monkeypatch.setattr(CodecPipeline, "decode", counting_decode)
-    a.vindex[[5, 4000, 6]] = [-1, -2, -3]
+    decode_stats.reset()
+    try:
+        a.vindex[[5, 4000, 6]] = [-1, -2, -3]
+        kernel_decoded = decode_stats.decoded
+    finally:
+        decode_stats.reset(False)
     data[[5, 4000, 6]] = [-1, -2, -3]
-    assert calls == [(64,), (64,)]  # two inner chunks decoded, not the 4096-element shard
+    # two inner chunks decoded, not the 4096-element shard: by the kernel (merge_chunks)
+    # or by the Python path (one pipeline decode each)
+    assert (kernel_decoded, calls) == ((2, []) if kernel else (0, [(64,), (64,)]))
     monkeypatch.setattr(CodecPipeline, "decode", real)
     np.testing.assert_array_equal(a[...], data)
 

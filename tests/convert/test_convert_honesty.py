@@ -89,7 +89,7 @@ def test_chain_report_matches_check_cast(block, monkeypatch):
     """The fast report equals check_cast's (the element-wise oracle) on every counter, with
     NaN, +-Infinity, zeros, clamping, wrapping and failing data — also when it is computed
     in blocks (bounded memory) and merged."""
-    import zarrcy.casting as casting
+    import zarrcy.casting.report as casting
 
     monkeypatch.setattr(casting, "_REPORT_BLOCK", block)
     rng = np.random.default_rng(5)
@@ -106,7 +106,8 @@ def test_chain_report_matches_check_cast(block, monkeypatch):
         if kind >= 3:
             x[9], x[11] = -np.inf, 0.0
         chain = parse_quantize(chains[trial % len(chains)])
-        assert chain_report(x, chain).to_json() == check_cast(x, chain).to_json(), (trial, chains[trial % len(chains)])
+        want = check_cast(x, chain, max_indices=0).to_json()
+        assert chain_report(x, chain).to_json() == want, (trial, chains[trial % len(chains)])
 
 
 def test_quantize_report_survives_resume(tmp_path):
@@ -173,13 +174,19 @@ def test_quantize_in_hierarchy_applies_to_float_arrays_only(tmp_path, capsys):
 def test_failed_run_leaves_no_empty_destination(tmp_path, capsys):
     src = _float_src(str(tmp_path / "s.zarr"), _data(), fill=0.0)
     dst = tmp_path / "d.zarr"
-    # fill value 0 collides with nan=0: invalid destination metadata, exit 2
-    assert convert_main([src, str(dst), "--quantize", "scale=100,dtype=uint8,out_of_range=clamp,nan=0"]) == 2
+    # the fill value 0 cannot be code 0 (nan=0): it gets a code of its own (255), and the
+    # data values that encode to 0 would read back as NaN: refused (exit 5) after writing
+    # began, the partly written destination removed
+    assert convert_main([src, str(dst), "--quantize", "scale=100,dtype=uint8,out_of_range=clamp,nan=0"]) == 5
     assert not dst.exists()
     # an existing (empty) directory is left as it was
     dst.mkdir()
-    assert convert_main([src, str(dst), "--quantize", "scale=100,dtype=uint8,out_of_range=clamp,nan=0"]) == 2
+    assert convert_main([src, str(dst), "--quantize", "scale=100,dtype=uint8,out_of_range=clamp,nan=0"]) == 5
     assert dst.is_dir()
+    # a fill code the type has not: exit 2 before anything is written, naming the option
+    assert convert_main([src, str(dst), "--quantize", "scale=100,dtype=uint8,nan=0,fill=256"]) == 2
+    assert "--quantize.fill" in capsys.readouterr().err
+    assert dst.is_dir() and not os.listdir(dst)
 
 
 # ---- item 5: rank checks, workers ----------------------------------------------------------
@@ -192,15 +199,23 @@ def test_wrong_rank_chunks_or_shards_is_an_error_for_one_array(tmp_path, capsys)
     assert not os.path.exists(tmp_path / "d.zarr")
 
 
-def test_wrong_rank_in_hierarchy_warns(tmp_path, capsys):
+def test_wrong_rank_in_hierarchy_is_an_error(tmp_path, capsys):
+    """A --chunks/--shards rank no array of the hierarchy has: exit 2 naming the option
+    (it was a warning, then the default layout: issue 22 item 6)."""
     src = str(tmp_path / "s.zarr")
     g = zarrcy.open_group(src, mode="w")
     g.create_array("a", shape=(10, 10), dtype="int8", chunks=(5, 5), fill_value=0)[...] = 1
-    assert convert_main([src, str(tmp_path / "d.zarr"), "--chunks", "4,4,4", "--progress", "off"]) == 0
-    out = capsys.readouterr().out
-    assert "warning: --chunks 4,4,4: no array has rank 3" in out
-    rep = zarrcy.convert(src, str(tmp_path / "e.zarr"), shards="8", chunks="4", progress="off")
-    assert any("no array has rank 1" in w for w in rep.warnings)
+    g.create_array("t", shape=(10,), dtype="int8", chunks=(5,), fill_value=0)[...] = 1
+    assert convert_main([src, str(tmp_path / "d.zarr"), "--chunks", "4,4,4", "--progress", "off"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--chunks: expected sizes for the rank of an array here ([1, 2])" in err, err
+    with pytest.raises(ConvertError, match="--shards"):
+        zarrcy.convert(src, str(tmp_path / "e.zarr"), shards="8,8,8", progress="off")
+    assert not os.path.exists(tmp_path / "d.zarr") and not os.path.exists(tmp_path / "e.zarr")
+    # a rank some array has applies to those arrays; the others keep their chunking
+    assert convert_main([src, str(tmp_path / "f.zarr"), "--chunks", "2", "--progress", "off"]) == 0
+    assert zarrcy.open_array(str(tmp_path / "f.zarr"), path="t").chunks == (2,)
+    assert zarrcy.open_array(str(tmp_path / "f.zarr"), path="a").chunks == (5, 5)
 
 
 def test_workers_must_be_positive(tmp_path, capsys):
@@ -311,22 +326,22 @@ def test_quantize_default_reads_the_source_once(tmp_path, check, reads, monkeypa
 
 
 def test_region_report_memory_is_bounded():
-    """The cast report of a region is built in blocks (zarrcy.casting._REPORT_BLOCK): its
+    """The cast report of a region is built in blocks (zarrcy.casting.report._REPORT_BLOCK): its
     temporaries stay a small fraction of the region (16 MiB here; ~46 MiB of float64
     temporaries with the former 1 Mi-element blocks, ~3 MiB now), so the single-pass
     default keeps the peak RSS of a conversion near the regions in flight."""
     import tracemalloc
 
-    from zarrcy.convert.execute import _region_cast_report
+    from zarrcy.convert.execute import QuantizeCheck, _region_cast_report
 
-    q = parse_quantize("scale=250,dtype=uint8,out_of_range=clamp,nan=255")
+    q = QuantizeCheck(parse_quantize("scale=250,dtype=uint8,out_of_range=clamp,nan=255") or [])
     x = np.random.default_rng(0).random(1 << 22, dtype=np.float32).reshape(2048, 2048)
     x[::7, ::5] = np.nan
     sel = (slice(0, 2048), slice(0, 2048))
     tracemalloc.start()
     try:
         base = tracemalloc.get_traced_memory()[0]
-        rep = _region_cast_report("x", x, sel, q)
+        rep = _region_cast_report("x", x, sel, q).report
         peak = tracemalloc.get_traced_memory()[1] - base
     finally:
         tracemalloc.stop()

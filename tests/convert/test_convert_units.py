@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import zarrcy
-from zarrcy.convert import convert_main, engine, execute, plan
+from zarrcy.convert import convert_main, engine, execute, regions
 from zarrcy.convert.options import compressor_to_numcodecs, parse_compressor, parse_quantize, parse_shape
 from zarrcy.convert.progress import Progress, human_bytes
 from zarrcy.errors import MetadataError
@@ -52,13 +52,13 @@ def test_parse_quantize():
 
 def test_region_shape_and_objects():
     # sharded: one shard per region
-    assert plan._region_shape((1000, 1000), (256, 256), 4, 1 << 30, True) == (256, 256)
+    assert regions._region_shape((1000, 1000), (256, 256), 4, 1 << 30, True) == (256, 256)
     # unsharded: whole chunks grown from the last dimension up to the target
-    r = plan._region_shape((1000, 1000), (100, 100), 8, 8 * 100 * 1000 * 3, False)
+    r = regions._region_shape((1000, 1000), (100, 100), 8, 8 * 100 * 1000 * 3, False)
     assert r == (300, 1000)
-    sel = plan._region_selection((1000, 1000), r, 3)
+    sel = regions._region_selection((1000, 1000), r, 3)
     assert sel == (slice(900, 1000), slice(0, 1000))
-    assert list(plan._object_coords((slice(128, 256), slice(0, 5)), (64, 5))) == [(2, 0), (3, 0)]
+    assert list(regions._object_coords((slice(128, 256), slice(0, 5)), (64, 5))) == [(2, 0), (3, 0)]
 
 
 def test_globs():

@@ -335,7 +335,7 @@ def test_convert_default_layout_and_quantize(tmp_path):
     names = [c.to_dict()["name"] for c in a.metadata.codecs]
     assert names == ["sharding_indexed"]
     inner = [c["name"] for c in a.metadata.codecs[0].to_dict()["configuration"]["codecs"]]
-    assert inner == ["bytes", "zstd"]
+    assert inner == ["bytes", "blosc"]  # deflate + shuffle (netCDF4's default with zlib=True): blosc, byte shuffle
     q = str(tmp_path / "q.zarr")
     assert convert_main([path, q, "--quantize", "offset=250,scale=1000,dtype=uint16,nan=65535", "--verify", *Q]) == 0
     b = zarrcy.open_array(q, path="v", mode="r")
@@ -343,24 +343,48 @@ def test_convert_default_layout_and_quantize(tmp_path):
 
 
 def test_cf_packing_chain_is_exact(nc, tmp_path):
+    """``--cf-packing chain`` decodes exactly as CF does or is refused: the scale_offset
+    codec divides by its scale where CF multiplies by scale_factor, which agree for every
+    packed value only for some scale factors (powers of two)."""
+    xr = _xr()
     path, want = nc
     out = str(tmp_path / "chain.zarr")
-    assert convert_main([path, out, "--cf-packing", "chain", "--on-unsupported", "skip", "--verify", *Q]) == 0
+    # scale_factor 0.01 (float32): x / 100 differs from x * 0.01 for thousands of codes
+    assert convert_main([path, out, "--cf-packing", "chain", "--on-unsupported", "skip", *Q]) == 2
+    assert not os.path.exists(os.path.join(out, "zarr.json"))
+    p2 = str(tmp_path / "pow2.nc")
+    with netCDF4.Dataset(p2, "w") as ds:
+        ds.createDimension("time", 10)
+        ds.createDimension("lat", 5)
+        v = ds.createVariable("packed", "i2", ("time", "lat"), zlib=True, chunksizes=(4, 5), fill_value=np.int16(-32767))
+        v.scale_factor = np.float32(0.25)
+        v.add_offset = np.float32(273.15)
+        v.set_auto_maskandscale(False)
+        ints = want["packed"].copy()
+        ints[0, 0] = -32767  # a missing value
+        v[:] = ints
+    assert convert_main([p2, out, "--cf-packing", "chain", "--verify", *Q]) == 0
     p = zarrcy.open_array(out, path="packed", mode="r")
     assert p.dtype == np.dtype("f4") and "scale_factor" not in p.attrs
     chain = [c.to_dict() for c in p.metadata.codecs[0].codecs][:2] if p.shards else [c.to_dict() for c in p.metadata.codecs][:2]
     assert [c["name"] for c in chain] == ["scale_offset", "cast_value"]
-    # CF decoding (xarray / netCDF4) and the Zarr chain agree to float32 rounding
-    cf = want["packed"].astype("f4") * np.float32(0.01) + np.float32(273.15)
-    assert np.allclose(p[...], cf, rtol=0, atol=1e-4)
+    # CF decoding (xarray / netCDF4) and the Zarr chain agree bit for bit
+    cf = ints.astype("f4") * np.float32(0.25) + np.float32(273.15)
+    cf[0, 0] = np.nan
+    assert np.array_equal(p[...], cf, equal_nan=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = xr.open_dataset(p2).load()
+        for engine in ("zarr", "zarrcy"):
+            xr.testing.assert_identical(a, xr.open_dataset(out, engine=engine).load())
     # and the stored integers are the source's, exactly
     from zarrcy.codecs._base import ArraySpec
     from zarrcy.codecs.pipeline import CodecPipeline
 
-    spec = ArraySpec(want["packed"].shape, np.dtype("f4"), np.float32("nan"))
+    spec = ArraySpec(ints.shape, np.dtype("f4"), np.float32("nan"))
     pipe = CodecPipeline.from_codecs([*chain, {"name": "bytes", "configuration": {"endian": "little"}}], spec)
-    ints = np.frombuffer(bytes(pipe.encode(np.ascontiguousarray(p[...]))), "<i2").reshape(want["packed"].shape)
-    assert np.array_equal(ints, want["packed"])
+    got = np.frombuffer(bytes(pipe.encode(np.ascontiguousarray(p[...]))), "<i2").reshape(ints.shape)
+    assert np.array_equal(got, ints)
 
 
 def test_cf_packing_chain_refuses_inexact(tmp_path):

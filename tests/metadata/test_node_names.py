@@ -13,7 +13,9 @@ def test_valid_names(name: str) -> None:
     assert validate_node_name(name) == name
 
 
-@pytest.mark.parametrize("name", ["", ".", "..", "...", "a/b", "/", "__x", "__zarr", "__", 3, None])
+@pytest.mark.parametrize("name", ["", ".", "..", "...", "a/b", "/", "__x", "__zarr", "__", 3, None,
+                                  # zarrcy's rules beyond the spec (issue 23.9)
+                                  "zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata", "a\\b", "x\x00", "c:x"])
 def test_invalid_names(name: object) -> None:
     with pytest.raises(MetadataError):
         validate_node_name(name)

@@ -33,6 +33,8 @@ READS: list[tuple[str, Callable[[Any], Any]]] = [
     ("strided", lambda a: a[::3, ::2]),
     ("vindex", lambda a: a.vindex[[1, 5], [4, 1]]),
     ("oindex", lambda a: a.oindex[[0, 6], [5, 0]]),
+    ("partial write", lambda a: a.__setitem__((1, 4), 1.0)),
+    ("vindex write", lambda a: a.vindex.__setitem__(([1, 6], [4, 0]), 1.0)),
 ]
 
 
@@ -161,6 +163,7 @@ def test_unusual_valid_frames_read(case: Any, sharded: bool) -> None:
     ref[...] = DATA  # the oracle: the same values in a plain chunk
     for _, read in READS:
         np.testing.assert_array_equal(read(a), read(ref))
+    np.testing.assert_array_equal(a[...], ref[...])  # after the writes
 
 
 def test_hostile_frame_never_allocates_its_claim(monkeypatch: pytest.MonkeyPatch) -> None:

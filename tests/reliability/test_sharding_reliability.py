@@ -20,6 +20,9 @@ import zarrcy
 from zarrcy.codecs.sharding import reader as shard_reader
 from zarrcy.errors import CorruptChunkError, MetadataError, StoreError
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _peak import PEAK  # noqa: E402
+
 # children import the zarrcy under test (the installed package in CI, a built tree in development),
 # never the source tree, which has no compiled kernels in a fresh clone
 ROOT = os.path.dirname(os.path.dirname(zarrcy.__file__))
@@ -218,14 +221,14 @@ def test_index_counts_against_max_chunk_bytes():
         zarrcy.config(max_chunk_bytes=before)
 
 
-_PEAK = textwrap.dedent("""
-    import resource, sys, zarrcy
+_PEAK = PEAK + textwrap.dedent("""
+    import sys, zarrcy
     n = 1 << 24
     a = zarrcy.create_array(zarrcy.MemoryStore(), shape=(n,), chunks=(1,), shards=(n,), dtype="uint8")
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    base = peak_reset()  # not ru_maxrss: a child starts from its parent's peak (tests/reliability/_peak.py)
     a[5] = 1
     assert a[5] == 1 and a[6] == 0 and a[4:7].tolist() == [0, 1, 0]
-    print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) * 1024)
+    print(peak_growth(base))
 """)
 
 

@@ -10,7 +10,10 @@ the range's end, and the array layer asks for no more than the chunk can need.
 
 from __future__ import annotations
 
+import functools
+import io
 import json
+import lzma
 import subprocess
 import sys
 import textwrap
@@ -108,5 +111,73 @@ def test_truncated_deflate_stream_is_corrupt(tmp_path):
     try:
         with pytest.raises(CorruptChunkError):
             s.get("k")
+    finally:
+        s.close()
+
+
+class _CountingLZMA:
+    """lzma.LZMADecompressor counting the bytes it produces."""
+
+    produced = 0
+
+    def __init__(self, *args, **kwargs) -> None:
+        self._d = _REAL_LZMA(*args, **kwargs)
+
+    def decompress(self, data, max_length=-1):
+        out = self._d.decompress(data, max_length)
+        type(self).produced += len(out)
+        return out
+
+    def __getattr__(self, name):
+        return getattr(self._d, name)
+
+
+_REAL_LZMA = lzma.LZMADecompressor
+
+
+@functools.lru_cache(maxsize=None)
+def _lzma_zip_bytes(payload_size: int, declared: int | None) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_LZMA) as z:
+        z.writestr("k", bytes(payload_size))
+    raw = bytearray(buf.getvalue())
+    if declared is not None:  # the size in the central directory (what zipfile reads)
+        cd = raw.rfind(b"PK\x01\x02")
+        raw[cd + 24 : cd + 28] = declared.to_bytes(4, "little")
+    return bytes(raw)
+
+
+def _lzma_zip(tmp_path, payload_size: int, declared: int | None) -> ZipStore:
+    zp = tmp_path / "lzma.zip"
+    zp.write_bytes(_lzma_zip_bytes(payload_size, declared))
+    return ZipStore(zp, mode="r")
+
+
+@pytest.mark.parametrize("how", ["get", "range", "capped read"])
+def test_lzma_bomb_lying_about_its_size_is_refused_without_inflating(tmp_path, monkeypatch, how):
+    """Issue 23.11: 4 MiB of zeros in ~0.6 KB of LZMA, declared as 4 GiB - 1: refused from
+    the directory entry alone (the declared size is beyond any LZMA stream of that
+    compressed size), not after inflating the whole stream (50 s of CPU for a big one)."""
+    s = _lzma_zip(tmp_path, 4 << 20, declared=(1 << 32) - 1)
+    monkeypatch.setattr(lzma, "LZMADecompressor", _CountingLZMA)
+    _CountingLZMA.produced = 0
+    try:
+        with pytest.raises(CorruptChunkError, match="more than compression method"):
+            if how == "get":
+                s.get("k")
+            elif how == "range":
+                s.get("k", RangeRequest(1 << 30, 10))
+            else:
+                s.get("k", RangeRequest(0, (8 << 30) + 1))  # an array's read of a vlen chunk
+    finally:
+        s.close()
+    assert _CountingLZMA.produced == 0
+
+
+def test_honest_lzma_member_still_reads(tmp_path):
+    s = _lzma_zip(tmp_path, 1 << 20, declared=None)
+    try:
+        assert s.get("k") == bytes(1 << 20)
+        assert s.get("k", RangeRequest(5, 3)) == b"\0\0\0"
     finally:
         s.close()

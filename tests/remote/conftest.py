@@ -22,6 +22,7 @@ import urllib.request
 from typing import Any
 
 import pytest
+from http_range import send_empty, send_value
 
 BUCKET = "zarrcy-test"
 _ENV = {
@@ -233,38 +234,13 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
             return
         path = self.translate_path(self.path)
         if not os.path.isfile(path):
-            self.send_response(404)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
+            send_empty(self, 404)
             return
         with open(path, "rb") as fh:
             data = fh.read()
-        size = len(data)
-        rng = self.headers.get("Range")
-        status, start, stop = 200, 0, size
-        if rng and rng.startswith("bytes="):
-            a, _, b = rng[6:].partition("-")
-            if a == "":
-                start, stop = max(0, size - int(b)), size
-            else:
-                start = int(a)
-                stop = size if b == "" else min(size, int(b) + 1)
-            if start >= size:
-                self.send_response(416)
-                self.send_header("Content-Range", f"bytes */{size}")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                return
-            status = 206
-        self.send_response(status)
-        self.send_header("Content-Length", str(stop - start))
-        self.send_header("Last-Modified", self.date_time_string(int(os.path.getmtime(path))))
-        self.send_header("ETag", f'"{size}-{int(os.path.getmtime(path) * 1e6)}"')
-        if status == 206:
-            self.send_header("Content-Range", f"bytes {start}-{stop - 1}/{size}")
-        self.end_headers()
-        if body:
-            self.wfile.write(data[start:stop])
+        mtime = os.path.getmtime(path)
+        send_value(self, data, body, {"Last-Modified": self.date_time_string(int(mtime)),
+                                      "ETag": f'"{len(data)}-{int(mtime * 1e6)}"'})
 
 
 @pytest.fixture(scope="session")

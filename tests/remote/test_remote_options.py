@@ -38,7 +38,7 @@ def _panic_class() -> type[BaseException]:
     ("s3://b/p", {"AWS_ALLOW_HTTP": "true"}, r"storage_options\.AWS_ALLOW_HTTP: .*client option"),
     ("gs://b/p", {"allow_http": True}, r"storage_options\.allow_http: .*client option"),
     ("az://acct/cont", {"allow_http": True}, r"storage_options\.allow_http: .*client option"),
-    ("s3://b/p", {"evil": 1}, r"^storage_options\.evil: expected one of access_key_id, .*region.*max_concurrency, coalesce, received 'evil'$"),
+    ("s3://b/p", {"evil": 1}, r"^storage_options\.evil: expected one of access_key_id, .*region.*max_concurrency, coalesce, timeout, received 'evil'$"),
     ("gs://b/p", {"evil": 1}, r"^storage_options\.evil: expected one of application_credentials"),
     ("https://example.invalid/p", {"region": "x"}, r"^storage_options\.region: expected one of client_options, retry_config"),
     ("s3://b/p", {"client_options": {"evil": 1}}, r"^storage_options\.client_options\.evil: expected one of allow_http"),

@@ -639,3 +639,29 @@ def test_concurrent_erase_and_write_same_directory(store):
     assert not errors, errors[:1]
     assert list(store.list()) == []
     assert store.list_dir("") == []
+
+
+def test_snapshot_pins_one_version(store):
+    """``snapshot(key)``: every store here pins the version it opened (issue 23.1: a
+    sharded read takes its index and its inner chunks through one snapshot), also
+    when the key is rewritten meanwhile by the same store object."""
+    store.set("k", b"old-0123456789")
+    if store.supports_conditional_reads:
+        # object stores cannot pin: the version token does the same job (a read
+        # conditional on it refuses another version); tests/reliability/test_http_versions.py
+        data, token = store.get_versioned("k", SuffixRequest(4))
+        assert data == b"6789" and token is not None
+        assert store.get_ranges_if_version("k", [RangeRequest(0, 3)], token) == [b"old"]
+        store.set("k", b"NEW-abcdefghij")
+        assert store.get_ranges_if_version("k", [RangeRequest(0, 3)], token) is None
+        return
+    with store.snapshot("k") as snap:
+        assert snap.pinned and snap.exists and snap.size == 14
+        assert snap.get(RangeRequest(0, 3)) == b"old"
+        store.set("k", b"NEW-abcdefghij")
+        assert bytes(snap.get(RangeRequest(4, 4))) == b"0123"
+        assert [bytes(v) for v in snap.get_ranges([SuffixRequest(2), RangeRequest(0, 3)])] == [b"89", b"old"]
+        assert snap.get_ranges([]) == []
+    assert store.get("k") == b"NEW-abcdefghij"
+    with store.snapshot("missing") as snap:
+        assert snap.exists is False and snap.get() is None

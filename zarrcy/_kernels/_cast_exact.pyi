@@ -4,7 +4,7 @@ class CastFormat:
     def __init__(
         self, *, kind: int, nbits: int, itemsize: int, natural: bool, lo: int = 0, hi: int = 0, p: int = 0,
         emin: int = 0, emax: int = 0, bias: int = 0, has_inf: bool = False, has_nan: bool = False,
-        nan_bits: int = 0,
+        nan_bits: int = 0, no_neg_zero: bool = False, unsigned: bool = False, max_frac: int = -1,
     ) -> None: ...
     @property
     def kind(self) -> int: ...

@@ -221,6 +221,10 @@ cdef int _cast_num(num_t v, const fmt_t* f, int rmode, int oor, uint64_t* out) n
             return ST_FAIL_NONFINITE
         out[0] = sign | ((((<uint64_t>1) << (f.nbits - f.p)) - 1) << (f.p - 1))
         return ST_EXACT
+    if f.unsigned_f:
+        return _cast_pow2(v, f, rmode, oor, out)
+    if f.no_neg_zero:
+        sign = sign if v.m != 0 else 0
     if v.m == 0:
         out[0] = sign
         return ST_EXACT
@@ -235,23 +239,54 @@ cdef int _cast_num(num_t v, const fmt_t* f, int rmode, int oor, uint64_t* out) n
         mm >>= 1
         q += 1
     if mm == 0:
-        out[0] = sign      # a zero produced by rounding keeps the input's sign
+        # a zero produced by rounding keeps the input's sign (fnuz formats: +0 only)
+        out[0] = 0 if f.no_neg_zero else sign
         return ST_ROUNDED
     if mm >= ((<uint64_t>1) << (f.p - 1)):
         er = q + f.p - 1
-        if er > f.emax:
+        if er > f.emax or (er == f.emax and mm - ((<uint64_t>1) << (f.p - 1)) > f.max_frac):
             # beyond the largest finite value (after rounding with an unbounded exponent)
             if oor == OOR_CLAMP:
                 if f.has_inf:
                     out[0] = sign | ((((<uint64_t>1) << (f.nbits - f.p)) - 1) << (f.p - 1))
                 else:
-                    out[0] = sign | ((<uint64_t>(f.emax + f.bias)) << (f.p - 1)) | (((<uint64_t>1) << (f.p - 1)) - 1)
+                    out[0] = sign | ((<uint64_t>(f.emax + f.bias)) << (f.p - 1)) | f.max_frac
                 return ST_CLAMPED
             return ST_FAIL_RANGE
         out[0] = sign | ((<uint64_t>(er + f.bias)) << (f.p - 1)) | (mm - ((<uint64_t>1) << (f.p - 1)))
     else:
         out[0] = sign | mm       # subnormal: biased exponent 0
     return ST_ROUNDED if inexact else ST_EXACT
+
+
+cdef int _cast_pow2(num_t v, const fmt_t* f, int rmode, int oor, uint64_t* out) noexcept nogil:
+    """A finite number to a format of powers of two ``2^emin .. 2^emax`` (float8_e8m0fnu:
+    no sign, no zero, biased exponent = the bits).  Zero and negative values are out of
+    range; a positive value below ``2^emin`` rounds to it in the nearest modes and
+    towards-positive (there is nothing below it); ties go up (the one-bit significand is odd)."""
+    cdef int L, ex, inexact = 0
+    cdef uint64_t mm
+    cdef bint low = v.neg or v.m == 0
+    if not low:
+        L = 64 - zc_clz64(v.m)
+        ex = v.e + L - 1                 # 2^ex <= v < 2^(ex+1)
+        if ex < f.emin:
+            if rmode == R_TOWARDS_ZERO or rmode == R_TOWARDS_NEGATIVE:
+                low = True
+            else:
+                out[0] = <uint64_t>(f.emin + f.bias)
+                return ST_ROUNDED
+        else:
+            mm = _shift_round(v.m, L - 1, 0, rmode, &inexact) if L > 1 else 1
+            if mm == 2:
+                ex += 1
+            if ex <= f.emax:
+                out[0] = <uint64_t>(ex + f.bias)
+                return ST_ROUNDED if inexact else ST_EXACT
+    if oor == OOR_CLAMP:
+        out[0] = <uint64_t>((f.emin if low else f.emax) + f.bias)
+        return ST_CLAMPED
+    return ST_FAIL_RANGE
 
 
 cdef inline dst_t _from_bits(uint64_t b, dst_t* dummy) noexcept nogil:
@@ -564,7 +599,7 @@ cdef class CastFormat:
 
     def __init__(self, *, int kind, int nbits, int itemsize, bint natural, int64_t lo=0, uint64_t hi=0,
                  int p=0, int emin=0, int emax=0, int bias=0, bint has_inf=False, bint has_nan=False,
-                 uint64_t nan_bits=0):
+                 uint64_t nan_bits=0, bint no_neg_zero=False, bint unsigned=False, int64_t max_frac=-1):
         cdef int signed_codes[9]
         cdef object one = 1       # range bounds in Python ints: no C overflow at 64 bits
         if kind < 0 or kind > 2:
@@ -586,9 +621,14 @@ cdef class CastFormat:
             if lo != exp_lo or hi != exp_hi:
                 raise ValueError(f"CastFormat: lo, hi: expected {exp_lo}, {exp_hi} for {nbits} bits, received {lo}, {hi}")
         else:
-            if not (2 <= p < nbits) or emin > emax or bias < 0:
-                raise ValueError(f"CastFormat: p, emin, emax, bias: expected 2 <= p < nbits, emin <= emax, "
-                                 f"bias >= 0, received {p}, {emin}, {emax}, {bias}")
+            if not ((1 if unsigned else 2) <= p < nbits) or emin > emax or bias < 0:
+                raise ValueError(f"CastFormat: p, emin, emax, bias: expected {1 if unsigned else 2} <= p < nbits, "
+                                 f"emin <= emax, bias >= 0, received {p}, {emin}, {emax}, {bias}")
+            if unsigned and (p != 1 or has_inf or natural or no_neg_zero):
+                raise ValueError("CastFormat: unsigned: expected p == 1 and no infinity (float8_e8m0fnu)")
+            if max_frac >= (one << (p - 1)) or max_frac < -1:
+                raise ValueError(f"CastFormat: max_frac: expected -1 (all ones) or a {p - 1}-bit fraction, "
+                                 f"received {max_frac}")
             if natural and (nbits, p) not in ((32, 24), (64, 53)):
                 raise ValueError(f"CastFormat: nbits, p: expected (32, 24) or (64, 53) for a natural float, "
                                  f"received {nbits}, {p}")
@@ -607,6 +647,9 @@ cdef class CastFormat:
         self.f.has_inf = has_inf
         self.f.has_nan = has_nan
         self.f.nan_bits = nan_bits
+        self.f.no_neg_zero = no_neg_zero
+        self.f.unsigned_f = unsigned
+        self.f.max_frac = <uint64_t>max_frac if max_frac >= 0 else ((<uint64_t>1) << (p - 1)) - 1 if p >= 1 else 0
         signed_codes[1] = T_INT8
         signed_codes[2] = T_INT16
         signed_codes[4] = T_INT32
@@ -638,7 +681,9 @@ cdef class CastFormat:
         return (f"CastFormat(kind={self.f.kind}, nbits={self.f.nbits}, itemsize={self.f.itemsize}, "
                 f"natural={bool(self.f.natural)}, lo={self.f.lo}, hi={self.f.hi}, p={self.f.p}, "
                 f"emin={self.f.emin}, emax={self.f.emax}, bias={self.f.bias}, has_inf={bool(self.f.has_inf)}, "
-                f"has_nan={bool(self.f.has_nan)}, nan_bits={self.f.nan_bits:#x})")
+                f"has_nan={bool(self.f.has_nan)}, nan_bits={self.f.nan_bits:#x}, "
+                f"no_neg_zero={bool(self.f.no_neg_zero)}, unsigned={bool(self.f.unsigned_f)}, "
+                f"max_frac={self.f.max_frac})")
 
 
 # ---------------------------------------------------------------------------------------

@@ -17,10 +17,3 @@ def cast_scale_offset_into(
     src: npt.NDArray[_S], dst: npt.NDArray[_F], fmt: CastFormat, rounding: int, out_of_range: int,
     offset: float, scale: float, keys: npt.NDArray[_S] | None = None, values: npt.NDArray[_F] | None = None,
 ) -> tuple[int, int]: ...
-def quantize_report_into(
-    src: npt.NDArray[_F], dst: npt.NDArray[_D] | None, fmt: CastFormat, rounding: int, out_of_range: int,
-    offset: float, scale: float, keys: npt.NDArray[_F] | None, values: npt.NDArray[_D] | None,
-    dec_fmt: CastFormat, dec_rounding: int, dec_out_of_range: int, dec_keys: npt.NDArray[_D] | None,
-    dec_values: npt.NDArray[_F] | None,
-) -> tuple[int, tuple[int, int, int, int, int], int, float, float]: ...
-def report_isa(force: str | None = None) -> str: ...

@@ -282,212 +282,23 @@ def cast_scale_offset_into(src, dst, CastFormat fmt not None, int rounding, int 
     return r, stage
 
 
+
 # ---------------------------------------------------------------------------------------
-# encode + exactness report in one pass (zarrcy convert --quantize; zarrcy.casting.chain_report)
+# block entry points for the report kernel (_cast_report): fused functions cannot cross a
+# module boundary, so these dispatch on the storage type codes
 # ---------------------------------------------------------------------------------------
 
-ctypedef struct qrep_t:
-    Py_ssize_t counts[5]   # ST_EXACT .. ST_MAPPED
-    Py_ssize_t mismatches  # NaN-ness / finiteness / an infinity changed by the round trip
-    double max_abs         # over elements finite before and after
-    double max_rel         # ... with a non-zero original
-    int zero_err           # an original 0 read back as something else (relative error: inf)
+cdef Py_ssize_t so_cast_block(const void* x, int src_code, void* y, int dst_code, Py_ssize_t n, double offset,
+                              double scale, cfg_t* c, int* stage) noexcept nogil:
+    """The codec's fused encode of ``n`` float32 / float64 elements (``_so_cast``)."""
+    if src_code == T_FLOAT32:
+        return _so_cast_dst(<const float*>x, y, dst_code, n, offset, scale, c, stage)
+    return _so_cast_dst(<const double*>x, y, dst_code, n, offset, scale, c, stage)
 
 
-# The two report loops in C: one body per (source type, rounding mode), comparisons turned
-# into 0/1 integers and bit masks (the maxima of non-negative doubles as maxima of their
-# bit patterns), so that the compiler vectorises them; built for the x86-64 baseline and,
-# with a target attribute, for AVX2 (64-bit lane compares), picked at run time as in
-# _cast_simd.pxd.  Only IEEE add/sub/div, compares and integer operations: no FMA is
-# enabled, so both builds give bit-identical results.  "no-trapping-math" only lets the
-# compiler evaluate both sides of a select (no value changes).
-cdef extern from "zc_cast_scale_offset.h":
-    void zq_status_f(const float* t, Py_ssize_t m, int mode, double lo, double hi, int64_t* n) noexcept nogil
-    void zq_status_d(const double* t, Py_ssize_t m, int mode, double lo, double hi, int64_t* n) noexcept nogil
-    void zq_stats_f(const float* x, const float* back, Py_ssize_t m, int64_t* st, double* e) noexcept nogil
-    void zq_stats_d(const double* x, const double* back, Py_ssize_t m, int64_t* st, double* e) noexcept nogil
-    int zq_set_isa(int state) noexcept nogil
-
-
-def report_isa(force=None):
-    """The build the report loops run (``"avx2"`` or ``"baseline"``); ``force``: ``"baseline"``
-    or ``"avx2"`` (where the CPU has it) for tests, ``"auto"`` to detect again."""
-    cdef int state = -2
-    if force == "baseline":
-        state = 0
-    elif force == "avx2":
-        state = 1
-    elif force == "auto":
-        state = -1
-    elif force is not None:
-        raise ValueError(f"report_isa: force: expected 'baseline', 'avx2', 'auto' or None, received {force!r}")
-    if state == -2:
-        return "avx2" if zq_set_isa(-2) == 1 else "baseline"
-    return "avx2" if zq_set_isa(state) == 1 else "baseline"
-
-
-cdef int _int_status(const flt_t* t, Py_ssize_t m, const cfg_t* c, qrep_t* q) noexcept nogil:
-    """Per-element status counts of the cast ``t -> integer`` (natural target of <= 32 bits,
-    no scalar_map or one NaN key): the same classes as ``_cast_exact._cast_num`` -- exact,
-    rounded (inexact, in range after rounding), clamped / wrapped (out of range after
-    rounding: outside [lo - 1, hi + 1] whatever the mode), mapped (NaN on the NaN key).
-    1 if an element fails (NaN without the key, an infinity, out of range without
-    out_of_range): the caller falls back."""
-    cdef int64_t n[4]
-    cdef double lo = <double>c.f.lo, hi = <double>c.f.hi
-    n[0] = n[1] = n[2] = n[3] = 0
-    if flt_t is float:
-        zq_status_f(t, m, c.rmode, lo, hi, n)
-    else:
-        zq_status_d(t, m, c.rmode, lo, hi, n)
-    if n[3] or (n[2] and not c.nan_key) or (n[1] and c.oor == OOR_NONE):
-        return 1
-    q.counts[ST_MAPPED] += n[2]
-    q.counts[ST_ROUNDED] += n[0]
-    if c.oor == OOR_CLAMP:
-        q.counts[ST_CLAMPED] += n[1]
-    else:
-        q.counts[ST_WRAPPED] += n[1]
-    q.counts[ST_EXACT] += m - n[0] - n[1] - n[2]
-    return 0
-
-
-cdef void _round_trip_stats(const flt_t* x, const flt_t* back, Py_ssize_t m, qrep_t* q) noexcept nogil:
-    """``zarrcy.casting.check_cast``'s round-trip rule per element, in float64: a mismatch
-    when NaN-ness or finiteness changed or an infinity changed sign; the absolute / relative
-    error over elements finite on both sides (relative: over non-zero originals; an original
-    zero read back as non-zero makes it infinite)."""
-    cdef int64_t st[2]
-    cdef double e[2]
-    st[0] = 0
-    st[1] = 0
-    e[0] = q.max_abs
-    e[1] = q.max_rel
-    if flt_t is float:
-        zq_stats_f(x, back, m, st, e)
-    else:
-        zq_stats_d(x, back, m, st, e)
-    q.mismatches += st[0]
-    q.max_abs = e[0]
-    q.max_rel = e[1]
-    q.zero_err |= <int>st[1]
-
-
-cdef Py_ssize_t _quantize_report(const flt_t* x, void* y, int dc, Py_ssize_t isz, Py_ssize_t n, double od,
-                                 double sd, cfg_t* ce, cfg_t* cdec, bint fast_status, qrep_t* q) noexcept nogil:
-    """Per block of ``BLOCK`` elements: the encode loop of the codec (``_so_cast``: the same
-    bytes), the cast statuses of ``t = (x - offset) * scale``, the codec's decode loop
-    (``_cast_so``) back to ``back`` and the round-trip statistics, while the block is in
-    the cache.  ``y`` NULL: a scratch block.  -1, or the start of the first block where a
-    value fails or a kernel refuses (the caller then runs the exact element-wise check)."""
-    cdef flt_t t[BLOCK]
-    cdef flt_t back[BLOCK]
-    cdef uint8_t st[BLOCK]
-    cdef uint64_t scratch[BLOCK]
-    cdef uint64_t scratch2[BLOCK]
-    cdef Py_ssize_t start = 0, m, i, r
-    cdef int stage = -1
-    cdef int sc = code_of_src(x)
-    cdef flt_t o = <flt_t>od
-    cdef flt_t s = <flt_t>sd
-    cdef void* yb
-    while start < n:
-        m = n - start
-        if m > BLOCK:
-            m = BLOCK
-        yb = <void*>((<char*>y) + start * isz) if y != NULL else <void*>scratch
-        if _so_cast_dst(x + start, yb, dc, m, od, sd, ce, &stage) >= 0:
-            return start
-        for i in range(m):
-            t[i] = (x[start + i] - o) * s
-        if fast_status:
-            if _int_status(<const flt_t*>t, m, ce, q):
-                return start
-        else:
-            setup_keys(ce, sc, dc)
-            if classify(<const void*>t, sc, <void*>scratch2, dc, st, m, ce) >= 0:
-                return start
-            for i in range(m):
-                q.counts[st[i]] += 1
-        if _cast_so_src(<const void*>yb, dc, back, m, od, sd, cdec, &stage) >= 0:
-            return start
-        _round_trip_stats(x + start, <const flt_t*>back, m, q)
-        start += m
-    return -1
-
-
-def quantize_report_into(src, dst, CastFormat fmt not None, int rounding, int out_of_range, double offset,
-                         double scale, keys, values, CastFormat dec_fmt not None, int dec_rounding,
-                         int dec_out_of_range, dec_keys, dec_values):
-    """``scale_offset`` + ``cast_value`` encode of a float32/float64 ``src`` into ``dst``
-    (as :func:`scale_offset_cast_into`; None: report only) and, in the same pass, the
-    exactness report of :func:`zarrcy.casting.chain_report`: the cast statuses and the
-    round trip through the decode (``dec_fmt``: the float format decoded to, i.e. ``src``'s;
-    ``dec_*``: the decode cast's modes and scalar_map in encoded / float storage).
-
-    Returns ``(index, counts, mismatches, max_abs, max_rel)``: ``index`` -1 when every
-    element encodes and decodes (``counts``: exact, rounded, clamped, wrapped, mapped;
-    ``max_rel`` inf when an original zero reads back non-zero), else the start of a
-    block where one does not (nothing else is meaningful then, and ``dst`` is partly
-    written).
-    """
-    cdef Arrays a = Arrays()
-    cdef Arrays d = Arrays()
-    cdef cfg_t ce
-    cdef cfg_t cd
-    cdef qrep_t q
-    cdef Py_ssize_t n, r = -1, k
-    cdef int sc, dc
-    cdef Py_ssize_t isz
-    cdef const void* xp
-    cdef void* yp = NULL
-    cdef bint fast
-    a.take(0, src, False, "quantize_report_into: src")
-    a.take(1, dst, True, "quantize_report_into: dst")
-    a.take(2, keys, False, "quantize_report_into: keys")
-    a.take(3, values, False, "quantize_report_into: values")
-    d.take(0, dec_keys, False, "quantize_report_into: dec_keys")
-    d.take(1, dec_values, False, "quantize_report_into: dec_values")
-    n = a.n[0]
-    sc = a.code[0]
-    dc = fmt.code
-    if sc != T_FLOAT32 and sc != T_FLOAT64:
-        raise ValueError("quantize_report_into: src: expected float32 or float64")
-    if dst is not None and (a.n[1] != n or a.code[1] != dc):
-        raise ValueError(f"quantize_report_into: dst: expected {n} elements of the storage type of {fmt!r}")
-    if dec_fmt.code != sc:
-        raise ValueError(f"quantize_report_into: dec_fmt: expected the source's format, received {dec_fmt!r}")
-    if (keys is not None and a.code[2] != sc) or (values is not None and a.code[3] != dc):
-        raise ValueError("quantize_report_into: keys, values: expected the source and the target storage types")
-    if (dec_keys is not None and d.code[0] != dc) or (dec_values is not None and d.code[1] != sc):
-        raise ValueError("quantize_report_into: dec_keys, dec_values: expected the target and the source storage types")
-    isz = fmt.f.itemsize
-    setup_cfg(&ce, &fmt.f, rounding, out_of_range, a.ptr[2], a.n[2], a.ptr[3], a.n[3])
-    try:
-        setup_cfg(&cd, &dec_fmt.f, dec_rounding, dec_out_of_range, d.ptr[0], d.n[0], d.ptr[1], d.n[1])
-    except BaseException:
-        release_cfg(&ce)
-        raise
-    for k in range(5):
-        q.counts[k] = 0
-    q.mismatches = 0
-    q.max_abs = 0.0
-    q.max_rel = 0.0
-    q.zero_err = 0
-    if n:
-        xp = a.ptr[0]
-        if dst is not None:
-            yp = a.ptr[1]
-        with nogil:
-            setup_keys(&ce, sc, dc)
-            # the status arithmetic in float64 is exact for natural integer targets of <= 32 bits
-            fast = (fmt.f.natural and fmt.f.kind != 2 and fmt.f.nbits <= 32
-                    and (ce.nkeys == 0 or ce.nan_key))
-            if sc == T_FLOAT32:
-                r = _quantize_report(<const float*>xp, yp, dc, isz, n, offset, scale, &ce, &cd, fast, &q)
-            else:
-                r = _quantize_report(<const double*>xp, yp, dc, isz, n, offset, scale, &ce, &cd, fast, &q)
-    release_cfg(&ce)
-    release_cfg(&cd)
-    counts = tuple(q.counts[k] for k in range(5))
-    return r, counts, q.mismatches, q.max_abs, (float("inf") if q.zero_err else q.max_rel)
+cdef Py_ssize_t cast_so_block(const void* x, int src_code, void* y, int dst_code, Py_ssize_t n, double offset,
+                              double scale, cfg_t* c, int* stage) noexcept nogil:
+    """The codec's fused decode into ``n`` float32 / float64 elements (``_cast_so``)."""
+    if dst_code == T_FLOAT32:
+        return _cast_so_src(x, src_code, <float*>y, n, offset, scale, c, stage)
+    return _cast_so_src(x, src_code, <double*>y, n, offset, scale, c, stage)

@@ -111,6 +111,9 @@ ctypedef struct fmt_t:
     int has_inf
     int has_nan
     uint64_t nan_bits
+    int no_neg_zero  # "fnuz" floats: a zero is +0 (the sign bit alone is their NaN)
+    int unsigned_f   # float8_e8m0fnu: no sign bit, no zero, no subnormals (p == 1)
+    uint64_t max_frac  # largest fraction field at exponent emax (float8_e4m3fn: one below all ones)
 
 # an exactly decoded number: (-1)^neg * m * 2^e, cls 0 finite / 1 infinite / 2 NaN
 ctypedef struct num_t:

@@ -170,11 +170,14 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="validate every metadata document (and optionally every chunk)")
     c.add_argument("url")
     c.add_argument("--path", default=None, help="check only this node and what is below it")
-    c.add_argument("--data", action="store_true", help="also decode every stored chunk")
+    c.add_argument("--data", action="store_true",
+                   help="also decode every stored chunk, and say per array whether its codecs detect bit rot "
+                        "(a checksum: crc32c, zstd with checksum, gzip...) or not, with a command for a checksummed copy")
     c.add_argument("--json", action="store_true", help="machine-readable report")
     c.set_defaults(fn=_cmd_check)
     sub.add_parser("cast-check", help="report what a cast_value/scale_offset chain does to data (zarrcy cast-check -h)")
-    sub.add_parser("convert", help="convert Zarr v1/v2/v3 into sharded/quantized v3 (zarrcy convert -h)")
+    sub.add_parser("convert", help="convert Zarr v1/v2/v3, HDF5 or NetCDF-4 (one file, or many along "
+                                   "--concat-dim) into sharded/quantized Zarr v3 (zarrcy convert -h)")
     return p
 
 

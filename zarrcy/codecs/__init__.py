@@ -11,6 +11,7 @@ Public API::
     get_codec_class(name) / register_codec(name, cls)   # + entry-point group "zarrcy.codecs"
     default_codecs(dtype) / default_compressors(dtype=None) / default_serializer(dtype)
     BytesCodec, TransposeCodec, GzipCodec (Gzip), Crc32cCodec, BloscCodec, ZstdCodec
+    ReshapeCodec, BitroundCodec, PackBitsCodec (zarr-extensions codecs)
     CodecPipeline (zarrcy.codecs.pipeline)
 """
 
@@ -49,6 +50,9 @@ if TYPE_CHECKING:
     from zarrcy.codecs.pipeline import CodecPipeline
     from zarrcy.codecs.transpose import TransposeCodec
     from zarrcy.codecs.zstd import ZstdCodec
+    from zarrcy.codecs.bitround import BitroundCodec
+    from zarrcy.codecs.packbits import PackBitsCodec
+    from zarrcy.codecs.reshape import ReshapeCodec
 
 __all__ = [
     "ArraySpec",
@@ -78,6 +82,9 @@ __all__ = [
     "Crc32cCodec",
     "BloscCodec",
     "ZstdCodec",
+    "ReshapeCodec",
+    "BitroundCodec",
+    "PackBitsCodec",
     "CodecPipeline",
 ]
 
@@ -89,6 +96,9 @@ _LAZY = {
     "Crc32cCodec": "zarrcy.codecs.crc32c_",
     "BloscCodec": "zarrcy.codecs.blosc",
     "ZstdCodec": "zarrcy.codecs.zstd",
+    "ReshapeCodec": "zarrcy.codecs.reshape",
+    "BitroundCodec": "zarrcy.codecs.bitround",
+    "PackBitsCodec": "zarrcy.codecs.packbits",
     "CodecPipeline": "zarrcy.codecs.pipeline",
 }
 

@@ -174,7 +174,9 @@ class ArrayArrayCodec(Codec):
     #: representation (the pipeline then decodes straight into the caller's array)
     supports_encoded_view: ClassVar[bool] = False
 
-    def encoded_view(self, out: np.ndarray) -> np.ndarray:
+    def encoded_view(self, out: np.ndarray) -> np.ndarray | None:
+        """A view of ``out`` in the encoded representation, or None when this ``out``
+        (strided) has none (``reshape``): the pipeline then decodes and copies."""
         raise NotImplementedError(f"{self.name}: no encoded view")
 
     def native_order(self, spec: ArraySpec) -> tuple[int, ...] | None:
@@ -191,12 +193,36 @@ class ArrayArrayCodec(Codec):
     # -- partial I/O: codecs that only rearrange elements pass partial reads through --
     def encode_selection(self, selection: Selection, spec: ArraySpec) -> Selection | None:
         """``selection`` of the decoded chunk expressed on the encoded chunk, or None
-        when partial access does not compose through this codec (the default)."""
+        when partial access does not compose through this codec (the default) -- for
+        the whole chunk, or (``reshape``) for this selection only: the pipeline then
+        decodes the whole value and selects."""
         return None
 
-    def encoded_piece(self, piece: np.ndarray, selection: Selection) -> np.ndarray:
-        """A view of ``piece`` (``selection`` of a decoded chunk, ints dropped) in the
-        axis order of the encoded selection :meth:`encode_selection` returned."""
+    def encode_values(self, values: np.ndarray, spec: ArraySpec) -> np.ndarray:
+        """Encoded values of elements (any shape) written through a partial encode
+        (vindex points); only codecs whose :meth:`encode_selection` passes partial
+        access are asked.  Default: unchanged (codecs that only move elements)."""
+        return values
+
+    def encode_coords(self, coords: np.ndarray, spec: ArraySpec) -> np.ndarray:
+        """Points (``(ndim, k)`` int64 chunk coordinates, vindex) on the encoded chunk.
+        Default: the coordinate arrays as an orthogonal selection (right for codecs that
+        only move axes); codecs whose :meth:`encode_selection` is not per axis override it."""
+        enc = self.encode_selection(tuple(coords), spec)
+        if enc is None:  # pragma: no cover - only called when partial access composes
+            raise NotImplementedError(f"{self.name}: partial access does not compose")
+        return np.asarray(enc, dtype=np.int64).reshape(len(enc), -1)
+
+    def encoded_piece(
+        self, piece: np.ndarray, selection: Selection, encoded: Selection, spec: ArraySpec, view: bool
+    ) -> np.ndarray | None:
+        """``piece`` (``selection`` of a decoded chunk, ints dropped) shaped as ``encoded``
+        (what :meth:`encode_selection` returned) selects on the encoded chunk.
+
+        ``view=True`` (a partial decode writes through it): a view of ``piece``, or None
+        when none exists (``reshape`` of a strided piece); codecs that pass partial access
+        decode elements unchanged.  ``view=False`` (a partial encode reads it): the
+        encoded values, a copy where needed (``bitround`` rounds them)."""
         raise NotImplementedError(f"{self.name}: partial access does not compose")
 
 

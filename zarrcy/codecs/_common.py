@@ -26,6 +26,7 @@ __all__ = [
     "get_choice",
     "as_uint8",
     "nbytes_of",
+    "selection_indices",
     "NATIVE_ENDIAN",
     "max_compressed_size",
     "check_encoded_size",
@@ -78,6 +79,15 @@ def as_uint8(data: Any) -> np.ndarray:
             return data
         return np.ascontiguousarray(data).reshape(-1).view(np.uint8)
     return np.frombuffer(data, dtype=np.uint8)
+
+
+def selection_indices(s: Any, n: int) -> np.ndarray:
+    """One dimension of a chunk selection (int, slice, index array) as int64 indices."""
+    if isinstance(s, slice):
+        return np.arange(*s.indices(n), dtype=np.int64)
+    if isinstance(s, np.ndarray):
+        return s.astype(np.int64, copy=False).reshape(-1)
+    return np.array([int(s)], dtype=np.int64)
 
 
 def nbytes_of(data: Any) -> int:

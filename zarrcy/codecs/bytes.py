@@ -15,6 +15,12 @@ anything else in a stored chunk is a :class:`CorruptChunkError`, and an array ho
 lone surrogates is refused on write (:class:`CastError`).  ``null_terminated_bytes``
 (numpy ``S<n>``) has no byte order: its bytes are copied as they are.
 
+Records (``struct``, numpy structured dtypes) and ml_dtypes' ``complex32`` /
+``bcomplex32`` swap each byte-ordered unit on its own (every multi-byte field, each
+complex component; :func:`zarrcy.metadata.struct.byte_order_units`); a legacy
+``structured`` array whose codec has no ``endian`` is little-endian
+(ext-data-types/structured.md "Missing endian configuration").
+
 Decoding in native order is zero-copy (``np.frombuffer`` + ``reshape``); the
 other order is one byte-swapping copy straight into the destination (numpy's
 casting copy, which runs without the GIL).
@@ -31,6 +37,7 @@ from zarrcy._kernels import _utf32
 from zarrcy.codecs._base import ArrayBytesCodec, ArraySpec
 from zarrcy.codecs._common import NATIVE_ENDIAN, MISSING, config_dict, get_choice, nbytes_of
 from zarrcy.errors import CastError, CorruptChunkError, MetadataError, expected
+from zarrcy.metadata.struct import byte_order_units, swap_units
 
 __all__ = ["BytesCodec", "Endian", "endian_applies"]
 
@@ -44,8 +51,48 @@ def endian_applies(dtype: np.dtype) -> bool:
         return False
     if dtype.kind in "biufcmMU":
         return True
+    if _by_units(dtype):
+        return bool(byte_order_units(dtype))
     # kind "V": raw bits (np.void, no byte order) or an ml_dtypes scalar (has one)
     return dtype.kind == "V" and dtype.type is not np.void and dtype.fields is None
+
+
+def _upper_bits_masks() -> dict[np.dtype, int]:
+    """Sub-byte floats (float4_e2m1fn, float6_*, and complex pairs of them) -> the mask of
+    their value bits: the upper bits of each byte are ignored on read (their specs, "bytes")
+    and ml_dtypes would read them as the sign.  (ml_dtypes' sub-byte ints mask themselves.)"""
+    from zarrcy.metadata.data_type import DATA_TYPES
+
+    out = {}
+    for d in DATA_TYPES.values():
+        fmt = d.float_format
+        if fmt is not None and fmt.nbits < 8:
+            out[d.dtype] = (1 << fmt.nbits) - 1
+    return out
+
+
+_UPPER_BITS = _upper_bits_masks()
+
+
+def _clear_upper_bits(arr: np.ndarray) -> np.ndarray:
+    """``arr`` (a sub-byte float type) with the ignored bits cleared: in place when writable."""
+    mask = _UPPER_BITS[arr.dtype]
+    if not arr.flags.writeable:
+        arr = arr.copy()
+    for part in [arr[n] for n in arr.dtype.names] if arr.dtype.names else [arr]:  # complex pairs: each byte
+        bits = part.view(np.uint8)  # one-byte elements: a view of any strides
+        np.bitwise_and(bits, mask, out=bits)
+    return arr
+
+
+def _by_units(dtype: np.dtype) -> bool:
+    """Records and ml_dtypes complex types: byte order applies per field / component."""
+    return dtype.fields is not None or dtype.kind == "W"
+
+
+def _swap_rows(arr: np.ndarray, dtype: np.dtype) -> None:
+    """Swap every byte-ordered unit of the C-contiguous ``arr`` in place."""
+    swap_units(arr.reshape(-1).view(np.uint8).reshape(-1, dtype.itemsize), byte_order_units(dtype))
 
 
 def _bits_dtype(dtype: np.dtype) -> np.dtype:
@@ -104,9 +151,8 @@ class BytesCodec(ArrayBytesCodec):
         dt = spec.dtype
         if dt.hasobject or dt.itemsize == 0:
             raise MetadataError(expected(path, "a fixed-size data type for the bytes codec", str(dt)), path)
-        if dt.fields is not None and endian_applies_fields(dt):
-            raise MetadataError(expected(path, "a data type without byte-ordered fields", str(dt)), path)
-        if endian_applies(dt) and self.endian is None:
+        legacy = spec.data_type is not None and spec.data_type.name == "structured"  # no endian: little
+        if endian_applies(dt) and self.endian is None and not legacy:
             p = f"{path}.configuration.endian"
             raise MetadataError(expected(p, f"'little' or 'big' (required for {dt})", MISSING), p)
 
@@ -121,7 +167,9 @@ class BytesCodec(ArrayBytesCodec):
 
     # -- per chunk ------------------------------------------------------------------
     def _swaps(self, dtype: np.dtype) -> bool:
-        return self.endian is not None and self.endian != NATIVE_ENDIAN and endian_applies(dtype)
+        # records reaching here without an endian are legacy "structured" ones: little-endian
+        endian = self.endian or ("little" if dtype.fields is not None else None)
+        return endian is not None and endian != NATIVE_ENDIAN and endian_applies(dtype)
 
     def _stored_dtype(self, dtype: np.dtype) -> np.dtype:
         """The dtype of the stored bytes, as seen through :func:`_bits_dtype`."""
@@ -144,7 +192,10 @@ class BytesCodec(ArrayBytesCodec):
                     expected(f"element {hit[0]} of the chunk", "a string of Unicode scalar values for "
                              "fixed_length_utf32 (no lone surrogates)", f"U+{hit[1]:04X}"), hit[0], hit[1]
                 )
-        if self._swaps(dt):
+        if self._swaps(dt) and _by_units(dt):
+            out = np.array(chunk, dtype=dt, order="C")  # a copy, swapped in place
+            _swap_rows(out, dt)
+        elif self._swaps(dt):
             out = np.empty(chunk.shape, dtype=self._stored_dtype(dt))
             np.copyto(out, chunk.view(_bits_dtype(dt)), casting="unsafe")
         else:
@@ -158,20 +209,30 @@ class BytesCodec(ArrayBytesCodec):
         src = np.frombuffer(data, dtype=self._stored_dtype(dt))
         if not self._swaps(dt):
             out = src.view(dt).reshape(spec.shape)
+        elif _by_units(dt):
+            out = src.view(dt).reshape(spec.shape).copy()
+            _swap_rows(out, dt)
         else:
             out = np.empty(spec.shape, dtype=dt)
             np.copyto(out.view(_bits_dtype(dt)), src.reshape(spec.shape), casting="unsafe")
         if dt.kind == "U":
             _check_decoded_utf32(out)
+        if dt in _UPPER_BITS:
+            out = _clear_upper_bits(out)
         return out
 
     def decode_into(self, data: Any, out: np.ndarray, spec: ArraySpec) -> bool:
         self._check_size(data, spec)
         dt = spec.dtype
+        if self._swaps(dt) and _by_units(dt):
+            out[...] = self.decode(data, spec)
+            return True
         src = np.frombuffer(data, dtype=self._stored_dtype(dt)).reshape(spec.shape)
         np.copyto(out.view(_bits_dtype(dt)), src, casting="unsafe")
         if dt.kind == "U":
             _check_decoded_utf32(out)
+        if dt in _UPPER_BITS:
+            _clear_upper_bits(out)
         return True
 
     def native_swap(self, spec: ArraySpec) -> int | None:
@@ -188,13 +249,13 @@ class BytesCodec(ArrayBytesCodec):
 
     def fix_endian_inplace(self, out: np.ndarray, spec: ArraySpec) -> None:
         """Turn stored bytes already placed in ``out`` (C-contiguous) into native values."""
-        if self._swaps(spec.dtype):
+        if self._swaps(spec.dtype) and _by_units(spec.dtype):
+            _swap_rows(out, spec.dtype)
+        elif self._swaps(spec.dtype):
             v = out.view(_bits_dtype(spec.dtype))
             v.byteswap(inplace=True)
         if spec.dtype.kind == "U":
             _check_decoded_utf32(out)
+        if spec.dtype in _UPPER_BITS:
+            _clear_upper_bits(out)
 
-
-def endian_applies_fields(dtype: np.dtype) -> bool:
-    fields = dtype.fields
-    return fields is not None and any(endian_applies(fields[f][0]) for f in dtype.names or ())

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from zarrcy._kernels._cast_exact import CastFormat
 from zarrcy.errors import CastError, MetadataError, OutOfRangeError, expected
 from zarrcy.metadata._parse import check_keys, config_dict, expect_object
-from zarrcy.metadata.data_type import DataType, from_numpy
+from zarrcy.metadata.data_type import DATA_TYPES, DataType, from_numpy
 
 __all__ = [
     "CastValueCodec",
@@ -77,6 +77,9 @@ class Format:
     nan_bits: int = 0
     # exact source type the kernel reads (extension sources are converted exactly first)
     source: str = ""
+    no_neg_zero: bool = False  # fnuz floats: zero is +0 only
+    unsigned: bool = False     # float8_e8m0fnu: powers of two 2^emin..2^emax, no sign, no zero
+    max_frac: int = -1         # largest fraction at emax (-1: all ones; float8_e4m3fn: 6)
 
     @property
     def is_int(self) -> bool:
@@ -87,8 +90,12 @@ class Format:
         return self.dtype.itemsize
 
     @property
+    def max_frac_bits(self) -> int:
+        return self.max_frac if self.max_frac >= 0 else (1 << (self.p - 1)) - 1
+
+    @property
     def max_finite(self) -> Fraction:
-        return Fraction(2) ** self.emax * (2 - Fraction(1, 2 ** (self.p - 1)))
+        return Fraction(2) ** self.emax * (1 + Fraction(self.max_frac_bits, 2 ** (self.p - 1)))
 
     def kernel_format(self) -> CastFormat:
         """The typed format the kernels take (built once per format name)."""
@@ -99,7 +106,8 @@ class Format:
             kf = _KERNEL_FORMATS[self.name] = CastFormat(
                 kind=self.kind, nbits=self.nbits, itemsize=np.dtype(self.storage).itemsize, natural=self.natural,
                 lo=self.lo, hi=self.hi, p=self.p, emin=self.emin, emax=self.emax, bias=self.bias,
-                has_inf=self.has_inf, has_nan=self.has_nan, nan_bits=self.nan_bits)
+                has_inf=self.has_inf, has_nan=self.has_nan, nan_bits=self.nan_bits, no_neg_zero=self.no_neg_zero,
+                unsigned=self.unsigned, max_frac=self.max_frac)
         return kf
 
 
@@ -123,6 +131,29 @@ def _float(name: str, dtype: Any, nbits: int, p: int, ebits: int, ieee: bool, na
                   has_inf=ieee, has_nan=ieee, nan_bits=nan_bits, source=name if natural else "float64")
 
 
+def _float_from_table(name: str) -> Format:
+    """A narrow float format from its DataType layout (data_type.FloatFormat): the types
+    beyond IEEE's rules (fnuz, e8m0fnu, e4m3fn) and float6."""
+    d = DATA_TYPES[name]
+    ff = d.float_format
+    assert ff is not None  # every float type has one (data_type.py)
+    top = (1 << ff.exp_bits) - 1                 # largest biased exponent
+    ieee = ff.special == "ieee"
+    fnu = ff.special == "fnu"
+    emax = (top - 1 if ieee or fnu else top) - ff.bias
+    emin = -ff.bias if fnu else 1 - ff.bias
+    nan = ff.nan_bits
+    return Format(name, d.dtype, 2, ff.nbits, "uint8", False, p=ff.man_bits + 1, emin=emin, emax=emax,
+                  bias=ff.bias, has_inf=ieee, has_nan=nan is not None, nan_bits=nan or 0, source="float64",
+                  no_neg_zero=ff.special == "fnuz", unsigned=fnu,
+                  max_frac=(1 << ff.man_bits) - 2 if ff.special == "fn" else -1)
+
+
+#: the types ext-codec-cast_value.md lists beyond the first set, and float8_e4m3fn
+EXTENDED_FLOATS = ("float8_e3m4", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e4m3b11fnuz", "float8_e8m0fnu",
+                   "float6_e2m3fn", "float6_e3m2fn", "float8_e4m3fn")
+
+
 def _build_formats() -> dict[str, Format]:
     import ml_dtypes
 
@@ -141,6 +172,8 @@ def _build_formats() -> dict[str, Format]:
     f["float8_e4m3"] = _float("float8_e4m3", ml_dtypes.float8_e4m3, 8, 4, 4, True, 0x7C, "uint8")
     f["float8_e5m2"] = _float("float8_e5m2", ml_dtypes.float8_e5m2, 8, 3, 5, True, 0x7E, "uint8")
     f["float4_e2m1fn"] = _float("float4_e2m1fn", ml_dtypes.float4_e2m1fn, 4, 2, 2, False, 0, "uint8")
+    for name in EXTENDED_FLOATS:
+        f[name] = _float_from_table(name)
     return f
 
 
@@ -190,6 +223,8 @@ def _round_fraction(x: Fraction, neg_zero: bool, fmt: Format, path: str, raw: An
     encoding does (v3-data-types.rst: "rounded to the nearest representable value"; the
     cast_value/scale_offset specs use that encoding); for types without infinity it is an
     error."""
+    if fmt.unsigned and x <= 0:  # float8_e8m0fnu: positive powers of two only
+        raise MetadataError(expected(path, f"a positive value ({fmt.name} has no zero or sign)", raw), path)
     if x == 0:
         v = -0.0 if neg_zero else 0.0
         return np.array(v, dtype=np.float64).astype(fmt.dtype)
@@ -211,7 +246,10 @@ def _round_fraction(x: Fraction, neg_zero: bool, fmt: Format, path: str, raw: An
     if m == 1 << fmt.p:
         m >>= 1
         q += 1
-    if m and m.bit_length() + q - 1 > fmt.emax:
+    if fmt.unsigned and m == 0:  # below 2**emin: that is the nearest value (no zero, no subnormals)
+        m, q = 1, fmt.emin
+    top = m.bit_length() + q - 1
+    if m and (top > fmt.emax or (top == fmt.emax and m - (1 << (fmt.p - 1)) > fmt.max_frac_bits)):
         if fmt.has_inf:
             return np.array(-math.inf if neg else math.inf, dtype=np.float64).astype(fmt.dtype)
         raise MetadataError(expected(path, f"a value representable as {fmt.name}", raw), path)
@@ -236,7 +274,7 @@ def parse_scalar(value: Any, data_type: Any, path: str) -> np.ndarray:
         return np.array(value, dtype=np.int64 if fmt.kind == 0 else np.uint64).astype(fmt.dtype)
     if type(value) is str:
         if value == "NaN" or value in ("Infinity", "+Infinity", "-Infinity"):
-            if not fmt.has_nan:
+            if not (fmt.has_nan if value == "NaN" else fmt.has_inf):
                 raise MetadataError(expected(path, f"a finite number ({fmt.name} has no NaN/Infinity)", value), path)
             v = math.nan if value == "NaN" else (-math.inf if value[0] == "-" else math.inf)
             return np.array(v, dtype=np.float64).astype(fmt.dtype)

@@ -6,8 +6,12 @@ zarr-python writes a numcodecs codec into a v3 ``codecs`` list as
 
 * bytes -> bytes: ``blosc, lz4, zstd, zlib, gzip, bz2, lzma, shuffle, crc32, crc32c,
   adler32, fletcher32, jenkins_lookup3``;
-* array -> array (same shape): ``delta, bitround, quantize, astype`` -- ``delta``
+* array -> array (same shape): ``delta, quantize, astype`` -- ``delta``
   (``astype``) and ``astype`` (``encode_dtype``) change the encoded data type.
+
+``numcodecs.bitround`` is read and written natively (:class:`BitRound`, an alias of
+:class:`zarrcy.codecs.bitround.NumcodecsBitRound`: the spec's deprecated alias of
+``bitround``, bit for bit numcodecs' rounding, kept under its name when written back).
 
 The classes take numcodecs' keyword arguments, as zarr-python's do:
 ``LZMA(preset=1)``, ``Delta(dtype="int32")``.  ``numcodecs.fixedscaleoffset`` is
@@ -52,6 +56,7 @@ import numpy as np
 from zarrcy.config import get as _config_get
 from zarrcy.codecs._base import ArrayArrayCodec, ArraySpec, BytesBytesCodec
 from zarrcy.codecs._common import as_uint8, get_bool, get_int, nbytes_of
+from zarrcy.codecs.bitround import NumcodecsBitRound as BitRound
 from zarrcy.codecs.blosc import blosc_header
 from zarrcy.codecs.gzip import _zlib_decompress
 from zarrcy.codecs.zstd import decompress_capped
@@ -192,7 +197,6 @@ SCHEMA: dict[str, tuple[dict[str, Check], tuple[str, ...]]] = {
     "fletcher32": ({}, ()),
     "jenkins_lookup3": ({"initval": _int(0, (1 << 32) - 1), "prefix": _null}, ()),
     "delta": ({"dtype": _dtype(_NUMERIC), "astype": _or_null(_dtype(_NUMERIC))}, ("dtype",)),
-    "bitround": ({"keepbits": _int(0, 52)}, ("keepbits",)),
     "quantize": ({"digits": _int(-300, 300), "dtype": _dtype("f"), "astype": _or_null(_dtype("f"))},
                  ("digits", "dtype")),
     "astype": ({"encode_dtype": _dtype(_NUMERIC), "decode_dtype": _dtype(_NUMERIC)}, ("encode_dtype", "decode_dtype")),
@@ -504,12 +508,6 @@ class Delta(_ArrayArray):
 
 
 @dataclass(frozen=True, init=False, repr=False)
-class BitRound(_ArrayArray):
-    codec_id: ClassVar[str] = "bitround"
-    name: ClassVar[str] = PREFIX + "bitround"
-
-
-@dataclass(frozen=True, init=False, repr=False)
 class Quantize(_ArrayArray):
     codec_id: ClassVar[str] = "quantize"
     name: ClassVar[str] = PREFIX + "quantize"
@@ -531,4 +529,6 @@ class AsType(_ArrayArray):
 #: registry entries (zarrcy/codecs/registry.py): codec name -> "module:Class"
 BYTES_BYTES = {PREFIX + c.codec_id: f"{__name__}:{c.__qualname__}" for c in (
     Blosc, LZ4, Zstd, Zlib, GZip, BZ2, LZMA, Shuffle, CRC32, CRC32C, Adler32, Fletcher32, JenkinsLookup3)}
-ARRAY_ARRAY = {PREFIX + c.codec_id: f"{__name__}:{c.__qualname__}" for c in (Delta, BitRound, Quantize, AsType)}
+ARRAY_ARRAY = {PREFIX + c.codec_id: f"{__name__}:{c.__qualname__}" for c in (Delta, Quantize, AsType)}
+#: numcodecs.bitround runs natively (zarrcy/codecs/bitround.py; written back under this name)
+ARRAY_ARRAY[PREFIX + "bitround"] = "zarrcy.codecs.bitround:NumcodecsBitRound"

@@ -39,7 +39,9 @@ from zarrcy.codecs._base import (
     BytesBytesCodec,
     Codec,
     Selection,
+    assign,
     fill_key,
+    select,
     selection_shape,
 )
 from zarrcy.codecs import _native, _region
@@ -353,9 +355,12 @@ class CodecPipeline:
                 return
             np.copyto(out, self._decode_generic(data, ctx), casting="unsafe")
             return
-        target = out
+        target: np.ndarray | None = out
         for c in self.array_array:
-            target = c.encoded_view(target)
+            target = c.encoded_view(target) if target is not None else None
+        if target is None:  # a reshape of a strided `out`: no view of it exists
+            np.copyto(out, self._decode_generic(data, ctx), casting="unsafe")
+            return
         self._decode_ab_into(data, target, ctx)
 
     def _ab_decode(self, b: Any, ctx: ExecContext | None) -> np.ndarray:
@@ -421,22 +426,32 @@ class CodecPipeline:
     def supports_partial_encode(self) -> bool:
         return self._partial_ok and self.array_bytes.supports_partial_encode
 
-    def _encoded_selection(self, selection: Selection) -> Selection:
+    def _encoded_selections(self, selection: Selection) -> list[Selection] | None:
+        """``selection`` as each array->array codec's input and, last, the array->bytes
+        codec's; None when some codec cannot carry this selection (``reshape``)."""
+        out = [selection]
         for c, s in zip(self.array_array, self._aa_specs):
-            enc = c.encode_selection(selection, s)
-            if enc is None:  # pragma: no cover - _partial_ok checked every codec
-                raise NotImplementedError(f"{c.name}: partial access does not compose")
-            selection = enc
-        return selection
+            enc = c.encode_selection(out[-1], s)
+            if enc is None:
+                return None
+            out.append(enc)
+        return out
 
-    def _encoded_piece(self, piece: np.ndarray, selection: Selection) -> np.ndarray:
-        """``piece`` (``selection`` of a decoded chunk) viewed in the encoded axis order."""
-        for c, s in zip(self.array_array, self._aa_specs):
-            piece = c.encoded_piece(piece, selection)
-            enc = c.encode_selection(selection, s)
-            if enc is None:  # pragma: no cover - _partial_ok checked every codec
-                raise NotImplementedError(f"{c.name}: partial access does not compose")
-            selection = enc
+    def _encoded_selection(self, selection: Selection) -> Selection:
+        sels = self._encoded_selections(selection)
+        if sels is None:  # pragma: no cover - ints (read_point) always map
+            raise NotImplementedError("partial access does not compose for this selection")
+        return sels[-1]
+
+    def _encoded_piece(self, piece: np.ndarray, sels: list[Selection], view: bool) -> np.ndarray | None:
+        """``piece`` (``sels[0]`` of a decoded chunk) shaped as the array->bytes codec's
+        selection ``sels[-1]``: a view to decode into (``view``; None when there is
+        none) or the encoded values to write (see ``ArrayArrayCodec.encoded_piece``)."""
+        for c, s, sel, enc in zip(self.array_array, self._aa_specs, sels, sels[1:]):
+            nxt = c.encoded_piece(piece, sel, enc, s, view)
+            if nxt is None:
+                return None
+            piece = nxt
         return piece
 
     def decode_partial(
@@ -444,43 +459,90 @@ class CodecPipeline:
     ) -> np.ndarray | None:
         """Decode only ``selection`` (per dim: int, slice with a positive step, or int64
         index array; ints drop their axis) of the stored value behind ``getter``, into
-        ``out`` when given; None if the value is missing (``out`` untouched)."""
+        ``out`` when given; None if the value is missing (``out`` untouched).
+
+        A selection an array->array codec cannot carry (``reshape``: see its module)
+        decodes the whole value, then selects."""
         if not self._partial_ok:
             raise NotImplementedError("this codec chain does not support partial decoding")
         if not self.array_array:
             return self.array_bytes.decode_partial(getter, selection, self._ab_spec, out, ctx)
+        sels = self._encoded_selections(selection)
+        if sels is None:
+            return self._decode_whole_select(getter, selection, out, ctx)
+        shape = selection_shape(selection, self.spec.shape)
         if out is None:
-            out = np.empty(selection_shape(selection, self.spec.shape), dtype=self.spec.dtype)
-        got = self.array_bytes.decode_partial(
-            getter, self._encoded_selection(selection), self._ab_spec, self._encoded_piece(out, selection), ctx
-        )
-        return None if got is None else out
+            out = np.empty(shape, dtype=self.spec.dtype)
+        piece = self._encoded_piece(out, sels, True)
+        if piece is not None:
+            got = self.array_bytes.decode_partial(getter, sels[-1], self._ab_spec, piece, ctx)
+            return None if got is None else out
+        # `out` is strided so that a reshape has no view of it: decode into a fresh
+        # C-ordered buffer, then copy
+        tmp = np.empty(shape, dtype=self.spec.dtype)
+        piece = self._encoded_piece(tmp, sels, True)
+        if piece is None:  # a transpose before a reshape: not a view even of `tmp`
+            return self._decode_whole_select(getter, selection, out, ctx)
+        if self.array_bytes.decode_partial(getter, sels[-1], self._ab_spec, piece, ctx) is None:
+            return None
+        out[...] = tmp
+        return out
+
+    def _decode_whole_select(self, getter: ByteGetter, selection: Selection, out: np.ndarray | None,
+                             ctx: ExecContext | None) -> np.ndarray | None:
+        data = getter.get()
+        if data is None:
+            return None
+        piece = select(self.decode(data, ctx), selection)
+        if out is None:
+            return np.array(piece)
+        out[...] = piece
+        return out
 
     def encode_partial(self, setter: ByteSetter, selection: Selection, value: np.ndarray,
                        ctx: ExecContext | None = None) -> None:
-        """Write ``value`` (shaped like the selection) into ``selection`` of the stored value."""
+        """Write ``value`` (shaped like the selection) into ``selection`` of the stored value
+        (the whole value read, merged and rewritten when a codec cannot carry the selection)."""
         if not self._partial_ok:
             raise NotImplementedError("this codec chain does not support partial encoding")
         value = np.broadcast_to(np.asarray(value, dtype=self.spec.dtype), selection_shape(selection, self.spec.shape))
-        self.array_bytes.encode_partial(
-            setter, self._encoded_selection(selection), self._encoded_piece(value, selection), self._ab_spec, ctx
-        )
+        sels = self._encoded_selections(selection)
+        if sels is None:
+            data = setter.get()
+            chunk = np.full(self.spec.shape, self.spec.fill_value, dtype=self.spec.dtype) if data is None \
+                else np.array(self.decode(data, ctx))
+            assign(chunk, selection, value)
+            enc = self.encode(chunk, ctx)
+            if enc is None:
+                setter.delete()
+            else:
+                setter.set(enc)
+            return
+        piece = self._encoded_piece(value, sels, False)
+        assert piece is not None
+        self.array_bytes.encode_partial(setter, sels[-1], piece, self._ab_spec, ctx)
+
+    def _encoded_coords(self, coords: np.ndarray) -> np.ndarray:
+        for c, s in zip(self.array_array, self._aa_specs):
+            coords = c.encode_coords(coords, s)
+        return np.asarray(coords, dtype=np.int64)
 
     def decode_points(self, getter: ByteGetter, coords: np.ndarray, ctx: ExecContext | None = None) -> np.ndarray | None:
         """Elements at chunk coordinates ``coords`` ((ndim, k) int64; vindex): only the
         inner chunks holding them are decoded.  None if the stored value is missing."""
         if not self._partial_ok:
             raise NotImplementedError("this codec chain does not support partial decoding")
-        enc = np.asarray(self._encoded_selection(tuple(coords)), dtype=np.int64).reshape(len(coords), -1)
-        return self.array_bytes.decode_points(getter, enc, self._ab_spec, ctx)
+        return self.array_bytes.decode_points(getter, self._encoded_coords(coords), self._ab_spec, ctx)
 
     def encode_points(self, setter: ByteSetter, coords: np.ndarray, values: np.ndarray,
                       ctx: ExecContext | None = None) -> None:
         """Write ``values[k]`` at chunk coordinates ``coords[:, k]`` (vindex writes)."""
         if not self._partial_ok:
             raise NotImplementedError("this codec chain does not support partial encoding")
-        enc = np.asarray(self._encoded_selection(tuple(coords)), dtype=np.int64).reshape(len(coords), -1)
-        self.array_bytes.encode_points(setter, enc, np.asarray(values, dtype=self.spec.dtype), self._ab_spec, ctx)
+        v = np.asarray(values, dtype=self.spec.dtype)
+        for c, s in zip(self.array_array, self._aa_specs):
+            v = c.encode_values(v, s)
+        self.array_bytes.encode_points(setter, self._encoded_coords(coords), v, self._ab_spec, ctx)
 
     def read_point(self, getter: ByteGetter, local: Sequence[int], ctx: ExecContext | None = None) -> Any:
         """One element at chunk coordinates ``local`` (fill value if the value is missing)."""

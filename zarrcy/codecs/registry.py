@@ -48,6 +48,10 @@ CODECS: dict[str, str] = {
     # read-only alias of [scale_offset, cast_value{out_of_range: "wrap"}] (ext-codec-scale_offset.md)
     "numcodecs.fixedscaleoffset": "zarrcy.codecs.scale_offset:FixedScaleOffsetCodec",
     "sharding_indexed": "zarrcy.codecs.sharding:ShardingCodec",
+    # zarr-extensions codecs/reshape, codecs/bitround, codecs/packbits
+    "reshape": "zarrcy.codecs.reshape:ReshapeCodec",
+    "bitround": "zarrcy.codecs.bitround:BitroundCodec",
+    "packbits": "zarrcy.codecs.packbits:PackBitsCodec",
     # zarr-extensions codecs/vlen-utf8, codecs/vlen-bytes (data types "string", "bytes")
     "vlen-utf8": "zarrcy.codecs.vlen:VLenUTF8Codec",
     "vlen-bytes": "zarrcy.codecs.vlen:VLenBytesCodec",
@@ -68,7 +72,8 @@ CODECS: dict[str, str] = {
     "numcodecs.fletcher32": "zarrcy.codecs.numcodecs:Fletcher32",
     "numcodecs.jenkins_lookup3": "zarrcy.codecs.numcodecs:JenkinsLookup3",
     "numcodecs.delta": "zarrcy.codecs.numcodecs:Delta",
-    "numcodecs.bitround": "zarrcy.codecs.numcodecs:BitRound",
+    "numcodecs.bitround": "zarrcy.codecs.bitround:NumcodecsBitRound",  # bitround's alias, kept as written
+    "numcodecs.packbits": "zarrcy.codecs.packbits:NumcodecsPackBits",  # not an alias: another bit order
     "numcodecs.quantize": "zarrcy.codecs.numcodecs:Quantize",
     "numcodecs.astype": "zarrcy.codecs.numcodecs:AsType",
 }

@@ -120,7 +120,8 @@ class TransposeCodec(ArrayArrayCodec):
     def encode_selection(self, selection: Selection, spec: ArraySpec) -> Selection:
         return tuple(selection[o] for o in self.permutation(spec))
 
-    def encoded_piece(self, piece: np.ndarray, selection: Selection) -> np.ndarray:
+    def encoded_piece(self, piece: np.ndarray, selection: Selection, encoded: Selection,
+                      spec: ArraySpec, view: bool) -> np.ndarray:
         kept = [d for d, s in enumerate(selection) if not isinstance(s, (int, np.integer))]
         rank = {d: k for k, d in enumerate(kept)}
         return piece.transpose([rank[o] for o in self.permutation() if o in rank])

@@ -1,4 +1,4 @@
-"""``zarrcy convert SRC DST [options]`` (see /work/notes/README_convert.md)."""
+"""``zarrcy convert SRC DST [options]`` (README "zarrcy convert", "HDF5 / NetCDF-4 sources")."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Sequence
 
-from zarrcy.convert.engine import ConvertError, ConvertOptions, convert
+from zarrcy.convert.engine import ConvertError, ConvertOptions, ConvertReport, convert
 from zarrcy.errors import ZarrcyError
 
 __all__ = ["convert_main", "build_parser"]
@@ -16,9 +16,18 @@ __all__ = ["convert_main", "build_parser"]
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="zarrcy convert",
-        description="Convert a Zarr v1/v2/v3 array or hierarchy into (sharded, optionally quantized) Zarr v3 or v2.",
+        description="Convert a Zarr v1/v2/v3 array or hierarchy, or HDF5 / NetCDF-4 files (one file, or several "
+                    "joined along --concat-dim), into (sharded, optionally quantized) Zarr v3 or v2.  CF attributes "
+                    "keep their meaning: fill values, missing values, packing, time units.",
+        epilog="examples:\n"
+               "  zarrcy convert old.zarr new.zarr                          # Zarr v2 -> v3\n"
+               "  zarrcy convert data.nc out.zarr                           # one HDF5 / NetCDF-4 file\n"
+               "  zarrcy convert 'era5_*.nc' out.zarr --concat-dim time     # several files along time\n"
+               "  zarrcy convert data.nc q.zarr --quantize offset=-4,scale=8000,dtype=uint16,nan=65535,fill=65534",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("src", help="source store (path or URL)")
+    p.add_argument("src", help="source: a Zarr store (path or URL), an HDF5 / NetCDF-4 file, or a quoted glob of "
+                               "files with --concat-dim")
     p.add_argument("dst", help="destination store (path or URL)")
     p.add_argument("--path", default=None, help="node inside the source store (default: its root)")
     p.add_argument("--dst-path", default=None, help="node inside the destination store (default: its root)")
@@ -27,7 +36,12 @@ def build_parser() -> argparse.ArgumentParser:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--codecs", default=None, help="inner codec chain as v3 JSON")
     g.add_argument("--compressor", default=None, help="none | gzip:L | zstd:L | blosc:CNAME:CLEVEL:SHUFFLE [+crc32c]")
-    p.add_argument("--quantize", default=None, help="scale=..,offset=..,dtype=uint8,rounding=..,out_of_range=..,nan=0")
+    p.add_argument("--quantize", default=None,
+                   help="scale=..,offset=..,dtype=uint16[,rounding=..][,out_of_range=..][,nan=CODE][,fill=CODE]"
+                        "[,collisions=refuse|allow]: [scale_offset, cast_value] for the float arrays; nan=/fill= store "
+                        "NaN and the source's numeric _FillValue/missing_value as their own codes (fill chosen "
+                        "automatically when not given); data values encoding to one of those codes are refused "
+                        "unless collisions=allow")
     p.add_argument("--quantize-check", choices=("first", "inline"), default="inline",
                    help="inline (default): check each region before writing it (one pass over the source); on the "
                         "first failure stop and remove the destination; first: check every value before writing "
@@ -49,13 +63,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     p.add_argument("--progress", choices=("auto", "bar", "lines", "off"), default="auto",
                    help="progress display on stderr (auto: a bar on a terminal, periodic lines otherwise)")
-    p.add_argument("--progress-interval", type=float, default=5.0, help="seconds between progress lines")
+    p.add_argument("--progress-interval", type=float, default=5.0, help="seconds between progress lines (> 0)")
     p.add_argument("--concat-dim", default=None, metavar="DIM",
                    help="HDF5/NetCDF-4 sources: join several files (a glob, quoted) along this dimension")
+    p.add_argument("--time-units", default=None, metavar="UNITS",
+                   help="HDF5/NetCDF-4 with --concat-dim: re-encode CF time variables onto these units, e.g. "
+                        "'hours since 2020-01-01' (default: the first file's units); refused when a value is not an "
+                        "integer in them")
     p.add_argument("--cf-packing", choices=("keep", "chain"), default="keep",
-                   help="CF scale_factor/add_offset integers: keep (attributes) or chain (scale_offset+cast_value codecs)")
-    p.add_argument("--region-mb", type=int, default=64, help="target decoded size of an unsharded region (MiB)")
+                   help="HDF5/NetCDF-4 CF scale_factor/add_offset integers: keep (attributes) or chain "
+                        "(scale_offset+cast_value codecs; refused unless it decodes exactly as CF does)")
+    p.add_argument("--allow-external", action="store_true",
+                   help="HDF5/NetCDF-4 sources: read external raw data files, virtual-dataset sources and external "
+                        "links inside the source file's directory (refused by default)")
+    p.add_argument("--region-mb", type=float, default=64, help="target decoded size of an unsharded region (MiB, > 0)")
     return p
+
+
+def _region_bytes(mb: float) -> int:
+    """``--region-mb`` in bytes; a non-positive value stays non-positive (the options
+    check refuses it, naming ``--region-mb``)."""
+    return max(1, int(mb * (1 << 20))) if mb > 0 else (int(mb) if mb == int(mb) else -1)
 
 
 def convert_main(argv: Sequence[str] | None = None) -> int:
@@ -73,14 +101,15 @@ def convert_main(argv: Sequence[str] | None = None) -> int:
         resume=args.resume, verify=args.verify, dry_run=args.dry_run, overwrite=args.overwrite,
         include=args.include, exclude=args.exclude, on_error=args.on_error, on_unsupported=args.on_unsupported,
         rewrite=args.rewrite, dask=args.dask, progress="off" if args.json and args.progress == "auto" else args.progress,
-        progress_interval=args.progress_interval, region_bytes=max(1, args.region_mb) << 20,
-        concat_dim=args.concat_dim, cf_packing=args.cf_packing,
+        progress_interval=args.progress_interval, region_bytes=_region_bytes(args.region_mb),
+        concat_dim=args.concat_dim, cf_packing=args.cf_packing, time_units=args.time_units,
+        allow_external=args.allow_external,
     )
     try:
         report = convert(args.src, args.dst, options=opts)
     except ConvertError as e:
         if args.json:
-            extra = e.report.to_json() if hasattr(e.report, "to_json") else None
+            extra = e.report.to_json() if isinstance(e.report, ConvertReport) else None
             print(json.dumps({"ok": False, "error": str(e), "exit_code": e.exit_code, "report": extra}, default=str))
         else:
             print(f"zarrcy convert: error: {e}", file=sys.stderr)

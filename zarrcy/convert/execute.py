@@ -1,5 +1,11 @@
 """Executing a conversion: one region at a time (read, write, journal, verify), on
-threads or a Dask cluster (see :mod:`zarrcy.convert.engine`)."""
+threads or a Dask cluster (see :mod:`zarrcy.convert.engine`).
+
+A :class:`RegionTask` is the runners' unit of work; it reaches the arrays through their
+public API only (selections, ``fill_value``, the chunk grid and chunk key encoding of
+the metadata).  The checksums the journal needs are taken while the region is written
+(:class:`_ChecksumStore` sees every value the array stores), so a finished region is
+never read back just to checksum it."""
 
 from __future__ import annotations
 
@@ -7,7 +13,7 @@ import math
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -15,8 +21,10 @@ from zarrcy.array import Array
 from zarrcy.config import named_pool, run_bounded
 from zarrcy.errors import CastError, CorruptChunkError
 from zarrcy.convert.journal import _crc, _journal_ok, _write_entry
-from zarrcy.convert.model import ArrayPlan, ConvertError, ConvertOptions, RegionResult
-from zarrcy.convert.plan import _stored_size, overlapping_objects, region_selection, stored_coords
+from zarrcy.convert.model import ArrayPlan, ConvertError, RegionResult
+from zarrcy.convert.regions import object_key, overlapping_objects, region_selection, stored_coords, stored_size
+from zarrcy.storage._base import Store
+from zarrcy.storage.wrapper import StoreWrapper
 
 _DELAY = float(os.environ.get("ZARRCY_CONVERT_REGION_DELAY", "0") or 0)
 
@@ -31,9 +39,114 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(np.array_equal(a, b))
 
 
+class _ChecksumStore(StoreWrapper):
+    """The destination store as the region writes see it: every call goes to ``inner``;
+    a value stored whole (``set``) is checksummed on the way, an erased key recorded as
+    absent; a value the store assembled itself (``set_spliced``, partial writes,
+    truncation) is marked for one read-back.  One per destination array, shared by its
+    regions: regions never share a stored object, so each key is written by one region's
+    tasks only, and each region takes (:meth:`take`) its own keys' records.  The records
+    are plain dict/set operations (atomic under the GIL): no lock."""
+
+    def __init__(self, inner: Store) -> None:
+        super().__init__(inner)
+        #: key -> (crc32c, size) of what was stored; None: erased
+        self.written: dict[str, tuple[str, int] | None] = {}
+        self.reread: set[str] = set()
+
+    def __reduce__(self):  # (Dask) a new recorder around the store the inner one pickles as
+        return (_ChecksumStore, (self.inner,))
+
+    # writes: recorded
+    def set(self, key: str, value: Any) -> None:
+        crc = _crc(value)
+        assert crc is not None
+        self.inner.set(key, value)
+        self.written[key] = (crc, memoryview(value).nbytes)
+        self.reread.discard(key)
+
+    def _assembled(self, key: str) -> None:
+        self.written.pop(key, None)
+        self.reread.add(key)
+
+    def set_spliced(self, key: str, parts: Any, source: Any = None) -> None:
+        self.inner.set_spliced(key, parts, source)
+        self._assembled(key)
+
+    def set_partial_values(self, key_start_values: Any) -> None:
+        self.inner.set_partial_values(key_start_values)
+        for key, _start, _value in key_start_values:
+            self._assembled(key)
+
+    def truncate(self, key: str, length: int, identity: object | None = None) -> None:
+        self.inner.truncate(key, length, identity)
+        self._assembled(key)
+
+    def erase(self, key: str) -> None:
+        self.inner.erase(key)
+        self.written[key] = None
+        self.reread.discard(key)
+
+    def erase_values(self, keys: Any) -> None:
+        keys = list(keys)
+        self.inner.erase_values(keys)
+        for k in keys:
+            self.written[k] = None
+            self.reread.discard(k)
+
+    def erase_prefix(self, prefix: str) -> None:
+        self.inner.erase_prefix(prefix)
+        for k in [k for k in self.written if k.startswith(prefix)]:
+            self.written[k] = None
+
+    def take(self, key: str) -> tuple[str | None, int]:
+        """``(crc32c or None when absent, stored size)`` of ``key`` after its region's
+        write; the record is dropped (the next region's records are its own)."""
+        hit = self.written.pop(key, ...)
+        reread = key in self.reread
+        self.reread.discard(key)
+        if reread or hit is ...:
+            if hit is ... and not reread and self.inner.getsize(key) is None:
+                return None, 0  # never touched, and nothing there (an all-fill object)
+            raw = self.inner.get(key)
+            return _crc(raw), 0 if raw is None else len(raw)
+        if hit is None:
+            return None, 0
+        return hit
+
+
+def recording(dst: Array) -> Array:
+    """``dst`` over a :class:`_ChecksumStore` (one per destination array: its codec
+    pipelines and scratch buffers are reused by every region, as the plain array's are)."""
+    return Array(_ChecksumStore(dst.store), dst.path, dst.metadata)
+
+
 # --------------------------------------------------------------------------------------
 # regions
 # --------------------------------------------------------------------------------------
+@dataclass
+class QuantizeCheck:
+    """What a quantized array's regions are checked with: ``chain`` (as written) and
+    ``check_chain`` (numeric sentinel codes decode to NaN there, so a data value landing
+    on one shows as a round-trip mismatch), the numeric sentinel values (their own
+    mismatches are no collision) and whether collisions are accepted."""
+
+    chain: list[dict[str, Any]]
+    check_chain: list[dict[str, Any]] | None = None
+    sentinels: Sequence[dict[str, Any]] = ()
+    allow_collisions: bool = False
+
+    @classmethod
+    def of(cls, plan: ArrayPlan) -> "QuantizeCheck | None":
+        if not plan.quantize:
+            return None
+        return cls(plan.quantize, plan.check_quantize, plan.sentinels, plan.allow_collisions)
+
+    @property
+    def numeric(self) -> list[float]:
+        return [float(s["value"]) for s in self.sentinels if s.get("what") != "NaN"]
+
+
 @dataclass
 class RegionTask:
     """One unit of work; pickles as (store URL, path) pairs through the Arrays."""
@@ -47,14 +160,15 @@ class RegionTask:
     verify: bool
     on_error: str
     resume: bool
-    quantize: list[dict[str, Any]] | None
+    quantize: QuantizeCheck | None
     journal: bool = True
-    src_path: str = ""
-    # --quantize: this region's report from the pre-pass (CastReport), or None to compute it
-    # here (inline check, resumed runs)
-    cast: Any = None
+    # --quantize: this region's report from the pre-pass, or None to compute it here
+    # (inline check, resumed runs)
+    cast: "RegionCast | None" = None
     # lossy codecs the destination applies besides --quantize (kept source filters)
     kept_filters: list[dict[str, Any]] | None = None
+    # ``dst`` over a _ChecksumStore (:func:`recording`), shared by the array's regions
+    recorder: Array | None = None
 
 
 def _read_source(task: RegionTask, sel: tuple[slice, ...], corrupt: list[str]) -> np.ndarray:
@@ -72,15 +186,15 @@ def _read_source(task: RegionTask, sel: tuple[slice, ...], corrupt: list[str]) -
         try:
             out[dst_sel] = src[sub]
         except CorruptChunkError:
-            corrupt.append(src._key(tuple(coords)))
-            out[dst_sel] = src._fill
+            corrupt.append(object_key(src, tuple(coords)))
+            out[dst_sel] = src.fill_value
     return out
 
 
 def _expected_after_codecs(task: RegionTask, data: np.ndarray) -> np.ndarray:
     """What a read of quantized data gives back: encode then decode through the quantize chain
     (and the lossy source filters the destination kept)."""
-    chain = [*(task.quantize or ()), *(task.kept_filters or ())]
+    chain = [*(task.quantize.chain if task.quantize else ()), *(task.kept_filters or ())]
     if not chain:
         return data
     from zarrcy.codecs._base import ArraySpec
@@ -93,6 +207,57 @@ def _expected_after_codecs(task: RegionTask, data: np.ndarray) -> np.ndarray:
     return pipe.decode(enc if enc is not None else pipe.encode_empty())
 
 
+def _copy_objects(task: RegionTask, res: RegionResult) -> dict[str, str | None]:
+    src, dst = task.src, task.dst
+    keys: dict[str, str | None] = {}
+    for coords in stored_coords(dst, task.sel):
+        sk, dk = object_key(src, coords), object_key(dst, coords)
+        raw = src.store.get(sk)
+        if raw is None:
+            if dst.store.getsize(dk) is not None:
+                dst.store.erase(dk)
+        else:
+            dst.store.set(dk, raw)
+            res.bytes_out += len(raw)
+            res.objects += 1
+        keys[dk] = _crc(raw)
+    if task.verify:
+        for coords in stored_coords(dst, task.sel):
+            dk = object_key(dst, coords)
+            if _crc(dst.store.get(dk)) != keys.get(dk):
+                raise ConvertError(f"verify: /{dst.path} object {dk} differs from the source", 4)
+    return keys
+
+
+def _rewrite_objects(task: RegionTask, res: RegionResult) -> dict[str, str | None]:
+    src, dst, sel = task.src, task.dst, task.sel
+    data = _read_source(task, sel, res.corrupt)
+    q = task.quantize
+    if q is not None:
+        rc = task.cast if task.cast is not None else _region_cast_report(src.path, data, sel, q)
+        res.cast, res.collisions, res.sentinel_counts = rc.report, rc.collisions, rc.sentinel_counts
+    rec = task.recorder if task.recorder is not None else recording(dst)
+    store = rec.store
+    assert isinstance(store, _ChecksumStore)
+    try:
+        rec[sel] = data
+    except CastError:
+        if q is None:
+            raise
+        raise _refusal(src.path, data, sel, q.chain) from None
+    keys: dict[str, str | None] = {}
+    for coords in stored_coords(dst, sel):
+        dk = object_key(dst, coords)
+        crc, size = store.take(dk)
+        keys[dk] = crc
+        if crc is not None:
+            res.bytes_out += size
+            res.objects += 1
+    if task.verify and not _same(np.asarray(dst[sel]), np.asarray(_expected_after_codecs(task, data))):
+        raise ConvertError(f"verify: /{dst.path} region {task.rid} {sel} reads back different values", 4)
+    return keys
+
+
 def run_region(task: RegionTask) -> RegionResult:
     """Convert one region (idempotent: rerunning it rewrites the same objects)."""
     if task.resume:
@@ -101,72 +266,31 @@ def run_region(task: RegionTask) -> RegionResult:
             if task.verify:
                 _verify_region(task)
             return done
-    src, dst = task.src, task.dst
     if _DELAY:  # testing aid (crash/resume tests): slow each region down
         time.sleep(_DELAY)
-    sel = task.sel
+    src = task.src
     res = RegionResult(task.rid)
-    res.decoded_bytes = math.prod(s.stop - s.start for s in sel) * src.dtype.itemsize
-    for coords in stored_coords(src, sel):
-        res.bytes_in += _stored_size(src.store, src._key(coords))
-    keys: dict[str, str | None] = {}
-    if task.mode == "copy":
-        for coords in stored_coords(dst, sel):
-            sk, dk = src._key(coords), dst._key(coords)
-            raw = src.store.get(sk)
-            if raw is None:
-                if dst.store.get(dk) is not None:
-                    dst.store.erase(dk)
-            else:
-                dst.store.set(dk, raw)
-            keys[dk] = _crc(raw)
-            if raw is not None:
-                res.bytes_out += len(raw)
-                res.objects += 1
-        if task.verify:
-            for coords in stored_coords(dst, sel):
-                if _crc(dst.store.get(dst._key(coords))) != _crc(src.store.get(src._key(coords))):
-                    raise ConvertError(f"verify: /{dst.path} object {dst._key(coords)} differs from the source", 4)
-    else:
-        data = _read_source(task, sel, res.corrupt)
-        if task.quantize:
-            res.cast = task.cast if task.cast is not None else _region_cast_report(task.src_path or src.path, data, sel,
-                                                                                 task.quantize)
-        try:
-            dst[sel] = data
-        except CastError:
-            if not task.quantize:
-                raise
-            raise _refusal(task.src_path or src.path, data, sel, task.quantize) from None
-        for coords in stored_coords(dst, sel):
-            dk = dst._key(coords)
-            stored = dst.store.get(dk)
-            keys[dk] = _crc(stored)
-            if stored is not None:
-                res.bytes_out += len(stored)
-                res.objects += 1
-        if task.verify:
-            back = dst[sel]
-            want = _expected_after_codecs(task, data)
-            if not _same(np.asarray(back), np.asarray(want)):
-                raise ConvertError(f"verify: /{dst.path} region {task.rid} {sel} reads back different values", 4)
-        del data
+    res.decoded_bytes = math.prod(s.stop - s.start for s in task.sel) * src.dtype.itemsize
+    for coords in stored_coords(src, task.sel):
+        res.bytes_in += stored_size(src.store, object_key(src, coords))
+    keys = _copy_objects(task, res) if task.mode == "copy" else _rewrite_objects(task, res)
     if task.journal:
-        _write_entry(dst.store, task.journal_key, keys, res)
+        _write_entry(task.dst.store, task.journal_key, keys, res)
     return res
 
 
 def _verify_region(task: RegionTask) -> None:
     sel = task.sel
+    src, dst = task.src, task.dst
     if task.mode == "copy":
-        for coords in stored_coords(task.dst, sel):
-            if _crc(task.dst.store.get(task.dst._key(coords))) != _crc(task.src.store.get(task.src._key(coords))):
-                raise ConvertError(f"verify: /{task.dst.path} object {task.dst._key(coords)} differs from the source", 4)
+        for coords in stored_coords(dst, sel):
+            dk = object_key(dst, coords)
+            if _crc(dst.store.get(dk)) != _crc(src.store.get(object_key(src, coords))):
+                raise ConvertError(f"verify: /{dst.path} object {dk} differs from the source", 4)
         return
-    corrupt: list[str] = []
-    data = _read_source(task, sel, corrupt)
-    if not _same(np.asarray(task.dst[sel]), np.asarray(_expected_after_codecs(task, data))):
-        raise ConvertError(f"verify: /{task.dst.path} region {task.rid} {sel} reads back different values", 4)
+    data = _read_source(task, sel, [])
+    if not _same(np.asarray(dst[sel]), np.asarray(_expected_after_codecs(task, data))):
+        raise ConvertError(f"verify: /{dst.path} region {task.rid} {sel} reads back different values", 4)
 
 
 # --------------------------------------------------------------------------------------
@@ -221,77 +345,143 @@ def _run_dask(tasks: Iterable[RegionTask], address: str, on_result: Callable[[Re
             cluster.close()
 
 
+# --------------------------------------------------------------------------------------
+# --quantize checks
+# --------------------------------------------------------------------------------------
 def _refusal(src_path: str, values: np.ndarray, sel: tuple[slice, ...], quantize: list[dict[str, Any]],
              before_start: bool = False) -> "ConvertError":
     """The exit-5 ConvertError for a region whose values the quantize chain cannot encode,
     with the cast-check report (first failing index in array coordinates)."""
     from zarrcy.casting import check_cast
 
-    rep = check_cast(values, quantize)
-    if isinstance(rep.first_failing_index, tuple):
-        rep.first_failing_index = tuple(int(i) + s.start for i, s in zip(rep.first_failing_index, sel))
-    elif rep.first_failing_index is not None and len(sel) == 1:
-        rep.first_failing_index = int(rep.first_failing_index) + sel[0].start
+    rep = check_cast(values, quantize, masks=False, max_indices=0, origin=[s.start for s in sel])
     return ConvertError(
         f"--quantize: refusing{' to start' if before_start else ''}: values of /{src_path} cannot be encoded "
         f"(region {sel}):\n" + rep.table(), 5, rep)
 
 
-def _collision(src_path: str, sel: tuple[slice, ...], quantize: list[dict[str, Any]], rep: Any,
+def _collision(src_path: str, values: np.ndarray, sel: tuple[slice, ...], q: QuantizeCheck, rep: Any, n: int,
                before_start: bool = False) -> "ConvertError":
-    """The exit-5 ConvertError for values that encode without error but would not read back
-    as what they are: a non-NaN value encoding to the ``nan=V`` code (it would read back as
-    NaN), or an infinity clamped to a finite code."""
-    cv = quantize[-1].get("configuration", {})
-    pairs = (cv.get("scalar_map") or {}).get("decode") or []
-    codes = ", ".join(str(k) for k, _ in pairs)
-    hint = (f" (nan={codes} collides with values that encode to {codes}: choose a nan= code outside the encoded "
-            "range, e.g. the type's largest value with a scale that keeps the data below it)") if pairs else ""
+    """The exit-5 ConvertError for data values that encode without error but would not
+    read back as what they are: a value encoding to a sentinel code (``nan=V``, or a
+    fill value's code: it would read back as NaN / the fill value, i.e. missing), or
+    an infinity clamped to a finite code."""
+    from zarrcy.convert.cf import QuantizeMapping, Sentinel
+
+    codes = [s for s in q.sentinels]
+    first = None
+    if codes:
+        m = QuantizeMapping(q.chain, q.check_chain or q.chain,
+                            [Sentinel(s["what"], float(s["value"]), int(s["code"]), bool(s["chosen"])) for s in codes])
+        first = m.first_collision(values)
+    where = ""
+    if first is not None:
+        idx, value, code = first
+        what = next((s["what"] for s in codes if int(s["code"]) == code), "sentinel")
+        where = (f"; the first: index {tuple(i + s.start for i, s in zip(idx, sel))} value {value!r} encodes to "
+                 f"code {code}, the {what} code")
+    key = {"NaN": "nan", "_FillValue": "fill"}
+    names = ", ".join(f"{key.get(s['what'], s['what'])}={s['code']}" for s in codes)
+    hint = (f" ({names} collides with values that encode to {', '.join(str(s['code']) for s in codes)}: choose "
+            "sentinel codes outside the encoded range of the data (nan=, fill=), e.g. the type's largest values with "
+            "a scale that keeps the data below them; collisions=allow accepts them, and such values then read back "
+            "as missing)") if codes else ""
     return ConvertError(
-        f"--quantize: refusing{' to start' if before_start else ''}: {rep.round_trip_mismatches:,} value(s) of "
-        f"/{src_path} in region {sel} would read back as a different kind of value (NaN or infinity gained or "
-        f"lost){hint}:\n" + rep.table(), 5, rep)
+        f"--quantize: refusing{' to start' if before_start else ''}: {n:,} value(s) of /{src_path} in region {sel} "
+        f"would read back as a different kind of value (NaN, infinity or a sentinel){where}{hint}:\n" + rep.table(),
+        5, rep)
 
 
-def _region_cast_report(src_path: str, values: np.ndarray, sel: tuple[slice, ...], quantize: list[dict[str, Any]],
-                        before_start: bool = False) -> Any:
+@dataclass
+class RegionCast:
+    """A region's quantize report: the cast report (its ``round_trip_mismatches``:
+    collisions only), the data values that encode to a sentinel code (accepted with
+    ``collisions=allow``) and how many values each sentinel stood for."""
+
+    report: Any
+    collisions: int = 0
+    sentinel_counts: dict[str, int] | None = None
+
+
+def _region_cast_report(src_path: str, values: np.ndarray, sel: tuple[slice, ...], q: QuantizeCheck,
+                        before_start: bool = False) -> RegionCast:
     """The CastReport of one region under the quantize chain; raises the exit-5 refusal
-    when a value fails or would not read back as what it is (collision with ``nan=V``)."""
+    when a value fails or would not read back as what it is (a collision with a
+    sentinel code, unless allowed).  Numeric sentinels (fill values) are checked
+    through ``check_chain``: their own round trip counts as mapped, not as a mismatch."""
     from zarrcy.casting import chain_report
 
-    rep = chain_report(values, quantize)
+    rep = chain_report(values, q.check_chain or q.chain, origin=[s.start for s in sel])
     if rep.failing:
-        raise _refusal(src_path, values, sel, quantize, before_start=before_start)
-    if rep.round_trip_mismatches:
-        raise _collision(src_path, sel, quantize, rep, before_start=before_start)
-    return rep
+        raise _refusal(src_path, values, sel, q.chain, before_start=before_start)
+    counts: dict[str, int] = {}
+    legit = 0
+    for s in q.sentinels:
+        if s.get("what") != "NaN":
+            n = int(np.count_nonzero(values == np.asarray(float(s["value"]), dtype=values.dtype)))
+            legit += n
+            counts[f"{s['what']}={s['code']}"] = n
+    for s in q.sentinels:  # NaN: the rest of what scalar_map mapped (no extra pass over the values)
+        if s.get("what") == "NaN":
+            counts[f"{s['what']}={s['code']}"] = max(0, rep.scalar_mapped - legit)
+    collisions = max(0, rep.round_trip_mismatches - legit)
+    rep.round_trip_mismatches = collisions  # (the fill values' own round trips are no mismatch)
+    rep.causes["kind_changed"].count = max(0, rep.causes["kind_changed"].count - legit)
+    if legit and rep.causes["kind_changed"].count:  # allowed collisions beside fill values
+        rep.causes["kind_changed"] = _kind_changed_without_fills(values, q, sel)
+    if collisions and not q.allow_collisions:
+        raise _collision(src_path, values, sel, q, rep, collisions, before_start=before_start)
+    return RegionCast(rep, collisions if q.sentinels else 0, counts or None)
 
 
-def _check_quantize(plans: list[ArrayPlan], src_store: Any, o: ConvertOptions) -> dict[str, dict[int, Any]]:
+def _kind_changed_without_fills(values: np.ndarray, q: QuantizeCheck, sel: tuple[slice, ...]) -> Any:
+    """The "read back as another kind" cause of a region whose numeric fill values (which
+    read back as NaN by design) are left out: count, min/max and first index of the data
+    values alone (a second pass with per-element codes; only when collisions are allowed
+    and fill values are present)."""
+    from zarrcy.casting import check_cast
+    from zarrcy.casting.report import Cause
+
+    full = check_cast(values, q.check_chain or q.chain, masks=True, max_indices=0)
+    kind = full.mask("kind_changed")
+    for s in q.sentinels:
+        if s.get("what") != "NaN":
+            kind &= values != np.asarray(float(s["value"]), dtype=values.dtype)
+    cause = Cause(count=int(np.count_nonzero(kind)))
+    if cause.count:
+        picked = values[kind]
+        finite = picked[~np.isnan(picked)] if picked.dtype.kind == "f" else picked
+        if finite.size:
+            cause.min, cause.max = finite.min().item(), finite.max().item()
+        first = np.unravel_index(int(np.argmax(kind.reshape(-1))), values.shape)
+        cause.first_index = tuple(int(i) + s.start for i, s in zip(first, sel))
+    return cause
+
+
+def _check_quantize(plans: list[ArrayPlan], sources: dict[str, Array],
+                    workers: int | None) -> dict[str, dict[int, RegionCast]]:
     """Refuse to start when a value of a quantized array cannot be encoded, or would not
-    read back as what it is (a value encoding to the ``nan=V`` code): every source region
-    goes through the quantize chain first (:func:`zarrcy.casting.chain_report`, one
-    kernel pass).  Returns each region's report ({array rel: {region: report}})
-    for the summary.  Regions are checked on ``workers`` threads."""
-    from zarrcy.api import open_array
-
+    read back as what it is: every source region goes through the quantize chain first
+    (:func:`zarrcy.casting.chain_report`, one kernel pass).  Returns each region's
+    report ({array rel: {region: report}}) for the summary.  Regions are checked on
+    ``workers`` threads."""
     out: dict[str, dict[int, Any]] = {}
     for p in plans:
-        if not p.quantize:
+        q = QuantizeCheck.of(p)
+        if q is None:
             continue
-        src = open_array(src_store, path=p.src_path, mode="r")
+        src = sources[p.rel]
         reports: dict[int, Any] = {}
         out[p.rel] = reports
 
-        def check(rid: int, p: ArrayPlan = p, src: Array = src) -> RegionResult:
+        def check(rid: int, p: ArrayPlan = p, src: Array = src, q: QuantizeCheck = q) -> RegionResult:
             sel = region_selection(p, rid)
-            rep = _region_cast_report(p.src_path, src[sel], sel, p.quantize or [], before_start=True)
-            return RegionResult(rid, cast=rep)
+            return RegionResult(rid, cast=_region_cast_report(p.src_path, src[sel], sel, q, before_start=True))
 
         def keep(r: RegionResult, reports: dict[int, Any] = reports) -> None:
             reports[r.rid] = r.cast
 
-        _run_parallel(check, range(p.n_regions), o.workers, keep)
+        _run_parallel(check, p.region_ids(), workers, keep)
     return out
 
 

@@ -27,9 +27,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from zarrcy.storage.hdf5 import HDF5SourceError, HDF5Store, expand_sources, is_hdf5
+from zarrcy.storage.hdf5_cf import distinct_values, packing_attrs, time_recoded
+from zarrcy.storage.hdf5 import HDF5SourceError, HDF5Store, SourceChangedError, expand_sources, is_hdf5
+from zarrcy.storage.hdf5_stored import chunk_ids_of_boxes, grid_of
 
-__all__ = ["open_source", "is_coordinate", "unsupported_datasets", "validate", "default_layout", "is_hdf5_array", "packing_chain", "check_packing", "HDF5SourceError",
+__all__ = ["open_source", "stored_regions", "source_identity", "check_source", "source_changed", "is_coordinate", "unsupported_datasets", "validate", "default_layout", "is_hdf5_array", "packing_chain", "check_packing", "HDF5SourceError",
            "MIN_CHUNK_BYTES", "SHARD_BYTES"]
 
 #: source chunks smaller than this are grown (whole multiples) for the destination
@@ -38,8 +40,12 @@ MIN_CHUNK_BYTES = 256 << 10
 SHARD_BYTES = 64 << 20
 
 
-def open_source(src: Any, concat_dim: str | None, cf_packing: str = "keep") -> HDF5Store | None:
-    """An HDF5Store for ``src`` when it is HDF5 (several files need ``concat_dim``), else None."""
+def open_source(src: Any, concat_dim: str | None, cf_packing: str = "keep",
+                allow_external: bool = False, time_units: str | None = None) -> HDF5Store | None:
+    """An HDF5Store for ``src`` when it is HDF5 (several files need ``concat_dim``), else None.
+    ``allow_external``: read external raw data, virtual-dataset sources and external
+    links inside the source file's directory (zarrcy/storage/hdf5_refs.py);
+    ``time_units``: re-encode CF time along ``concat_dim`` onto them (``--time-units``)."""
     if isinstance(src, (list, tuple)) and src and all(isinstance(x, (str, os.PathLike)) for x in src):
         many = True
     elif isinstance(src, (str, os.PathLike)):
@@ -49,7 +55,7 @@ def open_source(src: Any, concat_dim: str | None, cf_packing: str = "keep") -> H
         many = any(ch in text for ch in "*?[") and not os.path.exists(text)
     else:
         return None  # a Store instance
-    if concat_dim is None and cf_packing == "keep" and not many:
+    if concat_dim is None and cf_packing == "keep" and time_units is None and not many and not allow_external:
         return None  # store_from_url detects a single HDF5 file by itself
     paths = expand_sources(src)
     for p in paths:
@@ -60,11 +66,24 @@ def open_source(src: Any, concat_dim: str | None, cf_packing: str = "keep") -> H
                                   f"{'a directory' if os.path.isdir(p) else 'no signature' if os.path.exists(p) else 'no such file'}")
     if len(paths) > 1 and concat_dim is None:
         raise HDF5SourceError(f"{src}: {len(paths)} files match; pass --concat-dim DIM to concatenate them")
-    return HDF5Store(paths, concat_dim=concat_dim, cf_packing=cf_packing)
+    return HDF5Store(paths, concat_dim=concat_dim, cf_packing=cf_packing, allow_external=allow_external,
+                     time_units=time_units)
 
 
 def is_hdf5_array(arr: Any) -> bool:
-    return isinstance(getattr(arr, "store", None), HDF5Store)
+    return isinstance(arr.store, HDF5Store)
+
+
+def time_note(arr: Any) -> str | None:
+    """A note when the CF time values of an HDF5 array are re-encoded onto its units."""
+    if not is_hdf5_array(arr):
+        return None
+    files = time_recoded(arr.store, arr.path)
+    if not files:
+        return None
+    shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+    return (f"time values of {shown} re-encoded onto {arr.attrs.get('units')!r} (every value an integer there; "
+            "xarray decodes the same instants)")
 
 
 def is_coordinate(arr: Any) -> bool:
@@ -80,8 +99,88 @@ def unsupported_datasets(store: Any) -> list[tuple[str, str]]:
 
 def validate(arr: Any) -> None:
     """HDF5SourceError naming file and variable when the array's stored chunks are not
-    all inside their files (a truncated file)."""
+    all inside their files (a truncated file), or when its CF time values cannot be
+    re-encoded onto one unit (checked now, read once: refused before anything is written)."""
     arr.store.validate_array(arr.path)
+    if time_recoded(arr.store, arr.path):
+        arr[...]
+
+
+def stored_regions(plan: Any, src: Any) -> None:
+    """Plan only the regions of an HDF5 array that hold stored chunks (issue 23, item 4):
+    the others read as the fill value everywhere, and a run writes nothing for them
+    (chunks and shards that are all fill value are not stored), so they are skipped --
+    a ``2**50``-element dataset with one chunk written converts one region.  The regions
+    come from the chunk table (:meth:`HDF5Store.stored_chunk_ids`), never from the grid;
+    ``plan.regions`` holds their ids and ``plan.fill_bytes`` the decoded size left out.
+    Nothing changes for other sources, with ``write_empty_chunks`` on (fill chunks are
+    then stored), or when a part of the array is stored whole."""
+    from zarrcy.config import get as config_get
+
+    if not is_hdf5_array(src) or plan.region_bounds is not None or plan.mode != "rewrite" or not plan.shape:
+        return
+    if config_get("write_empty_chunks"):
+        return
+    ids = src.store.stored_chunk_ids(src.path)
+    if ids is None:
+        return
+    cs = tuple(src.chunks)
+    grid = grid_of(plan.shape, cs)
+    nd = len(cs)
+    coords = np.stack(np.unravel_index(ids, grid), axis=1).astype(np.int64) if ids.size else np.empty((0, nd), np.int64)
+    lo = coords * np.asarray(cs, np.int64).reshape(1, nd)
+    hi = np.minimum(lo + np.asarray(cs, np.int64).reshape(1, nd), np.asarray(plan.shape, np.int64).reshape(1, nd))
+    rids = chunk_ids_of_boxes(lo, hi, plan.region_shape, grid_of(plan.shape, plan.region_shape))
+    if rids is None:
+        return
+    region = np.asarray(plan.region_shape, np.int64)
+    shape = np.asarray(plan.shape, np.int64)
+    rgrid = grid_of(plan.shape, plan.region_shape)
+    planned = 0
+    for i in range(0, rids.shape[0], 1 << 16):  # decoded size of the planned regions (edges clipped)
+        rc = np.stack(np.unravel_index(rids[i: i + (1 << 16)], rgrid), axis=1).astype(np.int64) * region
+        planned += int(np.prod(np.minimum(rc + region, shape) - rc, axis=1, dtype=np.float64).sum())
+    itemsize = src.dtype.itemsize
+    plan.regions = rids
+    plan.n_regions = int(rids.shape[0])
+    plan.fill_bytes = max(0, plan.nbytes - planned * itemsize)
+
+
+def source_identity(store: Any) -> Any:
+    """What the HDF5 source files were when opened (None for other stores): a part of the
+    resume fingerprint, so ``--resume`` refuses a source that changed since the
+    interrupted run (its journaled regions hold the old data)."""
+    return store.identity() if isinstance(store, HDF5Store) else None
+
+
+def source_changed(e: BaseException, store: Any = None) -> BaseException | None:
+    """The :class:`SourceChangedError` behind ``e`` (or its causes) -- or, for another
+    error (a chunk that no longer decodes), the one the HDF5 ``store`` raises when it
+    finds its source changed now (a rewrite within one tick of a coarse file system
+    clock shows only in the bytes and the chunk table) -- else None."""
+    seen = 0
+    cur: BaseException | None = e
+    while cur is not None and seen < 10:
+        if isinstance(cur, SourceChangedError):
+            return cur
+        cur = cur.__cause__ or cur.__context__
+        seen += 1
+    if isinstance(store, HDF5Store):
+        try:
+            store.check_unchanged()
+        except SourceChangedError as changed:
+            return changed
+        except HDF5SourceError:
+            return None
+    return None
+
+
+def check_source(store: Any) -> None:
+    """Before a conversion is reported complete: SourceChangedError if an HDF5 source
+    file was replaced or rewritten since it was opened (its identity, then a second
+    look at the chunk tables; issue 23, item 2)."""
+    if isinstance(store, HDF5Store):
+        store.check_unchanged()
 
 
 def default_layout(shape: Sequence[int], chunks: Sequence[int], itemsize: int,
@@ -142,7 +241,7 @@ def check_packing(arr: Any, chain: list[dict[str, Any]]) -> str | None:
         info = np.iinfo(idt)
         ints = np.arange(int(info.min), int(info.max) + 1, dtype=np.int64).astype(idt)
     else:  # the values the file holds (read once, region by region through the chain's inverse)
-        ints = _stored_ints(arr, idt)
+        ints = distinct_values(arr.store, arr.path, idt)
     smap = cv.get("scalar_map")
     mapped = {int(e[1]) for e in (smap or {}).get("encode", [])}
     if mapped:
@@ -162,22 +261,28 @@ def check_packing(arr: Any, chain: list[dict[str, Any]]) -> str | None:
     if bad.size:
         i = int(bad[0])
         return f"the packed value {int(ints[i])} decodes to {floats[i]!r} and re-encodes to {int(back[i])}"
-    return None
+    return _differs_from_cf(arr, ints, floats)
 
 
-def _stored_ints(arr: Any, idt: np.dtype) -> np.ndarray:
-    """The distinct packed integers of a wide CF-packed HDF5 array (read as integers)."""
-    from zarrcy.storage.hdf5 import HDF5Store
-
-    store: HDF5Store = arr.store
-    a = store._arrays[arr.path]
-    seen: set[int] = set()
-    for part in a.parts:
-        with part.file.lock:
-            ds = part.file.h5[part.name]
-            step = max(1, (64 << 20) // max(1, math.prod(ds.shape[1:]) * idt.itemsize)) if ds.ndim else 1
-            n = ds.shape[0] if ds.ndim else 1
-            for i in range(0, n, step):
-                block = np.asarray(ds[i: i + step] if ds.ndim else ds[()])
-                seen.update(np.unique(block).tolist())
-    return np.array(sorted(seen), dtype=idt)
+def _differs_from_cf(arr: Any, ints: np.ndarray, floats: np.ndarray) -> str | None:
+    """None when the chain's decoding (``floats``, from ``x / scale + offset``,
+    ext-codec-scale_offset.md) of every packed value ``ints`` equals CF's
+    (``x * scale_factor + add_offset`` in the unpacked type, with the attributes' own
+    types: xarray.coding.variables ``_scale_offset_decoding``), bit for bit; else the
+    first value where they differ.  Division and multiplication agree for every value
+    only for some scale factors (powers of two, and 1), so most real CF packing keeps
+    its attributes (``--cf-packing keep``) instead."""
+    packing = packing_attrs(arr.store, arr.path)
+    cf = ints.astype(floats.dtype)
+    if "scale_factor" in packing:
+        cf *= packing["scale_factor"]
+    if "add_offset" in packing:
+        cf += packing["add_offset"]
+    same = (cf == floats) | (np.isnan(cf) & np.isnan(floats))
+    bad = np.flatnonzero(~same)
+    if not bad.size:
+        return None
+    i = int(bad[0])
+    return (f"{bad.size:,} of {ints.size:,} packed values decode differently from CF (xarray): "
+            f"{int(ints[i])} is {cf[i]!r} as x * scale_factor + add_offset and {floats[i]!r} through the chain "
+            "(the scale_offset codec divides by its scale; CF multiplies by scale_factor)")

@@ -58,6 +58,11 @@ class ConvertOptions:
     # dimension; CF scale_factor/add_offset "keep" (as attributes) or "chain" (codecs)
     concat_dim: str | None = None
     cf_packing: str = "keep"
+    # CF time variables along concat_dim re-encoded onto these units (None: the first file's)
+    time_units: str | None = None
+    # HDF5 sources: read external raw data, virtual-dataset sources and external links
+    # inside the source file's directory (zarrcy/storage/hdf5_refs.py); refused otherwise
+    allow_external: bool = False
 
 
 @dataclass
@@ -93,11 +98,32 @@ class ArrayPlan:
     # (and the axis length); region_shape is then the largest region.  None: regular
     # regions of region_shape
     region_bounds: tuple[tuple[int, ...], ...] | None = None
+    # --quantize with sentinels (zarrcy/convert/cf.py): the chain each region is checked
+    # with (numeric sentinel codes decode to NaN there, so collisions show), the
+    # sentinels ({what, value, code, chosen}) and whether collisions are accepted
+    check_quantize: list[dict[str, Any]] | None = None
+    sentinels: list[dict[str, Any]] = field(default_factory=list)
+    allow_collisions: bool = False
+    # the ids of the regions to convert when not all of them (HDF5 sources: the regions
+    # holding stored chunks, zarrcy/convert/hdf5.py ``stored_regions``); n_regions counts
+    # them, fill_bytes is the decoded size of the others (all fill value, nothing written)
+    regions: Any = None
+    fill_bytes: int = 0
+
+    def region_ids(self) -> Any:
+        """The ids of the regions to convert (C order in the region grid)."""
+        return range(self.n_regions) if self.regions is None else (int(r) for r in self.regions)
 
     def to_json(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
+        regions, self.regions = self.regions, None  # (not copied by asdict: one id per region)
+        try:
+            d = dataclasses.asdict(self)
+        finally:
+            self.regions = regions
         d.pop("dst_doc")
+        d.pop("regions")
         d.pop("region_bounds")  # one entry per chunk along each axis: not for the summary
+        d.pop("check_quantize")
         d["codecs"] = self.dst_doc.get("codecs") if self.dst_format == 3 else {
             "filters": self.dst_doc.get("filters"), "compressor": self.dst_doc.get("compressor")}
         return d
@@ -174,14 +200,28 @@ class ConvertReport:
                 f"{q['count']:,} values: {q['exact']:,} exact, {q['rounded']:,} rounded, {q['clamped']:,} clamped, "
                 f"{q['wrapped']:,} wrapped, {q['scalar_mapped']:,} scalar-mapped; max round-trip error "
                 f"{_num(q['max_abs_error'])} (abs), {_num(q['max_rel_error'])} (rel)"
-                + (f"; {q['round_trip_mismatches']:,} read back as a different kind of value"
-                   if q.get("round_trip_mismatches") else "")
+                + "".join(f"; {x['what']}{'' if x['what'] == 'NaN' else ' ' + _num(x['value'])} -> code {x['code']}"
+                          f"{' (chosen)' if x.get('chosen') else ''}: {x.get('count', 0):,} values"
+                          for x in q.get("sentinels") or [])
+                + (f"; {q['sentinel_collisions']:,} data values encode to a sentinel code (collisions=allow)"
+                   if q.get("sentinel_collisions") else "")
                 + (" (regions completed by an earlier run not counted)" if q.get("partial") else ""))
+            from zarrcy.casting.report import causes_summary
+
+            lines.append(f"    {causes_summary(q)}")
         lines.extend(self._notes())
         return "\n".join(lines)
 
     def _notes(self) -> list[str]:
-        out = [f"  note /{p.rel}: {n}" for p in self.plans for n in p.notes]
+        """One line per distinct note, naming every array it concerns."""
+        by_text: dict[str, list[str]] = {}
+        for p in self.plans:
+            for n in dict.fromkeys(p.notes):
+                by_text.setdefault(n, []).append(f"/{p.rel}")
+        out = []
+        for text, paths in by_text.items():
+            shown = ", ".join(paths[:6]) + (f" and {len(paths) - 6} more" if len(paths) > 6 else "")
+            out.append(f"  note {shown}: {text}")
         out += [f"  warning: {w}" for w in self.warnings]
         return out
 
@@ -207,5 +247,7 @@ class RegionResult:
     bytes_out: int = 0
     objects: int = 0
     corrupt: list[str] = field(default_factory=list)
-    cast: Any = None  # --quantize: CastReport of this region
+    cast: Any = None  # --quantize: CastReport of this region (a RegionCast from the pre-pass)
+    collisions: int = 0  # --quantize: data values that encode to a sentinel code (collisions=allow)
+    sentinel_counts: dict[str, int] | None = None  # --quantize: values per sentinel ("NaN=65535": n)
 

@@ -9,17 +9,22 @@
 * ``--quantize scale=..,offset=..,dtype=uint8,rounding=..,out_of_range=..,nan=0``:
   ``[scale_offset{offset, scale}, cast_value{data_type, rounding, out_of_range,
   scalar_map}]`` where ``nan=V`` maps NaN to ``V`` on encode and ``V`` back to NaN on
-  decode (ext-codec-cast_value.md "scalar_map").
+  decode (ext-codec-cast_value.md "scalar_map"); ``fill=CODE`` stores the source's
+  numeric fill value as ``CODE`` (given as an encoded integer; the scalar_map entry in
+  scaled units is derived per array by :mod:`zarrcy.convert.cf`), ``collisions=allow``
+  accepts data values that encode to a sentinel code.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from zarrcy.errors import MetadataError, expected
 
-__all__ = ["parse_shape", "parse_compressor", "parse_codecs_json", "parse_quantize", "compressor_to_numcodecs"]
+__all__ = ["parse_shape", "parse_compressor", "parse_codecs_json", "parse_quantize", "quantize_options",
+           "compressor_to_numcodecs", "Settings", "parse_settings"]
 
 _SHUFFLES = ("noshuffle", "shuffle", "bitshuffle")
 
@@ -121,7 +126,7 @@ def parse_codecs_json(value: Any) -> list[Any] | None:
     return doc
 
 
-_Q_KEYS = ("scale", "offset", "dtype", "rounding", "out_of_range", "nan")
+_Q_KEYS = ("scale", "offset", "dtype", "rounding", "out_of_range", "nan", "fill", "collisions")
 
 
 def _scalar(text: str) -> Any:
@@ -135,7 +140,47 @@ def _scalar(text: str) -> Any:
 
 
 def parse_quantize(value: Any) -> list[dict[str, Any]] | None:
-    """``scale=..,offset=..,dtype=..`` (or a dict of those) -> ``[scale_offset, cast_value]`` JSON."""
+    """``scale=..,offset=..,dtype=..`` (or a dict of those) -> ``[scale_offset, cast_value]`` JSON
+    (``fill=`` and ``collisions=`` concern the source's fill value: :func:`quantize_options`)."""
+    opts = _quantize_dict(value)
+    if opts is None:
+        return None
+    so: dict[str, Any] = {}
+    if "offset" in opts:
+        so["offset"] = opts["offset"]
+    if "scale" in opts:
+        so["scale"] = opts["scale"]
+    cv: dict[str, Any] = {"data_type": str(opts["dtype"])}
+    if "rounding" in opts:
+        cv["rounding"] = str(opts["rounding"])
+    if "out_of_range" in opts:
+        cv["out_of_range"] = str(opts["out_of_range"])
+    if "nan" in opts:
+        cv["scalar_map"] = {"encode": [["NaN", opts["nan"]]], "decode": [[opts["nan"], "NaN"]]}
+    return [{"name": "scale_offset", "configuration": so}, {"name": "cast_value", "configuration": cv}]
+
+
+def quantize_options(value: Any) -> dict[str, Any]:
+    """The ``fill=CODE`` and ``collisions=refuse|allow`` keys of ``--quantize`` (validated):
+    ``fill``: the code the source's numeric fill value (``_FillValue``/``missing_value``)
+    is stored as (None: chosen automatically); ``collisions``: whether data values that
+    encode to a sentinel code (``nan=``/``fill=``) are refused (the default) or allowed."""
+    opts = _quantize_dict(value) or {}
+    fill = opts.get("fill")
+    if fill is not None and (isinstance(fill, bool) or not isinstance(fill, (int, float)) or fill != int(fill)):
+        raise MetadataError(expected("--quantize.fill", "an integer code of the target data type", fill),
+                            "--quantize.fill")
+    nan = opts.get("nan")
+    if fill is not None and nan is not None and not isinstance(nan, str) and nan == fill:
+        raise MetadataError(expected("--quantize.fill", f"a code other than nan={nan} (each sentinel needs its own code)",
+                                     fill), "--quantize.fill")
+    coll = opts.get("collisions", "refuse")
+    if coll not in ("refuse", "allow"):
+        raise MetadataError(expected("--quantize.collisions", "'refuse' or 'allow'", coll), "--quantize.collisions")
+    return {"fill": None if fill is None else int(fill), "collisions": coll}
+
+
+def _quantize_dict(value: Any) -> dict[str, Any] | None:
     if value is None:
         return None
     if isinstance(value, dict):
@@ -155,16 +200,64 @@ def parse_quantize(value: Any) -> list[dict[str, Any]] | None:
         raise MetadataError(expected("--quantize", f"keys among {_Q_KEYS}", sorted(unknown)), "--quantize")
     if "dtype" not in opts:
         raise MetadataError(expected("--quantize.dtype", "a target data type (e.g. uint8)", None), "--quantize.dtype")
-    so: dict[str, Any] = {}
-    if "offset" in opts:
-        so["offset"] = opts["offset"]
-    if "scale" in opts:
-        so["scale"] = opts["scale"]
-    cv: dict[str, Any] = {"data_type": str(opts["dtype"])}
-    if "rounding" in opts:
-        cv["rounding"] = str(opts["rounding"])
-    if "out_of_range" in opts:
-        cv["out_of_range"] = str(opts["out_of_range"])
-    if "nan" in opts:
-        cv["scalar_map"] = {"encode": [["NaN", opts["nan"]]], "decode": [[opts["nan"], "NaN"]]}
-    return [{"name": "scale_offset", "configuration": so}, {"name": "cast_value", "configuration": cv}]
+    return opts
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The conversion options, parsed and checked once before anything is planned (an
+    error names the option, never the first array): what the planner and the runners
+    take as their declared inputs."""
+
+    chunks: tuple[int, ...] | None
+    shards: tuple[int, ...] | None
+    codecs: list[Any] | None
+    compressor: list[dict[str, Any]] | None
+    quantize: list[dict[str, Any]] | None
+    quantize_opts: dict[str, Any]
+    zarr_format: int
+    region_bytes: int
+    rewrite: bool
+    cf_packing: str
+    on_unsupported: str
+
+    @property
+    def changes_layout(self) -> bool:
+        """An option asks for other chunks, shards, codecs or values than the source's."""
+        return any(x is not None for x in (self.chunks, self.shards, self.codecs, self.compressor, self.quantize))
+
+
+def parse_settings(o: Any) -> Settings:
+    """``ConvertOptions`` -> :class:`Settings`; MetadataError naming the option (``--chunks``,
+    ``--region-mb``, ``--progress-interval``, ``--quantize.fill``...) for a bad value."""
+    for name, value, kind in (("--region-mb", o.region_bytes, "a positive size"),
+                              ("--progress-interval", o.progress_interval, "a positive number of seconds")):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 and value == value
+        if not ok:
+            raise MetadataError(expected(name, kind, value), name)
+    fmt = o.zarr_format
+    if fmt not in (2, 3) or isinstance(fmt, bool):
+        raise MetadataError(expected("--format", "2 or 3", fmt), "--format")
+    codecs, comp = parse_codecs_json(o.codecs), parse_compressor(o.compressor)
+    if codecs is not None and comp is not None:
+        raise MetadataError("--codecs and --compressor: expected one of them, received both", "--codecs")
+    quant = parse_quantize(o.quantize)
+    if quant is not None:
+        from zarrcy.casting import parse_codecs
+
+        try:  # the chain itself (data type, rounding, out_of_range, nan code), before any array
+            parse_codecs(quant, "--quantize")
+        except (MetadataError, ValueError) as e:
+            raise MetadataError(f"--quantize: {e}", "--quantize") from None
+    if fmt == 2 and (codecs is not None or quant is not None):
+        raise MetadataError("--codecs/--quantize: not supported with --format 2 (use --compressor)", "--format")
+    shards, chunks = parse_shape(o.shards, "--shards"), parse_shape(o.chunks, "--chunks")
+    if shards is not None and chunks is not None and len(shards) != len(chunks):
+        raise MetadataError(expected("--chunks", f"{len(shards)} sizes (the rank of --shards)",
+                                     ",".join(map(str, chunks))), "--chunks")
+    if fmt == 2 and shards is not None:
+        raise MetadataError("--shards: Zarr v2 has no sharding (use --format 3)", "--shards")
+    if fmt == 2 and comp is not None:
+        compressor_to_numcodecs(comp)  # one compressor at most, with a numcodecs form
+    return Settings(chunks, shards, codecs, comp, quant, quantize_options(o.quantize),
+                    int(fmt), int(o.region_bytes), bool(o.rewrite), o.cf_packing, o.on_unsupported)

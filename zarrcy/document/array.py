@@ -18,7 +18,6 @@ likewise (none is implemented).  Codec parsing is delegated to
 
 from __future__ import annotations
 
-import json
 from dataclasses import InitVar, dataclass, field, replace
 from decimal import Decimal
 from functools import cached_property
@@ -302,7 +301,7 @@ class ArrayMetadata(ArrayShapeViews):
         fv_json = doc["fill_value"]
         if type(data) is not dict and needs_exact_text(data_type, fv_json):
             # re-read the number's exact decimal text: round once, not via binary64
-            fv_json = json.loads(data, parse_float=Decimal)["fill_value"]
+            fv_json = load_json_object(data, path, parse_float=Decimal)["fill_value"]
         fill_value = parse_fill_value(data_type, fv_json, _join(path, "fill_value"))
 
         attributes = parse_attributes(doc, path)

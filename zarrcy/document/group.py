@@ -14,9 +14,10 @@ from zarrcy.document.array import ArrayMetadata, _join, check_format, checked_at
 from zarrcy.errors import MetadataError, expected
 from zarrcy.metadata._parse import dumps, load_json_object
 
-__all__ = ["GroupMetadata", "ConsolidatedMetadata"]
+__all__ = ["GroupMetadata", "ConsolidatedMetadata", "flatten_consolidated"]
 
 _KNOWN = frozenset(("zarr_format", "node_type", "attributes"))
+_FIELD = "consolidated_metadata"
 
 
 @dataclass(frozen=True)
@@ -91,8 +92,7 @@ class ConsolidatedMetadata:
         kind = data.get("kind", "inline")
         if kind != "inline":
             raise MetadataError(expected(f"{path}.kind", "'inline'", kind), f"{path}.kind")
-        flat: dict[str, dict] = {}
-        _flatten_docs(data.get("metadata", {}), f"{path}.metadata", "", flat)
+        flat = flatten_consolidated(data.get("metadata", {}), f"{path}.metadata")
         children: dict[str, Any] = {}
         for rel, doc in flat.items():
             if "/" in rel:
@@ -111,22 +111,39 @@ class ConsolidatedMetadata:
                 for rel, doc in self.flat_docs.items()}
 
 
-def _flatten_docs(meta: Any, where: str, base: str, out: dict[str, dict]) -> None:
-    """Relative path -> node document (without its nested consolidated metadata), from
-    zarr-python's layout (flat keys at the root, possibly nested entries below)."""
-    if not isinstance(meta, dict):
-        raise MetadataError(expected(where, "an object", meta), where)
-    for rel, doc in meta.items():
-        if not isinstance(rel, str) or not rel or rel.startswith("/") or rel.endswith("/"):
-            raise MetadataError(expected(where, "relative node paths as keys", rel), where)
-        if not isinstance(doc, dict):
-            raise MetadataError(expected(f"{where}[{rel!r}]", "a node document", doc), where)
-        full = f"{base}/{rel}" if base else rel
-        doc = dict(doc)
-        nested = doc.pop("consolidated_metadata", None)
-        out.setdefault(full, doc)
-        if isinstance(nested, dict) and nested.get("metadata"):
-            _flatten_docs(nested["metadata"], f"{where}[{rel!r}].consolidated_metadata.metadata", full, out)
+def flatten_consolidated(meta: Any, where: str) -> dict[str, dict]:
+    """Relative path -> node document (without its nested ``consolidated_metadata``) of
+    a consolidated ``metadata`` object: THE reading of zarr-python's layout, used by
+    :class:`ConsolidatedMetadata` and the read overlay (``zarrcy.consolidated``).
+
+    zarr-python writes every descendant as a flat key at the top ("a", "a/b") and
+    gives member groups an empty ``consolidated_metadata``; other writers may nest
+    entries in a member's own ``consolidated_metadata``.  Precedence, as zarr-python
+    reads it (``ConsolidatedMetadata._flat_to_nested``: the flat keys decide): an
+    entry given at an outer level wins over the same path nested deeper, whatever the
+    order of the keys; nested entries only add paths no outer level names.  Walked
+    breadth-first without recursion, so any depth of nesting works."""
+    out: dict[str, dict] = {}
+    level: list[tuple[Any, str, str]] = [(meta, where, "")]
+    while level:
+        deeper: list[tuple[Any, str, str]] = []
+        for m, w, base in level:
+            if not isinstance(m, dict):
+                raise MetadataError(expected(w, "an object", m), w)
+            for rel, doc in m.items():
+                if not isinstance(rel, str) or not rel or rel.startswith("/") or rel.endswith("/"):
+                    raise MetadataError(expected(w, "relative node paths as keys", rel), w)
+                if not isinstance(doc, dict):
+                    raise MetadataError(expected(f"{w}[{rel!r}]", "a node document", doc), w)
+                full = f"{base}/{rel}" if base else rel
+                doc = dict(doc)
+                nested = doc.pop(_FIELD, None)
+                if full not in out:  # an outer level came first (breadth-first)
+                    out[full] = doc
+                if isinstance(nested, dict) and nested.get("metadata"):
+                    deeper.append((nested["metadata"], f"{w}[{rel!r}].{_FIELD}.metadata", full))
+        level = deeper
+    return out
 
 
 def parse_node_metadata(data: bytes | str | dict[str, Any], path: str = "") -> ArrayMetadata | GroupMetadata:

@@ -56,13 +56,20 @@ _NAME_REST = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_.")
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:\S+$")
 
 
-def load_json_object(data: Any, path: str = "") -> dict[str, Any]:
-    """``bytes``/``str``/``dict`` -> the top-level object of a metadata document."""
+def load_json_object(data: Any, path: str = "", parse_float: Any = None) -> dict[str, Any]:
+    """``bytes``/``str``/``dict`` -> the top-level object of a metadata document.
+
+    THE loader of every JSON document zarrcy reads from a store (``zarr.json``, group
+    attributes, consolidated metadata, v2 ``.zarray``/``.zgroup``/``.zattrs``/
+    ``.zmetadata``, v1 ``meta``/``attrs``, the convert journal): invalid JSON, a
+    document nested too deeply for the parser (``[[[[...`` 100,000 levels) and a
+    top-level value that is not an object raise MetadataError naming ``path``, never
+    ValueError or RecursionError.  ``parse_float``: as ``json.loads`` (e.g. Decimal)."""
     if type(data) is dict:
         return data
     if isinstance(data, (bytes, bytearray, memoryview, str)):
         try:
-            doc = json.loads(bytes(data) if isinstance(data, memoryview) else data)
+            doc = json.loads(bytes(data) if isinstance(data, memoryview) else data, parse_float=parse_float)
         except (ValueError, UnicodeDecodeError) as e:
             raise MetadataError(f"{path or '<document>'}: expected a JSON document, received invalid JSON ({e})", path) from None
         except RecursionError:  # hostile nesting ([[[[...]]]]): refuse, don't crash the caller
@@ -341,9 +348,15 @@ def _json_key(k: Any) -> str:
     return str(int(k))
 
 
-def _scan(value: Any, path: str, max_depth: int) -> bool:
+def _scan(value: Any, path: str, max_depth: int, max_values: int | None = None) -> bool:
     """Validate a JSON value without recursion; True if it needs converting to plain
-    JSON types (tuples, numpy values, non-string keys), False if it is plain already."""
+    JSON types (tuples, numpy values, non-string keys), False if it is plain already.
+
+    A container referenced several times (a shared, non-cyclic sub-object: written once
+    per reference) is walked once: its height and its number of JSON values once
+    written are remembered, so the work is linear in the distinct containers even when
+    the written document would be exponentially larger; more than ``max_values`` values
+    once written is refused (every value takes at least one byte of the document)."""
     t = type(value)
     if t in _NATIVE_SCALARS:
         return False
@@ -357,19 +370,31 @@ def _scan(value: Any, path: str, max_depth: int) -> bool:
             raise MetadataError(expected(path, "a JSON value (dict, list, str, int, float, bool or None)", type(value).__name__), path)
     if isinstance(value, np.ndarray):
         value = value.tolist()
-    stack: list[Any] = [iter(value.items()) if isinstance(value, dict) else enumerate(value)]
+    # per open container: [items, the container, height of its children, values below it]
+    stack: list[list[Any]] = [[iter(value.items()) if isinstance(value, dict) else enumerate(value), value, 0, 0]]
     keys: list[Any] = []  # the key of each open container below the top one (for messages)
-    on_path = [id(value)]
+    on_path = {id(value)}
+    done: dict[int, tuple[Any, int, int]] = {}  # id -> (container, height, values): walked already
     while stack:
-        item = next(stack[-1], _END)
+        top = stack[-1]
+        item = next(top[0], _END)
         if item is _END:
             stack.pop()
-            on_path.pop()
-            if keys:
+            on_path.discard(id(top[1]))
+            height, count = top[2] + 1, top[3] + 1
+            done[id(top[1])] = (top[1], height, count)  # the container is kept: its id cannot be reused
+            if stack:
                 keys.pop()
+                parent = stack[-1]
+                parent[2] = max(parent[2], height)
+                parent[3] += count
+            if max_values is not None and count > max_values:
+                raise MetadataError(expected(path, f"a JSON value of at most {max_values} values once written "
+                                             "(max_metadata_bytes; a shared sub-object is written once per "
+                                             "reference)", f"{count} values"), path)
             continue
         k, v = item
-        if type(k) is not str and type(stack[-1]) is not enumerate:  # an object key that is not a string
+        if type(k) is not str and type(top[0]) is not enumerate:  # an object key that is not a string
             if isinstance(k, (int, float, bool, np.integer, np.floating, np.bool_)) or k is None:
                 needs = True
             else:
@@ -377,10 +402,12 @@ def _scan(value: Any, path: str, max_depth: int) -> bool:
                 raise MetadataError(expected(p, "object keys that are strings", k), p)
         tv = type(v)
         if tv in _NATIVE_SCALARS:
+            top[3] += 1
             continue
         if tv is not dict and tv is not list:
             if isinstance(v, np.generic) or (isinstance(v, np.ndarray) and v.dtype.kind != "O"):
                 needs = True
+                top[3] += 1 if isinstance(v, np.generic) else v.size + 1
                 continue
             if isinstance(v, (tuple, dict, list, np.ndarray)):
                 needs = True
@@ -392,12 +419,20 @@ def _scan(value: Any, path: str, max_depth: int) -> bool:
         if id(v) in on_path:
             p = _key_path(path, keys + [k])
             raise MetadataError(expected(p, "a JSON value", "a value that contains itself"), p)
+        hit = done.get(id(v))
+        if hit is not None:  # a shared sub-object, walked already: its height and size apply here too
+            if len(stack) + hit[1] > max_depth:
+                p = _key_path(path, keys + [k])
+                raise MetadataError(expected(p, f"a JSON value nested at most {max_depth} levels deep", "deeper nesting"), p)
+            top[2] = max(top[2], hit[1])
+            top[3] += hit[2]
+            continue
         if len(stack) >= max_depth:
             p = _key_path(path, keys + [k])
             raise MetadataError(expected(p, f"a JSON value nested at most {max_depth} levels deep", "deeper nesting"), p)
         keys.append(k)
-        on_path.append(id(v))
-        stack.append(iter(v.items()) if isinstance(v, dict) else enumerate(v))
+        on_path.add(id(v))
+        stack.append([iter(v.items()) if isinstance(v, dict) else enumerate(v), v, 0, 0])
     return needs
 
 
@@ -419,12 +454,16 @@ def normalize_json_value(value: Any, path: str, max_depth: int = MAX_JSON_DEPTH)
     """``value`` (e.g. a node's attributes) as the plain JSON it reads back as.
 
     Refuses, with MetadataError naming the JSON path, values that are not JSON (sets,
-    objects), nested deeper than ``max_depth``, or containing themselves -- all without
-    recursion.  Tuples, numpy scalars/arrays and non-string object keys (``1``,
+    objects), nested deeper than ``max_depth``, containing themselves, or too large to
+    be read back once written (more values than ``max_metadata_bytes``, counting a
+    shared sub-object once per reference) -- all without recursion, in time linear in
+    the distinct containers.  Tuples, numpy scalars/arrays and non-string object keys (``1``,
     ``True``, ``None``) are converted as ``json.dumps`` writes them, so the live
     object and a reopened one agree; plain values are returned unchanged (no copy).
     Float NaN/Infinity stay floats (they are written as the strings "NaN"/"Infinity").
     """
-    if not _scan(value, path, max_depth):
+    from zarrcy.config import get
+
+    if not _scan(value, path, max_depth, int(get("max_metadata_bytes"))):
         return value
     return _plain(value)

@@ -4,9 +4,16 @@ Core: ``bool``, ``int8``..``int64``, ``uint8``..``uint64``, ``float16/32/64``,
 ``complex64/128`` and raw bits ``r<bits>`` (a multiple of 8, numpy ``V<bytes>``).
 Extensions (numpy dtypes from ml_dtypes): ``bfloat16``, ``float8_e4m3`` (the
 IEEE-like variant *with* infinities, i.e. ``ml_dtypes.float8_e4m3``, not ``...fn``),
-``float8_e5m2``, ``float4_e2m1fn``, ``int2``, ``int4``, ``uint2``, ``uint4``; also
-``float8_e4m3fn`` (no infinities, NaN = ``0x7f``) which tensorstore writes, and
-zarr-python's ``{"name": "raw_bytes", "configuration": {"length_bytes": n}}`` (its
+``float8_e5m2``, ``float4_e2m1fn``, ``int2``, ``int4``, ``uint2``, ``uint4``,
+``float8_e3m4``, ``float8_e4m3fnuz``, ``float8_e5m2fnuz``, ``float8_e4m3b11fnuz``
+(``fnuz``: no infinity, no negative zero, NaN = ``0x80``), ``float8_e8m0fnu`` (powers of
+two ``2**-127 .. 2**127``, no sign, no zero, NaN = ``0xff``), ``float6_e2m3fn``,
+``float6_e3m2fn`` (no NaN, no infinity; one byte each, the upper two bits ignored on
+read) and the ``complex_*`` types (complex_float16 / complex_bfloat16 are ml_dtypes'
+``complex32`` / ``bcomplex32``; one-byte components are a numpy structured pair
+``("real", "imag")``; complex_float32 / complex_float64 are aliases of complex64 /
+complex128); also ``float8_e4m3fn`` (no infinities, NaN = ``0x7f``) which tensorstore
+writes, and zarr-python's ``{"name": "raw_bytes", "configuration": {"length_bytes": n}}`` (its
 spelling of numpy ``V<n>``; fill values in base64).
 
 Variable-length types (zarr-extensions ``data-types/string`` and ``data-types/bytes``,
@@ -40,6 +47,9 @@ as``, or ``generic`` with ``k = 1``) and ``1 <= k < 2**31``: numpy ``M8[kU]``/``
 elements int64 in the ``bytes`` codec's byte order; fill value the JSON integer of the
 int64 (``NaT`` is ``-2**63``, the default fill value, as zarr-python has it).
 
+Records: ``struct`` (ext-data-types/struct.md; legacy ``structured`` read and kept as
+read), numpy packed structured dtypes, in :mod:`zarrcy.metadata.struct`.
+
 A :class:`DataType` is a frozen dataclass; ``dtype`` is always native byte order
 (endianness belongs to the ``bytes`` codec).  Fill-value encoding lives in
 :mod:`zarrcy.metadata.fill_value`; the methods here delegate to it.
@@ -55,16 +65,17 @@ import numpy as np
 
 from zarrcy.errors import MetadataError, UnknownExtensionError, expected
 from zarrcy.metadata import fill_value as _fv
+from zarrcy.metadata import struct as _struct
 from zarrcy.metadata._parse import check_extension_name, config_dict, parse_extension
 
 __all__ = [
-    "DataType", "FloatFormat", "parse_data_type", "from_numpy", "fixed_string",
+    "DataType", "FloatFormat", "parse_data_type", "from_numpy", "struct_from_numpy", "fixed_string",
     "time_type", "DATA_TYPES", "VLEN_TYPES", "FIXED_STRING_TYPES", "TIME_TYPES",
 ]
 
 Category = Literal[
     "bool", "int", "uint", "float", "complex", "raw", "string", "bytes", "fixed_string", "fixed_bytes",
-    "datetime", "timedelta",
+    "datetime", "timedelta", "struct",
 ]
 
 
@@ -72,25 +83,33 @@ class FloatFormat(NamedTuple):
     """Binary layout of a floating-point type: ``1 + exp_bits + man_bits`` bits.
 
     ``special``: ``"ieee"`` (all-ones exponent = inf/NaN), ``"fn"`` (finite + NaN only at
-    all-ones exponent and mantissa), ``"finite"`` (no inf, no NaN).
+    all-ones exponent and mantissa), ``"finite"`` (no inf, no NaN), ``"fnuz"`` (finite, no
+    negative zero: NaN is the sign bit alone, e.g. ``0x80``), ``"fnu"`` (``float8_e8m0fnu``:
+    no sign bit, no mantissa, no zero, no subnormals; NaN is all ones).
     """
 
     exp_bits: int
     man_bits: int
     bias: int
-    special: Literal["ieee", "fn", "finite"]
+    special: Literal["ieee", "fn", "finite", "fnuz", "fnu"]
 
     @property
     def nbits(self) -> int:
-        return 1 + self.exp_bits + self.man_bits
+        return (0 if self.special == "fnu" else 1) + self.exp_bits + self.man_bits
 
     @property
     def nan_bits(self) -> int | None:
-        """The bits "NaN" denotes: sign 0, exponent all ones, mantissa MSB 1 (rest 0)."""
+        """The bits "NaN" denotes (each type's spec): IEEE: sign 0, exponent all ones,
+        mantissa MSB 1 (rest 0); ``fn``: all ones but the sign; ``fnuz``: the sign bit
+        alone; ``fnu``: all ones."""
         if self.special == "finite":
             return None
         if self.special == "fn":
             return (1 << (self.nbits - 1)) - 1  # 0x7f for float8_e4m3fn
+        if self.special == "fnuz":
+            return 1 << (self.nbits - 1)  # 0x80
+        if self.special == "fnu":
+            return (1 << self.nbits) - 1  # 0xff
         return (((1 << self.exp_bits) - 1) << self.man_bits) | (1 << (self.man_bits - 1))
 
 
@@ -109,6 +128,8 @@ class DataType:
     bits_dtype: np.dtype | None = field(default=None, compare=False, repr=False)
     #: configuration of configured types, as sorted (key, value) pairs (hashable)
     configuration: tuple[tuple[str, Any], ...] = ()
+    #: ``struct``: the fields in declaration order, ``(name, DataType)`` pairs
+    fields: tuple[tuple[str, DataType], ...] = field(default=(), compare=False, repr=False)
 
     @property
     def itemsize(self) -> int:
@@ -121,6 +142,8 @@ class DataType:
 
     def to_json(self) -> Any:
         """The JSON identifier: the name, or ``{"name", "configuration"}`` when configured."""
+        if self.category == "struct":
+            return _struct.struct_to_json(self)
         if self.configuration:
             return {"name": self.name, "configuration": dict(self.configuration)}
         return self.name
@@ -166,6 +189,14 @@ def _make_table() -> dict[str, DataType]:
         "float8_e5m2": (np.dtype(ml_dtypes.float8_e5m2), FloatFormat(5, 2, 15, "ieee")),
         "float8_e4m3fn": (np.dtype(ml_dtypes.float8_e4m3fn), FloatFormat(4, 3, 7, "fn")),
         "float4_e2m1fn": (np.dtype(ml_dtypes.float4_e2m1fn), FloatFormat(2, 1, 1, "finite")),
+        # the rest of ml_dtypes' formats (ext-data-types/<name>.md)
+        "float8_e3m4": (np.dtype(ml_dtypes.float8_e3m4), FloatFormat(3, 4, 3, "ieee")),
+        "float8_e4m3fnuz": (np.dtype(ml_dtypes.float8_e4m3fnuz), FloatFormat(4, 3, 8, "fnuz")),
+        "float8_e5m2fnuz": (np.dtype(ml_dtypes.float8_e5m2fnuz), FloatFormat(5, 2, 16, "fnuz")),
+        "float8_e4m3b11fnuz": (np.dtype(ml_dtypes.float8_e4m3b11fnuz), FloatFormat(4, 3, 11, "fnuz")),
+        "float8_e8m0fnu": (np.dtype(ml_dtypes.float8_e8m0fnu), FloatFormat(8, 0, 127, "fnu")),
+        "float6_e2m3fn": (np.dtype(ml_dtypes.float6_e2m3fn), FloatFormat(2, 3, 1, "finite")),
+        "float6_e3m2fn": (np.dtype(ml_dtypes.float6_e3m2fn), FloatFormat(3, 2, 3, "finite")),
     }
     for name, (dt, fmt) in floats.items():
         t[name] = DataType(name, dt, "float", float_format=fmt, bits_dtype=_uint(dt.itemsize))
@@ -175,6 +206,22 @@ def _make_table() -> dict[str, DataType]:
     t["complex128"] = DataType(
         "complex128", np.dtype(np.complex128), "complex", float_format=floats["float64"][1], bits_dtype=_uint(8)
     )
+    # ext-data-types/complex_*.md: real then imaginary component, each of the named float
+    # type.  complex_float32/64 are aliases of complex64/128 (kept under their own name so
+    # documents round-trip); float16/bfloat16 components are ml_dtypes' complex32 /
+    # bcomplex32; one-byte components (no numpy complex type) are a structured pair
+    # ``[("real", t), ("imag", t)]``
+    one_byte = (n for n in floats if floats[n][0].itemsize == 1 and n != "float8_e4m3fn")  # no complex_ spec
+    for comp in ("float32", "float64", "float16", "bfloat16", *one_byte):
+        cdt, cfmt = floats[comp]
+        if comp in ("float32", "float64"):
+            dt = t["complex64" if comp == "float32" else "complex128"].dtype
+        elif comp in ("float16", "bfloat16"):
+            dt = np.dtype(ml_dtypes.complex32 if comp == "float16" else ml_dtypes.bcomplex32)
+        else:
+            dt = np.dtype([("real", cdt), ("imag", cdt)])
+        name = f"complex_{comp}"
+        t[name] = DataType(name, dt, "complex", float_format=cfmt, bits_dtype=_uint(cdt.itemsize))
     for name, dt, lo, hi in (
         ("int2", ml_dtypes.int2, -2, 1),
         ("int4", ml_dtypes.int4, -8, 7),
@@ -188,11 +235,16 @@ def _make_table() -> dict[str, DataType]:
 
 #: every named (non-raw) data type zarrcy implements
 DATA_TYPES: dict[str, DataType] = _make_table()
-# ml_dtypes scalar types -> name (their dtypes all have kind "V", like raw types)
-_BY_SCALAR_TYPE: dict[type, DataType] = {d.dtype.type: d for d in DATA_TYPES.values() if d.dtype.kind == "V"}
+# ml_dtypes scalar types -> name (their dtypes have kind "V", like raw types, or "W" for
+# complex32 / bcomplex32); the structured complex pairs are only chosen by name
+_BY_SCALAR_TYPE: dict[type, DataType] = {
+    d.dtype.type: d for d in DATA_TYPES.values() if d.dtype.kind in "VW" and d.dtype.fields is None
+}
 # builtin numpy kinds by (kind, itemsize): np.longlong and np.int64 are distinct types
+# (complex_float32/64 are aliases: numpy's complex64/128 map to the core names)
 _BY_KIND: dict[tuple[str, int], DataType] = {
-    (d.dtype.kind, d.dtype.itemsize): d for d in DATA_TYPES.values() if d.dtype.kind in "biufc"
+    (d.dtype.kind, d.dtype.itemsize): d for d in DATA_TYPES.values()
+    if d.dtype.kind in "biufc" and not d.name.startswith("complex_")
 }
 _RAW_CACHE: dict[int, DataType] = {}
 
@@ -332,6 +384,8 @@ def parse_data_type(json_value: Any, path: str = "data_type") -> DataType:
         return _parse_fixed_string(name, config, path)
     if name in TIME_TYPES:
         return _parse_time(name, config, path)
+    if name == "struct" or name == "structured":
+        return _struct.parse_struct(name, config, path, parse_data_type, DataType)
     d = DATA_TYPES.get(name) or VLEN_TYPES.get(_VLEN_ALIASES.get(name, name)) or _parse_raw_name(name)
     if d is None:
         if name[:1] == "r" and name[1:].isdigit():
@@ -365,6 +419,8 @@ def from_numpy(dtype_like: Any) -> DataType:
     d = _BY_KIND.get((dt.kind, dt.itemsize)) if dt.kind in "biufc" else _BY_SCALAR_TYPE.get(dt.type)
     if d is not None:
         return d
+    if dt.fields is not None:
+        return struct_from_numpy(dt)
     if dt.kind in "Mm":
         unit, k = np.datetime_data(dt)
         return time_type("numpy.datetime64" if dt.kind == "M" else "numpy.timedelta64", unit, k)
@@ -381,3 +437,9 @@ def from_numpy(dtype_like: Any) -> DataType:
     if dt.type is np.void and dt.fields is None and dt.subdtype is None and dt.itemsize > 0:
         return _raw(dt.itemsize * 8)
     raise MetadataError(expected("dtype", "a dtype with a Zarr v3 data type", str(dt)), "dtype")
+
+
+def struct_from_numpy(dtype: np.dtype, path: str = "dtype", repack: bool = False) -> DataType:
+    """A numpy structured dtype -> ``struct`` (see :mod:`zarrcy.metadata.struct`);
+    ``repack``: drop padding instead of refusing it (Zarr v2 -> v3 conversion)."""
+    return _struct.struct_from_numpy(dtype, path, repack, from_numpy, DataType)

@@ -33,7 +33,9 @@ Forms accepted, by type:
 
 Writing (:func:`fill_value_to_json`) is the canonical inverse: the default NaN writes
 ``"NaN"``, any other NaN ``"0x..."``, infinities ``"Infinity"``/``"-Infinity"``, finite
-floats the shortest decimal that reads back to the same bits (``-0.0`` stays ``-0.0``).
+floats the shortest decimal that reads back to the same bits (``-0.0`` stays ``-0.0``);
+``float8_e8m0fnu`` values other than NaN are written as ``"0x.."`` (tensorstore 0.1.86
+misreads numbers of that type).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from zarrcy.errors import MetadataError, expected
+from zarrcy.metadata.struct import default_struct_fill, parse_struct_fill, struct_fill_to_json
 
 if TYPE_CHECKING:
     from zarrcy.metadata.data_type import DataType, FloatFormat
@@ -70,18 +73,30 @@ def round_to_bits(fmt: FloatFormat, x: Fraction | int, negative: bool) -> int | 
     """Bits of ``(-1)**negative * |x|`` rounded once to ``fmt``, nearest, ties to even.
 
     Overflow gives the infinity of an IEEE format and ``None`` for formats without one.
+    ``fnuz`` formats have no negative zero (a zero is ``0``); ``fnu``
+    (``float8_e8m0fnu``: powers of two ``2**-127 .. 2**127``) gives ``None`` for zero and
+    negative values, and a positive value below ``2**-127`` rounds to it (the nearest
+    representable value).  With no mantissa bits a tie goes up (the significand ``1`` is
+    odd), as LLVM's APFloat and ml_dtypes round.
     """
     E, M = fmt.exp_bits, fmt.man_bits
+    special = fmt.special
     sign = (1 << (E + M)) if negative else 0
     a = abs(Fraction(x))
+    if special == "fnu" and (negative or a == 0):
+        return None
     if a == 0:
-        return sign
+        return 0 if special == "fnuz" else sign
     n, d = a.numerator, a.denominator
     e = n.bit_length() - d.bit_length()  # floor(log2 a) is e or e - 1
     if (n << -e if e < 0 else n) < (d if e < 0 else d << e):
         e -= 1
     emin = 1 - fmt.bias
-    if e < emin:
+    if special == "fnu":
+        emin = -fmt.bias  # biased exponent 0 is 2**-127 (no subnormals)
+        if e < emin:
+            return 0
+    elif e < emin:
         e = emin  # subnormal range: fixed quantum 2**(emin - M)
     shift = e - M
     if shift >= 0:
@@ -96,13 +111,17 @@ def round_to_bits(fmt: FloatFormat, x: Fraction | int, negative: bool) -> int | 
     if q >> (M + 1):  # carried into the next binade
         q >>= 1
         e += 1
-    if q >> M:
+    if special == "fnu":
+        biased, man = e + fmt.bias, 0
+    elif q >> M:
         biased, man = e + fmt.bias, q - (1 << M)
     else:
         biased, man = 0, q
-    max_biased = (1 << E) - 2 if fmt.special == "ieee" else (1 << E) - 1
-    if biased > max_biased or (fmt.special == "fn" and biased == max_biased and man == (1 << M) - 1):
-        if fmt.special == "ieee":
+    if q == 0:  # rounded to zero: fnuz has only +0
+        return 0 if special == "fnuz" else sign
+    max_biased = (1 << E) - 2 if special in ("ieee", "fnu") else (1 << E) - 1
+    if biased > max_biased or (special == "fn" and biased == max_biased and man == (1 << M) - 1):
+        if special == "ieee":
             return sign | (((1 << E) - 1) << M)
         return None
     return sign | (biased << M) | man
@@ -162,6 +181,19 @@ def _float_bits(fmt: FloatFormat, ndigits: int, value: Any, path: str) -> int:
     return rounded
 
 
+def _bits_to_float(fmt: FloatFormat, bits: int) -> float:
+    """The value of the finite ``bits`` of ``fmt`` (exact in binary64 for every format)."""
+    E, M = fmt.exp_bits, fmt.man_bits
+    exp = (bits >> M) & ((1 << E) - 1)
+    man = bits & ((1 << M) - 1)
+    if fmt.special == "fnu":
+        return math.ldexp(1.0, exp - fmt.bias)
+    if exp == (1 << E) - 1 and fmt.special == "ieee":
+        return math.nan  # infinity / NaN: their JSON does not use the value
+    v = math.ldexp(man, 1 - fmt.bias - M) if exp == 0 else math.ldexp((1 << M) | man, exp - fmt.bias - M)
+    return -v if (bits >> (E + M)) & 1 else v
+
+
 def _from_bits(data_type: DataType, bits: int) -> Any:
     return np.array(bits, dtype=data_type.bits_dtype).view(data_type.dtype)[()]
 
@@ -181,6 +213,8 @@ def _parse_float(data_type: DataType, value: Any, path: str) -> Any:
 
 
 def _parse_complex(data_type: DataType, value: Any, path: str) -> Any:
+    if isinstance(value, (np.generic, np.void)) and value.dtype == data_type.dtype:
+        return value  # already a scalar of the type (ml_dtypes complex32, a structured pair)
     if isinstance(value, (complex, np.complexfloating)):
         value = [value.real, value.imag]
     if (type(value) is not list and type(value) is not tuple) or len(value) != 2:
@@ -211,6 +245,12 @@ def _float_to_json(fmt: FloatFormat, bits: int, v: float, ndigits: int) -> Any:
     exp = (bits >> M) & ((1 << E) - 1)
     man = bits & ((1 << M) - 1)
     special = fmt.special
+    if special == "fnu":
+        # float8_e8m0fnu: written as its bits (exact, spec-valid); tensorstore 0.1.86 reads
+        # numbers of this type wrongly (1.0 as 0x3f) but bit patterns right
+        return "NaN" if bits == fmt.nan_bits else f"0x{bits:0{ndigits}x}"
+    if special == "fnuz":  # one NaN pattern, no infinity
+        return "NaN" if bits == fmt.nan_bits else _finite_to_json(fmt, bits, v)
     if (special == "ieee" and exp == (1 << E) - 1) or (
         special == "fn" and exp == (1 << E) - 1 and man == (1 << M) - 1
     ):
@@ -232,6 +272,8 @@ def parse_fill_value(data_type: DataType, json_value: Any, path: str = "fill_val
     t = type(json_value)
     if cat == "float":
         return _parse_float(data_type, json_value, path)
+    if cat == "struct":
+        return parse_struct_fill(data_type, json_value, path)
     if cat == "string" or cat == "bytes":
         return _parse_vlen(cat, json_value, path)
     if cat == "fixed_string" or cat == "fixed_bytes":
@@ -352,7 +394,11 @@ def fill_value_to_json(data_type: DataType, value: Any) -> Any:
         return base64.b64encode(_parse_fixed(data_type, value, "fill_value")).decode("ascii")
     if data_type.category == "datetime" or data_type.category == "timedelta":
         return int(np.asarray(_parse_time(data_type, value, "fill_value")).view(np.int64))
-    if not (isinstance(value, np.generic) and value.dtype == data_type.dtype):
+    if data_type.category == "struct":
+        return struct_fill_to_json(data_type, value)
+    if data_type.category == "complex":
+        value = _parse_complex(data_type, value, "fill_value")
+    elif not (isinstance(value, np.generic) and value.dtype == data_type.dtype):
         value = parse_fill_value(data_type, value, "fill_value")
     cat = data_type.category
     if cat == "int" or cat == "uint":
@@ -365,11 +411,8 @@ def fill_value_to_json(data_type: DataType, value: Any) -> Any:
         if cat == "float":
             bits = int(np.array(value).view(bits_dtype))
             return _float_to_json(fmt, bits, float(value), 2 * data_type.itemsize)
-        parts = np.array(value).reshape(1).view(bits_dtype)
-        return [
-            _float_to_json(fmt, int(parts[0]), float(value.real), data_type.itemsize),
-            _float_to_json(fmt, int(parts[1]), float(value.imag), data_type.itemsize),
-        ]
+        parts = [int(b) for b in np.array(value).reshape(1).view(bits_dtype)]
+        return [_float_to_json(fmt, b, _bits_to_float(fmt, b), data_type.itemsize) for b in parts]
     if data_type.configuration:  # zarr-python's raw_bytes: base64, as it writes them
         return base64.b64encode(value.tobytes()).decode("ascii")
     return list(value.tobytes())
@@ -389,6 +432,8 @@ def default_fill_value(data_type: DataType) -> Any:
         return np.array(-(1 << 63), dtype=np.int64).view(data_type.dtype)[()]  # NaT, as zarr-python
     if data_type.category == "raw":
         return np.void(bytes(data_type.itemsize))
+    if data_type.category == "struct":
+        return default_struct_fill(data_type)
     return np.zeros((), dtype=data_type.dtype)[()]
 
 
@@ -401,6 +446,8 @@ def needs_exact_text(data_type: DataType, json_value: Any) -> bool:
     ``Decimal`` in that (rare) case.
     """
     cat = data_type.category
+    if cat == "struct":
+        return type(json_value) is dict and any(needs_exact_text(f, json_value.get(n)) for n, f in data_type.fields)
     if cat == "float":
         values = (json_value,)
     elif cat == "complex" and type(json_value) is list:
@@ -409,9 +456,11 @@ def needs_exact_text(data_type: DataType, json_value: Any) -> bool:
         return False
     if data_type.itemsize == 8 and cat == "float" or data_type.itemsize == 16:
         return False
+    fmt = data_type.float_format
+    assert fmt is not None  # every float/complex type has one (data_type.py)
     for v in values:
         if type(v) is float and math.isfinite(v):
-            scalar = parse_fill_value(data_type, v) if cat == "float" else np.float32(v)
-            if float(scalar) != v:
+            bits = round_to_bits(fmt, Fraction(v), math.copysign(1.0, v) < 0)
+            if bits is None or _bits_to_float(fmt, bits) != v:
                 return True
     return False

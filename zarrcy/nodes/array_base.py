@@ -276,7 +276,7 @@ class ArrayBase(Node):
         """A per-thread decode buffer of one chunk (bounded memory: one chunk per thread)."""
         local = _SCRATCH.__dict__
         shape = self._chunk_shape if shape is None else shape
-        k = (shape, self._dtype.str)
+        k = (shape, self._dtype)  # the dtype, not .str: ml_dtypes types and records share "|V<n>"
         buf = local.get("buf")
         if buf is None or local.get("key") != k:
             buf = np.empty(shape, dtype=self._dtype)
@@ -289,8 +289,12 @@ class ArrayBase(Node):
     def _get_stored(self, key: str) -> Any:
         """A whole stored chunk, read with a size cap: a hostile (e.g. sparse, huge)
         object is refused after reading at most ``stored_size_limit() + 1`` bytes."""
+        return self._check_stored(key, self.store.get(key, RangeRequest(0, self._stored_limit + 1)))
+
+    def _check_stored(self, key: str, data: Any) -> Any:
+        """``data`` (read with ``RangeRequest(0, _stored_limit + 1)``), refused when it
+        is more than the limit."""
         limit = self._stored_limit
-        data = self.store.get(key, RangeRequest(0, limit + 1))
         if data is not None and len(data) > limit:
             raise CorruptChunkError(
                 expected(key, f"a stored chunk of at most {limit} bytes for chunk shape {self._chunk_shape}", "more"), key=key

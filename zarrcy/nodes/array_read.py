@@ -17,6 +17,9 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+import zarrcy.chunk_cache as chunk_cache
+from zarrcy._kernels import _rectilinear
+from zarrcy.byte_range import RangeRequest
 from zarrcy.execution import ExecContext
 from zarrcy.indexing import (
     BasicSelection,
@@ -36,6 +39,8 @@ from zarrcy.storage import StorePath
 __all__ = ["ArrayReads"]
 
 _NOT_A_POINT = object()
+#: ``_cached_chunk``: this chunk is not cached (cache off, no version token, vlen data)
+_UNCACHED: Any = object()
 
 
 class ArrayReads(ArrayBase):
@@ -84,6 +89,12 @@ class ArrayReads(ArrayBase):
         with chunk_errors(key):
             if self._partial:
                 return pipeline.read_point(StorePath(self.store, key), local, ctx or self._context())
+            chunk = self._cached_chunk(key, pipeline, ctx)
+            if chunk is not _UNCACHED:
+                if chunk is None:
+                    self._check_node_exists()
+                    return self._fill[()]
+                return chunk[tuple(local)].copy()
             data = self._get_stored(key)
             if data is None:
                 # a missing chunk: is the array itself still there?  (sharded point reads
@@ -168,6 +179,10 @@ class ArrayReads(ArrayBase):
         cshape, valid = self._chunk_geometry(p.chunk_coords)
         pipeline = self._pipeline if cshape is self._chunk_shape else self._pipeline_for(cshape)
         if p.is_complete or not self._partial:
+            chunk = _UNCACHED if self._partial else self._cached_chunk(key, pipeline, ctx)
+            if chunk is not _UNCACHED:
+                ortho_set(out, osel, self._fill if chunk is None else ortho_get(chunk, p.chunk_selection))
+                return
             data = self._get_stored(key)
             if data is None:
                 ortho_set(out, osel, self._fill)
@@ -201,6 +216,55 @@ class ArrayReads(ArrayBase):
             ortho_set(out, osel, self._fill)
         elif target is None:
             ortho_set(out, osel, piece)
+
+    def _cached_chunk(self, key: str, pipeline: Any, ctx: ExecContext | None) -> Any:
+        """The decoded (read-only) unsharded chunk ``key`` through the decoded-chunk
+        cache (``zarrcy.chunk_cache``: keyed by the stored object's version token, so
+        never stale), None when it is not stored, or ``_UNCACHED``."""
+        if self._vlen or not chunk_cache.enabled():
+            return _UNCACHED
+        sp = StorePath(self.store, key)
+        cid = sp.cache_id
+        quick = sp.cache_token()  # unpinned: enough for a hit
+        if quick is not None:
+            (got,) = chunk_cache.get_many((cid, quick, self._chunk_cache_key(pipeline)), (0,), count_misses=False)
+            if got is not None:
+                return got
+        limit = self._stored_limit
+        with sp.snapshot() as snap:
+            data: Any = None
+            if sp.conditional_reads:  # the bytes and their strong ETag in one GET
+                data, token = sp.get_versioned(RangeRequest(0, limit + 1))
+                if data is None:
+                    return None
+            elif snap.exists is False:
+                return None
+            else:
+                token = snap.cache_token
+            if token is None:
+                return _UNCACHED
+            prefix = (cid, token, self._chunk_cache_key(pipeline))
+            (got,) = chunk_cache.get_many(prefix, (0,))
+            if got is not None:
+                return got
+            if data is None:
+                data = snap.get(RangeRequest(0, limit + 1))
+                if data is None:
+                    return None
+        with (ctx or self._context()).cpu():
+            chunk = self._decode(key, self._check_stored(key, data), pipeline, ctx)
+        chunk.flags.writeable = False
+        chunk_cache.put_many(prefix, (0,), (chunk,))
+        return chunk
+
+    def _chunk_cache_key(self, pipeline: Any) -> tuple[Any, ...]:
+        """What a decoded chunk depends on besides the stored bytes (per chunk shape)."""
+        shape = tuple(pipeline.spec.shape)
+        keys: dict[tuple[int, ...], tuple[Any, ...]] = self.__dict__.setdefault("_cache_keys", {})
+        got = keys.get(shape)
+        if got is None:
+            got = keys[shape] = ("chunk", shape, self._dtype.str, self._fill.tobytes(), repr(pipeline.codecs))
+        return got
 
     def _read_points(self, coords: np.ndarray, ctx: ExecContext) -> np.ndarray:
         """Vectorised read of points (coords: (ndim, N) int64, in bounds)."""
@@ -237,12 +301,15 @@ class ArrayReads(ArrayBase):
                     piece = pipeline.decode_points(StorePath(self.store, key), local, ctx)
                 out[idx] = self._fill if piece is None else piece
                 return
-            data = self._get_stored(key)
-            if data is None:
-                out[idx] = self._fill
-            else:
-                with ctx.cpu():
-                    out[idx] = self._decode(key, data, pipeline, ctx)[tuple(local)]
+            chunk = self._cached_chunk(key, pipeline, ctx)
+            if chunk is _UNCACHED:
+                data = self._get_stored(key)
+                if data is not None:
+                    with ctx.cpu():
+                        chunk = self._decode(key, data, pipeline, ctx)
+                else:
+                    chunk = None
+            out[idx] = self._fill if chunk is None else chunk[tuple(local)]
 
         ctx.map(lambda idx: self._keyed(task, idx, lambda i: tuple(int(x) for x in chunk_coords[:, i[0]])), groups)
         return out

@@ -10,16 +10,19 @@ from __future__ import annotations
 import itertools
 import math
 import operator
+import random
 import threading
+import time
 from typing import Any
 
 import numpy as np
 
+import zarrcy.chunk_cache as chunk_cache
 from zarrcy._kernels import _grid, _vlen
 from zarrcy.codecs.pipeline import CodecPipeline
 from zarrcy.config import at_fork_reset as _at_fork_reset
 from zarrcy.config import get as _config_get
-from zarrcy.errors import CastError, CastTypeError, OutOfRangeError, ZarrcyError
+from zarrcy.errors import CastError, CastTypeError, OutOfRangeError, WriteConflictError, ZarrcyError
 from zarrcy.execution import ExecContext
 from zarrcy.indexing import (
     BasicSelection,
@@ -43,8 +46,9 @@ __all__ = ["ArrayWrites"]
 # over the same store, or over two paths to one file (a symlinked root or directory),
 # share it.  Writes are read-modify-write (partial chunks, partial shards, the shard
 # append strategy): without this, two threads writing different parts of one shard lose
-# updates (rewrite) or tear the shard (append).  Other processes are not covered (see
-# the README "Guarantees").
+# updates (rewrite) or tear the shard (append).  Inside it, ``store.write_lock(key)``
+# excludes the writers of the object in other processes (LocalStore: an advisory file
+# lock; see the README "Guarantees").
 _OBJECT_LOCKS: dict[Any, list] = {}
 
 
@@ -61,9 +65,10 @@ def _reset_after_fork() -> None:
 
 
 class _object_lock:
-    __slots__ = ("k", "entry")
+    __slots__ = ("store", "key", "k", "entry", "outer")
 
     def __init__(self, store: Store, key: str) -> None:
+        self.store, self.key = store, key
         self.k = store.lock_key(key)
 
     def __enter__(self) -> None:
@@ -74,14 +79,50 @@ class _object_lock:
             entry[1] += 1
         self.entry = entry
         entry[0].acquire()
+        try:
+            self.outer = self.store.write_lock(self.key)
+            self.outer.__enter__()
+        except BaseException:
+            self._release()
+            raise
 
     def __exit__(self, *exc: Any) -> None:
+        try:
+            self.outer.__exit__(*exc)
+        finally:
+            self._release()
+
+    def _release(self) -> None:
         entry = self.entry
         entry[0].release()
         with _OBJECT_LOCKS_GUARD:
             entry[1] -= 1
             if entry[1] == 0 and _OBJECT_LOCKS.get(self.k) is entry:  # (a fork may have reset it)
                 del _OBJECT_LOCKS[self.k]
+
+
+#: read-modify-writes of one object that an object store's conditional write refused
+#: (another writer got in between) are run again this many times in all, with
+#: exponential backoff and jitter (5 ms .. 1 s; about 15 s in all), then the
+#: WriteConflictError reaches the caller
+CONFLICT_ATTEMPTS = 24
+
+
+def _rmw(store: Store, key: str, body: Any) -> None:
+    """``body()`` -- a read-modify-write of ``key``'s object -- under the object's
+    locks; run again from the read when a conditional write loses to another writer."""
+    pause = 0.005
+    for attempt in range(CONFLICT_ATTEMPTS):
+        try:
+            with _object_lock(store, key):
+                body()
+            return
+        except WriteConflictError as e:
+            if attempt == CONFLICT_ATTEMPTS - 1:
+                raise WriteConflictError(f"{key}: still changed by other writers after {CONFLICT_ATTEMPTS} attempts "
+                                         f"of this write ({e})") from e
+        time.sleep(pause * (0.5 + random.random()))
+        pause = min(pause * 2, 1.0)
 
 
 class ArrayWrites(ArrayBase):
@@ -195,6 +236,7 @@ class ArrayWrites(ArrayBase):
 
     def _store_chunk(self, key: str, chunk: np.ndarray, pipeline: CodecPipeline | None, ctx: ExecContext) -> None:
         """Encode and store a full chunk; erase it instead when it is all fill value."""
+        chunk_cache.forget(StorePath(self.store, key).cache_id)  # the decoded old version (memory)
         if not self._write_empty_chunks() and self.store.supports_deletes:
             c = _c_contiguous(chunk)
             if self._fill_bytes is None:
@@ -218,8 +260,7 @@ class ArrayWrites(ArrayBase):
 
     def _write_chunk(self, p: ChunkProjection, value: np.ndarray, ctx: ExecContext) -> None:
         key = self._key(p.chunk_coords)
-        with _object_lock(self.store, key):
-            self._write_chunk_locked(key, p, value, ctx)
+        _rmw(self.store, key, lambda: self._write_chunk_locked(key, p, value, ctx))
 
     def _write_chunk_locked(self, key: str, p: ChunkProjection, value: np.ndarray, ctx: ExecContext) -> None:
         piece = ortho_get(value, p.out_selection) if value.ndim else value
@@ -279,7 +320,8 @@ class ArrayWrites(ArrayBase):
                 cshape = self._chunk_geometry(cc)[0]
                 pipeline = self._pipeline_for(cshape)
             key = self._key(cc)
-            with _object_lock(self.store, key):
+
+            def write() -> None:
                 if self._partial:  # sharded: only the inner chunks holding the points change
                     with chunk_errors(key):
                         pipeline.encode_points(StorePath(self.store, key), np.stack(local), v[idx], ctx)
@@ -292,6 +334,8 @@ class ArrayWrites(ArrayBase):
                         chunk = np.array(self._decode(key, data, pipeline, ctx))
                 chunk[local] = v[idx]
                 self._store_chunk(key, chunk, pipeline, ctx)
+
+            _rmw(self.store, key, write)
 
         ctx.map(lambda idx: self._keyed(task, idx, lambda i: tuple(int(x) for x in chunk_coords[:, i[0]])),
                   [order[a:b] for a, b in zip(starts.tolist(), ends.tolist())])

@@ -222,14 +222,22 @@ class Group(Node):
             if node is not None:
                 yield name, node
 
+    def _kinds(self) -> dict[str, str]:
+        """``{child name: "array" | "group"}``, sorted by name: from the store's index
+        when it has one (consolidated metadata: no node is opened), else by opening
+        the children."""
+        kinds = self.store.node_types(_prefix(self.path))
+        if kinds is None:
+            return {n: "array" if isinstance(m, Array) else "group" for n, m in self.members()}
+        return kinds
+
     def keys(self) -> Iterator[str]:
-        for name, _ in self.members():
-            yield name
+        return iter(self._kinds())
 
     __iter__ = keys
 
     def __len__(self) -> int:
-        return sum(1 for _ in self.members())
+        return len(self._kinds())
 
     def groups(self) -> Iterator[tuple[str, "Group"]]:
         return ((n, m) for n, m in self.members() if isinstance(m, Group))
@@ -238,10 +246,10 @@ class Group(Node):
         return ((n, m) for n, m in self.members() if isinstance(m, Array))
 
     def group_keys(self) -> list[str]:
-        return [n for n, _ in self.groups()]
+        return [n for n, k in self._kinds().items() if k == "group"]
 
     def array_keys(self) -> list[str]:
-        return [n for n, _ in self.arrays()]
+        return [n for n, k in self._kinds().items() if k == "array"]
 
     def walk(self) -> Iterator[tuple[str, Array | "Group"]]:
         """Every descendant, depth first: (path relative to this group, node).

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import builtins
 import collections.abc
+import contextlib
 from abc import ABC, abstractmethod
-from typing import Iterable, Iterator, Self, Sequence
+from typing import ContextManager, Hashable, Iterable, Iterator, Self, Sequence
 
 from zarrcy.byte_access import ValueSnapshot
 from zarrcy.byte_range import ByteRequest, RangeRequest
@@ -33,6 +34,8 @@ class Store(ABC):
     #: version ``get_versioned`` reported), so a reader may cache what it derived from
     #: one read and check it with the *next* data request instead of a separate one
     supports_conditional_reads: bool = False
+    #: writes inside ``write_lock(key)`` are conditional on the version read (object stores)
+    supports_conditional_writes: bool = False
     #: chunk/shard reads worth keeping in flight at once on a latency-bound store (an
     #: object store: each read waits ~ms for the network, not for a CPU); 0 = a local,
     #: CPU-bound store: the array layer runs ``config(threads)`` tasks
@@ -53,6 +56,21 @@ class Store(ABC):
         a symlinked directory, override it).  Default: ``(url, key)``."""
         return (self.url, key)
 
+    def write_lock(self, key: str) -> ContextManager[object]:
+        """Held by a writer across the read-modify-write of ``key``'s object (a partial
+        chunk or shard write): excludes the writers of that object in *other processes*
+        (threads of one process are already excluded by the array layer's in-process
+        locks).  Default: nothing -- a store only this process writes (memory), or one
+        whose writers cannot share objects safely at all (zip: one writer).  LocalStore
+        takes an advisory file lock (``zarrcy.storage._filelock``)."""
+        return contextlib.nullcontext()
+
+    def in_write_session(self, key: str) -> bool:
+        """Whether a ``write_lock(key)`` session that validates by what it reads
+        (object stores' conditional writes) is open in this process: readers for that
+        session must then read the object itself, never a cached copy of part of it."""
+        return False
+
     def _check_writable(self) -> None:
         if self.read_only:
             raise ReadOnlyError(f"{self.url}: store is read-only")
@@ -70,6 +88,13 @@ class Store(ABC):
         """A cheap token that changes whenever ``key``'s value changes (None: unknown or
         missing).  Lets readers cache what they derived from a value (e.g. a shard
         index) and revalidate it without reading the value again."""
+        return None
+
+    def cache_token(self, key: str) -> Hashable | None:
+        """The decoded-chunk cache's token of ``key``'s current version without pinning
+        it (``ValueSnapshot.cache_token``'s rules; None: unknown, read through a
+        snapshot).  Used only to find entries that are all cached; a miss takes a
+        snapshot, whose own token keys what it reads."""
         return None
 
     def get_versioned(self, key: str, byte_range: ByteRequest = None) -> tuple[bytes | None, object | None]:
@@ -172,10 +197,24 @@ class Store(ABC):
         """Every key starting with ``prefix`` (full keys)."""
         return (k for k in self.list() if k.startswith(prefix))
 
+    def node_types(self, prefix: str) -> dict[str, str] | None:
+        """``{child name: "array" | "group"}``, sorted by name, of the group whose keys
+        start with ``prefix`` when the store knows them without reading a document per child
+        (consolidated metadata: ``zarrcy.consolidated.ConsolidatedStore``), else None
+        (the default: callers open the children).  Lets ``Group.keys()`` list a
+        million consolidated members without building a million nodes."""
+        return None
+
     @abstractmethod
     def list_dir(self, prefix: str) -> builtins.list[str]:
         """Names directly under ``prefix`` (a ``""`` or ``"a/b/"`` style prefix): keys and
         child "directories" alike, without the prefix and without a trailing ``/``; sorted."""
+
+    def remove_temp_files(self) -> int:
+        """Delete what interrupted atomic writes left behind (call when no writer is
+        active); returns the count.  Stores that write through temporary files
+        (LocalStore) override it; the others have nothing to remove."""
+        return 0
 
     def close(self) -> None:
         pass

@@ -2,16 +2,19 @@
 
 Key rules (v3-core.rst "Abstract store interface": a key is a Unicode string whose
 last character is not ``/``) plus the safety rules every zarrcy store applies so that
-a key can never name something outside the store: no empty key, no leading or
-trailing ``/``, no empty component (``a//b``), no ``.`` or ``..`` component, no NUL.
+a key can never name something outside the store, on any store or platform: no empty
+key, no leading or trailing ``/``, no empty component (``a//b``), no ``.`` or ``..``
+component, no NUL, no ``\\`` (a separator on Windows and to zip tools) and no drive
+letter (``c:x``).  Node names have further rules (``zarrcy.metadata.names``).
 """
 
 from __future__ import annotations
 
 import collections.abc
 import operator
-from typing import Iterator, Sequence, SupportsIndex
+from typing import Hashable, Iterator, Sequence, SupportsIndex
 
+from zarrcy.chunk_cache import forget as _forget
 from zarrcy.byte_access import ByteSetter, ValueSnapshot
 from zarrcy.byte_range import ByteRequest, RangeRequest, SuffixRequest, resolve
 from zarrcy.errors import StoreError, expected
@@ -20,7 +23,7 @@ from zarrcy.storage._base import Buffer, Store
 __all__ = ["check_key", "check_prefix", "as_bytes_view", "check_byte_request", "resolve_range", "join_key", "StorePath",
            "get_metadata"]
 
-_BAD_KEY = "a key without empty, '.' or '..' components, leading/trailing '/' or NUL"
+_BAD_KEY = "a key without empty, '.' or '..' components, leading/trailing '/', '\\', a drive letter or NUL"
 
 
 def check_key(key: str, what: str = "key") -> str:
@@ -36,12 +39,14 @@ def check_key(key: str, what: str = "key") -> str:
         or key[-1] == "/"
         or "//" in key
         or "\x00" in key
+        or "\\" in key
+        or (key[1:2] == ":" and key[0].isalpha())
     ):
         raise StoreError(expected(what, _BAD_KEY, key))
-    if "." in key:
-        for part in key.split("/"):
-            if part == "." or part == "..":
-                raise StoreError(expected(what, _BAD_KEY, key))
+    if "." in key:  # "." / ".." components, found by substring search (no per-component loop)
+        k = "/" + key + "/"
+        if "/./" in k or "/../" in k:
+            raise StoreError(expected(what, _BAD_KEY, key))
     return key
 
 
@@ -156,9 +161,16 @@ class StorePath(ByteSetter):
     def version(self) -> object | None:
         return self.store.version(self.path)
 
+    def cache_token(self) -> Hashable | None:
+        return self.store.cache_token(self.path)
+
     @property
     def conditional_reads(self) -> bool:
         return bool(self.store.supports_conditional_reads)
+
+    @property
+    def in_write_session(self) -> bool:
+        return self.store.in_write_session(self.path)
 
     def get_versioned(self, byte_range: ByteRequest = None) -> tuple[bytes | None, object | None]:
         return self.store.get_versioned(self.path, byte_range)
@@ -168,9 +180,11 @@ class StorePath(ByteSetter):
 
     def set(self, value: Buffer) -> None:
         self.store.set(self.path, value)
+        _forget(self.cache_id)  # decoded-chunk cache: the old version's entries (memory)
 
     def set_spliced(self, parts: Sequence[Buffer | tuple[int, int]], source: ValueSnapshot | None = None) -> None:
         self.store.set_spliced(self.path, parts, source)
+        _forget(self.cache_id)
 
     @property
     def supports_deletes(self) -> bool:
@@ -183,12 +197,14 @@ class StorePath(ByteSetter):
     def set_partial(self, start: int, value: Buffer) -> None:
         """Write ``value`` at byte ``start`` of this key (stores with ``supports_partial_writes``)."""
         self.store.set_partial_values([(self.path, start, value)])
+        _forget(self.cache_id)
 
     def truncate(self, length: int, identity: object | None = None) -> None:
         self.store.truncate(self.path, length, identity)
 
     def delete(self) -> None:
         self.store.erase(self.path)
+        _forget(self.cache_id)
 
     def exists(self) -> bool:
         return self.store.exists(self.path)

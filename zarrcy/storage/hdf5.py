@@ -23,9 +23,20 @@ dimension -- as a Zarr v3 hierarchy, so everything that reads stores
   The served bytes are a memoryview of the reading thread's reused buffer (never
   overwritten while still referenced: no fresh pages per chunk) and ``get`` with a
   byte range covering the whole value returns them without a copy;
-* contiguous datasets are served by byte range (one ``pread`` of whole rows per chunk);
+* contiguous datasets are served by byte range (one ``pread`` of whole rows per chunk;
+  external raw data storage, when allowed, from its checked external files);
+* only the chunks holding stored data are listed (:mod:`~zarrcy.storage.hdf5_stored`:
+  from the chunk tables, never the grid; :meth:`HDF5Store.stored_chunk_ids`);
+* data kept in other files (external storage, virtual-dataset sources, external links)
+  is refused unless ``allow_external=True``, and then read only inside the source file's
+  directory (:mod:`~zarrcy.storage.hdf5_refs`); refused datasets are listed in
+  :attr:`HDF5Store.unsupported` and reading them raises :class:`HDF5SourceError`;
+* a source file replaced or rewritten while it is read raises
+  :class:`SourceChangedError` (an ``fstat`` after every read; :meth:`HDF5Store.check_unchanged`
+  also re-reads the chunk tables);
 * datasets whose filters zarrcy does not decode (szip, lzf, scale-offset, n-bit,
-  plugins), compact or external storage, virtual datasets and variable-length strings
+  plugins; an optional filter that is not installed is skipped per chunk, as HDF5
+  does), compact storage, virtual datasets and variable-length strings
   are read through h5py
   (``dataset[region]``, under its lock); their chunks are served as raw bytes (mask
   ``0xFFFFFFFF``: every filter skipped) or, for strings, in the ``vlen-utf8`` layout.
@@ -52,7 +63,6 @@ from __future__ import annotations
 
 import bisect
 import builtins
-import itertools
 import json
 import math
 import os
@@ -68,11 +78,16 @@ from zarrcy.config import at_fork_reset
 from zarrcy.errors import ReadOnlyError, StoreError, expected
 from zarrcy.storage._base import Store
 from zarrcy.storage._common import check_prefix, resolve_range
+from zarrcy.storage.hdf5_refs import OPT_IN, RefusedExternal, confine, external_link_on_path
+from zarrcy.storage.hdf5_stored import array_chunk_coords, array_chunk_ids
+from zarrcy.storage.hdf5_cf import comparable_attrs, recoded, recoded_from, time_recoders
+from zarrcy.storage.hdf5_concat import order_files
 from zarrcy.storage.hdf5_file import (  # noqa: F401  (HDF5_SIGNATURE, is_hdf5, expand_sources: re-exported)
     _NC_DIM_ONLY,
     HDF5_SIGNATURE,
     RAW_MASK,
     HDF5SourceError,
+    SourceChangedError,
     _attributes,
     _attrs_cmp,
     _cf_chain,
@@ -89,7 +104,7 @@ from zarrcy.storage.hdf5_file import (  # noqa: F401  (HDF5_SIGNATURE, is_hdf5, 
     is_hdf5,
 )
 
-__all__ = ["HDF5Store", "HDF5SourceError", "is_hdf5", "HDF5_SIGNATURE", "CODEC_NAME", "CONTIGUOUS_CHUNK_BYTES",
+__all__ = ["HDF5Store", "HDF5SourceError", "SourceChangedError", "is_hdf5", "HDF5_SIGNATURE", "CODEC_NAME", "CONTIGUOUS_CHUNK_BYTES",
            "expand_sources"]
 
 #: the internal codec that decodes the served chunk bytes (zarrcy/codecs/hdf5.py)
@@ -99,6 +114,8 @@ CONTIGUOUS_CHUNK_BYTES = 4 << 20
 META_KEY = "zarr.json"
 #: per-thread served-chunk buffers up to this size are kept between reads (:func:`_served_buffer`)
 KEEP_SERVED_BYTES = 64 << 20
+#: at most this many external links are followed (allow_external=True)
+MAX_LINKED = 256
 
 _SERVED = threading.local()
 
@@ -140,6 +157,11 @@ class _Array:
     concat_axis: int | None = None
     starts: list[int] = field(default_factory=list)   # chunk-grid start of each part along concat_axis
     direct: bool = True                  # chunks map 1:1 onto the HDF5 chunks of each part
+    # CF (zarrcy/storage/hdf5_cf.py): per part, the function re-encoding its time values
+    # (None: served as stored); scale_factor/add_offset as stored; "file (units)" re-encoded
+    recode: list[Any] | None = None
+    packing: dict[str, Any] = field(default_factory=dict)
+    recoded_from: list[str] = field(default_factory=list)
 
 
 def _contiguous_chunks(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
@@ -168,8 +190,17 @@ class HDF5Store(Store):
     supports_deletes = False
     supports_partial_reads = True
 
-    def __init__(self, paths: str | Sequence[str], concat_dim: str | None = None, cf_packing: str = "keep") -> None:
+    def __init__(self, paths: str | Sequence[str], concat_dim: str | None = None, cf_packing: str = "keep",
+                 allow_external: bool = False, expect: Sequence[Sequence[int]] | None = None,
+                 time_units: str | None = None) -> None:
         super().__init__(read_only=True)
+        #: read data kept in other files (external storage, virtual-dataset sources,
+        #: external links) when inside the source file's directory (zarrcy/storage/hdf5_refs.py)
+        self.allow_external = bool(allow_external)
+        if time_units is not None and concat_dim is None:
+            raise HDF5SourceError("--time-units: applies to the files joined along --concat-dim (pass --concat-dim)")
+        #: CF time variables along concat_dim are re-encoded onto these units (None: the first file's)
+        self.time_units = time_units
         if cf_packing not in ("keep", "chain"):
             raise HDF5SourceError(expected("cf_packing", "'keep' or 'chain'", cf_packing))
         self.cf_packing = cf_packing
@@ -186,9 +217,10 @@ class HDF5Store(Store):
         self._arrays: dict[str, _Array] = {}
         self._docs: dict[str, bytes] = {}
         self._children: dict[str, set[str]] = {}
+        self._linked: dict[str, _File] = {}  # files reached through external links (allowed)
         try:
-            for p in self.paths:
-                self._files.append(_File(p))
+            for i, p in enumerate(self.paths):  # ``expect``: the identities a pickle carries
+                self._files.append(_File(p, self.allow_external, expect=None if expect is None else expect[i]))
             if concat_dim is not None and len(self._files) > 1:
                 self._order_files()
             self._scan()
@@ -204,15 +236,20 @@ class HDF5Store(Store):
         return f"{self.paths[0]} (+{len(self.paths) - 1} files along {self.concat_dim!r})"
 
     def __reduce__(self):
-        return (HDF5Store, ([f.path for f in self._files] or self.paths, self.concat_dim, self.cf_packing))
+        if not self._files:
+            return (HDF5Store, (self.paths, self.concat_dim, self.cf_packing, self.allow_external, None,
+                                self.time_units))
+        return (HDF5Store, ([f.path for f in self._files], self.concat_dim, self.cf_packing, self.allow_external,
+                            self.identity(), self.time_units))
 
     def __repr__(self) -> str:
         return f"HDF5Store({self.url!r})"
 
     def close(self) -> None:
-        for f in self._files:
+        for f in [*self._files, *self._linked.values()]:
             f.close()
         self._files = []
+        self._linked = {}
 
     def __del__(self) -> None:  # unpickled copies (one per Dask task) close their files when dropped
         try:
@@ -221,98 +258,22 @@ class HDF5Store(Store):
             pass
 
     # -- scanning -------------------------------------------------------------------------
-    def _concat_values(self, f: _File) -> np.ndarray | None:
-        dim = self.concat_dim
-        assert dim is not None
-        try:
-            ds = f.h5.get(dim)
-        except (OSError, RuntimeError, KeyError, ValueError):
-            ds = None
-        if ds is None or not hasattr(ds, "shape") or len(ds.shape) != 1:
-            return None
-        try:
-            with f.lock:
-                return np.asarray(ds[...])
-        except (OSError, RuntimeError, ValueError, TypeError) as e:
-            raise HDF5SourceError(f"{f.path}: variable /{dim}: cannot read the --concat-dim coordinate: {e}") from None
-
     def _order_files(self) -> None:
-        """Sort the files by their concat_dim coordinate; refuse non-monotonic
-        coordinates, overlaps and gaps (when the coordinate has a regular step)."""
-        dim = self.concat_dim
-        vals = [self._concat_values(f) for f in self._files]
-        if any(v is None for v in vals):
-            if all(v is None for v in vals):
-                return  # no coordinate variable: the files stay in the order given
-            bad = self._files[[v is None for v in vals].index(True)]
-            raise HDF5SourceError(f"{bad.path}: variable /{dim}: expected a 1-D --concat-dim coordinate as in the "
-                                  "other files, received none")
-        got = [v for v in vals if v is not None]
-        assert len(got) == len(vals)  # all present (checked above)
-        for f, v in zip(self._files, got):
-            if v.size > 1 and not bool(np.all(np.diff(v) > 0)):
-                raise HDF5SourceError(f"{f.path}: variable /{dim}: expected strictly increasing --concat-dim "
-                                      "coordinate values, received non-monotonic values")
-        order = sorted(range(len(got)), key=lambda i: (got[i].size == 0, got[i][0] if got[i].size else 0))
-        files = [self._files[i] for i in order]
-        vs = [got[i] for i in order]
-        steps = set()
-        for v in vs:
-            if v is not None and v.size > 1:
-                d = np.diff(v)
-                if np.all(d == d[0]):
-                    steps.add(d[0].item())
-                else:
-                    steps.add(None)
-        step = steps.pop() if len(steps) == 1 else None
-        for i in range(1, len(files)):
-            a, b = vs[i - 1], vs[i]
-            if a is None or b is None or a.size == 0 or b.size == 0:
-                continue
-            if not b[0] > a[-1]:
-                raise HDF5SourceError(
-                    f"{files[i].path}: variable /{dim}: expected values after those of {files[i - 1].path} "
-                    f"(last {a[-1].item()!r}), received an overlap (first {b[0].item()!r})")
-            if step is not None and (b[0] - a[-1]).item() != step:
-                raise HDF5SourceError(
-                    f"{files[i].path}: variable /{dim}: expected the next value {(a[-1] + step).item()!r} after "
-                    f"{files[i - 1].path}, received {b[0].item()!r} (a gap)")
-        self._files = files
+        """Sort the files by their concat_dim coordinate (zarrcy/storage/hdf5_concat.py)."""
+        assert self.concat_dim is not None
+        self._files = order_files(self._files, self.concat_dim, self.time_units)
 
     def _scan(self) -> None:
-        h5py = _h5py()
         first = self._files[0]
         self._groups[""] = {"zarr_format": 3, "node_type": "group", "attributes": _attributes(first.h5)}
         self._children[""] = set()
-        visits: list[tuple[str, Any]] = []
-
-        def visit(name: str, obj: Any) -> None:
-            visits.append((name, obj))
-
-        try:
-            with first.lock:
-                first.h5.visititems(visit)
-        except (OSError, RuntimeError, KeyError, ValueError) as e:
-            raise HDF5SourceError(f"{first.path}: cannot list the HDF5 hierarchy (truncated or damaged?): {e}") from None
-        for name, obj in visits:
-            parent, _, base = name.rpartition("/")
-            if not _valid_name(base):
-                self.unsupported[name] = f"name {base!r} is not a valid Zarr node name"
-                continue
-            if isinstance(obj, h5py.Group):
-                self._groups[name] = {"zarr_format": 3, "node_type": "group", "attributes": _attributes(obj)}
-                self._children.setdefault(name, set())
-                self._children.setdefault(parent, set()).add(base)
-            elif isinstance(obj, h5py.Dataset):
-                if obj.attrs.get("NAME", b"").startswith(_NC_DIM_ONLY) if isinstance(obj.attrs.get("NAME", b""), bytes) else False:
-                    continue  # a NetCDF dimension without a coordinate variable: not a variable
-                try:
-                    arr = self._array(name)
-                except _Skip as e:
-                    self.unsupported[name] = str(e)
-                    continue
-                self._arrays[name] = arr
-                self._children.setdefault(parent, set()).add(base)
+        # (store path of the root, file, object path in the file): the source file, then
+        # the groups external links lead to (when allowed)
+        roots: list[tuple[str, _File, str]] = [("", first, "/")]
+        seen = {(os.path.realpath(first.path), "/")}
+        while roots:
+            prefix, f, obj = roots.pop(0)
+            self._scan_root(prefix, f, obj, roots, seen)
         if self.concat_dim is not None and len(self._files) > 1 and not any(
                 a.concat_axis is not None for a in self._arrays.values()):
             raise HDF5SourceError(f"{first.path}: --concat-dim {self.concat_dim!r}: expected a dimension of some "
@@ -321,21 +282,121 @@ class HDF5Store(Store):
             if k and k not in self._groups:
                 self._groups[k] = {"zarr_format": 3, "node_type": "group", "attributes": {}}
 
-    def _array(self, name: str) -> _Array:
+    def _scan_root(self, prefix: str, f: _File, obj: str, roots: list[tuple[str, _File, str]],
+                   seen: set[tuple[str, str]]) -> None:
+        """Show the hierarchy under ``obj`` of file ``f`` at store path ``prefix``;
+        external links met there are refused, or queued on ``roots`` when allowed."""
+        h5py = _h5py()
+        visits: list[tuple[str, Any]] = []
+
+        def visit(name: str, o: Any) -> None:
+            visits.append((name, o))
+
+        try:
+            with f.lock:
+                top = f.h5[obj]
+                top.visititems(visit)  # hard links only: external links are listed below
+                groups = [("", top)] + [(n, o) for n, o in visits if isinstance(o, h5py.Group)]
+                links = [(f"{n}/{k}" if n else k, lk) for n, g in groups for k in g
+                         if isinstance(lk := g.get(k, getlink=True), h5py.ExternalLink)]
+        except (OSError, RuntimeError, KeyError, ValueError) as e:
+            raise HDF5SourceError(f"{f.path}: cannot list the HDF5 hierarchy (truncated or damaged?): {e}") from None
+        base_obj = obj.strip("/")
+        for name, o in visits:
+            spath = f"{prefix}/{name}" if prefix else name
+            parent, _, base = spath.rpartition("/")
+            if not _valid_name(base):
+                self.unsupported[spath] = f"name {base!r} is not a valid Zarr node name"
+                continue
+            if isinstance(o, h5py.Group):
+                self._groups[spath] = {"zarr_format": 3, "node_type": "group", "attributes": _attributes(o)}
+                self._children.setdefault(spath, set())
+                self._children.setdefault(parent, set()).add(base)
+            elif isinstance(o, h5py.Dataset):
+                if o.attrs.get("NAME", b"").startswith(_NC_DIM_ONLY) if isinstance(o.attrs.get("NAME", b""), bytes) else False:
+                    continue  # a NetCDF dimension without a coordinate variable: not a variable
+                try:
+                    arr = self._array(spath, f, f"{base_obj}/{name}" if base_obj else name)
+                except _Skip as e:
+                    self.unsupported[spath] = str(e)
+                    continue
+                self._arrays[spath] = arr
+                self._children.setdefault(parent, set()).add(base)
+        for name, lk in links:
+            spath = f"{prefix}/{name}" if prefix else name
+            self._follow(spath, f, str(lk.filename), str(lk.path), roots, seen)
+
+    def _follow(self, spath: str, f: _File, fname: str, target: str, roots: list[tuple[str, _File, str]],
+                seen: set[tuple[str, str]]) -> None:
+        """The external link at store path ``spath`` (to ``fname``:``target``): refused
+        (listed in :attr:`unsupported`) unless allowed, single-file and inside the source
+        file's directory; then its target is shown there (a dataset, or a group whose
+        hierarchy is scanned in turn)."""
+        h5py = _h5py()
+        parent, _, base = spath.rpartition("/")
+        what = f"external link to {fname}:{target}"
+        if not _valid_name(base):
+            self.unsupported[spath] = f"name {base!r} is not a valid Zarr node name"
+            return
+        if not f.allow_external:
+            self.unsupported[spath] = f"{what}: zarrcy reads no file but the source ({OPT_IN})"
+            return
+        if len(self._files) > 1:
+            self.unsupported[spath] = f"{what}: external links are followed for a single source file only"
+            return
+        try:
+            real = confine(f.root, fname, what, f.dir)
+        except RefusedExternal as e:
+            self.unsupported[spath] = str(e)
+            return
+        if (real, "/" + target.strip("/")) in seen or len(seen) > MAX_LINKED:
+            self.unsupported[spath] = f"{what}: a cycle of external links (or more than {MAX_LINKED})"
+            return
+        seen.add((real, "/" + target.strip("/")))
+        tf = self._linked.get(real)
+        if tf is None:
+            tf = self._linked[real] = _File(real, True, f.root)
+        with tf.lock:
+            hop = external_link_on_path(tf.h5, target)
+            try:
+                o = None if hop is not None else tf.h5[target]
+            except (OSError, RuntimeError, KeyError, ValueError) as e:
+                self.unsupported[spath] = f"{what}: no such object ({e})"
+                return
+        if hop is not None:
+            self.unsupported[spath] = f"{what}: the target is behind another external link ({hop[1]})"
+        elif isinstance(o, h5py.Group):
+            self._groups[spath] = {"zarr_format": 3, "node_type": "group", "attributes": _attributes(o)}
+            self._children.setdefault(spath, set())
+            self._children.setdefault(parent, set()).add(base)
+            roots.append((spath, tf, target))
+        else:
+            try:
+                self._arrays[spath] = self._array(spath, tf, target.strip("/"))
+            except _Skip as e:
+                self.unsupported[spath] = str(e)
+                return
+            self._children.setdefault(parent, set()).add(base)
+
+    def _array(self, name: str, file: _File | None = None, obj: str | None = None) -> _Array:
+        """Array ``name`` of the store: dataset ``obj`` (default ``name``) of ``file``
+        (default the first source file), concatenated with the same dataset of the other
+        files along ``concat_dim``."""
         from zarrcy.metadata.data_type import from_numpy
 
-        var, info = describe(self._files[0], name)
+        var, info = describe(file or self._files[0], name if obj is None else obj)
         zdt: np.dtype = info["zdt"]
         dims = info["dims"]
         parts = [var]
+        infos = [info]
         axis = None
         if self.concat_dim is not None and len(self._files) > 1:
             if dims is not None and self.concat_dim in dims:
                 axis = dims.index(self.concat_dim)
             for f in self._files[1:]:
                 try:
-                    with f.lock:
-                        present = name in f.h5
+                    with f.lock:  # (an external link on the way is refused by describe, never followed)
+                        present = external_link_on_path(f.h5, name) is not None or name in f.h5
                 except (OSError, RuntimeError, ValueError):
                     present = False
                 if not present:
@@ -353,7 +414,7 @@ class HDF5Store(Store):
                     what = f"shape {var.shape} (except along {self.concat_dim!r}), received {v2.shape}"
                 elif i2["dims"] != dims:
                     what = f"dimensions {dims}, received {i2['dims']}"
-                elif _attrs_cmp(i2["attrs"]) != _attrs_cmp(info["attrs"]):
+                elif _attrs_cmp(comparable_attrs(i2["attrs"], axis)) != _attrs_cmp(comparable_attrs(info["attrs"], axis)):
                     diff = sorted(k for k in set(i2["attrs"]) | set(info["attrs"])
                                   if _attrs_cmp(i2["attrs"].get(k)) != _attrs_cmp(info["attrs"].get(k)))
                     what = f"the attributes of {self._files[0].path}, received different {', '.join(diff)}"
@@ -363,6 +424,8 @@ class HDF5Store(Store):
                     raise HDF5SourceError(f"{f.path}: variable /{name}: expected {what}")
                 if axis is not None:
                     parts.append(v2)
+                    infos.append(i2)
+        recode = time_recoders(self._files, name, infos, self.time_units) if axis is not None else None
         shape = list(var.shape)
         if axis is not None:
             shape[axis] = sum(p.shape[axis] for p in parts)
@@ -375,7 +438,7 @@ class HDF5Store(Store):
                 mixed = True
         else:
             chunk = list(_contiguous_chunks(tuple(shape), max(1, zdt.itemsize if zdt.kind != "O" else 16)))
-        direct = var.kind in ("chunked", "contiguous") and not mixed
+        direct = var.kind in ("chunked", "contiguous") and not mixed and not (recode and any(recode))
         starts = [0]
         if axis is not None:
             # every part must start on a chunk boundary along the concat axis for the chunks
@@ -404,7 +467,7 @@ class HDF5Store(Store):
             codecs: list[Any] = [{"name": "vlen-utf8"}]
         else:
             endian = "big" if var.dtype.byteorder == ">" else "little"
-            filters = [{"id": x["id"], "values": x["values"]} for x in var.filters] if var.kind == "chunked" else []
+            filters = var.codec_filters() if var.kind == "chunked" else []
             codecs = [{"name": CODEC_NAME, "configuration": {"filters": filters, "endian": endian}}]
         doc: dict[str, Any] = {
             "zarr_format": 3,
@@ -419,6 +482,8 @@ class HDF5Store(Store):
         }
         if dims is not None:
             doc["dimension_names"] = dims
+        if recode is not None and self.time_units is not None:
+            doc["attributes"] = {**doc["attributes"], "units": self.time_units}
         if info["has_fill_attr"]:
             xf = _xarray_fill(zdt, info["fill"])
             if xf is not None:
@@ -427,7 +492,13 @@ class HDF5Store(Store):
         if (self.cf_packing == "chain" and packing and zdt.kind in "iu" and not info["enum"]
                 and all(np.asarray(v).dtype.kind in "iuf" for v in packing.values())):
             _cf_chain(doc, zdt, packing, info["fill"], info["has_fill_attr"])
-        return _Array(name, doc, tuple(chunk), tuple(shape), zdt, parts, axis, starts, direct)
+        return _Array(name, doc, tuple(chunk), tuple(shape), zdt, parts, axis, starts, direct,
+                      recode if recode and any(recode) else None, dict(packing), recoded_from(parts, infos, recode))
+
+    def cf_record(self, path: str) -> Any:
+        """Array ``path``'s record: its ``parts`` (one dataset per file), ``packing`` and
+        ``recoded_from`` (for :mod:`zarrcy.storage.hdf5_cf`)."""
+        return self._arrays[path]
 
     def validate_array(self, path: str) -> None:
         """Check that the stored bytes of array ``path`` lie inside their files
@@ -436,12 +507,47 @@ class HDF5Store(Store):
         for part in a.parts:
             if part.kind == "chunked":
                 part.chunk_index()
-            elif part.kind == "contiguous" and part.contiguous_offset is not None:
+                part.check_masks()
+            elif part.kind == "contiguous" and part.contiguous_offset is not None and part.external is None:
                 n = math.prod(part.shape) * part.dtype.itemsize
                 if part.contiguous_offset + n > part.file.size:
                     raise HDF5SourceError(expected(
                         f"{part.file.path}: variable /{part.name}: data at byte {part.contiguous_offset}",
                         f"{n} bytes inside the file ({part.file.size} bytes)", "a truncated file"))
+
+    def identity(self) -> list[list[int]]:
+        """What each source file was when opened (device, inode, size, mtime, ctime):
+        part of a conversion's resume fingerprint, and carried by pickles (a Dask
+        worker's copy refuses a file that changed since)."""
+        return [list(f.identity) for f in self._files]
+
+    def check_unchanged(self) -> None:
+        """Raise :class:`SourceChangedError` naming the file if a source file was
+        replaced or rewritten since it was opened: its path and descriptor (size, mtime,
+        ctime, inode), then a second look at the chunk table of every dataset whose
+        table was read, through a fresh handle (HDF5 caches what it read)."""
+        h5py = _h5py()
+        files = [*self._files, *self._linked.values()]
+        for f in files:
+            f.check_path()
+            for ext in f.externals:
+                ext.check()
+        for f in files:
+            parts = [p for a in self._arrays.values() for p in a.parts if p.file is f and p.index is not None]
+            if not parts:
+                continue
+            try:  # through a Python file object: HDF5 would share (and cache) a second open of the path
+                with f.lock, open(f.path, "rb") as fh, h5py.File(fh, "r") as fresh:
+                    for p in parts:
+                        assert p.index is not None
+                        if not p.index.same(p.read_chunk_table(fresh[p.name])):
+                            raise SourceChangedError(f"{f.path}: the source file was rewritten while zarrcy read "
+                                                     f"it (the chunk index of /{p.name} changed)")
+            except (OSError, KeyError, ValueError, RuntimeError) as e:
+                if isinstance(e, HDF5SourceError):
+                    raise SourceChangedError(f"{f.path}: the source file changed while zarrcy read it ({e})") from None
+                raise SourceChangedError(f"{f.path}: the source file changed while zarrcy read it: {e}") from None
+            f.check_path()
 
     # -- reads ----------------------------------------------------------------------------
     def _doc(self, path: str) -> bytes | None:
@@ -466,7 +572,8 @@ class HDF5Store(Store):
             if not sep:
                 return None
             parts = rest.split("/")
-            if not all(p.isascii() and p.isdigit() for p in parts):
+            # canonical decimals only (as the default key encoding): "c/01" is no alias of "c/1"
+            if not all(p.isascii() and p.isdigit() and (p[0] != "0" or p == "0") for p in parts):
                 return None
             coords = tuple(int(p) for p in parts)
         a = self._arrays.get(path)
@@ -508,6 +615,8 @@ class HDF5Store(Store):
             if hit is None:
                 return None
             off, size, mask = hit
+            if part.filters:
+                mask = part.codec_mask(mask, local)
             mv = self._target(size + 4)
             part.file.pread_into(off, size, mv[4:], f"variable /{part.name} chunk {list(local)}")
             mv[0:4] = mask.to_bytes(4, "little")
@@ -515,14 +624,15 @@ class HDF5Store(Store):
         if a.direct and part.kind == "contiguous":
             if part.contiguous_offset is None:
                 return None  # never written: the fill value
+            raw = part.raw()  # the file, or its external files (checked: hdf5_refs.py)
             strides = [part.dtype.itemsize * math.prod(part.shape[d + 1:]) for d in range(len(part.shape))]
             start = part.contiguous_offset + sum(o * st for o, st in zip(lo, strides))
             n = math.prod(r.stop - r.start for r in region) * part.dtype.itemsize
             what = f"variable /{part.name} rows {[(r.start, r.stop) for r in region]}"
             if tuple(r.stop - r.start for r in region) != tuple(cs):
-                return self._pad(a, part.file.pread(start, n, 0, what), region, part.dtype)
+                return self._pad(a, raw.pread(start, n, 0, what), region, part.dtype)
             mv = self._target(n + 4)
-            part.file.pread_into(start, n, mv[4:], what)
+            raw.pread_into(start, n, mv[4:], what)
             mv[0:4] = RAW_MASK.to_bytes(4, "little")
             return mv
         # through h5py (its filters, its lock)
@@ -531,6 +641,9 @@ class HDF5Store(Store):
                 data = part.dataset()[region]
         except (OSError, RuntimeError, ValueError, TypeError) as e:
             raise HDF5SourceError(f"{part.file.path}: variable /{part.name}: cannot read {region}: {e}") from None
+        part.file.check(f"variable /{part.name}")
+        if a.recode is not None and (fn := a.recode[a.parts.index(part)]) is not None:
+            data = recoded(fn, data, part.file, part.name)
         if part.kind == "vlen":
             return _vlen_utf8(data, cs, region)
         return self._pad(a, np.ascontiguousarray(data, dtype=part.dtype).view(np.uint8).reshape(-1), region, part.dtype)
@@ -552,7 +665,10 @@ class HDF5Store(Store):
         if type(key) is not str:
             raise StoreError(expected("key", "a str", key))
         if key == META_KEY or key.endswith("/" + META_KEY):
-            value: Any = self._doc(key[: -len(META_KEY)].rstrip("/"))
+            path = key[: -len(META_KEY)].rstrip("/")
+            value: Any = self._doc(path)
+            if value is None and path in self.unsupported:  # refused, never silently absent
+                raise HDF5SourceError(f"{self.url}: variable /{path}: {self.unsupported[path]}")
         else:
             loc = self._locate(key)
             if loc is None:
@@ -599,15 +715,20 @@ class HDF5Store(Store):
         raise ReadOnlyError(f"{self.url}: HDF5 sources are read-only")
 
     # -- listing --------------------------------------------------------------------------
+    def stored_chunk_ids(self, path: str) -> np.ndarray | None:
+        """Sorted linear ids (C order in the array's chunk grid) of the chunks of array
+        ``path`` that hold stored data -- from the chunk tables, so time and memory follow
+        the stored chunks, never the grid (issue 23: a ``2**50``-element dataset with one
+        chunk written) -- or None when some file part is stored whole (allocated
+        contiguous, compact, external data: every chunk of it holds data)."""
+        a = self._arrays[path]
+        return array_chunk_ids(a.shape, a.chunk_shape, a.parts, a.concat_axis)
+
     def _chunk_keys(self, a: _Array) -> Iterator[str]:
-        if any(s == 0 for s in a.shape):
-            return
-        grid = [-(-s // c) for s, c in zip(a.shape, a.chunk_shape)]
+        """The keys of the chunks holding stored data (:meth:`stored_chunk_ids`; parts
+        stored whole: every chunk of their extent, lazily)."""
         pre = (a.path + "/c") if a.path else "c"
-        every: Any = itertools.product(*(range(g) for g in grid))
-        if a.direct and a.parts[0].kind == "chunked" and a.concat_axis is None:
-            every = a.parts[0].chunk_index().coords()  # the stored chunks only (C order)
-        for coords in every:
+        for coords in array_chunk_coords(a.shape, a.chunk_shape, a.parts, a.concat_axis):
             yield pre + "".join(f"/{c}" for c in coords)
 
     def list(self) -> Iterator[str]:

@@ -22,14 +22,16 @@ import os
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
 from zarrcy.config import at_fork_reset
 from zarrcy.errors import StoreError, expected
+from zarrcy.storage.hdf5_errors import HDF5SourceError, SourceChangedError
+from zarrcy.storage.hdf5_refs import OPT_IN, ExternalData, RefusedExternal, check_virtual, external_link_on_path
 
-__all__ = ["HDF5SourceError", "is_hdf5", "describe", "expand_sources", "HDF5_SIGNATURE", "NATIVE_FILTERS", "RAW_MASK",
+__all__ = ["HDF5SourceError", "SourceChangedError", "is_hdf5", "describe", "expand_sources", "HDF5_SIGNATURE", "NATIVE_FILTERS", "RAW_MASK",
            "ChunkTable", "build_chunk_table"]
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
@@ -47,10 +49,8 @@ _NC_DIM_ONLY = b"This is a netCDF dimension but not a netCDF variable"
 
 
 
-class HDF5SourceError(StoreError, ValueError):
-    """The HDF5 source cannot be read as asked (not HDF5, truncated, mismatched files,
-    a chunk index pointing outside the file...): a :class:`StoreError` (the store cannot
-    serve it) that is also a ValueError (bad input), as it always was."""
+def _identity(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def is_hdf5(path: str) -> bool:
@@ -96,8 +96,60 @@ class _Var:
     filters: list[dict[str, Any]]       # in HDF5 pipeline (encode) order
     contiguous_offset: int | None = None
     index: "ChunkTable | None" = None
+    #: HDF5 storage layout: "chunked", "contiguous", "compact", "virtual" (external: "contiguous")
+    layout: str = "chunked"
+    #: virtual datasets: the element boxes ``(lo, hi)`` their mappings cover
+    mapped: "tuple[np.ndarray, np.ndarray] | None" = None
+    #: external storage (allowed and checked, zarrcy/storage/hdf5_refs.py): the raw data's reader
+    external: "ExternalData | None" = None
+
+    def codec_filters(self) -> list[dict[str, Any]]:
+        """The pipeline the ``zarrcy.hdf5_chunk`` codec undoes: the filters but the
+        optional ones not installed here (:meth:`codec_mask`)."""
+        return [{"id": x["id"], "values": x["values"]} for x in self.filters if not x.get("missing")]
+
+    def codec_mask(self, mask: int, coords: "Sequence[int]") -> int:
+        """The chunk's filter mask over :meth:`codec_filters`.  An optional filter that is
+        not installed must have been skipped for this chunk (its mask bit set), as HDF5
+        skips it when writing without it; a chunk stored through it is refused
+        (HDF5SourceError naming file, variable, chunk and filter), as HDF5 refuses it."""
+        out, j = 0, 0
+        for i, x in enumerate(self.filters):
+            bit = (mask >> i) & 1
+            if x.get("missing"):
+                if not bit:
+                    raise HDF5SourceError(f"{self.file.path}: variable /{self.name} chunk {list(coords)}: stored "
+                                          f"through the optional HDF5 filter {x['id']} ({x['name']}), which is not "
+                                          "available here (install its HDF5 filter plugin, e.g. hdf5plugin)")
+                continue
+            out |= bit << j
+            j += 1
+        return out if mask != RAW_MASK else RAW_MASK
+
+    def check_masks(self) -> None:
+        """Refuse, before anything is read, a stored chunk that needs a filter that is
+        not installed (:meth:`codec_mask`)."""
+        missing = [i for i, x in enumerate(self.filters) if x.get("missing")]
+        if not missing or self.kind != "chunked":
+            return
+        t = self.chunk_index()
+        for i in missing:
+            bad = np.flatnonzero(((t.masks >> np.uint32(i)) & np.uint32(1)) == 0)
+            if bad.size:
+                coords = [int(c) for c in np.unravel_index(int(t.keys[int(bad[0])]), t.grid)]
+                self.codec_mask(int(t.masks[int(bad[0])]), coords)
+
+    def raw(self) -> "_File | ExternalData":
+        """Where a contiguous dataset's bytes are read (the file, or its external files)."""
+        return self.external if self.external is not None else self.file
 
     def dataset(self) -> Any:
+        if self.layout == "virtual" and self.file.allow_external:
+            # sources in other files: looked up in the directory they were checked in
+            h5py = _h5py()
+            dapl = h5py.h5p.create(h5py.h5p.DATASET_ACCESS)
+            dapl.set_virtual_prefix(os.fsencode(self.file.dir))
+            return h5py.Dataset(h5py.h5d.open(self.file.h5.id, self.name.encode(), dapl=dapl))
         return self.file.h5[self.name]
 
     def chunk_index(self) -> "ChunkTable":
@@ -111,19 +163,46 @@ class _Var:
         # another thread at fork time cannot leave the child waiting on it forever)
         with self.file.lock:
             if self.index is None:
-                entries: list[tuple[tuple[int, ...], int | None, int, int]] = []
-
-                def visit(si: Any) -> None:
-                    entries.append((tuple(si.chunk_offset), si.byte_offset, si.size, si.filter_mask))
-
-                try:
-                    self.dataset().id.chunk_iter(visit)
-                except (OSError, RuntimeError, ValueError, KeyError, TypeError) as e:
-                    raise HDF5SourceError(f"{self.file.path}: variable /{self.name}: cannot read the chunk index "
-                                          f"(truncated or damaged file?): {e}") from None
-                self.index = build_chunk_table(entries, self.shape, self.h5_chunks or (), self.dtype.itemsize,
-                                               self.file.size, f"{self.file.path}: variable /{self.name}")
+                self.index = self.read_chunk_table(self.dataset())
             return self.index
+
+    def read_chunk_table(self, dset: Any) -> "ChunkTable":
+        """The :class:`ChunkTable` of ``dset`` (this dataset, from some handle on its file)."""
+        entries: list[tuple[tuple[int, ...], int | None, int, int]] = []
+
+        def visit(si: Any) -> None:
+            entries.append((tuple(si.chunk_offset), si.byte_offset, si.size, si.filter_mask))
+
+        try:
+            dset.id.chunk_iter(visit)
+        except (OSError, RuntimeError, ValueError, KeyError, TypeError) as e:
+            raise HDF5SourceError(f"{self.file.path}: variable /{self.name}: cannot read the chunk index "
+                                  f"(truncated or damaged file?): {e}") from None
+        return build_chunk_table(entries, self.shape, self.h5_chunks or (), self.dtype.itemsize,
+                                 self.file.size, f"{self.file.path}: variable /{self.name}")
+
+
+    def stored_boxes(self) -> "tuple[np.ndarray, np.ndarray] | None":
+        """Where this dataset holds stored data: element boxes ``(lo, hi)`` (int64, shape
+        ``(n, ndim)``) -- the stored chunks of a chunked dataset (from the chunk table),
+        the mapped regions of a virtual one, none for a contiguous dataset never written
+        -- or None: stored whole (contiguous, compact, external)."""
+        nd = len(self.shape)
+        none = (np.empty((0, nd), np.int64), np.empty((0, nd), np.int64))
+        if any(s == 0 for s in self.shape):
+            return none
+        if self.layout == "chunked" and self.h5_chunks:
+            t = self.chunk_index()
+            if not len(t):
+                return none
+            cs = np.asarray(self.h5_chunks, dtype=np.int64).reshape(1, nd)
+            lo = np.stack(np.unravel_index(t.keys, t.grid), axis=1).astype(np.int64) * cs
+            return lo, np.minimum(lo + cs, np.asarray(self.shape, dtype=np.int64).reshape(1, nd))
+        if self.layout == "virtual":
+            return self.mapped if self.mapped is not None else None
+        if self.layout == "contiguous" and self.kind == "contiguous" and self.contiguous_offset is None:
+            return none  # never written: the fill value
+        return None
 
 
 class ChunkTable:
@@ -177,6 +256,11 @@ class ChunkTable:
 
     def __contains__(self, coords: object) -> bool:
         return isinstance(coords, tuple) and self._find(coords) >= 0
+
+    def same(self, other: "ChunkTable") -> bool:
+        """The same chunks at the same places (offsets, sizes, filter masks)."""
+        return (self.grid == other.grid and all(np.array_equal(x, y) for x, y in zip(
+            (self.keys, self.offsets, self.sizes, self.masks), (other.keys, other.offsets, other.sizes, other.masks))))
 
     def coords(self) -> "list[tuple[int, ...]]":
         """The grid coordinates of the stored chunks, in C order."""
@@ -249,20 +333,74 @@ def _reset_locks_after_fork() -> None:
 class _File:
     """One open HDF5 file: h5py handle (metadata, fallback reads) + a raw descriptor."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, allow_external: bool = False, root: str | None = None,
+                 expect: Sequence[int] | None = None) -> None:
         h5py = _h5py()
         self.path = path
+        #: data in other files (zarrcy/storage/hdf5_refs.py): read only when allowed, and
+        #: only inside ``root`` (the first source file's real directory); names resolve
+        #: against ``dir`` (this file's real directory)
+        self.allow_external = bool(allow_external)
+        self.dir = os.path.dirname(os.path.realpath(path))
+        self.root = root or self.dir
+        self.externals: list[ExternalData] = []
         if not is_hdf5(path):
             raise HDF5SourceError(expected(path, "an HDF5 / NetCDF-4 file (HDF5 signature)", "no signature"))
         self.lock = threading.RLock()
         _FILES.add(self)
         try:
+            self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        except OSError as e:
+            raise HDF5SourceError(f"{path}: cannot open: {e.strerror or e}") from None
+        self.pid = os.getpid()
+        #: what the file was when opened (device, inode, size, mtime, ctime): a source
+        #: replaced or rewritten while it is read is detected (:meth:`check`)
+        self.identity = _identity(os.fstat(self.fd))
+        self.size = self.identity[2]
+        try:
             self.h5 = h5py.File(path, "r")
         except (OSError, ValueError, RuntimeError) as e:
+            os.close(self.fd)
             raise HDF5SourceError(f"{path}: cannot open as HDF5 (truncated or damaged?): {e}") from None
-        self.size = os.path.getsize(path)
-        self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-        self.pid = os.getpid()
+        try:
+            if expect is not None and tuple(expect) != self.identity:
+                raise SourceChangedError(f"{path}: the source file changed since the conversion started "
+                                         f"({self._why(tuple(expect), self.identity)})")
+            self.check_path()  # h5py opened the file the descriptor holds
+        except BaseException:
+            self.close()
+            raise
+
+    @staticmethod
+    def _why(a: tuple[int, ...], b: tuple[int, ...]) -> str | None:
+        if a[:2] != b[:2]:
+            return "replaced by another file"
+        if a[2] != b[2]:
+            return f"rewritten: {a[2]} bytes, now {b[2]}"
+        if a[3:] != b[3:]:
+            return "rewritten: its modification (or status change) time changed"
+        return None
+
+    def check(self, what: str = "") -> None:
+        """Raise :class:`SourceChangedError` if the open file was rewritten since it was
+        opened (one ``fstat``: size, mtime, ctime; a forked child's own descriptor: also
+        the inode)."""
+        why = self._why(self.identity, _identity(os.fstat(self.descriptor())))
+        if why is not None:
+            raise SourceChangedError(f"{self.path}: the source file was {why} while zarrcy read it"
+                                     f"{' (' + what + ')' if what else ''}")
+
+    def check_path(self) -> None:
+        """:meth:`check`, and the path still names the file that was opened (a file
+        replaced by a rename is detected too)."""
+        try:
+            st = os.stat(self.path)
+        except OSError as e:
+            raise SourceChangedError(f"{self.path}: the source file is gone ({e.strerror or e})") from None
+        why = self._why(self.identity, _identity(st))
+        if why is not None:
+            raise SourceChangedError(f"{self.path}: the source file was {why} while zarrcy read it")
+        self.check()
 
     def descriptor(self) -> int:
         """The raw descriptor for positioned reads; a forked child opens its own once,
@@ -280,6 +418,9 @@ class _File:
         return self.fd
 
     def close(self) -> None:
+        for ext in self.externals:
+            ext.close()
+        self.externals = []
         try:
             self.h5.close()
         finally:
@@ -318,6 +459,7 @@ class _File:
             if n <= 0:
                 raise HDF5SourceError(f"{where}: unexpected end of file at byte {offset + got} (truncated?)")
             got += n
+        self.check(what)  # the bytes come from the file as it was opened
 
 
 # --------------------------------------------------------------------------------------
@@ -434,7 +576,15 @@ def _fill_value(dset: Any, zdt: np.dtype, kind: str) -> Any:
             v = None
     if v is None:
         v = np.zeros((), zdt)[()]
-    return np.asarray(v).astype(zdt, copy=False).reshape(())[()] if zdt.kind != "S" else np.asarray(v, dtype=zdt)[()]
+    if zdt.kind == "S":
+        return np.asarray(v, dtype=zdt)[()]
+    out = np.asarray(v).astype(zdt, copy=False).reshape(())[()]
+    raw = np.asarray(v)
+    if "_FillValue" in dset.attrs and zdt.kind in "iuf" and (raw.dtype.kind not in "iufb" or not (
+            out == raw or (np.isnan(out) and np.isnan(raw)) if raw.dtype.kind == "f" and zdt.kind == "f" else out == raw)):
+        raise _BadFill(f"_FillValue {raw.item()!r}: expected a value of the variable's type {zdt} "
+                       "(CF 2.5.1: the fill value has the variable's type)")
+    return out
 
 
 def _fill_json(zdt: np.dtype, value: Any) -> Any:
@@ -451,8 +601,12 @@ def describe(f: _File, name: str) -> tuple[_Var, dict[str, Any]]:
     """Layout of dataset ``name`` of file ``f`` and its Zarr metadata fields (``_Skip``
     when it has no Zarr form)."""
     h5py = _h5py()
+    external: ExternalData | None = None
     try:
         with f.lock:
+            link = external_link_on_path(f.h5, name)
+            if link is not None:  # (only through here when it names another file's object)
+                raise _Skip(f"reached through the external link /{link[0]} to {link[1]}:{link[2]}")
             dset = f.h5[name]
             kind, zdt, why, extra = _data_type(dset)
             if zdt is None:
@@ -465,10 +619,11 @@ def describe(f: _File, name: str) -> tuple[_Var, dict[str, Any]]:
             filters = []
             for i in range(dcpl.get_nfilters()):
                 code, flags, values, fname = dcpl.get_filter(i)
-                filters.append({"id": int(code), "values": [int(x) for x in values],
+                filters.append({"id": int(code), "values": [int(x) for x in values], "optional": bool(flags & 1),
                                 "name": fname.decode("ascii", "replace") if isinstance(fname, bytes) else str(fname)})
             for flt in filters:
-                if not h5py.h5z.filter_avail(flt["id"]) and flt["id"] not in NATIVE_FILTERS:
+                flt["missing"] = not h5py.h5z.filter_avail(flt["id"]) and flt["id"] not in NATIVE_FILTERS
+                if flt["missing"] and not flt["optional"]:
                     raise _Skip(f"compressed with HDF5 filter {flt['id']} ({flt['name']}), which is not "
                                 "available here (install its HDF5 filter plugin, e.g. hdf5plugin)")
             attrs = _attributes(dset)
@@ -480,27 +635,52 @@ def describe(f: _File, name: str) -> tuple[_Var, dict[str, Any]]:
             fill = _fill_value(dset, zdt, kind)
             h5_chunks = tuple(int(c) for c in dset.chunks) if dset.chunks else None
             offset = None
-            if layout == h5py.h5d.CONTIGUOUS and dset.external is None and kind == "fixed":
+            segments = dset.external
+            if segments is not None:  # raw data in other files (zarrcy/storage/hdf5_refs.py)
+                names = ", ".join(repr(os.fsdecode(x[0])) for x in segments)
+                if not f.allow_external:
+                    raise _Skip(f"external storage in {names}: zarrcy reads no file but the source ({OPT_IN})")
+                if kind != "fixed":
+                    raise _Skip(f"external storage of variable-length data in {names}")
+                nbytes = math.prod(shape) * np.dtype(dset.dtype.str).itemsize
+                external = ExternalData([(os.fsdecode(x[0]), int(x[1]), int(x[2])) for x in segments], nbytes,
+                                        f.root, f.dir, f"{f.path}: variable /{name}")
+                f.externals.append(external)
+                offset = 0
+            elif layout == h5py.h5d.CONTIGUOUS and kind == "fixed":
                 try:
                     offset = dset.id.get_offset()
                 except (OSError, RuntimeError, ValueError):
                     offset = None
+            mapped = None
+            if dset.is_virtual:
+                mapped = check_virtual(dset, f.h5, f.root, f.dir, f.allow_external)
+    except RefusedExternal as e:
+        raise _Skip(str(e)) from None
     except HDF5SourceError:
         raise
     except _Skip:
         raise
+    except _BadFill as e:
+        raise HDF5SourceError(f"{f.path}: variable /{name}: {e}") from None
     except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
         raise HDF5SourceError(f"{f.path}: variable /{name}: cannot read its HDF5 description: {e}") from None
     stored = np.dtype(dset.dtype.str) if kind == "fixed" else zdt
+    # optional filters that are not installed: HDF5 skips them per chunk (the chunk's
+    # filter mask says so); zarrcy does the same and refuses a chunk that needs one
+    readable = all(x["id"] in NATIVE_FILTERS or x["missing"] for x in filters)
     if kind == "vlen":
         vkind = "vlen"
-    elif layout == h5py.h5d.CHUNKED and all(x["id"] in NATIVE_FILTERS for x in filters) and not dset.is_virtual:
+    elif layout == h5py.h5d.CHUNKED and readable and not dset.is_virtual:
         vkind = "chunked"
-    elif layout == h5py.h5d.CONTIGUOUS and not filters and dset.external is None and not dset.is_virtual:
+    elif layout == h5py.h5d.CONTIGUOUS and not filters and not dset.is_virtual:
         vkind = "contiguous"
     else:
         vkind = "h5py"
-    var = _Var(f, name, shape, np.dtype(stored), vkind, h5_chunks, filters if vkind == "chunked" else [], offset)
+    lay = {h5py.h5d.CHUNKED: "chunked", h5py.h5d.CONTIGUOUS: "contiguous", h5py.h5d.COMPACT: "compact"}.get(
+        layout, "virtual" if dset.is_virtual else "other")
+    var = _Var(f, name, shape, np.dtype(stored), vkind, h5_chunks, filters if vkind == "chunked" else [], offset,
+               layout="virtual" if dset.is_virtual else lay, mapped=mapped, external=external)
     info = {"zdt": zdt, "attrs": attrs, "dims": dims, "fill": fill, "kind": kind, "packing": packing,
             "has_fill_attr": has_fill_attr, "enum": "flag_meanings" in extra}
     return var, info
@@ -509,6 +689,10 @@ def describe(f: _File, name: str) -> tuple[_Var, dict[str, Any]]:
 
 class _Skip(Exception):
     pass
+
+
+class _BadFill(ValueError):
+    """A ``_FillValue`` the variable's type cannot hold (described with file and variable)."""
 
 
 def _xarray_fill(zdt: np.dtype, value: Any) -> Any:
@@ -544,10 +728,9 @@ def _cf_chain(doc: dict[str, Any], zdt: np.dtype, packing: dict[str, Any], fill:
     (zarrcy/convert/hdf5.py ``check_packing``)."""
     from zarrcy.metadata.data_type import from_numpy
 
-    kinds = [np.asarray(v).dtype for v in packing.values()]
-    fdt = np.result_type(*kinds) if all(k.kind == "f" for k in kinds) else np.dtype("f8")
-    if fdt.itemsize < 4:
-        fdt = np.dtype("f4")
+    from zarrcy.storage.hdf5_cf import cf_unpacked_dtype
+
+    fdt = cf_unpacked_dtype(zdt, packing)
     sf = fdt.type(packing.get("scale_factor", 1))
     ao = fdt.type(packing.get("add_offset", 0))
     if not np.isfinite(sf) or sf == 0 or not np.isfinite(ao):

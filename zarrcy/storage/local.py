@@ -30,18 +30,22 @@ back to keys.  Beyond the spec:
 from __future__ import annotations
 
 import builtins
+import contextlib
 import errno
 import itertools
 import os
 import stat
 import threading
-from typing import Callable, Iterable, Iterator, Sequence
+import time
+from typing import Callable, ContextManager, Hashable, Iterable, Iterator, Sequence
 from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
 
 from zarrcy.byte_access import ValueSnapshot
 from zarrcy.byte_range import ByteRequest
+from zarrcy.config import get as _config_get
 from zarrcy.errors import StoreError, expected
+from zarrcy.storage import _filelock
 from zarrcy.storage._base import Buffer, Store, check_splice_part
 from zarrcy.storage._common import as_bytes_view, check_key, check_prefix, resolve_range
 
@@ -53,6 +57,7 @@ _O_READ = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 
 _O_TMP = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 _O_RW = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 _O_DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _MAX_READ = 1 << 30  # read in pieces below Linux's ~2 GiB per-call limit
 _SEP = os.sep
 _counter = itertools.count()
@@ -74,6 +79,25 @@ def _proc_fd_works() -> bool:
 
 _PROC_FD = _proc_fd_works()
 _DIR_FD = _PROC_FD and os.open in os.supports_dir_fd and os.rename in os.supports_dir_fd and os.unlink in os.supports_dir_fd
+_SCANDIR_FD = os.scandir in os.supports_fd
+
+
+def _only_lock_file(dirpath: str) -> bool:
+    """True if ``dirpath`` holds nothing but a write-lock file, which was then removed
+    (unused: see ``_filelock.remove_if_unused``).  Stops at the first other entry, so a
+    directory full of chunks costs one ``getdents``."""
+    try:
+        with os.scandir(dirpath) as it:
+            for entry in it:
+                if entry.name != _filelock.LOCK_NAME:
+                    return False
+        dfd = os.open(dirpath, _O_DIR)
+    except OSError:
+        return False
+    try:
+        return _filelock.remove_if_unused(dfd)
+    finally:
+        os.close(dfd)
 
 
 def local_path_from_url(url: str) -> str:
@@ -186,6 +210,16 @@ class LocalStore(Store):
             pass
         return ("file", os.path.join(hit[2], name))
 
+    def write_lock(self, key: str) -> ContextManager[object]:
+        """``Store.write_lock``: the advisory lock of ``key``'s file, a byte of the lock
+        file ``.zarrcy-tmp-lock`` in its directory (``zarrcy/storage/_filelock.py``);
+        nothing when ``zarrcy.config(write_locks=False)``."""
+        if not _config_get("write_locks"):
+            return contextlib.nullcontext()
+        path = self._path(key)
+        dirpath, name = path.rsplit(_SEP, 1)
+        return _filelock.ObjectFileLock(dirpath, name, key, float(_config_get("write_lock_timeout")), self._open_dir)
+
     # -- paths and containment -----------------------------------------------------------
     def _path(self, key: str) -> str:
         check_key(key)
@@ -209,14 +243,40 @@ class LocalStore(Store):
             return real.startswith(self._real_prefix) or (allow_root and real == self._real_root)
         return False
 
-    def _check_fd(self, fd: int, path: str, allow_root: bool = False) -> None:
-        """Raise StoreError if the open descriptor ``fd`` lies outside the real root."""
+    def _check_fd(self, fd: int, path: str, allow_root: bool = False) -> str:
+        """Raise StoreError if the open descriptor ``fd`` lies outside the real root;
+        return its real path."""
         if _PROC_FD:
             real = os.readlink(f"/proc/self/fd/{fd}")  # the kernel's resolved path of what we opened
         else:
             real = os.path.realpath(path)
         if not self._inside(real, allow_root):
             raise StoreError(f"{path}: resolves to {real!r}, outside the store root {self._real_root!r} (symlink?)")
+        return real
+
+    def _scan_checked(self, path: str) -> tuple[builtins.list[os.DirEntry[str]], str] | None:
+        """``(entries, real path)`` of the directory ``path`` after checking it lies inside
+        the root (None if it is missing or not a directory).  With /proc: scandir of the
+        checked descriptor (one readlink, however deep the directory: ``realpath``
+        costs an lstat per level, which made walking a deep hierarchy quadratic)."""
+        try:
+            if _PROC_FD and _SCANDIR_FD:
+                dfd = os.open(path, _O_DIR)
+                try:
+                    real = self._check_fd(dfd, path, allow_root=True)
+                    with os.scandir(dfd) as it:
+                        return list(it), real
+                finally:
+                    os.close(dfd)
+            self._check_path(path, allow_root=True)
+            with os.scandir(path) as it:
+                return list(it), os.path.realpath(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as e:
+            if isinstance(e, StoreError):
+                raise
+            raise StoreError(f"{path}: cannot list: {e}") from e
 
     def _check_path(self, path: str, allow_root: bool = False) -> None:
         real = os.path.realpath(path)
@@ -249,6 +309,17 @@ class LocalStore(Store):
             os.close(fd)
             raise
         return fd, st
+
+    def cache_token(self, key: str) -> Hashable | None:
+        """The stat token of ``key``'s file (``_FileSnapshot``'s rule), without opening
+        it; a path resolving outside the root can only match entries read through a
+        checked descriptor of the same inode."""
+        start = _now_ns()
+        try:
+            st = os.stat(self._path(key))
+        except (OSError, ValueError):
+            return None
+        return _stat_token(st, start)
 
     def snapshot(self, key: str) -> "_FileSnapshot":
         """Reads of the file ``key`` names now, through one open descriptor: a
@@ -354,7 +425,9 @@ class LocalStore(Store):
                 dfd = os.open(dirpath, _O_DIR)
                 break
             except FileNotFoundError:
-                self._makedirs(dirpath)
+                made = self._makedirs(dirpath, keep_fd=True)
+                if made >= 0:
+                    return made  # the directory just made, reached from a checked one
             except NotADirectoryError as e:
                 raise StoreError(f"{dirpath}: a parent of the key is a file, not a directory") from e
             except OSError as e:
@@ -368,29 +441,96 @@ class LocalStore(Store):
             raise
         return dfd
 
-    def _makedirs(self, dirpath: str) -> None:
-        # slow path only: make sure the existing part does not lead outside the root
-        self._check_path(dirpath, allow_root=True)
+    def _makedirs(self, dirpath: str, keep_fd: bool = False) -> int:
+        """Create ``dirpath`` and its missing parents (slow path: a write found no
+        directory).  Iterative and linear in the depth: walk up to the deepest existing
+        directory, check THAT one lies inside the root (an open descriptor, one
+        readlink), then ``mkdir`` each missing level below it, relative to the previous
+        level's descriptor (no symlink followed) -- not ``os.makedirs``, which recurses
+        once per level (RecursionError at ~1,000), nor a ``realpath`` per level
+        (quadratic: 7.6 s at 800 levels, issue 23.6).  ``keep_fd``: return a descriptor
+        of ``dirpath`` (-1 where directory descriptors are not used) instead of -1."""
         for attempt in range(_RETRIES):
+            if attempt >= 4:  # erasers keep pruning in step with us: break the rhythm
+                time.sleep(int.from_bytes(os.urandom(2), "little") * attempt * 1e-8)
             try:
-                os.makedirs(dirpath, exist_ok=True)
-                return
-            except (FileExistsError, FileNotFoundError):
-                # either a component is a file, or a concurrent erase pruned a directory
-                # between makedirs' mkdir and its isdir check: tell the two apart, retry
-                p = dirpath
-                while p != self.root and p.startswith(self._prefix):
-                    try:
-                        if not stat.S_ISDIR(os.stat(p).st_mode):  # one call: no check-then-use race
-                            raise StoreError(f"{dirpath}: a parent of the key is a file, not a directory") from None
-                    except (FileNotFoundError, NotADirectoryError):
-                        pass
-                    p = p.rsplit(_SEP, 1)[0]
+                fd = self._makedirs_once(dirpath, keep_fd)
+                if fd is not None:
+                    return fd
             except NotADirectoryError as e:
                 raise StoreError(f"{dirpath}: a parent of the key is a file, not a directory") from e
             except OSError as e:
+                if isinstance(e, StoreError):
+                    raise
                 raise StoreError(f"{dirpath}: cannot create directory: {e}") from e
         raise StoreError(f"{dirpath}: directory vanished repeatedly while writing")  # pragma: no cover
+
+    def _makedirs_once(self, dirpath: str, keep_fd: bool) -> int | None:
+        """One attempt of :meth:`_makedirs`; None when a concurrent erase pruned a
+        directory meanwhile (try again)."""
+        missing: list[str] = []
+        p = dirpath
+        if keep_fd and dirpath != self.root:  # opening ``dirpath`` found nothing: start at its parent
+            p, name = p.rsplit(_SEP, 1)
+            missing.append(name)
+        while True:
+            try:
+                st = os.stat(p)
+            except FileNotFoundError:
+                if p == self.root or not p.startswith(self._prefix):
+                    os.makedirs(self.root, exist_ok=True)  # a store opened with create=False
+                    continue
+                p, name = p.rsplit(_SEP, 1)
+                missing.append(name)
+                continue
+            if not stat.S_ISDIR(st.st_mode):
+                raise StoreError(f"{dirpath}: a parent of the key is a file, not a directory")
+            break
+        if not _DIR_FD:  # portable path: one realpath of the existing part, then mkdir down
+            self._check_path(p, allow_root=True)
+            for name in reversed(missing):
+                p = p + _SEP + name
+                try:
+                    os.mkdir(p)
+                except FileExistsError:
+                    try:
+                        if not stat.S_ISDIR(os.stat(p).st_mode):  # one call: no check-then-use race
+                            raise StoreError(f"{dirpath}: a parent of the key is a file, not a directory") from None
+                    except FileNotFoundError:
+                        return None  # pruned by a concurrent erase meanwhile
+                except FileNotFoundError:
+                    return None
+            return -1
+        try:
+            dfd = os.open(p, _O_DIR)
+        except FileNotFoundError:
+            return None
+        try:
+            self._check_fd(dfd, p, allow_root=True)
+            for name in reversed(missing):
+                try:
+                    os.mkdir(name, dir_fd=dfd)
+                except FileExistsError:
+                    pass  # made meanwhile by another writer (or a file: the open below says)
+                except FileNotFoundError:
+                    return None  # ``dfd``'s directory was pruned by a concurrent erase
+                try:
+                    nfd = os.open(name, _O_DIR | _O_NOFOLLOW, dir_fd=dfd)
+                except FileNotFoundError:
+                    return None  # pruned by a concurrent erase
+                except OSError as e:
+                    if e.errno in (errno.ENOTDIR, errno.ELOOP):
+                        raise StoreError(f"{dirpath}: a parent of the key is a file, not a directory") from e
+                    raise
+                os.close(dfd)
+                dfd = nfd
+            if keep_fd:
+                fd, dfd = dfd, -1
+                return fd
+        finally:
+            if dfd >= 0:
+                os.close(dfd)
+        return -1
 
     @staticmethod
     def _temp_name() -> str:
@@ -637,14 +777,26 @@ class LocalStore(Store):
         self._prune(dirs)
 
     def _prune(self, dirs: builtins.set[str]) -> None:
-        """rmdir each directory (deepest first) and its parents while empty, never the root."""
+        """rmdir each directory (deepest first) and its parents while empty, never the root.
+        A directory holding nothing but an unused write-lock file counts as empty."""
         root, prefix = self.root, self._prefix
         for d in sorted(dirs, key=len, reverse=True):
             while d != root and d.startswith(prefix):
                 try:
                     os.rmdir(d)
-                except OSError:
-                    break
+                except OSError as e:
+                    if e.errno != errno.ENOTEMPTY:
+                        break
+                    mine = _filelock.held_in(d)
+                    if mine is not None:  # our own lock keeps its file in use: prune on release
+                        mine.prune_after = lambda top=d: self._prune({top})
+                        break
+                    if not _only_lock_file(d):
+                        break
+                    try:
+                        os.rmdir(d)  # the lock file is gone now (unless a writer came)
+                    except OSError:
+                        break
                 d = d.rsplit(_SEP, 1)[0]
 
     def remove_temp_files(self) -> int:
@@ -653,7 +805,7 @@ class LocalStore(Store):
         n = 0
         for dirpath, _dirs, files in os.walk(self.root):
             for f in files:
-                if f.startswith(TEMP_PREFIX):
+                if f.startswith(TEMP_PREFIX) and f != _filelock.LOCK_NAME:  # lock files are not debris
                     try:
                         os.unlink(os.path.join(dirpath, f))
                         n += 1
@@ -674,30 +826,26 @@ class LocalStore(Store):
         dirpart, _, namepart = prefix.rpartition("/")
         start = self._prefix + dirpart.replace("/", _SEP) if dirpart else self.root
         keybase = dirpart + "/" if dirpart else ""
-        try:
-            if dirpart:
-                self._check_path(start, allow_root=True)
-            it = os.scandir(start)
-        except (FileNotFoundError, NotADirectoryError):
+        got = self._scan_checked(start)
+        if got is None:
             return
-        except OSError as e:
-            if isinstance(e, StoreError):
-                raise
-            raise StoreError(f"{start}: cannot list: {e}") from e
-        with it:
-            entries = [e for e in it if e.name.startswith(namepart)] if namepart else list(it)
-        seen = frozenset((os.path.realpath(start),)) if follow else frozenset()
-        yield from self._walk_entries(entries, keybase, follow, seen)
+        entries, real = got
+        if namepart:
+            entries = [e for e in entries if e.name.startswith(namepart)]
+        seen = frozenset((real,)) if follow else frozenset()
+        yield from self._walk_entries(entries, keybase, follow, seen, start)
 
     def _walk_entries(self, entries: builtins.list[os.DirEntry[str]], keybase: str, follow: bool,
-                      seen: frozenset[str]) -> Iterator[str]:
-        """Keys of the files below ``entries``, depth first, without recursion: a stack
-        of directory iterators, so any nesting depth works (1,100 nested directories
-        under a chunk prefix used to raise RecursionError).  ``seen`` holds the real
-        paths of the symlinked directories on the current path (cycle detection)."""
-        stack: list[tuple[Iterator[os.DirEntry[str]], str, frozenset[str]]] = [(iter(entries), keybase, seen)]
+                      seen: frozenset[str], dirpath: str) -> Iterator[str]:
+        """Keys of the files below ``entries`` (of the directory ``dirpath``), depth
+        first, without recursion: a stack of directory iterators, so any nesting depth
+        works (1,100 nested directories under a chunk prefix used to raise
+        RecursionError).  ``seen`` holds the real paths of the symlinked directories on
+        the current path (cycle detection)."""
+        stack: list[tuple[Iterator[os.DirEntry[str]], str, frozenset[str], str]] = [
+            (iter(entries), keybase, seen, dirpath)]
         while stack:
-            it, base, seen = stack[-1]
+            it, base, seen, here = stack[-1]
             entry = next(it, None)
             if entry is None:
                 stack.pop()
@@ -706,23 +854,24 @@ class LocalStore(Store):
             if name.startswith(TEMP_PREFIX):
                 continue
             key = base + name
+            path = here + _SEP + name  # (entry.path is only the name after a scandir of a descriptor)
             try:
                 if entry.is_symlink():
                     if not follow:
                         yield key  # erase_prefix unlinks the link itself
                         continue
-                    real = os.path.realpath(entry.path)
+                    real = os.path.realpath(path)
                     if not self._inside(real):
                         continue  # a link leading outside the store is not part of it
                     if os.path.isdir(real):
                         if real in seen:
                             continue  # cycle
-                        stack.append((iter(self._scandir(entry.path)), key + "/", seen | {real}))
+                        stack.append((iter(self._scandir(path)), key + "/", seen | {real}, path))
                     elif os.path.isfile(real):
                         yield key
                     continue
                 if entry.is_dir(follow_symlinks=False):
-                    stack.append((iter(self._scandir(entry.path)), key + "/", seen))
+                    stack.append((iter(self._scandir(path)), key + "/", seen, path))
                     continue
                 is_file = entry.is_file(follow_symlinks=False)
             except FileNotFoundError:  # vanished while walking
@@ -746,25 +895,36 @@ class LocalStore(Store):
         if prefix and not prefix.endswith("/"):
             prefix += "/"
         path = self._prefix + prefix[:-1].replace("/", _SEP) if prefix else self.root
-        try:
-            if prefix:
-                self._check_path(path, allow_root=True)
-            with os.scandir(path) as it:
-                names = []
-                for e in it:
-                    if e.name.startswith(TEMP_PREFIX):
-                        continue
-                    if e.is_symlink() and not self._inside(os.path.realpath(e.path)):
-                        continue
-                    names.append(e.name)
-        except (FileNotFoundError, NotADirectoryError):
+        got = self._scan_checked(path)
+        if got is None:
             return []
-        except OSError as e:
-            if isinstance(e, StoreError):
-                raise
-            raise StoreError(f"{path}: cannot list: {e}") from e
+        names = []
+        for e in got[0]:
+            if e.name.startswith(TEMP_PREFIX):
+                continue
+            if e.is_symlink() and not self._inside(os.path.realpath(path + _SEP + e.name)):
+                continue
+            names.append(e.name)
         names.sort()
         return names
+
+
+#: a file whose ctime is less than this before a read began is not cached (the margin
+#: covers coarse file-system timestamps -- FAT: 2 s -- and kernel clock ticks)
+RACY_NS = 2_000_000_000
+
+
+def _now_ns() -> int:
+    """The wall clock file timestamps come from (tests move it to make files "old")."""
+    return time.time_ns()
+
+
+def _stat_token(st: os.stat_result, start: int) -> Hashable | None:
+    """The decoded-chunk cache's token of a regular file, or None when its last change
+    is less than ``RACY_NS`` before ``start`` (the read's start)."""
+    if not stat.S_ISREG(st.st_mode) or st.st_ctime_ns >= start - RACY_NS:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 class _FileSnapshot(ValueSnapshot):
@@ -775,10 +935,17 @@ class _FileSnapshot(ValueSnapshot):
     def __init__(self, store: LocalStore, key: str) -> None:
         self.store = store
         self.key = key
+        start = _now_ns()
         self.fd, st = store._open_read_stat(key)
         self.exists = self.fd >= 0
         self.size = st.st_size if st is not None else None
         self.identity = (st.st_dev, st.st_ino) if st is not None else None
+        # the decoded-chunk cache's version token (zarrcy/chunk_cache.py): the stat of
+        # the pinned inode, trusted only when its last change (ctime: set by the kernel,
+        # never by users, forward on every change) lies RACY_NS before this read began
+        # (git's racy-entry rule: a change in the same clock tick would keep the token)
+        if st is not None:
+            self.cache_token = _stat_token(st, start)
         # another hard link shares the inode: in-place writes would change it too
         self.in_place_ok = st is None or st.st_nlink == 1
 

@@ -17,9 +17,9 @@ import builtins
 import itertools
 import threading
 import weakref
-from typing import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 
-from zarrcy.byte_access import BytesSnapshot, ValueSnapshot
+from zarrcy.byte_access import BytesSnapshot, IdentityToken, ValueSnapshot
 from zarrcy.byte_range import ByteRequest
 from zarrcy.errors import StoreError, expected
 from zarrcy.storage._base import Buffer, Store, check_splice_part
@@ -130,6 +130,10 @@ class MemoryStore(Store):
         write, so identity (``is``) tells whether it changed."""
         return self._data.get(key)
 
+    def cache_token(self, key: str) -> Hashable | None:
+        value = self._data.get(key)
+        return IdentityToken(value) if type(value) is bytes else None
+
     def snapshot(self, key: str) -> ValueSnapshot:
         """The current value object (immutable: replaced, never changed, on writes)."""
         return BytesSnapshot(self._data.get(check_key(key)))
@@ -192,6 +196,21 @@ class MemoryStore(Store):
                         buf.extend(bytes(end - len(buf)))
                     buf[start:end] = mv
                 self._data[key] = bytes(buf)
+
+    def truncate(self, key: str, length: int, identity: object | None = None) -> None:
+        """Cut the value back to ``length`` bytes (zero-extended if shorter): the undo of
+        a failed in-place append, which partial writes promise (without it, the undo did
+        nothing here).  ``identity`` is not checked: a value has no identity that
+        survives an in-place write, and the array layer serialises writers of one key."""
+        self._check_writable()
+        check_key(key)
+        if type(length) is not int or length < 0:
+            raise StoreError(expected(f"{key}: length", "a non-negative int", length))
+        with self._lock:
+            value = self._data.get(key)
+            if value is None:
+                raise StoreError(expected(f"{key}: the value to truncate", "present", "missing"))
+            self._data[key] = value[:length] + bytes(max(0, length - len(value)))
 
     def erase(self, key: str) -> None:
         self._check_writable()

@@ -11,8 +11,13 @@ URLs: ``s3://bucket/prefix``, ``gs://bucket/prefix``, ``az://container/prefix`` 
 client's configuration keys (``endpoint``, ``region``, ``access_key_id``,
 ``secret_access_key``, ``skip_signature``, ...), plus ``client_options`` and
 ``retry_config`` dicts passed to obstore as is, and zarrcy's own ``max_concurrency``
-(range GETs in flight at once, shared by all callers in the process; default 16) and
-``coalesce`` (merge ranges of one object closer than this many bytes; default 1 MiB).  HTTP(S) stores
+(range GETs in flight at once, shared by all callers in the process; default 16),
+``coalesce`` (merge ranges of one object closer than this many bytes; default 1 MiB)
+and ``timeout`` (seconds, default 30: a server that does not connect, or sends no byte
+of its answer, for that long fails the request, and retries of failed requests stop
+that long after the first attempt -- a stalled server is reported after ~``timeout``
+seconds as StoreError; ``client_options`` ``connect_timeout``/``read_timeout`` and
+``retry_config`` ``retry_timeout`` given explicitly win).  HTTP(S) stores
 are read-only and cannot list (plain web servers have no listing), so groups there
 need consolidated metadata.
 
@@ -22,22 +27,46 @@ this process; in another process it falls back to the client's environment
 (``AWS_*``, ``GOOGLE_*``, ``AZURE_*`` variables, instance credentials).
 
 Versions and conditional reads (``supports_conditional_reads``): ``get_versioned``
-returns the object's ETag with the bytes of the same GET, and
-``get_ranges_if_version(key, ranges, etag)`` reads ranges of that version only.  The
-sharding codec caches a shard's index under the ETag of the GET that read it and sends
-the data request with ``If-Match``: a point read costs ONE request instead of two, and
-a changed object answers 412 (``obstore.exceptions.PreconditionError``) instead of
-bytes that the old index would misread.  Several ranges of one shard: one ``If-Match``
-GET per coalesced range, issued concurrently.  Chosen over ``obstore.get_ranges`` plus
-a check because ``get_ranges`` returns no ETag (the check would be another request, a
-HEAD, and still racy: the object may change between the GETs and the HEAD), whereas
-every conditional GET is checked by the server atomically with the bytes it returns.
-The response's own ETag is compared too, so a server that ignores ``If-Match`` (plain
-web servers) is caught as well.  A missing or weak (``W/``) ETag means no caching and
-unconditional reads (two requests per point read, as before).
+returns, with the bytes of one GET, a token naming the version they came from, and
+``get_ranges_if_version(key, ranges, token)`` reads ranges of that version only (None
+when the object is now another version).  The sharding codec reads a shard's index
+with ``get_versioned`` and its inner chunks with ``get_ranges_if_version``, so what
+"one version per read" rests on depends on what the server offers:
+
+* **a strong ETag** (S3, GCS, Azure, most web servers): the token is the ETag and every
+  data GET carries ``If-Match``: a changed object answers 412
+  (``obstore.exceptions.PreconditionError``) instead of bytes the old index would
+  misread.  The response's own ETag is compared too, so a server that ignores
+  ``If-Match`` is caught as well.  A point read costs ONE request when the index is
+  cached (the cache is keyed by the ETag; the server checks it with the data GET).
+  Several ranges of one shard: one ``If-Match`` GET per coalesced range, concurrently.
+* **no ETag, or a weak one** (``W/"..."``: nginx with gzip; Python's http.server sends
+  none): nothing the server says proves two responses came from one version -- a
+  ``Last-Modified`` has one-second resolution and can repeat (files copied with their
+  times, reproducible archives), and the length of a rewritten shard is often the
+  same.  The token is then the *content* it was read from (its byte range, the object
+  size and a BLAKE2b digest of the bytes), and ``get_ranges_if_version`` fetches the
+  requested ranges and the token's bytes in ONE GET (the span covering both), checking
+  the size and the digest: the ranges come from the response that also holds index
+  bytes identical to those the caller decoded, so an index is never applied to bytes
+  of another version.  Cost: the span between the data and the index is transferred
+  (a point read near the start of a shard whose index is at its end reads most of the
+  shard); serve shards with strong ETags to read single ranges.  A span longer than
+  ``SPAN_LIMIT`` (64 MiB) is not fetched whole: the ranges are, each response checked
+  for the token's size and Last-Modified, and then the token's bytes are read again
+  and compared -- a swap between the reads is seen; a swap and a swap back within one
+  read keeping size, time and index bytes would not be (the one residual case).
+
+Chosen over ``obstore.get_ranges`` plus a check because ``get_ranges`` returns no ETag
+(the check would be another request, a HEAD, and still racy), whereas a conditional
+GET, or one response holding index and data, is one version by construction.
 
 Object stores replace an object whole on every PUT, so ``set`` is atomic for readers;
-there are no partial writes.  Errors: a missing object reads as ``None``; every other
+there are no partial writes.  Writers sharing an object (two writers' regions in one
+chunk or shard) are ordered by conditional PUTs, not locks: ``write_lock(key)`` opens a
+write session (``zarrcy.storage._conditional``) and the write lands only if the object
+is still the version the session read (``If-Match`` / create-only), else
+``WriteConflictError`` and the array layer retries the read-modify-write.  Errors: a missing object reads as ``None``; every other
 failure (refused access, unreachable endpoint, retries exhausted, truncated body)
 raises ``StoreError`` naming the URL of the object.
 """
@@ -45,28 +74,30 @@ raises ``StoreError`` naming the URL of the object.
 from __future__ import annotations
 
 import builtins
+import contextlib
+import hashlib
 import operator
 import os
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from types import ModuleType
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
-from zarrcy.config import named_pool
+from zarrcy.config import get as _config_get, named_pool
 from zarrcy.byte_range import ByteRequest, RangeRequest, SuffixRequest
-from zarrcy.errors import ReadOnlyError, StoreError, expected
+from zarrcy.errors import ReadOnlyError, StoreError, WriteConflictError, expected
+from zarrcy.storage import _conditional as CW
 from zarrcy.storage._base import Buffer, Store
 from zarrcy.storage._common import as_bytes_view, check_byte_request, check_key, check_prefix, resolve_range
 
-__all__ = ["ObjectStore", "REMOTE_SCHEMES"]
+__all__ = ["ObjectStore", "REMOTE_SCHEMES", "ContentVersion"]
 
 REMOTE_SCHEMES = ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "azure", "http", "https")
 _READ_ONLY_SCHEMES = ("http", "https")
 _DEFAULT_RETRY = {
     "max_retries": 5,
     "backoff": {"init_backoff": timedelta(milliseconds=100), "max_backoff": timedelta(seconds=10), "base": 2},
-    "retry_timeout": timedelta(seconds=60),
-}
+}  # + retry_timeout: the store's ``timeout``
 _DELETE_BATCH = 1000
 _RUNTIME_PID: int | None = None  # the process whose requests started obstore's runtime
 _OPTIONS_BY_URL: dict[str, dict[str, Any]] = {}  # S3 DeleteObjects takes at most 1000 keys per request
@@ -94,6 +125,44 @@ class _Changed(Exception):
     """Internal: a conditional read found another version of the object (or none)."""
 
 
+class ContentVersion(NamedTuple):
+    """The version token of a response without a strong ETag: the bytes
+    ``[start, stop)`` it held (their BLAKE2b-128 digest) in an object of ``size`` bytes.
+    ``get_ranges_if_version`` re-reads those bytes in the same GET as the requested
+    ranges and compares (see the module docstring)."""
+
+    start: int
+    stop: int
+    size: int
+    digest: bytes
+    #: the response's Last-Modified (not a validator alone: see the module docstring)
+    modified: Any = None
+
+
+#: a conditional read on a ContentVersion fetches the ranges and the token's bytes in
+#: one GET when the span covering them is at most this long; a longer span (a point
+#: read near the start of a big shard whose index is at its end) is fetched as ranges,
+#: each response checked for the token's size and Last-Modified, and then the token's
+#: bytes are read again and compared (a hostile or huge object never makes one read
+#: allocate more than this plus the ranges asked for)
+SPAN_LIMIT = 64 << 20
+
+
+def _digest(data: Any) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+class _Got(NamedTuple):
+    """One GET's answer: bytes (None: missing), the strong ETag (or None), the offset of
+    the first byte within the object, and the object's size (None: unknown)."""
+
+    data: bytes | None
+    etag: str | None
+    start: int
+    size: int | None
+    modified: Any = None
+
+
 def _strong_etag(meta: Any) -> str | None:
     """The ETag of a response/HEAD if it can be used with If-Match (strong), else None."""
     tag = meta.get("e_tag") if meta else None
@@ -103,6 +172,12 @@ def _strong_etag(meta: Any) -> str | None:
 
 
 _CONTROL = (KeyboardInterrupt, SystemExit, GeneratorExit)
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """Whether a client error is a timeout (obstore reports reqwest's ``TimedOut`` in
+    the error text only)."""
+    return "TimedOut" in str(exc)
 
 
 def _reraise_control(exc: BaseException) -> None:
@@ -119,7 +194,10 @@ def _reraise_control(exc: BaseException) -> None:
 # Rust client, and a client option at the top level (``allow_http``) made it panic.
 # Keys match case-insensitively, with or without the service prefix (``aws_``, ``google_``,
 # ``azure_``), as the client reads them.
-_ZARRCY_KEYS = ("max_concurrency", "coalesce")
+_ZARRCY_KEYS = ("max_concurrency", "coalesce", "timeout")
+#: seconds a request may wait for the server (to connect, or between two reads of the
+#: answer) and for its retries, unless ``storage_options["timeout"]`` says otherwise
+DEFAULT_TIMEOUT = 30.0
 _NESTED_KEYS = ("client_options", "retry_config", "credential_provider", "config")
 _CLIENT_KEYS = frozenset((
     "allow_http", "allow_invalid_certificates", "connect_timeout", "default_content_type", "default_headers",
@@ -182,6 +260,9 @@ def check_storage_options(scheme: str, options: dict[str, Any]) -> None:
             continue  # the long azure_storage_* spellings are many: the client checks those
         if short not in service:
             raise StoreError(expected(f"storage_options.{k}", f"one of {_valid_keys_text(family)}", k))
+    timeout = options.get("timeout", DEFAULT_TIMEOUT)
+    if type(timeout) not in (int, float) or not 0 < timeout < 1e6:
+        raise StoreError(expected("storage_options.timeout", "seconds, a number > 0", timeout))
     for name, valid in (("client_options", _CLIENT_KEYS), ("retry_config", _RETRY_KEYS)):
         sub = options.get(name)
         if sub is None:
@@ -207,6 +288,8 @@ class ObjectStore(Store):
     supports_partial_writes = False
     supports_listing = True
     supports_conditional_reads = True
+    #: writes in a ``write_lock`` session are conditional PUTs (If-Match / If-None-Match)
+    supports_conditional_writes = True
 
     def __init__(self, url: str, *, storage_options: dict[str, Any] | None = None, read_only: bool = False) -> None:
         if type(url) is not str or "://" not in url:
@@ -232,6 +315,7 @@ class ObjectStore(Store):
             self.supports_deletes = False
             self.supports_listing = False
         super().__init__(read_only=read_only)
+        self._sessions = CW.Sessions()
         check_storage_options(scheme, self.storage_options)
         opts = dict(self.storage_options)
         try:
@@ -243,8 +327,14 @@ class ObjectStore(Store):
         if self.max_concurrency < 1:
             raise StoreError(expected("storage_options.max_concurrency", "an int >= 1", self.max_concurrency))
         self.io_concurrency = self.max_concurrency
-        opts.setdefault("retry_config", _DEFAULT_RETRY)
+        self.timeout = float(opts.pop("timeout", DEFAULT_TIMEOUT))  # checked by check_storage_options
+        wait = timedelta(seconds=self.timeout)
+        opts["retry_config"] = {**_DEFAULT_RETRY, "retry_timeout": wait, **(opts.get("retry_config") or {})}
         client_options = dict(opts.pop("client_options", None) or {})
+        # a stalled server: no connection, or no byte of the answer, within ``timeout``
+        # (read_timeout restarts with every read, so long transfers are not cut)
+        client_options.setdefault("connect_timeout", wait)
+        client_options.setdefault("read_timeout", wait)
         endpoint = next((str(v) for k, v in opts.items()
                          if k.lower().removeprefix("aws_") in ("endpoint", "endpoint_url")), "")
         if endpoint.startswith("http://") or scheme == "http":
@@ -319,6 +409,9 @@ class ObjectStore(Store):
         where = f"{self._url}/{key}" if key else self._url
         if ex is not None and isinstance(exc, (ex.PermissionDeniedError, ex.UnauthenticatedError)):
             return StoreError(f"{where}: access denied{what}: {_first_line(exc)}")
+        if _timed_out(exc):
+            return StoreError(f"{where}: request timed out{what}: no answer within timeout={self.timeout:g} s "
+                              f"(storage_options['timeout']): {_first_line(exc)}")
         return StoreError(f"{where}: request failed{what}: {_first_line(exc)}")
 
     def _is_missing(self, exc: BaseException) -> bool:
@@ -327,20 +420,24 @@ class ObjectStore(Store):
     def _head(self, key: str) -> dict | None:
         """The object's metadata (size, e_tag, ...); None if it does not exist."""
         try:
-            return self._ob.head(self._store, key)
+            meta = self._ob.head(self._store, key)
         except BaseException as e:  # pyo3's PanicException is a BaseException
             _reraise_control(e)
             if self._is_missing(e):
+                self._sessions.note(key, CW.ABSENT)
                 return None
             raise self._error(key, e) from e
+        self._sessions.note(key, _strong_etag(meta) or CW.UNVALIDATED)
+        return meta
 
     def _size(self, key: str) -> int | None:
         meta = self._head(key)
         return None if meta is None else int(meta["size"])
 
     # -- reads ---------------------------------------------------------------------------
-    def _fetch(self, key: str, byte_range: ByteRequest, if_match: str | None = None) -> tuple[bytes | None, str | None]:
-        """One GET: ``(bytes or None if missing, strong ETag of the version read or None)``.
+    def _fetch(self, key: str, byte_range: ByteRequest, if_match: str | None = None) -> _Got:
+        """One GET: the bytes (None if missing), the strong ETag of the version read (or
+        None), where the bytes start in the object and its size.
 
         With ``if_match`` the bytes must come from that version: a 412, a missing
         object, or a response whose own ETag differs (a server that ignores
@@ -358,7 +455,9 @@ class ObjectStore(Store):
                 empty = length == 0
                 options["range"] = {"offset": off} if length is None else (off, off + int(length))
         if empty:  # no bytes to transfer: the object's existence (and version) is the answer
-            return self._head_check(key, if_match, b"")
+            got = self._head_check(key, if_match, byte_range)
+            assert got is not None  # an empty range holds no bytes
+            return got
         try:
             result = self._ob.get(self._store, key, options=options or None)
             data = bytes(result.bytes())
@@ -369,67 +468,126 @@ class ObjectStore(Store):
             if self._is_missing(e):
                 if if_match is not None:
                     raise _Changed(key) from None
-                return None, None
-            if byte_range is not None:
+                self._sessions.note(key, CW.ABSENT)
+                return _Got(None, None, 0, None)
+            if byte_range is not None and not _timed_out(e):
                 # 416: the range starts at or past the end; clipped to empty (byte_range.resolve)
-                meta = self._head(key)
-                if meta is None:
-                    if if_match is not None:
-                        raise _Changed(key) from None
-                    return None, None
-                etag = _strong_etag(meta)
-                if if_match is not None and etag != if_match:
-                    raise _Changed(key) from None
-                start, stop = resolve_range(byte_range, int(meta["size"]))
-                if start >= stop:
-                    return b"", etag
+                got = self._head_check(key, if_match, byte_range)
+                if got is not None:
+                    return got
             raise self._error(key, e) from e
         meta = getattr(result, "meta", None) or {}
         etag = _strong_etag(meta)
+        self._sessions.note(key, etag or CW.UNVALIDATED)
         if if_match is not None and etag != if_match:
             raise _Changed(key)  # the server ignored If-Match and sent another version
+        size = meta.get("size")
+        size = size if type(size) is int else None
         if byte_range is None:
-            expected_size = meta.get("size")
-            if expected_size is not None and len(data) != expected_size:  # a body cut short
-                raise StoreError(f"{self._url}/{key}: truncated object: {len(data)} of {expected_size} bytes")
-        return data, etag
+            if size is not None and len(data) != size:  # a body cut short
+                raise StoreError(f"{self._url}/{key}: truncated object: {len(data)} of {size} bytes")
+            return _Got(data, etag, 0, len(data), meta.get("last_modified"))
+        rng = getattr(result, "range", None)
+        start = int(rng[0]) if rng is not None else (resolve_range(byte_range, size)[0] if size is not None else 0)
+        return _Got(data, etag, start, size, meta.get("last_modified"))
 
-    def _head_check(self, key: str, if_match: str | None, value: bytes) -> tuple[bytes | None, str | None]:
+    def _head_check(self, key: str, if_match: str | None, byte_range: ByteRequest) -> _Got | None:
+        """A HEAD standing in for a GET of no bytes (an empty range, or one past the end):
+        data ``b""`` when the range holds no bytes of the object as it is now, data None
+        if the object is missing; None when the range does hold bytes (so the GET
+        failed for another reason)."""
         meta = self._head(key)
         if meta is None:
             if if_match is not None:
                 raise _Changed(key)
-            return None, None
+            return _Got(None, None, 0, None)
         etag = _strong_etag(meta)
         if if_match is not None and etag != if_match:
             raise _Changed(key)
-        return value, etag
+        size = int(meta["size"])
+        start, stop = resolve_range(byte_range, size)
+        return _Got(b"", etag, start, size, meta.get("last_modified")) if start >= stop else None
 
     def get(self, key: str, byte_range: ByteRequest = None) -> bytes | None:
         check_key(key)
         check_byte_request(byte_range)
-        return self._fetch(key, byte_range)[0]
+        return self._fetch(key, byte_range).data
 
-    def get_versioned(self, key: str, byte_range: ByteRequest = None) -> tuple[bytes | None, str | None]:
-        """``(bytes, ETag)`` from one GET; the ETag is None when the server sent none or
-        only a weak one (``W/...``: If-Match never matches those, so they are useless)."""
+    def get_versioned(self, key: str, byte_range: ByteRequest = None) -> tuple[bytes | None, object | None]:
+        """``(bytes, version token)`` from one GET: the strong ETag, or, from a server
+        without one (none, or a weak ``W/...``: If-Match never matches those), a
+        :class:`ContentVersion` of the bytes returned.  ``(None, None)`` if missing."""
         check_key(key)
         check_byte_request(byte_range)
-        return self._fetch(key, byte_range)
+        got = self._fetch(key, byte_range)
+        if got.data is None or got.etag is not None:
+            return got.data, got.etag
+        if got.size is None:  # nothing to validate with (no object size either)
+            return got.data, None
+        return got.data, ContentVersion(got.start, got.start + len(got.data), got.size, _digest(got.data), got.modified)
 
     def get_ranges_if_version(
         self, key: str, byte_ranges: Sequence[ByteRequest], version: object
     ) -> list[bytes | None] | None:
-        """Ranges of ``key`` as of ETag ``version``: one ``If-Match`` GET per coalesced
-        range, run concurrently; ``None`` if any of them finds another version (412,
-        a different ETag in the response) or no object at all."""
+        """Ranges of ``key`` as of ``version`` (from ``get_versioned``); ``None`` if the
+        object is now another version or missing.  An ETag: one ``If-Match`` GET per
+        coalesced range, run concurrently, each refused (412, another ETag in the
+        response) when the object changed.  A :class:`ContentVersion`: ONE GET of the
+        span covering the ranges and the token's bytes, whose size and digest must match."""
         check_key(key)
+        if isinstance(version, ContentVersion):
+            return self._get_span_if_content(key, byte_ranges, version)
         if not isinstance(version, str) or not version:
-            raise StoreError(expected(f"{self._url}/{key}: version", "an ETag string", version))
+            raise StoreError(expected(f"{self._url}/{key}: version", "an ETag string or a ContentVersion", version))
         try:
             return self._get_many([(key, r) for r in byte_ranges], version)
         except _Changed:
             return None
+
+    def _get_span_if_content(
+        self, key: str, byte_ranges: Sequence[ByteRequest], version: ContentVersion
+    ) -> list[bytes | None] | None:
+        size = version.size
+        spans = [resolve_range(r, size) for r in byte_ranges]
+        lo, hi = (version.start, version.stop) if version.stop > version.start else (size, 0)
+        for a, b in spans:
+            if b > a:
+                lo, hi = min(lo, a), max(hi, b)
+        if hi - lo > SPAN_LIMIT:
+            return self._get_ranges_rechecked(key, spans, version)
+        if hi > lo:
+            got = self._fetch(key, RangeRequest(lo, hi - lo))
+            data = got.data
+            if data is None or got.size != size or got.start != lo or len(data) != hi - lo:
+                return None
+            if _digest(memoryview(data)[version.start - lo : version.stop - lo]) != version.digest:
+                return None
+        else:  # nothing to read and a token of no bytes: the size is the version
+            meta = self._head(key)
+            if meta is None or int(meta["size"]) != size:
+                return None
+            data = b""
+        return [data[a - lo : b - lo] if b > a else b"" for a, b in spans]
+
+    def _get_ranges_rechecked(
+        self, key: str, spans: list[tuple[int, int]], version: ContentVersion
+    ) -> list[bytes | None] | None:
+        """The ranges (coalesced, concurrent), every response from an object of the
+        token's size and Last-Modified, then the token's bytes read again and compared:
+        an index swapped between the index read and the data read is seen (its bytes, or
+        the size, or the time differ).  Not seen: a swap and a swap back within one read
+        that keep size, time and index bytes (see SPAN_LIMIT)."""
+        wanted = [(key, RangeRequest(a, b - a)) for a, b in spans if b > a]
+        try:
+            got = iter(self._get_many(wanted, None, (version.size, version.modified)))
+        except _Changed:
+            return None
+        out = [next(got) if b > a else b"" for a, b in spans]
+        again = self._fetch(key, RangeRequest(version.start, version.stop - version.start))
+        if (again.data is None or again.size != version.size or again.modified != version.modified
+                or _digest(again.data) != version.digest or any(v is None for v in out)):
+            return None
+        return out
 
     def get_partial_values(self, key_ranges: Sequence[tuple[str, ByteRequest]]) -> list[bytes | None]:
         """Bounded ranges of one key are sorted and merged when the gap between them is at
@@ -440,7 +598,9 @@ class ObjectStore(Store):
         (possible with a corrupt shard index) instead of clipping it."""
         return self._get_many(key_ranges, None)
 
-    def _get_many(self, key_ranges: Sequence[tuple[str, ByteRequest]], if_match: str | None) -> list[bytes | None]:
+    def _get_many(self, key_ranges: Sequence[tuple[str, ByteRequest]], if_match: str | None,
+                  expect: tuple[int, Any] | None = None) -> list[bytes | None]:
+        """``expect``: (size, Last-Modified) every response must report, else _Changed."""
         bounded: dict[str, list[tuple[int, int, int]]] = {}
         fetches: list[tuple[str, ByteRequest, list[tuple[int, int, int]]]] = []
         empty: list[tuple[str, int]] = []
@@ -471,7 +631,10 @@ class ObjectStore(Store):
 
         def one(fetch: tuple[str, ByteRequest, list[tuple[int, int, int]]]) -> None:
             key, req, parts = fetch
-            data = self._fetch(key, req, if_match)[0]
+            got = self._fetch(key, req, if_match)
+            if expect is not None and (got.data is None or (got.size, got.modified) != expect):
+                raise _Changed(key)
+            data = got.data
             if not isinstance(req, RangeRequest) or not req.length:
                 out[parts[0][2]] = data
                 return
@@ -505,15 +668,41 @@ class ObjectStore(Store):
         return self._size(check_key(key))
 
     # -- writes --------------------------------------------------------------------------
+    def write_lock(self, key: str) -> Any:
+        """``Store.write_lock``: a write session -- the object's writes in it are
+        conditional on the version its reads saw (module docstring of
+        ``zarrcy.storage._conditional``); nothing when ``zarrcy.config(write_locks=False)``."""
+        if not _config_get("write_locks"):
+            return contextlib.nullcontext()
+        return self._sessions.open(check_key(key))
+
+    def in_write_session(self, key: str) -> bool:
+        return self._sessions.active(key) is not None
+
     def set(self, key: str, value: Buffer) -> None:
         self._check_writable()
         check_key(key)
         data = bytes(as_bytes_view(value))
+        session = self._sessions.active(key)
+        mode: Any = None
+        if session is not None:
+            mode = CW.put_mode(session, self._url, "write")
         try:
-            self._ob.put(self._store, key, data)  # one PUT: readers see the old or the new object
+            # one PUT: readers see the old or the new object
+            result = self._ob.put(self._store, key, data, mode=mode) if mode else self._ob.put(self._store, key, data)
         except BaseException as e:  # pyo3's PanicException is a BaseException
             _reraise_control(e)
+            ex = self._ob.exceptions
+            if mode is not None and isinstance(e, (ex.PreconditionError, ex.AlreadyExistsError)):
+                raise WriteConflictError(f"{self._url}/{key}: another writer changed the object since it was read "
+                                         "(the conditional write was refused)") from None
+            if mode is not None and isinstance(e, ex.NotSupportedError):
+                raise StoreError(f"{self._url}/{key}: the service refuses conditional writes ({_first_line(e)}); "
+                                 "writers sharing chunks or shards need them -- zarrcy.config(write_locks=False) "
+                                 "writes unconditionally (one writer per chunk/shard)") from e
             raise self._error(key, e, " (write)") from e
+        if session is not None:
+            session.wrote(_strong_etag(result) or CW.UNVALIDATED)
 
     def set_partial_values(self, key_start_values: Sequence[tuple[str, int, Buffer]]) -> None:
         self._check_writable()
@@ -522,6 +711,21 @@ class ObjectStore(Store):
     def erase(self, key: str) -> None:
         self._check_writable()
         check_key(key)
+        session = self._sessions.active(key)
+        if session is not None and CW.put_mode(session, self._url, "delete") is not None:
+            # deletes cannot be conditional here: delete only if still the version read
+            # (a write between this HEAD and the DELETE is the documented residual)
+            seen = session.token
+            meta = self._head(key)
+            now = CW.ABSENT if meta is None else (_strong_etag(meta) or CW.UNVALIDATED)
+            if now != seen:
+                raise WriteConflictError(f"{self._url}/{key}: another writer changed the object since it was read "
+                                         "(not deleted)")
+            if meta is None:
+                return
+            self._delete([key])
+            session.wrote(CW.ABSENT)
+            return
         self._delete([key])
 
     def erase_values(self, keys: Iterable[str]) -> None:

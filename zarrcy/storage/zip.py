@@ -57,6 +57,7 @@ import zipfile
 import zlib
 from typing import Any, Callable, Iterable, Iterator, Literal, Sequence
 
+from zarrcy.byte_access import ValueSnapshot
 from zarrcy.byte_range import ByteRequest
 from zarrcy.config import at_fork_reset
 from zarrcy.errors import CorruptChunkError, ReadOnlyError, StoreError, expected
@@ -105,6 +106,15 @@ def _bad_name(name: str) -> bool:
 
 
 _lzma_error = lzma.LZMAError
+
+#: the most one compressed byte can inflate to, per method: deflate 1032 (a 258-byte
+#: match in 2 bits), LZMA ~7,100 (a 273-byte rep-match in ~0.3 bits once every
+#: probability saturates at 2017/2048; 16,384 leaves a margin), bzip2 ~45.9 million
+#: (runs through RLE1 + RLE2).  A member declaring more than ``ratio x compressed
+#: size`` (+ ``_RATIO_SLACK``) lies about its size: refused before any inflating,
+#: instead of inflating what the stream holds (50 s of CPU for an LZMA bomb, issue 23.11).
+_MAX_RATIO = {zipfile.ZIP_DEFLATED: 1032, zipfile.ZIP_LZMA: 16384, zipfile.ZIP_BZIP2: 45_899_236}
+_RATIO_SLACK = 1 << 16
 
 
 def _flush(zf: zipfile.ZipFile) -> None:
@@ -388,7 +398,14 @@ class ZipStore(Store):
         # compressed: inflate only what is asked for (a zip bomb never expands past
         # ``stop``); a whole read inflates at most one byte past the declared size to
         # catch a lie.  The compressed bytes are read in pieces, so a hostile (sparse,
-        # huge) compressed size costs no memory either.
+        # huge) compressed size costs no memory either.  A declared size no stream of
+        # the compressed size can reach is refused before any work.
+        ratio = _MAX_RATIO.get(info.compress_type)
+        if ratio is not None and info.file_size > ratio * max(info.compress_size, 0) + _RATIO_SLACK:
+            raise CorruptChunkError(
+                f"{st.path}: member {info.filename!r}: declares {info.file_size} bytes from {info.compress_size} "
+                f"compressed bytes, more than compression method {info.compress_type} can produce (at most "
+                f"{ratio}:1); refused without inflating (zip bomb or corrupt directory)", info.filename)
         want = info.file_size + 1 if whole else stop
         full, eof = self._inflate(info, want)
         if not whole:
@@ -475,24 +492,34 @@ class ZipStore(Store):
 
     def get_partial_values(self, key_ranges: Sequence[tuple[str, ByteRequest]]) -> list[bytes | None]:
         """Stored members: one pread per range.  Compressed members: decompressed once per key."""
-        out: list[bytes | None] = []
-        cache: dict[str, bytes] = {}
-        for key, rng in key_ranges:
+        by_key: dict[str, list[int]] = {}
+        for i, (key, _) in enumerate(key_ranges):
+            by_key.setdefault(key, []).append(i)
+        out: list[bytes | None] = [None] * len(key_ranges)
+        for key, idxs in by_key.items():
             info = self._info(key)
-            if info is None:
-                out.append(None)
-                continue
-            start, stop = resolve_range(rng, info.file_size)
-            if info.compress_type == zipfile.ZIP_STORED:
-                out.append(self._read_member(info, start, stop, rng is None))
-            else:
-                # decompressed once per key, and only as far as the furthest range needs
-                full = cache.get(key)
-                if full is None:
-                    need = max(resolve_range(r, info.file_size)[1] for k, r in key_ranges if k == key)
-                    full = cache[key] = self._read_member(info, 0, need, need == info.file_size)
-                out.append(full[start:stop])
+            if info is not None:
+                for i, v in zip(idxs, self._member_ranges(info, [key_ranges[i][1] for i in idxs])):
+                    out[i] = v
         return out
+
+    def _member_ranges(self, info: zipfile.ZipInfo, ranges: Sequence[ByteRequest]) -> list[bytes | None]:
+        """Ranges of one member: a pread each when stored; decompressed once, only as far
+        as the furthest range needs, when compressed."""
+        spans = [resolve_range(r, info.file_size) for r in ranges]
+        if not spans:
+            return []
+        if info.compress_type == zipfile.ZIP_STORED:
+            return [self._read_member(info, a, b, r is None) for (a, b), r in zip(spans, ranges)]
+        need = max(b for _, b in spans)
+        full = self._read_member(info, 0, need, need == info.file_size)
+        return [full[a:b] for a, b in spans]
+
+    def snapshot(self, key: str) -> ValueSnapshot:
+        """Reads of the member ``key`` names now (pinned): a new value is a new member
+        appended to the archive, never a rewrite of the old one's bytes, so the entry
+        taken here keeps naming this version while the store is open."""
+        return _MemberSnapshot(self, self._info(key))
 
     def exists(self, key: str) -> bool:
         return self._info(key) is not None
@@ -610,3 +637,24 @@ def _copy_fd(src: int, dst: int) -> None:
 def _reopen(path: str) -> ZipStore:
     live = find_open_zip(path)  # same process, archive still being written: a view of it
     return live.with_read_only(True) if live is not None else ZipStore(path, mode="r")
+
+
+class _MemberSnapshot(ValueSnapshot):
+    """``ZipStore.snapshot``: one member entry (None: the key did not exist)."""
+
+    pinned = True
+
+    def __init__(self, store: ZipStore, info: zipfile.ZipInfo | None) -> None:
+        self.store = store
+        self.info = info
+        self.exists = info is not None
+        self.size = None if info is None else info.file_size
+
+    def get(self, byte_range: ByteRequest = None) -> bytes | None:
+        return self.get_ranges([byte_range])[0]
+
+    def get_ranges(self, byte_ranges: Sequence[ByteRequest]) -> list[bytes | None]:
+        if self.info is None:
+            return [None] * len(byte_ranges)
+        self.store._check_open()
+        return self.store._member_ranges(self.info, byte_ranges)

@@ -225,6 +225,9 @@ class V2ChunkCodec(ArrayBytesCodec):
         for f in filters:
             x = f.encode(x)
         if comp is not None:
+            if isinstance(x, np.ndarray) and x.dtype.fields is not None:
+                # records as their bytes (memory order): numcodecs' buffers refuse M8/m8 fields
+                x = np.ascontiguousarray(x.reshape(-1, order="A")).view(np.uint8)
             x = comp.encode(x)
         if isinstance(x, np.ndarray):  # memory order, as zarr-python 2 stores it
             return memoryview(np.ascontiguousarray(x.reshape(-1, order="A")).view(np.uint8))

@@ -79,16 +79,24 @@ class V2DataType:
 
     @property
     def v3(self) -> Any:
-        """The v3 DataType with the same values, or None (structured, object).
+        """The v3 DataType with the same values, or None (object, subarray fields).
 
         ``U<n>`` -> ``fixed_length_utf32``, ``S<n>`` -> ``null_terminated_bytes``,
         ``V<n>`` -> ``r<8n>``, ``M8``/``m8`` -> ``numpy.datetime64``/``numpy.timedelta64``
-        (zarr-python 3.4's names for the same numpy types)."""
+        (zarr-python 3.4's names for the same numpy types); structured -> ``struct`` with
+        the same named fields, packed (padding dropped), native byte order."""
         dt = self.stored_dtype
         if self.vlen is not None:
             from zarrcy.metadata.data_type import VLEN_TYPES
 
             return VLEN_TYPES["string" if self.vlen == "vlen-utf8" else "bytes"]
+        if dt.fields is not None:
+            from zarrcy.metadata.data_type import struct_from_numpy
+
+            try:
+                return struct_from_numpy(dt, "dtype", repack=True)
+            except MetadataError:  # subarray fields, titles: no struct form
+                return None
         if dt.fields is None and dt.subdtype is None and dt.kind in "biufcUSVMm":
             from zarrcy.metadata.data_type import from_numpy
 
@@ -172,7 +180,9 @@ def parse_v2_dtype(value: Any, path: str = "dtype", filters: list[dict[str, Any]
                 raise MetadataError(expected(path, "a type string with its byte order ('<', '>' or '|')", value), path)
             dt = np.dtype(value)
         elif isinstance(value, list) and value:
-            dt = np.dtype(_descr_from_json(value, path))
+            # numpy's descr rules: a field named "" of type V<n> is padding (numpy's aligned
+            # layouts), not a field -- np.dtype() would name it "f1"
+            dt = np.lib.format.descr_to_dtype(_descr_from_json(value, path))
         else:
             raise MetadataError(expected(path, "a type string or a list of fields", value), path)
     except MetadataError:

@@ -35,6 +35,7 @@ from zarrcy.chunk_key_encoding import V2ChunkKeyEncoding
 from zarrcy.codecs._base import ArraySpec, Codec
 from zarrcy.errors import ContainsNodeError, MetadataError, ReadOnlyError, expected
 from zarrcy.document.array import ArrayShapeViews
+from zarrcy.metadata.names import check_new_name
 from zarrcy.metadata._parse import INT64_MAX, check_rank, expect_int_list, load_json_object, normalize_json_value
 from zarrcy.storage._common import get_metadata
 from zarrcy.v2.codecs import numcodecs_codec, v2_codecs
@@ -463,7 +464,7 @@ def write_consolidated(store: Any, path: str = "") -> None:
         if base in (ZARRAY, ZGROUP, ZATTRS):
             raw = get_metadata(store, key)
             if raw is not None:  # (erased since the listing)
-                meta[key[len(prefix):]] = json.loads(raw)
+                meta[key[len(prefix):]] = load_json_object(raw, key)
     store.set(prefix + ZMETADATA, _dumps({"metadata": meta, "zarr_consolidated_format": 1}))
 
 
@@ -509,10 +510,10 @@ def load_v2_metadata(store: Any, path: str) -> V2ArrayMetadata | V2GroupMetadata
     raw = get_metadata(store, prefix + "meta")
     if raw is not None:
         try:
-            doc = json.loads(raw)
-        except ValueError:
+            doc = load_json_object(raw, prefix + "meta")
+        except MetadataError:
             return None
-        if isinstance(doc, dict) and doc.get("zarr_format") == 1:
+        if doc.get("zarr_format") == 1:
             attrs_raw = get_metadata(store, prefix + "attrs")
             attrs = dict(load_json_object(attrs_raw, prefix + "attrs")) if attrs_raw is not None else {}
             return V1ArrayMetadata.from_v1_json(doc, prefix + "meta", attributes=attrs)
@@ -534,11 +535,14 @@ def ensure_parents_v2(store: Any, path: str) -> None:
         if get_metadata(store, prefix + ZARRAY) is not None:
             raise ContainsNodeError(f"{store.url}: cannot create a node below the array at '/{p}'")
         if get_metadata(store, prefix + ZGROUP) is None and get_metadata(store, prefix + "zarr.json") is None:
+            check_new_name(store, p)
             store.set(prefix + ZGROUP, V2GroupMetadata().to_bytes())
 
 
 def check_new_v2(store: Any, path: str, overwrite: bool) -> None:
-    if _has_node(store, path):
+    if not _has_node(store, path):
+        check_new_name(store, path)
+    else:
         if not overwrite:
             raise ContainsNodeError(f"{store.url}: a node already exists at '/{path}' (pass overwrite=True)")
         store.erase_prefix(path + "/" if path else "")

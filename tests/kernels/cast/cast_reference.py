@@ -60,13 +60,20 @@ def _round_int(f: Fraction, mode: str) -> int:
 def _round_float(f: Fraction, name: str, mode: str) -> Fraction:
     """Round to the target grid with an unbounded exponent (the neighbours of f)."""
     p, emin, _, _ = FLOAT_TYPES[name]
+    return round_on_grid(f, p, emin, mode)
+
+
+def round_on_grid(f: Fraction, p: int, emin: int | None, mode: str) -> Fraction:
+    """Round f (non-zero) to p significant bits, exponent unbounded above and, when
+    ``emin`` is given, a fixed quantum below 2^emin (subnormals); with ``p == 1`` a tie
+    goes to the larger magnitude (both neighbours have the odd significand 1)."""
     a = abs(f)
     e = a.numerator.bit_length() - a.denominator.bit_length()
     while Fraction(2) ** e > a:
         e -= 1
     while Fraction(2) ** (e + 1) <= a:
         e += 1
-    q = max(e, emin) - (p - 1)
+    q = (e if emin is None else max(e, emin)) - (p - 1)
     ulp = Fraction(2) ** q
     k = math.floor(f / ulp)
     lo, hi = k * ulp, (k + 1) * ulp
@@ -83,7 +90,7 @@ def _round_float(f: Fraction, name: str, mode: str) -> Fraction:
         return lo
     if dhi < dlo:
         return hi
-    if mode == "nearest-away":
+    if mode == "nearest-away" or p == 1:
         return hi if f > 0 else lo
     return lo if k % 2 == 0 else hi
 

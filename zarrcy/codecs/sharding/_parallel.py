@@ -19,7 +19,7 @@ _SCRATCH = threading.local()
 
 def scratch(spec: ArraySpec) -> np.ndarray:
     """A per-thread decode buffer for one inner chunk of ``spec``."""
-    k = (spec.shape, spec.dtype.str)
+    k = (spec.shape, spec.dtype)  # not .str: ml_dtypes types and records share "|V<n>"
     d: dict[Any, Any] = _SCRATCH.__dict__
     buf = d.get(k)
     if buf is None:

@@ -11,9 +11,8 @@ import numpy as np
 
 from zarrcy._kernels import _sharding as K
 from zarrcy.codecs._base import ArrayBytesCodec, ArraySpec, ByteGetter, ByteSetter, Codec, Selection, fill_key
-from zarrcy.codecs.sharding import reader, scatter, writer
+from zarrcy.codecs.sharding import cached, reader, scatter, writer
 from zarrcy.codecs._common import thread_bytes
-from zarrcy.codecs.sharding._parallel import scratch as _scratch_chunk
 from zarrcy.codecs.sharding.format import (
     SENTINEL,
     ShardLayout,
@@ -138,7 +137,7 @@ class ShardingCodec(ArrayBytesCodec):
         return lay
 
     def _layout_of(self, spec: ArraySpec, path: str) -> ShardLayout:
-        key = (tuple(spec.shape), spec.dtype.str, fill_key(spec))
+        key = (tuple(spec.shape), spec.dtype, fill_key(spec))  # not .str: "|V<n>" is shared
         lay = self._layouts.get(key)
         if lay is None:
             lay = ShardLayout(self, spec, path)
@@ -273,36 +272,13 @@ class ShardingCodec(ArrayBytesCodec):
     def _encode_kernel(self, layout: ShardLayout, arr: np.ndarray, ctx: ExecContext) -> bytearray | None:
         """Every inner chunk gathered, checked for emptiness and encoded through the
         native engine (transposed, swapped, compressed, checksummed as the layout's
-        kernel plan says) in one C loop per part (``_inner_encode.gather_encode``; as
-        many parts as the context has threads, run in the caller's slot and the slots
-        free now) into slots of one buffer, then packed behind (or after) the index."""
-        from zarrcy._kernels import _inner_chunks as KI
-
+        kernel plan says) in one C loop per part (``_inner_encode.gather_encode``; the
+        context decides the parts: :func:`.scatter.encode_chunks`) into slots of one
+        buffer, then packed behind (or after) the index."""
         n = layout.n
-        assert layout.kernel is not None  # scatter.usable(layout) said so
-        plan = layout.kernel.plan
-        codec = plan.chain
-        level = 0  # in the chain
-        chunk_bytes = layout.inner_spec.nbytes
-        slot = int(KI.slot_size(codec, level, chunk_bytes))
-        slots = thread_bytes("shard-encode", n * slot)  # this thread's, until the shard below is packed
-        slot_off = np.arange(n + 1, dtype=np.int64) * slot
-        nbytes = np.empty(n, np.int64)
-        empty = np.empty(n, np.uint8)
-        fill = np.asarray(layout.fill, dtype=layout.spec.dtype).tobytes()
-        cshape = np.asarray(layout.chunk_shape, np.int64)
-        keep = bool(_config_get("write_empty_chunks"))
-        parts = min(ctx.threads, n)
-        bounds = [n * k // parts for k in range(parts + 1)]
-
-        def one(k: int) -> None:
-            buf = _scratch_chunk(layout.inner_spec).reshape(-1).view(np.uint8)
-            bad, code = KI.gather_encode(arr, cshape, layout.itemsize, plan.swap, codec, level, fill, keep,
-                                         bounds[k], bounds[k + 1], slots, slot_off, nbytes, empty, buf, plan.order)
-            if bad != -1:  # pragma: no cover - slots are sized for the worst case
-                raise CorruptChunkError(f"{layout.chunk_name(bad)}: {KI.describe(code)}")
-
-        ctx.map_inner(parts, one, arr.nbytes)
+        # this thread's buffer, until the shard below is packed
+        slots, slot_off, nbytes = scatter.encode_chunks(ctx, layout, arr, n,
+                                                        lambda size: thread_bytes("shard-encode", size))
         stored = nbytes >= 0
         if not stored.any():
             return None
@@ -338,14 +314,14 @@ class ShardingCodec(ArrayBytesCodec):
         ``zarrcy.codecs._base.Selection``) of the shard behind ``getter``: the index
         (cached, checked against the shard version) and only the inner chunks the
         selection touches, in coalesced range reads.  None if the shard is missing."""
-        return reader.decode_partial(self.layout(spec), getter, tuple(selection), out, ctx or ExecContext.for_call())
+        return cached.decode_partial(self.layout(spec), getter, tuple(selection), out, ctx or ExecContext.for_call())
 
     def decode_points(self, getter: ByteGetter, coords: np.ndarray, spec: ArraySpec,
                       ctx: ExecContext | None = None) -> np.ndarray | None:
-        return reader.decode_points(self.layout(spec), getter, coords, ctx or ExecContext.for_call())
+        return cached.decode_points(self.layout(spec), getter, coords, ctx or ExecContext.for_call())
 
     def read_point(self, getter: ByteGetter, local: Sequence[int], spec: ArraySpec, ctx: ExecContext | None = None) -> Any:
-        return reader.read_point(self.layout(spec), getter, local, ctx or ExecContext.for_call())
+        return cached.read_point(self.layout(spec), getter, local, ctx or ExecContext.for_call())
 
     def encode_partial(
         self, setter: ByteSetter, selection: Selection, value: Any, spec: ArraySpec, ctx: ExecContext | None = None,

@@ -154,7 +154,7 @@ class ShardLayout:
     __slots__ = (
         "spec", "chunk_shape", "cps", "n", "inner", "inner_spec", "index_pipeline", "start",
         "index_size", "fill_row", "coords", "itemsize", "has_object", "fill", "fill_scalar", "fast_index",
-        "has_crc", "inner_limit", "kernel",
+        "has_crc", "inner_limit", "kernel", "cache_key",
     )
 
     def __init__(self, codec: Any, spec: ArraySpec, path: str) -> None:
@@ -234,6 +234,10 @@ class ShardLayout:
         plan = None if self.has_object else self.inner.kernel_plan
         self.kernel = None if plan is None else ShardKernel(
             plan, cs, np.asarray(spec.fill_value, dtype=spec.dtype).tobytes(), n)
+        # what decoded inner chunks of a shard version depend on besides its bytes (the
+        # decoded-chunk cache's key, zarrcy/chunk_cache.py); None: not cached
+        self.cache_key = None if self.kernel is None else (
+            "shard", cs, spec.dtype.str, n, self.start, self.index_size, repr(chain), plan, self.kernel.fill)
 
     def region(self, i: int) -> tuple[Any, ...]:
         """Slices of inner chunk ``i`` (C-order linear index) within the shard."""

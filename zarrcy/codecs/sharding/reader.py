@@ -6,28 +6,31 @@ inner chunks, coalesced range reads, point / partial reads.
 chunk through it.  LocalStore pins the file with one open descriptor (a concurrent
 temp + rename replace by any process cannot mix versions: the descriptor keeps the
 inode it opened), MemoryStore pins the immutable value object.  Object stores cannot
-pin: the index GET's ETag is sent as ``If-Match`` with the data request
-(``conditional_reads``); a failed match re-reads the index (at most ``STALE_RETRIES``
-times, then StoreError).
+pin (``conditional_reads``): the index GET returns a version token and every data read
+is conditional on it -- ``If-Match`` on the ETag, or, from a server without a strong
+ETag, one GET holding both the data and the index bytes, compared with those decoded
+(``zarrcy.storage.remote``); a failed match re-reads the index (at most
+``STALE_RETRIES`` times, then StoreError).  A store that returns no token at all gets
+the whole shard read in one request.
 
-**Index cache** (``zarrcy.config(shard_index_cache=bytes)``; the execution context's
-``index_cache`` handle, :class:`zarrcy.execution.IndexCache`): keyed by the shard's
+**Execution context.**  The reads here get the call's
+:class:`~zarrcy.execution.ExecContext`: coalescing options and the threads decoding
+inner chunks (the kernel's helpers join within its budget; Python-path chains use
+``ctx.map_inner``).  Decoding after a fetch runs inside ``ctx.cpu()`` (a budget slot
+for latency-bound calls, whose items wait for the network without one).
+
+**Index cache** (``zarrcy.config(shard_index_cache=bytes)``): keyed by the shard's
 ``cache_id``.  For pinned snapshots a cached index is used only when the index bytes
 just read through the snapshot are byte-for-byte the cached ones (and the shard size is
 the same): the cache saves the checksum, decode and validation, never the read, and a
 stat token that can repeat (inode reuse, same size, coarse mtime -- issue 12.1) is
-never trusted.  For object stores the cache is keyed by ETag (checked by the server).
+never trusted.  For object stores the cache is keyed by the version token, which the
+next data read checks (the server, for an ETag; the store, for index bytes).
 
 **Projection.**  A chunk selection arrives intact (ints, slices with steps, integer
 arrays: see ``zarrcy.codecs._base.Selection``) and is projected onto the inner-chunk
 grid per dimension by the same ``_grid`` kernels the array layer uses; only the inner
 chunks the selection touches are fetched and decoded (``decode_stats`` counts them).
-
-**Execution context.**  Every function here gets the call's
-:class:`~zarrcy.execution.ExecContext`: coalescing options, the index cache, and the
-threads decoding inner chunks (the kernel's helpers join within its budget; Python-path
-chains use ``ctx.map_inner``).  Decoding after a fetch runs inside ``ctx.cpu()`` (a
-budget slot for latency-bound calls, whose items wait for the network without one).
 """
 
 from __future__ import annotations
@@ -40,41 +43,69 @@ import numpy as np
 
 from zarrcy._kernels import _sharding as K
 from zarrcy.byte_range import RangeRequest
+from zarrcy.byte_access import BytesSnapshot
 from zarrcy.codecs._base import ByteGetter, Selection, ValueSnapshot, assign, select
 from zarrcy.codecs.sharding import scatter
 from zarrcy.codecs.sharding._parallel import decode_stats, scratch
 from zarrcy.codecs.sharding.projection import Projection, whole_projection
 from zarrcy.codecs.sharding.format import SENTINEL, ShardLayout, flat_bytes
+from zarrcy.config import get as _config_get
 from zarrcy.errors import CorruptChunkError, StoreError
-from zarrcy.execution import INDEX_CACHE, ExecContext
+from zarrcy.execution import ExecContext
 
-__all__ = ["Projection", "whole_projection", "decode_partial", "read_point", "fetch_ranges", "plan_and_fetch", "with_index", "clear_index_cache",
+__all__ = ["Projection", "whole_projection", "decode_partial", "read_point", "locate_point", "fetch_ranges", "plan_and_fetch", "with_index", "clear_index_cache",
            "decode_stats"]
 
 STALE_RETRIES = 3
 
 # ------------------------------------------------------------------------------------
-# index cache (the context's handle): cache_id + layout -> (raw index bytes, shard size,
-# validated index)
+# index cache: cache_id + layout -> (raw index bytes, shard size, validated index)
 # ------------------------------------------------------------------------------------
+
+_CACHE: dict[Any, tuple[Any, Any, np.ndarray]] = {}
+_CACHE_BYTES = [0]
+_CACHE_LOCK = threading.Lock()
 
 
 def _reset_after_fork() -> None:
-    """The child must not inherit a lock held by a parent thread at fork time (the index
-    cache resets itself: zarrcy.execution)."""
+    """The child must not inherit a lock held by a parent thread at fork time."""
+    global _CACHE_LOCK
+    _CACHE_LOCK = threading.Lock()
+    _CACHE.clear()
+    _CACHE_BYTES[0] = 0
     decode_stats.lock = threading.Lock()
 
 
 def clear_index_cache() -> None:
     """Forget every cached shard index (benchmarks measuring cold reads; tests)."""
-    INDEX_CACHE.clear()
+    with _CACHE_LOCK:
+        _CACHE.clear()
+        _CACHE_BYTES[0] = 0
 
 
-def drop_index(getter: ByteGetter, layout: ShardLayout, ctx: ExecContext) -> None:
-    cid = getter.cache_id
-    if cid is None or ctx.index_cache is None:
+def _cache_put(key: Any, token: Any, size: Any, flat: np.ndarray) -> None:
+    limit = int(_config_get("shard_index_cache"))
+    nbytes = flat.nbytes
+    if nbytes > limit:
         return
-    ctx.index_cache.drop(_cache_key(cid, layout))
+    with _CACHE_LOCK:
+        old = _CACHE.pop(key, None)
+        if old is not None:
+            _CACHE_BYTES[0] -= old[2].nbytes
+        while _CACHE and _CACHE_BYTES[0] + nbytes > limit:  # drop the oldest
+            _CACHE_BYTES[0] -= _CACHE.pop(next(iter(_CACHE)))[2].nbytes
+        _CACHE[key] = (token, size, flat)
+        _CACHE_BYTES[0] += nbytes
+
+
+def drop_index(getter: ByteGetter, layout: ShardLayout) -> None:
+    cid = getter.cache_id
+    if cid is None:
+        return
+    with _CACHE_LOCK:
+        old = _CACHE.pop(_cache_key(cid, layout), None)
+        if old is not None:
+            _CACHE_BYTES[0] -= old[2].nbytes
 
 
 def _cache_key(cid: Any, layout: ShardLayout) -> Any:
@@ -87,6 +118,25 @@ if hasattr(os, "register_at_fork"):
 
 class Stale(Exception):
     """Internal: the shard is no longer the version its index was read from."""
+
+
+class _CachedToken:
+    """A version token served by the index cache, with no request made.  A data read
+    conditional on it validates it (``used``); a read that makes no data request -- every
+    inner chunk it touches is empty in the cached index -- has validated nothing, and
+    :func:`with_index` runs it again on a freshly read index, so another process's write
+    into an empty inner chunk is never hidden behind a cached index."""
+
+    __slots__ = ("token", "used")
+
+    def __init__(self, token: Any) -> None:
+        self.token = token
+        self.used = False
+
+
+class _WholeValue(Exception):
+    """Internal: the store returned no version token with the index (nothing can check
+    that later reads see the same version): read the whole shard in one request."""
 
 
 # ------------------------------------------------------------------------------------
@@ -105,51 +155,52 @@ def _parse_index(raw: Any, layout: ShardLayout, size: int | None) -> np.ndarray:
 
 
 def load_index(
-    getter: ByteGetter, snap: ValueSnapshot, layout: ShardLayout, ctx: ExecContext, fresh: bool = False
+    getter: ByteGetter, snap: ValueSnapshot, layout: ShardLayout, fresh: bool = False, conditional: bool = True
 ) -> tuple[np.ndarray | None, Any]:
     """``(validated index or None if the shard does not exist, version)``.
 
-    ``version`` is None, or the ETag the index came from: then every data read must be
-    conditional on it (:func:`read_ranges`).  ``fresh``: skip the cache."""
+    ``version`` is None, or the version token the index came from (an ETag, or the
+    index bytes themselves: ``zarrcy.storage.remote``): then every data read must be
+    conditional on it (:func:`read_ranges`).  ``fresh``: skip the cache.
+    ``conditional=False``: read through ``snap`` even on a store with conditional reads."""
     cid = getter.cache_id
-    cache = ctx.index_cache if cid is not None else None
-    ck = _cache_key(cid, layout) if cache is not None else None
-    if getter.conditional_reads:
-        if cache is not None and not fresh:
-            hit = cache.get(ck)
+    use_cache = bool(_config_get("shard_index_cache")) and cid is not None
+    ck = _cache_key(cid, layout) if use_cache else None
+    if conditional and getter.conditional_reads:
+        if ck is not None and not fresh and not getter.in_write_session:
+            hit = _CACHE.get(ck)
             if hit is not None:
-                return hit[2], hit[0]
-        raw, etag = getter.get_versioned(layout.index_request())
+                return hit[2], _CachedToken(hit[0])
+        raw, token = getter.get_versioned(layout.index_request())
         if raw is None:
-            drop_index(getter, layout, ctx)
+            drop_index(getter, layout)
             return None, None
+        if token is None:  # nothing validates a later read: index and data from ONE read
+            drop_index(getter, layout)
+            raise _WholeValue
         flat = _parse_index(flat_bytes(raw), layout, None)
-        if etag is None:  # a server without (strong) ETags: unconditional data reads
-            if cache is not None:
-                cache.drop(ck)
-            return flat, None
-        if cache is not None:
-            cache.put(ck, etag, None, flat, ctx.index_cache_bytes)
-        return flat, etag
+        if ck is not None:
+            _cache_put(ck, token, None, flat)
+        return flat, token
     if snap.exists is False:
         return None, None
     raw = snap.get(layout.index_request())
     if raw is None:
         return None, None
-    if cache is None or not snap.pinned or len(raw) > ctx.index_cache_bytes:
+    if not snap.pinned or len(raw) > int(_config_get("shard_index_cache")):
         ck = None  # not cached: decode straight from what was read (a view, no copy)
     elif not isinstance(raw, bytes):
         raw = bytes(flat_bytes(raw))  # cached: its own copy, never a view into a whole shard
     size = snap.size
-    if cache is not None and ck is not None:
-        hit = cache.get(ck)
+    if ck is not None:
+        hit = _CACHE.get(ck)
         # the same index bytes in the same-size object: the validated index applies
         # (the data are read through the same snapshot, so they belong to this version)
         if hit is not None and hit[1] == size and hit[0] == raw:
             return hit[2], None
     flat = _parse_index(raw, layout, size)
-    if cache is not None and ck is not None:
-        cache.put(ck, raw, size, flat, ctx.index_cache_bytes)
+    if ck is not None:
+        _cache_put(ck, raw, size, flat)
     return flat, None
 
 
@@ -158,6 +209,9 @@ def read_ranges(snap: ValueSnapshot, getter: ByteGetter, ranges: list[RangeReque
     raises :class:`Stale` when the shard is no longer that version."""
     if version is None:
         return snap.get_ranges(ranges)
+    if isinstance(version, _CachedToken):
+        version.used = version.used or bool(ranges)
+        version = version.token
     got = getter.get_ranges_if_version(ranges, version)
     if got is None:
         raise Stale
@@ -165,19 +219,29 @@ def read_ranges(snap: ValueSnapshot, getter: ByteGetter, ranges: list[RangeReque
 
 
 def with_index(
-    getter: ByteGetter, layout: ShardLayout, body: Callable[[ValueSnapshot, Any, Any], Any], ctx: ExecContext
+    getter: ByteGetter, layout: ShardLayout, body: Callable[[ValueSnapshot, Any, Any], Any], fresh: bool = False,
 ) -> Any:
     """``body(snapshot, index, version)`` on one snapshot of the shard; when a
     conditional data read finds the shard changed (:class:`Stale`), drop the cached
-    index, re-read it and run ``body`` again -- at most ``STALE_RETRIES`` times."""
-    fresh = False
+    index, re-read it and run ``body`` again -- at most ``STALE_RETRIES`` times.  A
+    ``body`` that read no data behind a cached object-store index (:class:`_CachedToken`)
+    runs again on a fresh one (``body`` must be a read: writers pass ``fresh=True``)."""
     for _ in range(STALE_RETRIES + 1):
         with getter.snapshot() as snap:
-            flat, version = load_index(getter, snap, layout, ctx, fresh)
             try:
-                return body(snap, flat, version)
+                flat, version = load_index(getter, snap, layout, fresh)
+            except _WholeValue:
+                with BytesSnapshot(getter.get()) as whole:
+                    flat, _ = load_index(getter, whole, layout, True, conditional=False)
+                    return body(whole, flat, None)
+            try:
+                result = body(snap, flat, version)
+                if isinstance(version, _CachedToken) and not version.used:
+                    fresh = True  # nothing validated the cached index: read it again
+                    continue
+                return result
             except Stale:
-                drop_index(getter, layout, ctx)
+                drop_index(getter, layout)
                 fresh = True
     where = getter.cache_id
     where = f"{where[0]}/{where[1]}: " if isinstance(where, tuple) else ""
@@ -298,16 +362,23 @@ def decode_partial(
         # exactly one whole inner chunk (aligned reads): no projection, no tables
         dest = np.empty(layout.chunk_shape, dtype=layout.spec.dtype) if out is None else out
         return with_index(getter, layout, lambda snap, flat, version: _one(snap, getter, layout, lin, flat, version,
-                                                                           dest, ctx), ctx)
+                                                                           dest, ctx))
+    proj, out = projected(selection, layout, out)
+    if out.size == 0:
+        return out
+    return with_index(getter, layout,
+                      lambda snap, flat, version: _partial(snap, getter, layout, proj, flat, version, out, ctx))
+
+
+def projected(selection: Selection, layout: ShardLayout, out: np.ndarray | None) -> tuple[Projection, np.ndarray]:
+    """The selection's projection and the output it is decoded into (``out``, checked,
+    or a new array)."""
     proj = Projection(selection, layout)
     if out is None:
         out = np.empty(proj.out_shape, dtype=layout.spec.dtype)
     elif tuple(out.shape) != proj.out_shape:
         raise ValueError(f"decode_partial: expected out of shape {proj.out_shape}, received {tuple(out.shape)}")
-    if out.size == 0:
-        return out
-    return with_index(getter, layout,
-                      lambda snap, flat, version: _partial(snap, getter, layout, proj, flat, version, out, ctx), ctx)
+    return proj, out
 
 
 def _one_inner_chunk(selection: Selection, layout: ShardLayout) -> int | None:
@@ -418,30 +489,37 @@ def _partial(
 def read_point(layout: ShardLayout, getter: ByteGetter, local: Sequence[int], ctx: ExecContext) -> Any:
     """One element at in-shard coordinates ``local`` (in bounds): the index (cached),
     one range read of its inner chunk, a decode into a per-thread scratch chunk."""
-    return with_index(getter, layout, lambda snap, flat, version: _point(snap, getter, layout, local, flat, version,
-                                                                         ctx), ctx)
+    return with_index(getter, layout,
+                      lambda snap, flat, version: _point(snap, getter, layout, local, flat, version, ctx))
 
 
-def _point(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, local: Sequence[int], flat: Any,
-           version: Any, ctx: ExecContext) -> Any:
-    if flat is None:
-        return layout.fill_scalar
+def locate_point(layout: ShardLayout, local: Sequence[int]) -> tuple[int, list[int]]:
+    """``(linear index of the inner chunk holding the shard-local point, the point
+    within that inner chunk)``."""
     lin = 0
     rel = []
     for x, c, g in zip(local, layout.chunk_shape, layout.cps):
         q = x // c
         lin = lin * g + q
         rel.append(x - q * c)
+    return lin, rel
+
+
+def _point(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, local: Sequence[int], flat: Any,
+           version: Any, ctx: ExecContext) -> Any:
+    if flat is None:
+        return layout.fill_scalar
+    lin, rel = locate_point(layout, local)
     raw = _read_one(snap, getter, layout, lin, flat, version, ctx)
     if raw is None:
         return layout.fill_scalar
     buf = scratch(layout.inner_spec)
     try:
+        if scatter.usable(layout):  # decodes only what the element needs, where it can
+            value = scatter.decode_element(layout, raw, tuple(rel))
+            decode_stats.add(1)
+            return value
         with ctx.cpu():
-            if scatter.usable(layout):  # decodes only what the element needs, where it can
-                value = scatter.decode_element(layout, raw, tuple(rel))
-                decode_stats.add(1)
-                return value
             layout.inner.decode_into(raw, buf, ctx=ctx)
     except CorruptChunkError as e:
         raise CorruptChunkError(f"{layout.chunk_name(lin)}: {e}") from e
@@ -473,7 +551,7 @@ def decode_points(layout: ShardLayout, getter: ByteGetter, coords: np.ndarray, c
     groups = np.split(order, cuts)
     return with_index(
         getter, layout,
-        lambda snap, flat, version: _points(snap, getter, layout, flat, version, uniq, groups, local, out, ctx), ctx,
+        lambda snap, flat, version: _points(snap, getter, layout, flat, version, uniq, groups, local, out, ctx),
     )
 
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from zarrcy._kernels import _sharding as K
 from zarrcy.codecs._base import ByteSetter, Selection, ValueSnapshot, assign, select
+from zarrcy.codecs.sharding import scatter
 from zarrcy.codecs.sharding.format import SENTINEL, ShardLayout, contiguous, flat_bytes, lay_out, write_order
 from zarrcy.codecs.sharding.projection import Projection
 from zarrcy.codecs.sharding.reader import drop_index, fetch_ranges, with_index
@@ -100,6 +101,13 @@ class _PointsUpdate(_Update):
         layout = self.layout
         inner = layout.inner
         cs = layout.chunk_shape
+        if cs and scatter.usable(layout):  # decode, set, encode in two kernel calls
+
+            def put(k: int, chunk: np.ndarray) -> None:
+                idx = self.groups[k]
+                chunk[tuple(self.local[:, idx])] = self.values[idx]
+
+            return scatter.merge_chunks(self.ctx, layout, self.linear, self.full, old_bytes, put)
         new_bytes: list[memoryview | None] = [None] * self.linear.size
         keep_empty = bool(_config_get("write_empty_chunks"))
         lin_l = self.linear.tolist()
@@ -153,10 +161,11 @@ def _apply(layout: ShardLayout, setter: ByteSetter, upd: _Update, write_strategy
     try:
         with_index(
             setter, layout,
-            lambda snap, flat, version: _write(snap, setter, layout, upd, strategy, flat, version), upd.ctx,
+            lambda snap, flat, version: _write(snap, setter, layout, upd, strategy, flat, version),
+            fresh=True,  # a write starts from the current index, never a cached one
         )
     finally:
-        drop_index(setter, layout, upd.ctx)  # the shard was (or may have been) rewritten
+        drop_index(setter, layout)  # the shard was (or may have been) rewritten
 
 
 def _write(
@@ -177,6 +186,17 @@ def merge_touched(
     stored); it is only called for chunks the selection covers partially."""
     inner = layout.inner
     cs = layout.chunk_shape
+    if cs and scatter.usable(layout):  # decode, merge, encode in two kernel calls
+
+        def put(k: int, chunk: np.ndarray) -> None:
+            csel, osel, full = proj.task(k)
+            piece = select(value, osel)
+            if full:
+                chunk[...] = np.asarray(piece).reshape(cs)
+            else:
+                assign(chunk, csel, piece)
+
+        return scatter.merge_chunks(ctx, layout, proj.linear, proj.full_tasks(), old_bytes, put)
     lin_l = proj.linear.tolist()
     new_bytes: list[memoryview | None] = [None] * proj.m
     keep_empty = bool(_config_get("write_empty_chunks"))
@@ -480,6 +500,12 @@ def _append(
     old_nb = flat[1::2]
     stored = old_off != SENTINEL
     lin = upd.linear
+    kept = stored.copy()
+    kept[lin] = False
+    kept_ids = np.flatnonzero(kept)
+    if kept_ids.size:  # the entries carried into the new index get a read's checks (as the rewrite's)
+        _check_in_shard(layout, kept_ids, old_off[kept_ids], old_nb[kept_ids], size)
+    del kept, kept_ids
     partial = lin[~upd.full]
     need = np.unique(partial[stored[partial]])
     old_bytes = _StoredChunks(fetch_ranges, snap, setter, layout, need, old_off, old_nb, version, upd.ctx)

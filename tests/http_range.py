@@ -1,0 +1,44 @@
+"""Answering GET/HEAD with a value and single-range support, for the test HTTP servers
+(tests/remote/conftest.py, tests/reliability/test_http_versions.py): the stdlib handler
+ignores ``Range``."""
+
+from __future__ import annotations
+
+import http.server
+
+
+def send_empty(handler: http.server.BaseHTTPRequestHandler, code: int) -> None:
+    handler.send_response(code)
+    handler.send_header("Content-Length", "0")
+    handler.end_headers()
+
+
+def send_value(handler: http.server.BaseHTTPRequestHandler, data: bytes, body: bool, headers: dict[str, str]) -> None:
+    """``data`` (or its ``Range: bytes=a-b`` / ``a-`` / ``-n`` part: 206, or 416 past the
+    end) with ``headers``; the body only when ``body`` (GET, not HEAD)."""
+    size = len(data)
+    rng = handler.headers.get("Range")
+    status, start, stop = 200, 0, size
+    if rng and rng.startswith("bytes="):
+        a, _, b = rng[6:].partition("-")
+        if a == "":
+            start, stop = max(0, size - int(b)), size
+        else:
+            start = int(a)
+            stop = size if b == "" else min(size, int(b) + 1)
+        if start >= size:
+            handler.send_response(416)
+            handler.send_header("Content-Range", f"bytes */{size}")
+            handler.send_header("Content-Length", "0")
+            handler.end_headers()
+            return
+        status = 206
+    handler.send_response(status)
+    handler.send_header("Content-Length", str(stop - start))
+    for k, v in headers.items():
+        handler.send_header(k, v)
+    if status == 206:
+        handler.send_header("Content-Range", f"bytes {start}-{stop - 1}/{size}")
+    handler.end_headers()
+    if body:
+        handler.wfile.write(data[start:stop])
