@@ -2,12 +2,13 @@
 (CONVENTIONS.md 15; docs/ARCHITECTURE.md "Execution context").
 
 An API call -- ``a[sel]``, ``a[sel] = v``, every ``get_*`` / ``set_*`` selection method,
-``zarrcy.convert``, each call zarr-python makes into the codec-pipeline plugin --
-creates one :class:`ExecContext` (:meth:`ExecContext.for_call`, from ``zarrcy.config``
-and the store's I/O concurrency) and passes it down explicitly: nodes -> codec pipeline
--> codecs (the sharding reader and writer) -> kernels.  Nothing below the API reads a
-thread count, a coalescing option or the index cache from global configuration, nests
-a pool or overrides the budget: it asks its context.
+``zarrcy.convert`` (:meth:`ExecContext.for_regions`), each call zarr-python makes into
+the codec-pipeline plugin -- creates one :class:`ExecContext`
+(:meth:`ExecContext.for_call`, from ``zarrcy.config`` and the store's I/O
+concurrency) and passes it down explicitly: nodes -> codec pipeline -> codecs (the
+sharding reader and writer) -> kernels.  Nothing below the API reads a thread count or
+a coalescing option from global configuration, nests a pool or overrides the budget:
+it asks its context.
 
 What a context holds: the thread budget (``threads`` and a :class:`Budget` counting the
 threads working for the call, in C so the native helpers use it too), the pool its
@@ -170,34 +171,11 @@ class _Held(threading.local):
     depth = 0
 
 
-class _CpuSlot:
-    """``with ctx.cpu():`` -- see :meth:`ExecContext.cpu`."""
-
-    __slots__ = ("ctx",)
-
-    def __init__(self, ctx: "ExecContext") -> None:
-        self.ctx = ctx
-
-    def __enter__(self) -> None:
-        held = self.ctx._held
-        if held is not None:
-            if held.depth == 0:
-                self.ctx.budget.acquire()
-            held.depth += 1
-
-    def __exit__(self, *exc: Any) -> None:
-        held = self.ctx._held
-        if held is not None:
-            held.depth -= 1
-            if held.depth == 0:
-                self.ctx.budget.release()
-
-
 class ExecContext:
     """How one API call runs (see the module docstring).  Made by the API layer with
     :meth:`for_call`; everything below receives it as an argument."""
 
-    __slots__ = ("threads", "io_concurrency", "coalesce_gap", "coalesce_max", "budget", "_held", "_cpu")
+    __slots__ = ("threads", "io_concurrency", "coalesce_gap", "coalesce_max", "budget", "_held")
 
     def __init__(self, threads: int, *, io_concurrency: int = 0, coalesce_gap: int = 64 << 10,
                  coalesce_max: int = 64 << 20, budget: Budget | None = None) -> None:
@@ -212,7 +190,6 @@ class ExecContext:
         if self.io_bound:
             self._held = _Held()
             self._held.depth = 1  # (the creating thread's slot)
-        self._cpu = _CpuSlot(self)
         if _OBSERVED:
             for seen in _OBSERVED:
                 seen.append(self)
@@ -230,6 +207,13 @@ class ExecContext:
             coalesce_gap=int(_config_get("coalesce_gap")) if coalesce_gap is None else coalesce_gap,
             coalesce_max=int(_config_get("coalesce_max")) if coalesce_max is None else coalesce_max,
         )
+
+    @classmethod
+    def for_regions(cls, workers: int | None) -> "ExecContext":
+        """The context of one ``zarrcy.convert`` call: ``workers`` threads (default
+        ``config.threads``) converting regions (:meth:`map`), the regions' own array
+        reads and writes passed this context, so their kernels share the same budget."""
+        return cls.for_call(threads=None if workers is None else max(1, int(workers)))
 
     def with_coalescing(self, gap: int | None, most: int | None) -> "ExecContext":
         """This context with other coalescing options (zarr-python's per-array settings
@@ -259,11 +243,25 @@ class ExecContext:
         reset in a forked child)."""
         return named_pool("cpu", self.threads)
 
-    def cpu(self) -> _CpuSlot:
+    def cpu(self) -> "ExecContext":
         """``with ctx.cpu():`` around the CPU part of an item of a latency-bound call
         (decode after the fetch, encode before the store): takes a budget slot, waiting
         for one, unless this thread holds one already.  A no-op otherwise."""
-        return self._cpu
+        return self
+
+    def __enter__(self) -> None:  # ``with ctx.cpu():`` (no object made per call)
+        held = self._held
+        if held is not None:
+            if held.depth == 0:
+                self.budget.acquire()
+            held.depth += 1
+
+    def __exit__(self, *exc: Any) -> None:
+        held = self._held
+        if held is not None:
+            held.depth -= 1
+            if held.depth == 0:
+                self.budget.release()
 
     def kernel_threads(self, n_tasks: int, task_bytes: int) -> int:
         """Threads a native kernel call over ``n_tasks`` inner chunks of ``task_bytes``
@@ -334,13 +332,15 @@ class ExecContext:
         budget = self.budget
         held = self._held
         assert held is not None
-        budget.release()  # the caller becomes an I/O worker too
         depth, held.depth = held.depth, 0
+        if depth:  # the caller becomes an I/O worker too (a nested call's may hold none)
+            budget.release()
         try:
             self._run_workers(fn, it, self.io_concurrency - 1, named_pool("io-tasks", self.io_concurrency), None)
         finally:
             held.depth = depth
-            budget.acquire()
+            if depth:
+                budget.acquire()
 
     def _run_workers(self, fn: Callable[[Any], Any], it: Iterator[Any], helpers: int, pool: Executor,
                      budget: Budget | None) -> None:

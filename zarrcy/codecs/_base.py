@@ -274,8 +274,9 @@ class ArrayBytesCodec(Codec):
     supports_partial_decode: ClassVar[bool] = False
     supports_partial_encode: ClassVar[bool] = False
 
-    # The partial methods take the call's execution context last (``ctx``; the defaults
-    # below run in the calling thread and do not need it).
+    # The partial methods take the call's execution context last (``ctx``) when the codec
+    # declares ``uses_context`` (the pipeline passes it only then); the defaults below
+    # run in the calling thread and do not need it.
     def decode_partial(
         self, getter: ByteGetter, selection: Selection, spec: ArraySpec, out: np.ndarray | None = None,
         ctx: "ExecContext | None" = None,
@@ -345,7 +346,8 @@ class ArrayBytesCodec(Codec):
 
     def read_point(self, getter: ByteGetter, local: Sequence[int], spec: ArraySpec, ctx: "ExecContext | None" = None) -> Any:
         """One element at chunk coordinates ``local``; the fill value if the value is missing."""
-        piece = self.decode_partial(getter, tuple(int(i) for i in local), spec, None, ctx)
+        args = (ctx,) if self.uses_context else ()
+        piece = self.decode_partial(getter, tuple(int(i) for i in local), spec, None, *args)
         if piece is None:
             return np.asarray(spec.fill_value, dtype=spec.dtype)[()]
         return piece[()]

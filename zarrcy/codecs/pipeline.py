@@ -363,6 +363,11 @@ class CodecPipeline:
             return
         self._decode_ab_into(data, target, ctx)
 
+    def _cx(self, ctx: ExecContext | None) -> tuple[ExecContext | None, ...]:
+        """The context argument of the array->bytes codec's partial methods: passed only
+        to a codec that declares ``uses_context`` (others keep the plain signature)."""
+        return (ctx,) if self._ab_ctx else ()
+
     def _ab_decode(self, b: Any, ctx: ExecContext | None) -> np.ndarray:
         if self._ab_ctx:
             return self.array_bytes.decode(b, self._ab_spec, ctx or ExecContext.for_call())  # type: ignore[call-arg]  # uses_context
@@ -466,7 +471,7 @@ class CodecPipeline:
         if not self._partial_ok:
             raise NotImplementedError("this codec chain does not support partial decoding")
         if not self.array_array:
-            return self.array_bytes.decode_partial(getter, selection, self._ab_spec, out, ctx)
+            return self.array_bytes.decode_partial(getter, selection, self._ab_spec, out, *self._cx(ctx))
         sels = self._encoded_selections(selection)
         if sels is None:
             return self._decode_whole_select(getter, selection, out, ctx)
@@ -475,7 +480,7 @@ class CodecPipeline:
             out = np.empty(shape, dtype=self.spec.dtype)
         piece = self._encoded_piece(out, sels, True)
         if piece is not None:
-            got = self.array_bytes.decode_partial(getter, sels[-1], self._ab_spec, piece, ctx)
+            got = self.array_bytes.decode_partial(getter, sels[-1], self._ab_spec, piece, *self._cx(ctx))
             return None if got is None else out
         # `out` is strided so that a reshape has no view of it: decode into a fresh
         # C-ordered buffer, then copy
@@ -483,7 +488,7 @@ class CodecPipeline:
         piece = self._encoded_piece(tmp, sels, True)
         if piece is None:  # a transpose before a reshape: not a view even of `tmp`
             return self._decode_whole_select(getter, selection, out, ctx)
-        if self.array_bytes.decode_partial(getter, sels[-1], self._ab_spec, piece, ctx) is None:
+        if self.array_bytes.decode_partial(getter, sels[-1], self._ab_spec, piece, *self._cx(ctx)) is None:
             return None
         out[...] = tmp
         return out
@@ -520,7 +525,7 @@ class CodecPipeline:
             return
         piece = self._encoded_piece(value, sels, False)
         assert piece is not None
-        self.array_bytes.encode_partial(setter, sels[-1], piece, self._ab_spec, ctx)
+        self.array_bytes.encode_partial(setter, sels[-1], piece, self._ab_spec, *self._cx(ctx))
 
     def _encoded_coords(self, coords: np.ndarray) -> np.ndarray:
         for c, s in zip(self.array_array, self._aa_specs):
@@ -532,7 +537,7 @@ class CodecPipeline:
         inner chunks holding them are decoded.  None if the stored value is missing."""
         if not self._partial_ok:
             raise NotImplementedError("this codec chain does not support partial decoding")
-        return self.array_bytes.decode_points(getter, self._encoded_coords(coords), self._ab_spec, ctx)
+        return self.array_bytes.decode_points(getter, self._encoded_coords(coords), self._ab_spec, *self._cx(ctx))
 
     def encode_points(self, setter: ByteSetter, coords: np.ndarray, values: np.ndarray,
                       ctx: ExecContext | None = None) -> None:
@@ -542,8 +547,8 @@ class CodecPipeline:
         v = np.asarray(values, dtype=self.spec.dtype)
         for c, s in zip(self.array_array, self._aa_specs):
             v = c.encode_values(v, s)
-        self.array_bytes.encode_points(setter, self._encoded_coords(coords), v, self._ab_spec, ctx)
+        self.array_bytes.encode_points(setter, self._encoded_coords(coords), v, self._ab_spec, *self._cx(ctx))
 
     def read_point(self, getter: ByteGetter, local: Sequence[int], ctx: ExecContext | None = None) -> Any:
         """One element at chunk coordinates ``local`` (fill value if the value is missing)."""
-        return self.array_bytes.read_point(getter, self._encoded_selection(tuple(local)), self._ab_spec, ctx)
+        return self.array_bytes.read_point(getter, self._encoded_selection(tuple(local)), self._ab_spec, *self._cx(ctx))
