@@ -22,7 +22,6 @@ from zarrcy.ortho import select  # noqa: F401  (re-exported: the codecs apply se
 
 if TYPE_CHECKING:
     from zarrcy.codecs._native import Step
-    from zarrcy.execution import ExecContext
 
 __all__ = [
     "ArraySpec",
@@ -228,9 +227,10 @@ class ArrayArrayCodec(Codec):
 
 class ArrayBytesCodec(Codec):
     kind: ClassVar[CodecKind] = "array->bytes"
-    #: declared capability: ``encode`` / ``decode`` / ``decode_into`` take the call's
-    #: execution context as a last argument (``zarrcy.execution.ExecContext``: sharding
-    #: spreads inner chunks over its threads); the pipeline passes it only then
+    #: declared capability: ``encode`` / ``decode`` / ``decode_into`` and the partial
+    #: methods take the call's execution context as an extra last argument ``ctx``
+    #: (``zarrcy.execution.ExecContext``: sharding spreads inner chunks over its
+    #: threads); the pipeline passes it only then
     uses_context: ClassVar[bool] = False
 
     @abstractmethod
@@ -274,12 +274,8 @@ class ArrayBytesCodec(Codec):
     supports_partial_decode: ClassVar[bool] = False
     supports_partial_encode: ClassVar[bool] = False
 
-    # The partial methods take the call's execution context last (``ctx``) when the codec
-    # declares ``uses_context`` (the pipeline passes it only then); the defaults below
-    # run in the calling thread and do not need it.
     def decode_partial(
-        self, getter: ByteGetter, selection: Selection, spec: ArraySpec, out: np.ndarray | None = None,
-        ctx: "ExecContext | None" = None,
+        self, getter: ByteGetter, selection: Selection, spec: ArraySpec, out: np.ndarray | None = None
     ) -> np.ndarray | None:
         """Decode ``selection`` (see :data:`Selection`) of the value behind ``getter``.
         Writes into ``out`` when given (shape: the selection's, ints dropped) and returns
@@ -294,8 +290,7 @@ class ArrayBytesCodec(Codec):
         out[...] = piece
         return out
 
-    def encode_partial(self, setter: ByteSetter, selection: Selection, value: np.ndarray, spec: ArraySpec,
-                       ctx: "ExecContext | None" = None) -> None:
+    def encode_partial(self, setter: ByteSetter, selection: Selection, value: np.ndarray, spec: ArraySpec) -> None:
         """Write ``value`` into ``selection`` of the value behind ``setter``.
         Default: read, decode, merge, encode and store the whole value."""
         data = setter.get()
@@ -310,8 +305,7 @@ class ArrayBytesCodec(Codec):
         else:
             setter.set(enc)
 
-    def decode_points(self, getter: ByteGetter, coords: np.ndarray, spec: ArraySpec,
-                      ctx: "ExecContext | None" = None) -> np.ndarray | None:
+    def decode_points(self, getter: ByteGetter, coords: np.ndarray, spec: ArraySpec) -> np.ndarray | None:
         """Elements at chunk coordinates ``coords`` (int64, shape ``(ndim, k)``, in
         bounds): a 1-d array of ``k`` values; None when the value does not exist.
         Default: decode the whole value and gather."""
@@ -328,8 +322,7 @@ class ArrayBytesCodec(Codec):
             raise NotImplementedError(f"{self.name}: no stored form of an all-fill chunk")
         return enc
 
-    def encode_points(self, setter: ByteSetter, coords: np.ndarray, values: np.ndarray, spec: ArraySpec,
-                      ctx: "ExecContext | None" = None) -> None:
+    def encode_points(self, setter: ByteSetter, coords: np.ndarray, values: np.ndarray, spec: ArraySpec) -> None:
         """Write ``values[k]`` at chunk coordinates ``coords[:, k]`` ((ndim, k) int64;
         vindex).  Default: read, decode, set, encode and store the whole value."""
         data = setter.get()
@@ -344,10 +337,9 @@ class ArrayBytesCodec(Codec):
         else:
             setter.set(enc)
 
-    def read_point(self, getter: ByteGetter, local: Sequence[int], spec: ArraySpec, ctx: "ExecContext | None" = None) -> Any:
+    def read_point(self, getter: ByteGetter, local: Sequence[int], spec: ArraySpec) -> Any:
         """One element at chunk coordinates ``local``; the fill value if the value is missing."""
-        args = (ctx,) if self.uses_context else ()
-        piece = self.decode_partial(getter, tuple(int(i) for i in local), spec, None, *args)
+        piece = self.decode_partial(getter, tuple(int(i) for i in local), spec)
         if piece is None:
             return np.asarray(spec.fill_value, dtype=spec.dtype)[()]
         return piece[()]
