@@ -52,7 +52,7 @@ from concurrent.futures import Executor, Future, wait
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from zarrcy._kernels._workers import Budget
-from zarrcy.config import named_pool
+from zarrcy.config import at_fork_reset, named_pool
 from zarrcy.config import get as _config_get
 
 __all__ = ["ExecContext", "Budget", "PARALLEL_MIN_BYTES", "FEW_ITEMS", "observe"]
@@ -177,17 +177,18 @@ class ExecContext:
 
     __slots__ = ("threads", "io_concurrency", "coalesce_gap", "coalesce_max", "budget", "_held")
 
-    def __init__(self, threads: int, *, io_concurrency: int = 0, coalesce_gap: int = 64 << 10,
+    def __init__(self, threads: int, io_concurrency: int = 0, coalesce_gap: int = 64 << 10,
                  coalesce_max: int = 64 << 20, budget: Budget | None = None) -> None:
-        self.threads = max(1, int(threads))
-        self.io_concurrency = int(io_concurrency)
-        self.coalesce_gap = int(coalesce_gap)
-        self.coalesce_max = int(coalesce_max)
+        # (ints by contract: ``threads`` is validated by config, for_call converts the rest)
+        self.threads = threads if threads > 1 else 1
+        self.io_concurrency = io_concurrency
+        self.coalesce_gap = coalesce_gap
+        self.coalesce_max = coalesce_max
         #: the calling thread holds the first slot
         self.budget = Budget(self.threads) if budget is None else budget
         # latency-bound calls: items hold no slot; ``cpu()`` takes one per thread
         self._held: _Held | None = None
-        if self.io_bound:
+        if io_concurrency > self.threads:
             self._held = _Held()
             self._held.depth = 1  # (the creating thread's slot)
         if _OBSERVED:
@@ -202,11 +203,19 @@ class ExecContext:
         below gets it passed (tests/reliability/test_execution_context.py counts one
         per call)."""
         return cls(
-            int(_config_get("threads")) if threads is None else threads,
-            io_concurrency=io_concurrency,
-            coalesce_gap=int(_config_get("coalesce_gap")) if coalesce_gap is None else coalesce_gap,
-            coalesce_max=int(_config_get("coalesce_max")) if coalesce_max is None else coalesce_max,
+            _config_get("threads") if threads is None else threads,
+            io_concurrency,
+            int(_config_get("coalesce_gap")) if coalesce_gap is None else coalesce_gap,
+            int(_config_get("coalesce_max")) if coalesce_max is None else coalesce_max,
         )
+
+    @classmethod
+    def for_point(cls) -> "ExecContext":
+        """The context of a single-element read (``a[i, j, k]``): one thread, the
+        calling one (one inner chunk to decode: nothing to share), so no budget is ever
+        taken and one process-wide context serves every such call -- no per-call cost
+        on the latency path.  Coalescing does not apply (one range read)."""
+        return _POINT[0]
 
     @classmethod
     def for_regions(cls, workers: int | None) -> "ExecContext":
@@ -371,6 +380,11 @@ class ExecContext:
                         budget.acquire()
         if work.error is not None:
             raise work.error
+
+
+#: :meth:`ExecContext.for_point`'s context (remade in a forked child: a fresh budget)
+_POINT = [ExecContext(1)]
+at_fork_reset(lambda: _POINT.__setitem__(0, ExecContext(1)))
 
 
 def _chain(first: list[_T], rest: Iterator[_T]) -> Iterator[_T]:

@@ -77,8 +77,9 @@ def test_sharded_reads_stay_within_the_budget(restore_config, threads, name):
     with observe(rendezvous=True) as seen:
         got = sel(a)
     np.testing.assert_array_equal(got, want())
-    # a point read makes its context only when it needs one (the latency path)
-    _check(seen, threads, calls=len(seen) if name == "point" else 1, busy=busy)
+    # a point read runs in the calling thread alone: no context per call (the latency
+    # path; ExecContext.for_point)
+    _check(seen, threads, calls=0 if name == "point" else 1, busy=busy)
 
 
 @pytest.mark.parametrize("threads", THREADS)
@@ -104,7 +105,7 @@ def test_unsharded_reads_stay_within_the_budget(restore_config, threads):
     for sel, busy in (((Ellipsis,), True), ((slice(3, 200), slice(7, 9)), False), ((5, 7), False)):
         with observe(rendezvous=True) as seen:
             np.testing.assert_array_equal(a[sel], want[sel])
-        _check(seen, threads, calls=len(seen) if sel == (5, 7) else 1, busy=busy)
+        _check(seen, threads, calls=0 if sel == (5, 7) else 1, busy=busy)
 
 
 WRITES = {
@@ -236,3 +237,15 @@ def test_convert_regions_and_their_reads_share_one_budget(tmp_path, restore_conf
     assert ctx.threads == workers
     assert 2 <= ctx.budget.peak <= workers  # several regions at once, never more
     assert ctx.budget.busy == 1
+
+
+def test_point_reads_share_one_single_thread_context(restore_config):
+    """``a[i, j, k]`` decodes one inner chunk in the calling thread: the shared
+    ``for_point`` context (threads 1) takes no slot, whatever ``threads`` is."""
+    a = _sharded()
+    zarrcy.config(threads=3)
+    ctx = ExecContext.for_point()
+    assert ctx.threads == 1 and ExecContext.for_point() is ctx
+    for i in range(0, 64, 7):
+        assert a[i, 63 - i, i // 2] == REF[i, 63 - i, i // 2]
+    assert (ctx.budget.busy, ctx.budget.peak) == (1, 1)

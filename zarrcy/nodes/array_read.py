@@ -86,9 +86,11 @@ class ArrayReads(ArrayBase):
         key = self._prefix + self._encode_key(tuple(coords))
         cshape = self._chunk_shape if runs is None else tuple(edges)
         pipeline = self._pipeline if runs is None else self._pipeline_for(cshape)
+        if ctx is None:
+            ctx = ExecContext.for_point()
         with chunk_errors(key):
             if self._partial:
-                return pipeline.read_point(StorePath(self.store, key), local, ctx or self._context())
+                return pipeline.read_point(StorePath(self.store, key), local, ctx)
             chunk = self._cached_chunk(key, pipeline, ctx)
             if chunk is not _UNCACHED:
                 if chunk is None:
@@ -102,7 +104,7 @@ class ArrayReads(ArrayBase):
                 self._check_node_exists()
                 return self._fill[()]
             scratch = self._scratch(cshape)
-            pipeline.decode_into(data, scratch)
+            pipeline.decode_into(data, scratch, ctx)
             value = scratch[tuple(local)]
             return value.copy() if isinstance(value, np.generic) else value  # str/bytes: immutable
 
