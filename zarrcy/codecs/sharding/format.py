@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, cast
+from typing import Any, Sequence, cast
 
 import crc32c as _crc32c
 import numpy as np
@@ -314,8 +314,11 @@ class ShardLayout:
         self.encode_index_into(flat, memoryview(out))
         return out
 
-    def validate(self, flat: np.ndarray, shard_size: int | None) -> None:
+    def validate(self, flat: np.ndarray, shard_size: int | None, ids: Sequence[int] | None = None) -> None:
         """Raise CorruptChunkError naming the first bad index entry.
+
+        ``ids``: ``flat`` holds only the entries of these inner chunks (a ranged read of
+        the index, ``index_io``), in this order.
 
         ``shard_size`` None: the size is unknown (partial read of an end index on an
         object store); truncation is then detected when the chunk ranges are read.
@@ -330,7 +333,7 @@ class ShardLayout:
         bad, fault = K.validate_index(flat, lo, hi, size)
         if bad != -1:
             raise CorruptChunkError(
-                f"{self.chunk_name(bad)}: {FAULT_TEXT[fault]} "
+                f"{self.chunk_name(bad if ids is None else ids[bad])}: {FAULT_TEXT[fault]} "
                 f"(offset={int(flat[2 * bad])}, nbytes={int(flat[2 * bad + 1])}"
                 + (f", shard size {shard_size}, index {self.index_size} bytes at the {'start' if start else 'end'})"
                    if shard_size is not None else ")")
