@@ -76,8 +76,9 @@ def ranged(layout: ShardLayout, count: int = 1) -> bool:
 
 def usable(getter: ByteGetter, snap: ValueSnapshot) -> bool:
     """Whether ``snap`` can serve the ranged index reads: pinned (one version for every
-    read) with a known size; object stores (``conditional_reads``) keep their token path."""
-    return snap.pinned and snap.size is not None and not getter.conditional_reads
+    read) with a known size, or known to be missing; object stores (``conditional_reads``)
+    keep their token path."""
+    return snap.pinned and (snap.size is not None or snap.exists is False) and not getter.conditional_reads
 
 
 def _read(snap: ValueSnapshot, start: int, n: int) -> memoryview:
