@@ -351,6 +351,9 @@ def test_quantize_sentinel_collisions_refused_unless_allowed(tmp_path, capsys):
     rep = json.loads(capsys.readouterr().out)
     qr = rep["plans"][0]["quantize_report"]
     assert qr["sentinel_collisions"] == 1
+    # "read back as another kind" names the colliding data value alone, not the fill value
+    kind = qr["causes"]["kind_changed"]
+    assert (kind["count"], kind["min"], kind["max"], kind["first_index"]) == (1, 65.535, 65.535, [19, 9]), kind
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         got = xr.open_dataset(out, engine="zarr")["t2m"].values

@@ -62,3 +62,27 @@ def test_object_store_etag(sharded, s3_url, s3_server):
         assert len(raw) == len(dst.get(k))
         dst.set(k, raw)
     _reads(a, new)
+
+
+@pytest.mark.parametrize("how", ["point", "box", "vindex"])
+def test_cached_index_never_hides_a_write_into_an_empty_inner_chunk(how, s3_url, s3_server):
+    """The shard-index cache of an object store: a read whose inner chunks are all empty
+    in the cached index makes no data request, so nothing checks the cached ETag.  It must
+    not return the fill value after another client wrote into that inner chunk: such a
+    read runs again on a freshly read index."""
+    opts = s3_server[1]
+    url = f"{s3_url}/empty-inner-{how}"
+    kw = dict(shape=(16, 16), chunks=(4, 4), shards=(16, 16), dtype="<u2", compressors=None, fill_value=7)
+    a = zarrcy.create_array(ObjectStore(url, storage_options=opts), overwrite=True, **kw)
+    a[0:4, 0:4] = 1  # one stored inner chunk; (8, 8) lies in an empty one
+    read = {"point": lambda: a[9, 9], "box": lambda: a[8:12, 8:12][1, 1],
+            "vindex": lambda: a.vindex[[9, 10], [9, 10]][0]}[how]
+    with zarrcy.config.set(shard_index_cache=1 << 20):
+        assert read() == 7  # the index is cached now
+        other = zarrcy.create_array(ObjectStore(url + "-other", storage_options=opts), overwrite=True, **kw)
+        other[0:4, 0:4] = 1
+        other[8:12, 8:12] = 5
+        raw = ObjectStore(url + "-other", storage_options=dict(opts)).get("c/0/0")
+        ObjectStore(url, storage_options=dict(opts)).set("c/0/0", raw)  # another client, not through `a`
+        assert read() == 5
+        assert a[0, 0] == 1

@@ -427,9 +427,35 @@ def _region_cast_report(src_path: str, values: np.ndarray, sel: tuple[slice, ...
     collisions = max(0, rep.round_trip_mismatches - legit)
     rep.round_trip_mismatches = collisions  # (the fill values' own round trips are no mismatch)
     rep.causes["kind_changed"].count = max(0, rep.causes["kind_changed"].count - legit)
+    if legit and rep.causes["kind_changed"].count:  # allowed collisions beside fill values
+        rep.causes["kind_changed"] = _kind_changed_without_fills(values, q, sel)
     if collisions and not q.allow_collisions:
         raise _collision(src_path, values, sel, q, rep, collisions, before_start=before_start)
     return RegionCast(rep, collisions if q.sentinels else 0, counts or None)
+
+
+def _kind_changed_without_fills(values: np.ndarray, q: QuantizeCheck, sel: tuple[slice, ...]) -> Any:
+    """The "read back as another kind" cause of a region whose numeric fill values (which
+    read back as NaN by design) are left out: count, min/max and first index of the data
+    values alone (a second pass with per-element codes; only when collisions are allowed
+    and fill values are present)."""
+    from zarrcy.casting import check_cast
+    from zarrcy.casting.report import Cause
+
+    full = check_cast(values, q.check_chain or q.chain, masks=True, max_indices=0)
+    kind = full.mask("kind_changed")
+    for s in q.sentinels:
+        if s.get("what") != "NaN":
+            kind &= values != np.asarray(float(s["value"]), dtype=values.dtype)
+    cause = Cause(count=int(np.count_nonzero(kind)))
+    if cause.count:
+        picked = values[kind]
+        finite = picked[~np.isnan(picked)] if picked.dtype.kind == "f" else picked
+        if finite.size:
+            cause.min, cause.max = finite.min().item(), finite.max().item()
+        first = np.unravel_index(int(np.argmax(kind.reshape(-1))), values.shape)
+        cause.first_index = tuple(int(i) + s.start for i, s in zip(first, sel))
+    return cause
 
 
 def _check_quantize(plans: list[ArrayPlan], sources: dict[str, Array],

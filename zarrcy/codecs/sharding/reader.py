@@ -113,6 +113,20 @@ class Stale(Exception):
     """Internal: the shard is no longer the version its index was read from."""
 
 
+class _CachedToken:
+    """A version token served by the index cache, with no request made.  A data read
+    conditional on it validates it (``used``); a read that makes no data request -- every
+    inner chunk it touches is empty in the cached index -- has validated nothing, and
+    :func:`with_index` runs it again on a freshly read index, so another process's write
+    into an empty inner chunk is never hidden behind a cached index."""
+
+    __slots__ = ("token", "used")
+
+    def __init__(self, token: Any) -> None:
+        self.token = token
+        self.used = False
+
+
 class _WholeValue(Exception):
     """Internal: the store returned no version token with the index (nothing can check
     that later reads see the same version): read the whole shard in one request."""
@@ -149,7 +163,7 @@ def load_index(
         if ck is not None and not fresh and not getter.in_write_session:
             hit = _CACHE.get(ck)
             if hit is not None:
-                return hit[2], hit[0]
+                return hit[2], _CachedToken(hit[0])
         raw, token = getter.get_versioned(layout.index_request())
         if raw is None:
             drop_index(getter, layout)
@@ -188,6 +202,9 @@ def read_ranges(snap: ValueSnapshot, getter: ByteGetter, ranges: list[RangeReque
     raises :class:`Stale` when the shard is no longer that version."""
     if version is None:
         return snap.get_ranges(ranges)
+    if isinstance(version, _CachedToken):
+        version.used = version.used or bool(ranges)
+        version = version.token
     got = getter.get_ranges_if_version(ranges, version)
     if got is None:
         raise Stale
@@ -195,12 +212,13 @@ def read_ranges(snap: ValueSnapshot, getter: ByteGetter, ranges: list[RangeReque
 
 
 def with_index(
-    getter: ByteGetter, layout: ShardLayout, body: Callable[[ValueSnapshot, Any, Any], Any]
+    getter: ByteGetter, layout: ShardLayout, body: Callable[[ValueSnapshot, Any, Any], Any], fresh: bool = False,
 ) -> Any:
     """``body(snapshot, index, version)`` on one snapshot of the shard; when a
     conditional data read finds the shard changed (:class:`Stale`), drop the cached
-    index, re-read it and run ``body`` again -- at most ``STALE_RETRIES`` times."""
-    fresh = False
+    index, re-read it and run ``body`` again -- at most ``STALE_RETRIES`` times.  A
+    ``body`` that read no data behind a cached object-store index (:class:`_CachedToken`)
+    runs again on a fresh one (``body`` must be a read: writers pass ``fresh=True``)."""
     for _ in range(STALE_RETRIES + 1):
         with getter.snapshot() as snap:
             try:
@@ -210,7 +228,11 @@ def with_index(
                     flat, _ = load_index(getter, whole, layout, True, conditional=False)
                     return body(whole, flat, None)
             try:
-                return body(snap, flat, version)
+                result = body(snap, flat, version)
+                if isinstance(version, _CachedToken) and not version.used:
+                    fresh = True  # nothing validated the cached index: read it again
+                    continue
+                return result
             except Stale:
                 drop_index(getter, layout)
                 fresh = True

@@ -160,6 +160,7 @@ def _apply(layout: ShardLayout, setter: ByteSetter, upd: _Update, write_strategy
         with_index(
             setter, layout,
             lambda snap, flat, version: _write(snap, setter, layout, upd, strategy, flat, version),
+            fresh=True,  # a write starts from the current index, never a cached one
         )
     finally:
         drop_index(setter, layout)  # the shard was (or may have been) rewritten
