@@ -30,14 +30,17 @@ MIB = 1 << 20
 SENT = (1 << 64) - 1
 
 
-def _meta(root: str, n: int, crc: bool, location: str = "end") -> None:
+def _meta(root: str, n: int, crc: bool, location: str = "end", shard: int | None = None, inner: int = 1,
+          dtype: str = "uint8", fill: int = 7, codecs: list | None = None) -> None:
+    """A 1-d sharded array of ``n`` elements: shards of ``shard`` (default: one shard),
+    inner chunks of ``inner`` elements encoded by ``codecs`` (default: ``bytes``)."""
     index_codecs = [{"name": "bytes", "configuration": {"endian": "little"}}] + ([{"name": "crc32c"}] if crc else [])
     meta = {
-        "zarr_format": 3, "node_type": "array", "shape": [n], "data_type": "uint8",
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [n]}},
-        "chunk_key_encoding": {"name": "default"}, "fill_value": 7,
+        "zarr_format": 3, "node_type": "array", "shape": [n], "data_type": dtype,
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [shard or n]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": fill,
         "codecs": [{"name": "sharding_indexed", "configuration": {
-            "chunk_shape": [1], "codecs": [{"name": "bytes"}], "index_codecs": index_codecs,
+            "chunk_shape": [inner], "codecs": codecs or [{"name": "bytes"}], "index_codecs": index_codecs,
             "index_location": location}}],
     }
     os.makedirs(root, exist_ok=True)
@@ -124,39 +127,31 @@ def test_entries_used_are_validated_naming_them(tmp_path, bad, text):
     assert "c/0" in str(e.value)
 
 
-def test_entry_into_the_index_is_refused(tmp_path):
+def _damage(path: str, how: str, n: int) -> None:
+    if how == "into-index":  # entry 9 of a start index pointed at offset 16: inside the index
+        with open(path, "r+b") as f:
+            f.seek(16 * 9)
+            f.write((16).to_bytes(8, "little"))
+    elif how == "crc":  # an index byte far from the entry read
+        with open(path, "r+b") as f:
+            f.seek(1 + 16 * (n - 1))
+            f.write(b"\x01")
+    else:
+        os.truncate(path, 16 * n - 100)
+
+
+@pytest.mark.parametrize("how, crc, location, text", [
+    ("into-index", False, "start", r"entry 9 .*overlaps the shard index"),
+    ("crc", True, "end", "crc32c checksum mismatch"),
+    ("truncated", True, "end", "shorter than its index"),
+])
+def test_damaged_shard_is_refused(tmp_path, how, crc, location, text):
     root = str(tmp_path / "a")
     n = 1 << 19
-    _sparse_shard(root, n, False, {9: (0, 1)}, b"\x05", location="start")
-    # offsets are written relative to the data: -16 * n lands in the index
-    path = os.path.join(root, "c", "0")
-    with open(path, "r+b") as f:
-        f.seek(16 * 9)
-        f.write((16).to_bytes(8, "little"))
-    with pytest.raises(CorruptChunkError, match=r"entry 9 .*overlaps the shard index"):
+    _sparse_shard(root, n, crc, {9: (0, 1)}, b"\x05", location=location)
+    _damage(os.path.join(root, "c", "0"), how, n)
+    with pytest.raises(CorruptChunkError, match=text):
         zarrcy.open_array(root, mode="r")[9]
-
-
-def test_streamed_checksum_mismatch_is_refused(tmp_path):
-    root = str(tmp_path / "a")
-    n = 1 << 19
-    _sparse_shard(root, n, True, {3: (0, 1)}, b"\x05")
-    path = os.path.join(root, "c", "0")
-    with open(path, "r+b") as f:  # an index byte far from the entry read
-        f.seek(1 + 16 * (n - 1))
-        f.write(b"\x01")
-    with pytest.raises(CorruptChunkError, match="crc32c checksum mismatch"):
-        zarrcy.open_array(root, mode="r")[3]
-
-
-def test_truncated_shard_is_refused(tmp_path):
-    root = str(tmp_path / "a")
-    n = 1 << 19
-    _sparse_shard(root, n, True, {3: (0, 1)}, b"\x05")
-    path = os.path.join(root, "c", "0")
-    os.truncate(path, 16 * n - 100)
-    with pytest.raises(CorruptChunkError, match="shorter than its index"):
-        zarrcy.open_array(root, mode="r")[3]
 
 
 # -- the ranged path reads what numpy wrote, what zarr-python reads, what the whole
@@ -180,19 +175,9 @@ def test_ranged_point_reads_match_numpy_zarr_and_the_whole_index(tmp_path_factor
     ref = rng.integers(0, 1 << 16, n, dtype=np.uint16)
     drop = rng.random(n // inner) < empty  # whole inner chunks left unwritten: fill
     ref.reshape(-1, inner)[drop] = 3
-    index_codecs = [{"name": "bytes", "configuration": {"endian": "little"}}] + ([{"name": "crc32c"}] if crc else [])
-    meta = {
-        "zarr_format": 3, "node_type": "array", "shape": [n], "data_type": "uint16",
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [shard]}},
-        "chunk_key_encoding": {"name": "default"}, "fill_value": 3,
-        "codecs": [{"name": "sharding_indexed", "configuration": {
-            "chunk_shape": [inner], "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
-                                               {"name": "zstd", "configuration": {"level": 1, "checksum": False}}],
-            "index_codecs": index_codecs, "index_location": "start" if start else "end"}}],
-    }
-    os.makedirs(root)
-    with open(os.path.join(root, "zarr.json"), "w") as f:
-        json.dump(meta, f)
+    _meta(root, n, crc, "start" if start else "end", shard, inner, "uint16", 3,
+          [{"name": "bytes", "configuration": {"endian": "little"}},
+           {"name": "zstd", "configuration": {"level": 1, "checksum": False}}])
     w = zarrcy.open_array(root, mode="a")
     for k in np.flatnonzero(~drop):
         w[k * inner:(k + 1) * inner] = ref[k * inner:(k + 1) * inner]
