@@ -135,7 +135,8 @@ def load_entries(snap: ValueSnapshot, layout: ShardLayout, linear: Sequence[int]
     return SparseIndex(ids, flat)
 
 
-def with_entries(getter: ByteGetter, layout: ShardLayout, linear: Sequence[int], body: Any, whole: Any) -> Any:
+def with_entries(getter: ByteGetter, layout: ShardLayout, linear: Sequence[int] | np.ndarray, body: Any,
+                 whole: Any) -> Any:
     """``body(snapshot, index, version)`` as ``whole(getter, layout, body)`` (the reader's
     ``with_index``) runs it, but with only the entries of ``linear`` loaded when the
     index is large and the store can serve them (:func:`ranged`, :func:`usable`)."""
