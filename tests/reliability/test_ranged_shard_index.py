@@ -208,3 +208,29 @@ def test_ranged_point_reads_match_numpy_zarr_and_the_whole_index(tmp_path_factor
     assert whole_chunks == [ref[(i // inner) * inner:(i // inner + 1) * inner].tolist() for i in points]
     assert box == ref[lo:hi].tolist() == peer[lo:hi].tolist() == a[lo:hi].tolist()
     assert vpoints == [int(ref[i]) for i in points] == a.vindex[np.array(points)].tolist()
+
+
+@pytest.mark.parametrize("method", ["stored", "deflated"])
+def test_zip_members_range_the_index_only_when_stored(tmp_path, monkeypatch, method):
+    """A deflated zip member inflates from its start for every range read
+    (``random_access`` False): its index is read whole, once; a stored member's is ranged."""
+    import zipfile
+
+    root = str(tmp_path / "a")
+    n = 1 << 19  # an 8 MiB index
+    _sparse_shard(root, n, True, {n - 2: (0, 1), 3: (SENT, SENT)}, b"\x05")
+    zpath = str(tmp_path / "a.zip")
+    comp = zipfile.ZIP_STORED if method == "stored" else zipfile.ZIP_DEFLATED
+    with zipfile.ZipFile(zpath, "w", compression=comp) as z:
+        z.write(os.path.join(root, "zarr.json"), "zarr.json")
+        z.write(os.path.join(root, "c", "0"), "c/0")
+    calls = []
+    real = index_io.load_entries
+    monkeypatch.setattr(index_io, "load_entries", lambda *a: calls.append(1) or real(*a))
+    store = zarrcy.ZipStore(zpath, mode="r")
+    try:
+        a = zarrcy.open_array(store, mode="r")
+        assert int(a[n - 2]) == 5 and int(a[3]) == 7
+    finally:
+        store.close()
+    assert len(calls) == (2 if method == "stored" else 0)

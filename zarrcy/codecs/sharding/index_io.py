@@ -5,8 +5,9 @@ A point read (one element) or a whole-inner-chunk read needs one index entry: 16
 per inner chunk -- 256 MiB for 2^24 inner chunks, and a sparse 2 GiB index raised
 MemoryError.  Here, for an index of more than ``RANGED_INDEX_MIN`` bytes in the
 recommended chain (``bytes`` little-endian, optionally ``crc32c``), read through a
-*pinned* snapshot of known size (LocalStore, MemoryStore, ZipStore: every read sees one
-version of the shard, ``zarrcy.byte_access``):
+*pinned*, ``random_access`` snapshot of known size (LocalStore, MemoryStore, stored --
+not compressed -- ZipStore members: every read sees one version of the shard and a range
+read costs what it returns, ``zarrcy.byte_access``):
 
 * without ``crc32c``: each wanted entry is one 16-byte range read;
 * with ``crc32c`` (the checksum covers the whole index): the index is streamed in
@@ -76,9 +77,11 @@ def ranged(layout: ShardLayout, count: int = 1) -> bool:
 
 def usable(getter: ByteGetter, snap: ValueSnapshot) -> bool:
     """Whether ``snap`` can serve the ranged index reads: pinned (one version for every
-    read) with a known size, or known to be missing; object stores (``conditional_reads``)
-    keep their token path."""
-    return snap.pinned and (snap.size is not None or snap.exists is False) and not getter.conditional_reads
+    read), ``random_access`` (not a compressed zip member, which inflates from its start
+    for every range) with a known size, or known to be missing; object stores
+    (``conditional_reads``) keep their token path."""
+    return (snap.pinned and snap.random_access and (snap.size is not None or snap.exists is False)
+            and not getter.conditional_reads)
 
 
 def _read(snap: ValueSnapshot, start: int, n: int) -> memoryview:
