@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 import zarrcy
+from zarrcy.codecs import _limits
 from zarrcy.codecs._limits import VLEN_MIN_BUDGET, decode_cap
 from zarrcy.codecs._base import ArraySpec
 from zarrcy.errors import CorruptChunkError
@@ -106,15 +107,16 @@ def test_v2_object_bomb_stops_at_the_vlen_cap(tmp_path):
     assert peak < 40 * MIB, f"peak {peak >> 20} MiB"
 
 
-def test_long_values_read_after_raising_the_option(tmp_path):
+def test_long_values_read_after_raising_the_option(tmp_path, monkeypatch):
+    monkeypatch.setattr(_limits, "VLEN_MIN_BUDGET", MIB)  # a 1 MiB floor: small values here
     root = str(tmp_path / "a")
     _v3_string(root, zarrcy.codecs.ZstdCodec(level=1))
     a = zarrcy.open_array(root, mode="a")
-    big = "x" * (VLEN_MIN_BUDGET + MIB)  # one value above the default cap of a 4-element chunk
+    big = "x" * (MIB + 100)  # one value above the cap of a 4-element chunk (floor 1 MiB)
     a[0] = big
     with pytest.raises(CorruptChunkError, match="max_vlen_element_bytes"):
         a[...]
-    with zarrcy.config.set(max_vlen_element_bytes=8 * MIB):
+    with zarrcy.config.set(max_vlen_element_bytes=MIB):
         assert a[0] == big and a[1] == ""
 
 
