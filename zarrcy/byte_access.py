@@ -59,6 +59,10 @@ class ValueSnapshot:
     size: int | None = None
     exists: bool | None = None
     in_place_ok: bool = False
+    #: a range read costs what it returns (a file, bytes in memory, a stored zip member),
+    #: not a decode from the start (a compressed zip member): many small range reads are
+    #: cheap (the shard index read in pieces, ``codecs/sharding/index_io.py``)
+    random_access: bool = False
     #: what the store knows the pinned object by (LocalStore: (st_dev, st_ino)), or None
     identity: object | None = None
     #: a hashable token of the version this snapshot reads that no other content of the
@@ -101,6 +105,7 @@ class BytesSnapshot(ValueSnapshot):
     """A pinned snapshot of an immutable value (``bytes``; None: missing)."""
 
     pinned = True
+    random_access = True
     in_place_ok = True
 
     def __init__(self, value: bytes | None) -> None:

@@ -65,6 +65,9 @@ _values: dict[str, Any] = {
     "write_empty_chunks": False,
     # largest decoded chunk we agree to allocate (hostile-store guard), bytes
     "max_chunk_bytes": int(os.environ.get("ZARRCY_MAX_CHUNK_BYTES", str(8 << 30))),
+    # variable-length (string/bytes) chunks: mean decoded bytes per element we agree to
+    # inflate to, checked while decoding (zarrcy/codecs/_limits.py)
+    "max_vlen_element_bytes": int(os.environ.get("ZARRCY_MAX_VLEN_ELEMENT_BYTES", str(64 << 10))),
     # largest metadata document (zarr.json, .zarray, .zmetadata, ...) we agree to read, bytes
     "max_metadata_bytes": int(os.environ.get("ZARRCY_MAX_METADATA_BYTES", str(64 << 20))),
     # sharding: merge byte ranges whose gap is below this; cap merged ranges at this size
@@ -105,9 +108,9 @@ def _set(kwargs: dict[str, Any]) -> dict[str, Any]:
                 v = int(v)
                 if v < 1:
                     raise ValueError(f"config.threads: expected >= 1, received {v}")
-            elif k == "cache_bytes":
+            elif k in ("cache_bytes", "max_vlen_element_bytes"):
                 if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                    raise ValueError(f"config.cache_bytes: expected an integer >= 0 (bytes), received {v!r}")
+                    raise ValueError(f"config.{k}: expected an integer >= 0 (bytes), received {v!r}")
             elif k == "write_locks" and not isinstance(v, bool):
                 raise TypeError(f"config.write_locks: expected True or False, received {v!r}")
             elif k == "write_lock_timeout" and (isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0):

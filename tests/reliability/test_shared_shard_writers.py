@@ -265,3 +265,37 @@ def test_write_lock_timeout_is_checked(bad) -> None:
 def test_write_locks_is_checked(bad) -> None:
     with pytest.raises(TypeError):
         zarrcy.config(write_locks=bad)
+
+
+def test_lock_file_creation_survives_a_pruned_directory(tmp_path: Path) -> None:
+    """Another writer's pruning can remove the (empty) directory between opening it and
+    creating the lock file in it: the lock opens the directory again (seen as a
+    StoreError "cannot create the write lock file ... No such file or directory" from a
+    2-thread write of mostly-empty chunks before the fix)."""
+    from zarrcy.storage import _filelock
+
+    d = tmp_path / "c" / "0"
+    calls = []
+
+    def open_dir(path: str) -> int:
+        os.makedirs(path, exist_ok=True)
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        calls.append(path)
+        if len(calls) <= 3:  # a pruner removes it right after we opened it
+            os.rmdir(path)
+        return fd
+
+    with _filelock.ObjectFileLock(str(d), "3", "c/0/3", 5.0, open_dir):
+        assert (d / _filelock.LOCK_NAME).exists()
+    assert len(calls) == 4
+    assert not (d / _filelock.LOCK_NAME).exists()  # the last holder removed it
+
+    def always_gone(path: str) -> int:
+        os.makedirs(path, exist_ok=True)
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        os.rmdir(path)
+        return fd
+
+    with pytest.raises(StoreError, match="cannot create the write lock file"):
+        with _filelock.ObjectFileLock(str(d), "3", "c/0/3", 5.0, always_gone):
+            pass

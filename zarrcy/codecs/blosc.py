@@ -33,9 +33,9 @@ import functools
 
 import numpy as np
 
-from zarrcy.config import get as _config_get
 from zarrcy.codecs import _native
 from zarrcy.codecs._base import ArraySpec, BytesBytesCodec
+from zarrcy.codecs._limits import CAP_HINT, decode_cap
 from zarrcy.codecs._common import MISSING, as_uint8, config_dict, get_choice, get_int, max_compressed_size
 from zarrcy.errors import CorruptChunkError, MetadataError, expected
 
@@ -174,9 +174,9 @@ class BloscCodec(BytesBytesCodec):
 
     def decode(self, data: Any, spec: ArraySpec) -> Any:
         nbytes = blosc_header(data)[0]
-        limit = int(_config_get("max_chunk_bytes"))
+        limit = decode_cap(spec)
         if nbytes > limit:
-            raise CorruptChunkError(expected("blosc", f"at most {limit} decoded bytes", nbytes))
+            raise CorruptChunkError(expected("blosc", f"at most {limit} decoded bytes ({CAP_HINT})", nbytes))
         out = np.empty(nbytes, dtype=np.uint8)
         self.decode_into(data, out, spec)
         return out

@@ -32,9 +32,9 @@ from typing import Any, ClassVar, Literal, Self
 import deflate as _deflate_pkg  # a dependency (pyproject.toml)
 import numpy as np
 
-from zarrcy.config import get as _config_get
 from zarrcy._kernels import _deflate as _k
 from zarrcy.codecs._base import ArraySpec, BytesBytesCodec
+from zarrcy.codecs._limits import CAP_HINT, decode_cap
 from zarrcy.codecs._common import as_uint8, config_dict, get_int, max_compressed_size
 from zarrcy.codecs._native import GZIP, Step
 from zarrcy.errors import CorruptChunkError, MetadataError, expected
@@ -75,10 +75,6 @@ def _corrupt(what: str, received: Any) -> CorruptChunkError:
     return CorruptChunkError(expected("gzip", what, received))
 
 
-def _cap() -> int:
-    return int(_config_get("max_chunk_bytes"))
-
-
 # -- zlib: any number of members ---------------------------------------------------------
 def _zlib_decompress(data: Any, limit: int) -> bytes:
     """All members of ``data``; more than ``limit`` bytes or a damaged stream -> corrupt."""
@@ -97,7 +93,7 @@ def _zlib_decompress(data: Any, limit: int) -> bytes:
             raise _corrupt("a valid gzip stream", f"zlib error: {e}") from None
         total += len(part)
         if total > limit or d.unconsumed_tail:
-            raise _corrupt(f"at most {limit} decoded bytes", "more")
+            raise _corrupt(f"at most {limit} decoded bytes ({CAP_HINT})", "more")
         if not d.eof:
             raise _corrupt("a complete gzip member", "truncated data")
         parts.append(part)
@@ -151,14 +147,16 @@ def gzip_decompress_into(data: Any, dst: np.ndarray, route: str | None = None) -
     dst[:] = np.frombuffer(out, dtype=np.uint8)
 
 
-def gzip_decompress(data: Any, size: int | None = None, route: str | None = None) -> Any:
-    """Decompress ``data``; with ``size``, exactly that many bytes must come out."""
+def gzip_decompress(data: Any, size: int | None = None, route: str | None = None, limit: int | None = None) -> Any:
+    """Decompress ``data``; with ``size``, exactly that many bytes must come out, else
+    at most ``limit`` (default: ``decode_cap`` of an unknown chunk, ``max_chunk_bytes``)."""
     r = route or _route
     if size is not None:
         out = np.empty(size, dtype=np.uint8)
         gzip_decompress_into(data, out, r)
         return out
-    limit = _cap()
+    if limit is None:
+        limit = decode_cap(None)
     src = as_uint8(data)
     if r == "libdeflate":
         guess = _isize(src)
@@ -228,7 +226,7 @@ class GzipCodec(BytesBytesCodec):
         return gzip_compress(data, int(self.level))
 
     def decode(self, data: Any, spec: ArraySpec) -> Any:
-        return gzip_decompress(data)
+        return gzip_decompress(data, limit=decode_cap(spec))
 
     def decode_sized(self, data: Any, size: int, spec: ArraySpec) -> Any:
         return gzip_decompress(data, size)

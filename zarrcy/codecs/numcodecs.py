@@ -53,8 +53,8 @@ from typing import Any, Callable, ClassVar, Self
 
 import numpy as np
 
-from zarrcy.config import get as _config_get
 from zarrcy.codecs._base import ArrayArrayCodec, ArraySpec, BytesBytesCodec
+from zarrcy.codecs._limits import CAP_HINT, decode_cap
 from zarrcy.codecs._common import as_uint8, get_bool, get_int, nbytes_of
 from zarrcy.codecs.bitround import NumcodecsBitRound as BitRound
 from zarrcy.codecs.blosc import blosc_header
@@ -295,13 +295,14 @@ def decode_error(what: str, e: BaseException) -> CorruptChunkError:
     return CorruptChunkError(expected(what, "decodable bytes", f"{type(e).__name__}: {e}"))
 
 
-def chunk_cap() -> int:
-    """The most bytes a chunk of unknown decoded size may decode to (``max_chunk_bytes``)."""
-    return int(_config_get("max_chunk_bytes"))
+def chunk_cap(spec: ArraySpec | None = None) -> int:
+    """The most bytes a chunk of ``spec`` of unknown decoded size may decode to
+    (``zarrcy.codecs._limits.decode_cap``: ``max_chunk_bytes``, less for vlen chunks)."""
+    return decode_cap(spec)
 
 
 def _too_big(what: str, cap: int, got: Any = "more") -> CorruptChunkError:
-    return CorruptChunkError(expected(what, f"at most {cap} decoded bytes", got))
+    return CorruptChunkError(expected(what, f"at most {cap} decoded bytes ({CAP_HINT})", got))
 
 
 def _streams_capped(make: Any, data: Any, cap: int, what: str, errors: tuple[type[BaseException], ...],
@@ -414,7 +415,7 @@ class _BytesBytes(_Numcodec, BytesBytesCodec):
     def decode(self, data: Any, spec: ArraySpec) -> Any:
         # decoded size unknown here: max_chunk_bytes bounds it (zstd: check_frames first,
         # numcodecs' streaming decoder can hang on truncated frames)
-        return _flat(decode_capped(self.codec(), data, chunk_cap()))
+        return _flat(decode_capped(self.codec(), data, chunk_cap(spec)))
 
     def decode_sized(self, data: Any, size: int, spec: ArraySpec) -> Any:
         out = decode_capped(self.codec(), data, size)

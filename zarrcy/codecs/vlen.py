@@ -38,7 +38,9 @@ validation, done before the lock is taken, still run in parallel).  ``bytes`` it
 
 A stored chunk's size does not follow from its shape here, so the array layer caps a
 stored ``string``/``bytes`` chunk at ``zarrcy.config(max_chunk_bytes=...)`` instead of
-the fixed-size bound.
+the fixed-size bound, and a compressor before this codec decodes at most
+``zarrcy.codecs._limits.decode_cap`` bytes (about ``max_vlen_element_bytes`` per
+element), checked while it inflates.
 """
 
 from __future__ import annotations

@@ -38,8 +38,8 @@ from typing import Any, ClassVar, Self
 import numpy as np
 
 from zarrcy.config import at_fork_reset
-from zarrcy.config import get as _config_get
 from zarrcy.codecs._base import ArraySpec, BytesBytesCodec
+from zarrcy.codecs._limits import CAP_HINT, decode_cap
 from zarrcy.codecs import _native
 from zarrcy.codecs._common import as_uint8, config_dict, get_bool, get_int, max_compressed_size
 from zarrcy.errors import CorruptChunkError, MetadataError, expected
@@ -219,7 +219,7 @@ def _stream_capped(lib: Any, src: np.ndarray, cap: int) -> np.ndarray:
             raise CorruptChunkError(expected("zstd", "a valid zstd stream", err))
         if outb.pos == outb.size:  # output full: grow (realloc: no second copy), up to cap + 1
             if outb.size > cap:
-                raise CorruptChunkError(expected("zstd", f"at most {cap} decoded bytes", "more"))
+                raise CorruptChunkError(expected("zstd", f"at most {cap} decoded bytes ({CAP_HINT})", "more"))
             new = min(cap + 1, 2 * outb.size)
             out.resize(new, refcheck=False)
             outb.ptr, outb.size = out.ctypes.data, new
@@ -257,13 +257,13 @@ def decompress_capped(data: Any, cap: int) -> np.ndarray:
         )
     fcs = frame_content_size(src)  # numcodecs allocates this much first: refuse a claim above the cap
     if fcs is not None and fcs > cap:
-        raise CorruptChunkError(expected("zstd", f"at most {cap} decoded bytes", fcs))
+        raise CorruptChunkError(expected("zstd", f"at most {cap} decoded bytes ({CAP_HINT})", fcs))
     try:
         out = as_uint8(_numcodecs_zstd().decompress(src))
     except (RuntimeError, ValueError) as e:  # not MemoryError: out of memory is not a corrupt chunk
         raise CorruptChunkError(expected("zstd", "a valid zstd stream", f"{type(e).__name__}: {e}")) from e
     if out.shape[0] > cap:
-        raise CorruptChunkError(expected("zstd", f"at most {cap} decoded bytes", out.shape[0]))
+        raise CorruptChunkError(expected("zstd", f"at most {cap} decoded bytes ({CAP_HINT})", out.shape[0]))
     return out
 
 
@@ -311,10 +311,10 @@ class ZstdCodec(BytesBytesCodec):
             raise CorruptChunkError(expected("zstd", "a valid zstd stream", f"{type(e).__name__}: {e}")) from e
 
     def decode(self, data: Any, spec: ArraySpec) -> Any:
-        limit = int(_config_get("max_chunk_bytes"))
+        limit = decode_cap(spec)
         fcs = frame_content_size(data)
         if fcs is not None and fcs > limit:
-            raise CorruptChunkError(expected("zstd", f"at most {limit} decoded bytes", fcs))
+            raise CorruptChunkError(expected("zstd", f"at most {limit} decoded bytes ({CAP_HINT})", fcs))
         if fcs == 0 and self._chain is None:
             return np.empty(0, dtype=np.uint8)
         if fcs is not None:
@@ -335,7 +335,7 @@ class ZstdCodec(BytesBytesCodec):
                 except (RuntimeError, ValueError):  # several frames, or corrupt: the capped path decides
                     pass
             del out
-        # decoded size unknown (variable-size chunks): stop at max_chunk_bytes while decoding
+        # decoded size unknown (variable-size chunks): stop at the cap while decoding
         return decompress_capped(data, limit)
 
     def decode_into(self, data: Any, dst: np.ndarray, spec: ArraySpec) -> bool:

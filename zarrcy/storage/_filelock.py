@@ -33,6 +33,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import random
 import struct
 import threading
 import time
@@ -47,6 +48,8 @@ __all__ = ["LOCK_NAME", "ObjectFileLock", "remove_if_unused", "held_in"]
 LOCK_NAME = ".zarrcy-tmp-lock"
 
 _O_LOCK = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+#: how often a lock file's creation is retried when a pruner removed its directory meanwhile
+DIR_RACE_ATTEMPTS = 64
 _OFD_SETLK: int | None = getattr(fcntl, "F_OFD_SETLK", None)
 # struct flock on Linux: short l_type, short l_whence, off_t l_start, off_t l_len, pid_t l_pid
 _FLOCK = "hhqqi"
@@ -136,15 +139,30 @@ class ObjectFileLock:
         self.prune_after: Callable[[], None] | None = None
 
     def _open(self) -> int:
-        dfd = self.open_dir(self.dirpath)
-        try:
-            return os.open(LOCK_NAME, _O_LOCK, 0o666, dir_fd=dfd)
-        except OSError as e:
-            raise StoreError(f"{self.key}: cannot create the write lock file {os.path.join(self.dirpath, LOCK_NAME)!r} "
-                             f"({e.strerror}); writers sharing chunks need it (zarrcy.config(write_locks=False) "
-                             "turns the locks off for single-writer jobs)") from e
-        finally:
-            os.close(dfd)
+        """The lock file, created in the object's directory.  Another writer's pruning
+        may remove the (then empty) directory between opening it and creating the file
+        in it (ENOENT through a descriptor of a removed directory): open it again --
+        ``open_dir`` re-creates it -- after a short random pause, as the store's own
+        directory creation does."""
+        for attempt in range(DIR_RACE_ATTEMPTS):
+            dfd = self.open_dir(self.dirpath)
+            try:
+                return os.open(LOCK_NAME, _O_LOCK, 0o666, dir_fd=dfd)
+            except FileNotFoundError as e:
+                if attempt + 1 == DIR_RACE_ATTEMPTS:
+                    raise self._error(e) from e
+            except OSError as e:
+                raise self._error(e) from e
+            finally:
+                os.close(dfd)
+            if attempt >= 4:
+                time.sleep(random.uniform(0, 1e-4 * (1 << min(attempt - 4, 8))))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _error(self, e: OSError) -> StoreError:
+        return StoreError(f"{self.key}: cannot create the write lock file {os.path.join(self.dirpath, LOCK_NAME)!r} "
+                          f"({e.strerror}); writers sharing chunks need it (zarrcy.config(write_locks=False) "
+                          "turns the locks off for single-writer jobs)")
 
     def __enter__(self) -> "ObjectFileLock":
         deadline = time.monotonic() + self.timeout

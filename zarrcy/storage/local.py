@@ -931,6 +931,7 @@ class _FileSnapshot(ValueSnapshot):
     """``LocalStore.snapshot``: one open descriptor pins one version of the file."""
 
     pinned = True
+    random_access = True
 
     def __init__(self, store: LocalStore, key: str) -> None:
         self.store = store

@@ -649,6 +649,8 @@ class _MemberSnapshot(ValueSnapshot):
         self.info = info
         self.exists = info is not None
         self.size = None if info is None else info.file_size
+        # a compressed member inflates from its start for every range read
+        self.random_access = info is None or info.compress_type == zipfile.ZIP_STORED
 
     def get(self, byte_range: ByteRequest = None) -> bytes | None:
         return self.get_ranges([byte_range])[0]

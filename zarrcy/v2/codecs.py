@@ -23,8 +23,9 @@ never appear in v3 metadata written by zarrcy (the converter re-encodes such arr
 :func:`~zarrcy.codecs.numcodecs.decode_capped` (shared with zarr-python's v3
 ``numcodecs.*`` codecs; its module docstring says how each id is bounded) with the most
 bytes the chunk can need -- the exact decoded size in the fast chain, a bound derived
-from the chunk's bytes in the generic chain, and ``zarrcy.config(max_chunk_bytes=...)``
-for variable-length (``|O``) chunks.  A decoder's failure is a CorruptChunkError (its
+from the chunk's bytes in the generic chain, and for variable-length (``|O``) chunks
+``zarrcy.codecs._limits.decode_cap`` (``max_vlen_element_bytes`` per element, at most
+``max_chunk_bytes``).  A decoder's failure is a CorruptChunkError (its
 exception kept as the cause); a MemoryError is not: it passes through unchanged.
 """
 
@@ -32,7 +33,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Self
 
 import numpy as np
@@ -109,8 +110,8 @@ class NumcodecsBytesCodec(BytesBytesCodec):
         return self.codec().encode(np.frombuffer(data, dtype=np.uint8) if not isinstance(data, np.ndarray) else data)
 
     def decode(self, data: Any, spec: ArraySpec) -> Any:
-        # decoded size unknown here (variable-length chunks): max_chunk_bytes bounds it
-        return decode_capped(self.codec(), data, _chunk_cap())
+        # decoded size unknown here (variable-length chunks): capped from the chunk's shape
+        return decode_capped(self.codec(), data, _chunk_cap(spec))
 
     def native_step(self, spec: ArraySpec | None) -> _native.Step | None:
         """numcodecs' ``zlib`` runs in the native engine (libdeflate's zlib streams)."""
@@ -199,7 +200,7 @@ class V2ChunkCodec(ArrayBytesCodec):
         chunk's bytes, plus compressor-like slack; ``max_chunk_bytes`` for object chunks."""
         dt, filters, _ = self._objects()
         if dt.hasobject:
-            return _chunk_cap()
+            return _chunk_cap(replace(spec, dtype=dt))
         nbytes = math.prod(spec.shape) * dt.itemsize
         ratio = self.__dict__.get("_ratio")
         if ratio is None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any, cast
+from typing import Any, Sequence, cast
 
 import crc32c as _crc32c
 import numpy as np
@@ -69,26 +69,45 @@ def write_order(layout: "ShardLayout") -> np.ndarray | None:
         return None
     if mode != "morton":
         raise MetadataError(expected("config.subchunk_write_order", f"one of {SUBCHUNK_WRITE_ORDERS}", mode))
+    if sum(c > 1 for c in layout.cps) <= 1:
+        return None  # one axis of several chunks: its Morton code is the C-order index
     return morton_order(tuple(layout.cps))
+
+
+#: inner chunks laid out per step (bounded temporaries for indexes of millions of entries)
+_LAYOUT_BLOCK = 1 << 18
 
 
 def lay_out(nbytes: np.ndarray, base: int, flat: np.ndarray, order: np.ndarray | None) -> int:
     """Fill the index ``flat`` (C order of the inner chunks) for inner chunks of sizes
     ``nbytes`` (``SENTINEL``: not stored) placed back to back from ``base`` in the
     physical ``order`` (None: C order); returns the end offset."""
-    if order is None:
-        return int(K.build_index(nbytes, base, flat))
-    nb = nbytes[order]
-    present = nb != SENTINEL
-    sizes = np.where(present, nb, np.uint64(0))
-    if sizes.size and int(sizes.max()) > (1 << 62) // max(1, sizes.size):
-        raise OverflowError("shard index: shard larger than 2^62 bytes")
-    ends = np.cumsum(sizes, dtype=np.uint64) + np.uint64(base)
-    flat[:] = SENTINEL
-    idx = order[present]
-    flat[2 * idx] = (ends - sizes)[present]
-    flat[2 * idx + 1] = nb[present]
-    return int(ends[-1]) if ends.size else int(base)
+    flat[1::2] = nbytes
+    return lay_out_in_place(flat, base, order)
+
+
+def lay_out_in_place(flat: np.ndarray, base: int, order: np.ndarray | None) -> int:
+    """:func:`lay_out` with the sizes already in ``flat[1::2]`` (the index is built in
+    its own buffer, no array of sizes beside it); temporaries are bounded by
+    ``_LAYOUT_BLOCK`` entries."""
+    n = flat.shape[0] // 2
+    pos = int(base)
+    for lo in range(0, n, _LAYOUT_BLOCK):
+        hi = min(n, lo + _LAYOUT_BLOCK)
+        if order is None:  # sizes of the block copied out, then the kernel writes the block
+            pos = int(K.build_index(flat[2 * lo + 1:2 * hi:2].copy(), pos, flat[2 * lo:2 * hi]))
+            continue
+        ids = order[lo:hi]
+        nb = flat[2 * ids + 1]
+        present = nb != SENTINEL
+        sizes = np.where(present, nb, np.uint64(0))
+        if int(sizes.max()) > ((1 << 62) - pos) // sizes.size:
+            raise OverflowError("shard index: shard larger than 2^62 bytes")
+        ends = np.cumsum(sizes, dtype=np.uint64) + np.uint64(pos)
+        flat[2 * ids[present]] = (ends - sizes)[present]
+        flat[2 * ids[~present]] = SENTINEL  # its size is SENTINEL already
+        pos = int(ends[-1])
+    return pos
 
 
 def codecs_from_json(value: Any, path: str) -> tuple[Codec, ...]:
@@ -314,8 +333,11 @@ class ShardLayout:
         self.encode_index_into(flat, memoryview(out))
         return out
 
-    def validate(self, flat: np.ndarray, shard_size: int | None) -> None:
+    def validate(self, flat: np.ndarray, shard_size: int | None, ids: Sequence[int] | None = None) -> None:
         """Raise CorruptChunkError naming the first bad index entry.
+
+        ``ids``: ``flat`` holds only the entries of these inner chunks (a ranged read of
+        the index, ``index_io``), in this order.
 
         ``shard_size`` None: the size is unknown (partial read of an end index on an
         object store); truncation is then detected when the chunk ranges are read.
@@ -330,7 +352,7 @@ class ShardLayout:
         bad, fault = K.validate_index(flat, lo, hi, size)
         if bad != -1:
             raise CorruptChunkError(
-                f"{self.chunk_name(bad)}: {FAULT_TEXT[fault]} "
+                f"{self.chunk_name(bad if ids is None else ids[bad])}: {FAULT_TEXT[fault]} "
                 f"(offset={int(flat[2 * bad])}, nbytes={int(flat[2 * bad + 1])}"
                 + (f", shard size {shard_size}, index {self.index_size} bytes at the {'start' if start else 'end'})"
                    if shard_size is not None else ")")

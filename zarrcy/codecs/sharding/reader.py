@@ -45,7 +45,7 @@ from zarrcy._kernels import _sharding as K
 from zarrcy.byte_range import RangeRequest
 from zarrcy.byte_access import BytesSnapshot
 from zarrcy.codecs._base import ByteGetter, Selection, ValueSnapshot, assign, select
-from zarrcy.codecs.sharding import scatter
+from zarrcy.codecs.sharding import index_io, scatter
 from zarrcy.codecs.sharding._parallel import decode_stats, scratch
 from zarrcy.codecs.sharding.projection import Projection, whole_projection
 from zarrcy.codecs.sharding.format import SENTINEL, ShardLayout, flat_bytes
@@ -361,13 +361,13 @@ def decode_partial(
     if lin is not None and (out is None or out.shape == layout.chunk_shape):
         # exactly one whole inner chunk (aligned reads): no projection, no tables
         dest = np.empty(layout.chunk_shape, dtype=layout.spec.dtype) if out is None else out
-        return with_index(getter, layout, lambda snap, flat, version: _one(snap, getter, layout, lin, flat, version,
-                                                                           dest, ctx))
+        return index_io.with_entries(getter, layout, [lin], lambda snap, flat, version: _one(
+            snap, getter, layout, lin, flat, version, dest, ctx), with_index)
     proj, out = projected(selection, layout, out)
     if out.size == 0:
         return out
-    return with_index(getter, layout,
-                      lambda snap, flat, version: _partial(snap, getter, layout, proj, flat, version, out, ctx))
+    return index_io.with_entries(getter, layout, proj.linear, lambda snap, flat, version: _partial(
+        snap, getter, layout, proj, flat, version, out, ctx), with_index)
 
 
 def projected(selection: Selection, layout: ShardLayout, out: np.ndarray | None) -> tuple[Projection, np.ndarray]:
@@ -463,7 +463,8 @@ def _partial(
     if flat is None:
         return None
     lin = proj.linear
-    bufs, task_src, task_off, task_len = plan_and_fetch(snap, getter, layout, flat, lin, version, ctx)
+    bufs, task_src, task_off, task_len = plan_and_fetch(snap, getter, layout, *index_io.compact(flat, lin), version,
+                                                        ctx)
     fill = layout.fill
 
     def task(k: int, dest: np.ndarray = out) -> None:
@@ -488,9 +489,12 @@ def _partial(
 
 def read_point(layout: ShardLayout, getter: ByteGetter, local: Sequence[int], ctx: ExecContext) -> Any:
     """One element at in-shard coordinates ``local`` (in bounds): the index (cached),
-    one range read of its inner chunk, a decode into a per-thread scratch chunk."""
-    return with_index(getter, layout,
-                      lambda snap, flat, version: _point(snap, getter, layout, local, flat, version, ctx))
+    one range read of its inner chunk, a decode into a per-thread scratch chunk.  A large
+    index is not loaded: only the entry's 16 bytes, or the index streamed in pieces for
+    its crc32c (``index_io``)."""
+    return index_io.with_entries(getter, layout, [locate_point(layout, local)[0]],
+                                 lambda snap, flat, version: _point(snap, getter, layout, local, flat, version, ctx),
+                                 with_index)
 
 
 def locate_point(layout: ShardLayout, local: Sequence[int]) -> tuple[int, list[int]]:
@@ -549,9 +553,10 @@ def decode_points(layout: ShardLayout, getter: ByteGetter, coords: np.ndarray, c
     starts = np.r_[0, cuts]
     uniq = ls[starts]
     groups = np.split(order, cuts)
-    return with_index(
-        getter, layout,
+    return index_io.with_entries(
+        getter, layout, uniq,
         lambda snap, flat, version: _points(snap, getter, layout, flat, version, uniq, groups, local, out, ctx),
+        with_index,
     )
 
 
@@ -560,7 +565,8 @@ def _points(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, flat: 
             ctx: ExecContext) -> np.ndarray | None:
     if flat is None:
         return None
-    bufs, task_src, task_off, task_len = plan_and_fetch(snap, getter, layout, flat, uniq, version, ctx)
+    bufs, task_src, task_off, task_len = plan_and_fetch(snap, getter, layout, *index_io.compact(flat, uniq), version,
+                                                        ctx)
     fill = layout.fill
 
     def task(j: int) -> None:

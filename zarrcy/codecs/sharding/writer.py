@@ -13,7 +13,10 @@ one ``setter.set`` (:func:`_rewrite_assembled`); both give identical bytes.  Eit
 way ``setter.delete()`` when
 nothing is left (on stores without deletes, e.g. zip: an index-only shard, which reads
 as all fill value).  Index memory: the new index is built once, straight into the
-output buffer when it is aligned.
+output buffer when it is aligned, sizes first and offsets in place
+(``format.lay_out_in_place``); the spliced rewrite's checks and byte plan walk the
+inner chunks in bounded blocks (``splice_plan``): a write into a shard holds its old
+index and the new one, nothing else of their size.
 
 ``append`` writes the re-encoded touched inner chunks (and, for an ``end`` index, a new
 index) after the old end of the object, in place; see :func:`_append` for what a crash
@@ -28,8 +31,10 @@ import numpy as np
 
 from zarrcy._kernels import _sharding as K
 from zarrcy.codecs._base import ByteSetter, Selection, ValueSnapshot, assign, select
-from zarrcy.codecs.sharding import scatter
-from zarrcy.codecs.sharding.format import SENTINEL, ShardLayout, contiguous, flat_bytes, lay_out, write_order
+from zarrcy.codecs.sharding import scatter, splice_plan
+from zarrcy.codecs.sharding.format import (
+    SENTINEL, ShardLayout, contiguous, flat_bytes, lay_out, lay_out_in_place, write_order,
+)
 from zarrcy.codecs.sharding.projection import Projection
 from zarrcy.codecs.sharding.reader import drop_index, fetch_ranges, with_index
 from zarrcy.config import get as _config_get
@@ -389,16 +394,22 @@ def _rewrite_spliced(snap: ValueSnapshot, setter: ByteSetter, layout: ShardLayou
     touched[lin] = True
     keep = stored & ~touched
     del touched
-    kept = np.flatnonzero(keep)
-    if kept.size:  # the checks a read of them would make (they are copied, not read)
-        _check_in_shard(layout, kept, old_off[kept], old_nb[kept], snap.size)
+    splice_plan.check_kept(layout, keep, old_off, old_nb, snap.size)
     part = lin[~upd.full]
     need = np.unique(part[stored[part]])
     old_bytes = _StoredChunks(fetch_ranges, snap, setter, layout, need, old_off, old_nb, None, upd.ctx)
     with upd.ctx.cpu():
         new_bytes = upd.merge(old_bytes)
     lin_l = lin.tolist()
-    new_nb = np.full(n, SENTINEL, np.uint64)
+    start = layout.start
+    isz = layout.index_size
+    base = isz if start else 0
+    # the new index is built in its own buffer: the sizes first, then the offsets in place
+    idx = np.empty(isz, np.uint8)
+    direct = layout.fast_index and _LITTLE and idx.ctypes.data % 8 == 0
+    new_flat = idx[:16 * n].view(np.uint64) if direct else np.empty(2 * n, np.uint64)
+    new_nb = new_flat[1::2]
+    new_nb[...] = SENTINEL
     np.copyto(new_nb, old_nb, where=keep)
     for k, b in enumerate(new_bytes):
         if b is not None:
@@ -406,37 +417,15 @@ def _rewrite_spliced(snap: ValueSnapshot, setter: ByteSetter, layout: ShardLayou
     if not (new_nb != SENTINEL).any():
         _remove(setter, layout)
         return
-    start = layout.start
-    isz = layout.index_size
-    base = isz if start else 0
     data_end = int(np.add.reduce(new_nb, where=new_nb != SENTINEL, dtype=np.uint64))
-    idx = np.empty(isz, np.uint8)
-    direct = layout.fast_index and _LITTLE and idx.ctypes.data % 8 == 0
-    new_flat = idx[:16 * n].view(np.uint64) if direct else np.empty(2 * n, np.uint64)
-    end = lay_out(new_nb, base, new_flat, write_order(layout))
+    order = write_order(layout)
+    end = lay_out_in_place(new_flat, base, order)
     if end != base + data_end:  # pragma: no cover - kernel contract
         raise CorruptChunkError("shard index: inconsistent sizes while assembling")
-    new_off = new_flat[0::2]
-    live = np.flatnonzero(new_off != SENTINEL)
-    ids = live[np.argsort(new_off[live], kind="stable")]  # physical order of the new shard
-    is_kept = keep[ids]
-    src_a = np.where(is_kept, old_off[ids], np.uint64(0))
-    src_b = src_a + np.where(is_kept, old_nb[ids], np.uint64(0))
-    # one range per run of kept chunks that are also back to back in the old shard
-    joined = is_kept[1:] & is_kept[:-1] & (src_a[1:] == src_b[:-1])
-    run_starts = np.flatnonzero(np.r_[True, ~joined]).tolist()
-    run_ends = run_starts[1:] + [ids.size]
-    k_of = {i: k for k, i in enumerate(lin_l)}
-    parts: list[Any] = []
     mv = memoryview(idx)
-    if start:
-        parts.append(mv)
-    ids_l = ids.tolist()
-    for j0, j1 in zip(run_starts, run_ends):
-        if is_kept[j0]:
-            parts.append((int(src_a[j0]), int(src_b[j1 - 1])))
-        else:  # a re-encoded touched chunk (never joined with a neighbour)
-            parts.append(new_bytes[k_of[ids_l[j0]]])
+    parts: list[Any] = [mv] if start else []
+    # one range per run of kept chunks that are also back to back in the old shard
+    parts += splice_plan.spliced_parts(new_flat, order, keep, old_off, old_nb, lin_l, new_bytes)
     if not start:
         parts.append(mv)
     if direct:

@@ -1,0 +1,111 @@
+"""Regression (issue 23, item 8): a partial write into a shard with a large index holds
+the old index and the new one, and nothing else of their size.
+
+Before the fix, writing one element into a shard of 2^22 one-byte inner chunks (a 64 MiB
+index) peaked at 496 MiB of traced memory (300 MiB when only a few inner chunks were
+stored; 1.09 GB for 2^24 inner chunks in the campaign): an array of sizes, a Morton
+layout with five temporaries of 8 bytes per entry, sorted copies of the offsets, the
+kept chunks' offsets and sizes for the checks and the splice plan.  Now the new index
+is built in its own buffer (sizes first, offsets in place, ``format.lay_out_in_place``),
+and the checks and the splice plan walk the inner chunks in bounded blocks
+(``splice_plan``): peak <= 2 x index + index / 4 + 16 MiB.  Peak memory is measured
+with tracemalloc (numpy's buffers are traced).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+from hypothesis import example, given, settings, strategies as st
+
+import zarrcy
+from zarrcy.codecs.sharding import format as shard_format, splice_plan
+
+MIB = 1 << 20
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _traced_peak(fn):
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("full", [True, False])
+def test_one_element_write_into_a_large_index(tmp_path, full):
+    n = 1 << (24 if os.environ.get("ZARRCY_SLOW") else 22)
+    a = zarrcy.create_array(str(tmp_path / "a"), shape=(n,), chunks=(1,), shards=(n,), dtype="uint8",
+                            fill_value=0, compressors=None)
+    if full:
+        a[:] = 1
+    else:
+        a[5] = 1
+    index = 16 * n + 4
+
+    def write() -> None:
+        a[n // 2 + 3] = 2
+
+    peak = _traced_peak(write)
+    bound = 2 * index + index // 4 + 16 * MIB
+    assert peak <= bound, f"peak {peak >> 20} MiB > {bound >> 20} MiB for a {index >> 20} MiB index"
+    assert int(a[n // 2 + 3]) == 2 and int(a[5]) == 1 and int(a[n - 1]) == (1 if full else 0)
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    cps=st.tuples(st.integers(1, 5), st.integers(1, 5)), inner=st.integers(1, 3),
+    writes=st.lists(st.tuples(st.integers(0, 14), st.integers(0, 14), st.integers(1, 6), st.integers(1, 6)),
+                    min_size=1, max_size=4),
+    order=st.sampled_from(["morton", "lexicographic"]), start=st.booleans(),
+)
+@example(cps=(5, 4), inner=2, writes=[(0, 0, 6, 6), (3, 2, 1, 1)], order="morton", start=False)
+def test_blocked_splice_plan_writes_what_numpy_and_zarr_read(tmp_path_factory, cps, inner, writes, order, start):
+    """The blocked plan (blocks of 3 inner chunks here, so runs cross block boundaries)
+    gives the bytes of the unblocked one, and the data numpy and zarr-python read."""
+    import zarr
+
+    shape = (cps[0] * inner, cps[1] * inner)
+    ref = np.zeros(shape, np.int32)
+    roots = []
+    saved = splice_plan.BLOCK, shard_format._LAYOUT_BLOCK
+    for block in (3, None):
+        root = str(tmp_path_factory.mktemp("w") / "a")
+        roots.append(root)
+        zarrcy.create_array(root, shape=shape, chunks=(inner, inner), shards=shape, dtype="int32",
+                            fill_value=0, compressors=None)
+        if start:
+            with open(os.path.join(root, "zarr.json")) as f:
+                meta = json.load(f)
+            meta["codecs"][0]["configuration"]["index_location"] = "start"
+            with open(os.path.join(root, "zarr.json"), "w") as f:
+                json.dump(meta, f)
+        a = zarrcy.open_array(root, mode="a")
+        a[...] = np.arange(ref.size, dtype=np.int32).reshape(shape)
+        try:
+            if block is not None:
+                splice_plan.BLOCK = shard_format._LAYOUT_BLOCK = block
+            with zarrcy.config.set(subchunk_write_order=order):
+                for k, (r, c, h, w) in enumerate(writes):
+                    a[r:r + h, c:c + w] = -1 - k
+        finally:
+            splice_plan.BLOCK, shard_format._LAYOUT_BLOCK = saved
+    ref[...] = np.arange(ref.size, dtype=np.int32).reshape(shape)
+    for k, (r, c, h, w) in enumerate(writes):
+        ref[r:r + h, c:c + w] = -1 - k
+    blocked, plain = (_read(os.path.join(r, "c", "0", "0")) for r in roots)
+    assert blocked == plain
+    np.testing.assert_array_equal(zarrcy.open_array(roots[0], mode="r")[...], ref)
+    np.testing.assert_array_equal(zarr.open_array(roots[0], mode="r")[...], ref)

@@ -1,0 +1,150 @@
+"""Reading a few entries of a large shard index without holding the index (issue 23.8).
+
+A point read (one element) or a whole-inner-chunk read needs one index entry: 16 bytes
+(offset, nbytes; little-endian uint64).  Holding the whole index for it costs 16 bytes
+per inner chunk -- 256 MiB for 2^24 inner chunks, and a sparse 2 GiB index raised
+MemoryError.  Here, for an index of more than ``RANGED_INDEX_MIN`` bytes in the
+recommended chain (``bytes`` little-endian, optionally ``crc32c``), read through a
+*pinned*, ``random_access`` snapshot of known size (LocalStore, MemoryStore, stored --
+not compressed -- ZipStore members: every read sees one version of the shard and a range
+read costs what it returns, ``zarrcy.byte_access``):
+
+* without ``crc32c``: each wanted entry is one 16-byte range read;
+* with ``crc32c`` (the checksum covers the whole index): the index is streamed in
+  ``INDEX_PIECE``-byte range reads, the crc32c computed incrementally (the running value
+  of ``crc32c.crc32c(data, value)``), the wanted entries kept; the stored checksum is
+  compared before any entry is used.  Memory stays one piece, never the index.
+
+The entries used are validated with the same kernel and rules as a whole index (half-empty
+marker, overflow, past the end, into the index: CorruptChunkError naming the entry and its
+inner chunk).  Other stores (object stores: conditional reads keyed by the index's
+version token, ``reader.load_index``) and other index chains keep the whole-index path.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import crc32c as _crc32c
+import numpy as np
+
+from zarrcy.byte_access import ValueSnapshot
+from zarrcy.byte_range import RangeRequest
+from zarrcy.codecs._base import ByteGetter
+from zarrcy.codecs.sharding.format import SENTINEL, ShardLayout, flat_bytes
+from zarrcy.errors import CorruptChunkError
+
+__all__ = ["RANGED_INDEX_MIN", "INDEX_PIECE", "MAX_ENTRIES", "SparseIndex", "compact", "ranged", "usable", "load_entries",
+           "with_entries"]
+
+#: indexes above this many bytes are not read whole for a point / one-inner-chunk read
+RANGED_INDEX_MIN = 4 << 20
+#: bytes per range read when a checksummed index is streamed (a multiple of 16)
+INDEX_PIECE = 4 << 20
+#: reads touching more inner chunks than this load the index whole
+MAX_ENTRIES = 4096
+
+
+class SparseIndex:
+    """Some validated entries of a shard index: ``ids`` (sorted inner-chunk indices) and
+    ``flat`` (their offset/nbytes pairs).  Indexed like the flat uint64 index array
+    (``index[2 * i]`` offset, ``index[2 * i + 1]`` nbytes of inner chunk ``i``)."""
+
+    __slots__ = ("ids", "flat", "_pos")
+
+    def __init__(self, ids: np.ndarray, flat: np.ndarray) -> None:
+        self.ids = ids
+        self.flat = flat
+        self._pos = {int(i): k for k, i in enumerate(ids.tolist())}
+
+    def __getitem__(self, j: int) -> int:
+        return int(self.flat[2 * self._pos[j // 2] + (j & 1)])
+
+
+def compact(index: Any, linear: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(flat index, positions)`` to pass to the reader's range planner for inner chunks
+    ``linear``: a whole index as it is, a :class:`SparseIndex` as its loaded entries and
+    the positions of ``linear`` among them."""
+    if isinstance(index, SparseIndex):
+        return index.flat, np.searchsorted(index.ids, linear).astype(np.int64)
+    return index, linear
+
+
+def ranged(layout: ShardLayout, count: int = 1) -> bool:
+    """Whether a read of ``count`` entries of ``layout``'s index should not load it whole."""
+    return layout.fast_index and layout.index_size > RANGED_INDEX_MIN and count <= MAX_ENTRIES
+
+
+def usable(getter: ByteGetter, snap: ValueSnapshot) -> bool:
+    """Whether ``snap`` can serve the ranged index reads: pinned (one version for every
+    read), ``random_access`` (not a compressed zip member, which inflates from its start
+    for every range) with a known size, or known to be missing; object stores
+    (``conditional_reads``) keep their token path."""
+    return (snap.pinned and snap.random_access and (snap.size is not None or snap.exists is False)
+            and not getter.conditional_reads)
+
+
+def _read(snap: ValueSnapshot, start: int, n: int) -> memoryview:
+    raw = snap.get(RangeRequest(start, n))
+    if raw is None:
+        raise CorruptChunkError("shard disappeared while its index was read")
+    view = flat_bytes(raw)
+    if len(view) != n:
+        raise CorruptChunkError(f"shard index: expected {n} bytes at offset {start}, received {len(view)} (shard truncated?)")
+    return view
+
+
+def load_entries(snap: ValueSnapshot, layout: ShardLayout, linear: Sequence[int] | np.ndarray) -> SparseIndex | None:
+    """The validated index entries of inner chunks ``linear`` (None: the shard does not
+    exist), read through ``snap`` (:func:`usable`) without loading the whole index."""
+    if snap.exists is False:
+        return None
+    size = snap.size
+    assert size is not None  # usable() checked it
+    isz = layout.index_size
+    if size < isz:
+        raise CorruptChunkError(f"shard is {size} bytes, shorter than its index ({isz} bytes)")
+    base = 0 if layout.start else size - isz
+    ids = np.unique(np.asarray(linear, dtype=np.int64))
+    flat = np.empty(2 * ids.size, np.uint64)
+    payload = 16 * layout.n
+    if not layout.has_crc:  # runs of consecutive entries: one range read each
+        cuts = (np.flatnonzero(np.diff(ids) != 1) + 1).tolist()
+        firsts = [0] + cuts
+        lasts = cuts + [ids.size]
+        for a, b in zip(firsts, lasts):
+            view = _read(snap, base + 16 * int(ids[a]), 16 * (b - a))
+            flat[2 * a:2 * b] = np.frombuffer(view, "<u8")
+    else:
+        crc = 0
+        k = 0
+        for off in range(0, payload, INDEX_PIECE):
+            n = min(INDEX_PIECE, payload - off)
+            view = _read(snap, base + off, n)
+            crc = _crc32c.crc32c(view, crc)
+            stop = int(np.searchsorted(ids, (off + n) // 16))
+            if stop > k:
+                at = (ids[k:stop] - off // 16).astype(np.intp)
+                pairs = np.frombuffer(view, "<u8").reshape(-1, 2)
+                flat[2 * k:2 * stop] = pairs[at].reshape(-1)
+                k = stop
+            del view
+        stored = int.from_bytes(_read(snap, base + payload, 4), "little")
+        if stored != crc:
+            raise CorruptChunkError(f"shard index: crc32c checksum mismatch (stored {stored:#010x}, computed {crc:#010x})")
+    layout.validate(flat, size, ids.tolist())
+    present = flat[0::2] != np.uint64(SENTINEL)
+    layout.check_fetch(ids[present], flat[1::2][present])  # names the entry (the planner would not)
+    return SparseIndex(ids, flat)
+
+
+def with_entries(getter: ByteGetter, layout: ShardLayout, linear: Sequence[int] | np.ndarray, body: Any,
+                 whole: Any) -> Any:
+    """``body(snapshot, index, version)`` as ``whole(getter, layout, body)`` (the reader's
+    ``with_index``) runs it, but with only the entries of ``linear`` loaded when the
+    index is large and the store can serve them (:func:`ranged`, :func:`usable`)."""
+    if ranged(layout, len(linear)):
+        with getter.snapshot() as snap:
+            if usable(getter, snap):
+                return body(snap, load_entries(snap, layout, linear), None)
+    return whole(getter, layout, body)
