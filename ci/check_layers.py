@@ -39,6 +39,7 @@ LAYERS = [
     ("zarrcy.byte_access", 1),
     ("zarrcy.ortho", 1),
     ("zarrcy.config", 1),
+    ("zarrcy.execution", 1),  # the execution context type and the concurrency policy
     ("zarrcy.chunk_cache", 1),  # the decoded-chunk LRU (keys carry store version tokens)
     ("zarrcy.storage", 2),
     ("zarrcy.metadata", 2),  # data types, fill values, node names, JSON parsing helpers

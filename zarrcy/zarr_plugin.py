@@ -27,7 +27,13 @@ writes "morton" -- zarr-python's default -- and C order byte for byte as zarr-py
 ``zarrcy.zarr_plugin`` logger (a logging warning, never a ``warnings`` warning) and
 counted: :func:`fallback_counts`.  zarr-python's per-array
 ``sharding_coalesce_max_gap_bytes`` / ``sharding_coalesce_max_bytes`` set zarrcy's
-coalescing of inner-chunk reads (``zarrcy.config.override``, per thread).
+coalescing of inner-chunk reads (in the call's execution context).
+
+Each call zarr-python makes (``read``, ``write``, ``decode_batch``, ``encode_batch``) is
+an API entry point: it makes one :class:`zarrcy.execution.ExecContext` whose thread
+budget is zarr-python's ``codec_pipeline.max_workers`` (default: the CPU count) and
+runs its chunks through it -- one thread hop for the call, then the context's workers,
+never more busy threads than that budget.
 
 Uses zarr-python's codec-pipeline interface (``zarr.abc.codec.CodecPipeline``) via its
 default implementation, overriding ``decode_batch``/``encode_batch`` and, for chains
@@ -69,6 +75,7 @@ from zarrcy.codecs._base import ArraySpec
 from zarrcy.config import override as _config_override
 from zarrcy.codecs.pipeline import CodecPipeline
 from zarrcy.errors import UnknownExtensionError, ZarrcyError
+from zarrcy.execution import ExecContext
 from zarrcy.metadata.data_type import parse_data_type
 
 __all__ = ["ZarrcyCodecPipeline", "fallback_counts", "reset_fallback_counts"]
@@ -274,13 +281,15 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
         if pipes is None:
             return await super().decode_batch(items)
 
+        ctx = _context()
+
         def run() -> list[Any]:
             out: list[Any] = []
             for (buf, spec), pipe in zip(items, pipes):
                 if buf is None:
                     out.append(None)
                     continue
-                arr = pipe.decode(buf.as_numpy_array())
+                arr = pipe.decode(buf.as_numpy_array(), ctx)
                 out.append(spec.prototype.nd_buffer.from_numpy_array(arr))
             return out
 
@@ -293,6 +302,7 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
             return await super().encode_batch(items)
 
         order = self._order_override
+        ctx = _context()
 
         def run() -> list[Any]:
             out: list[Any] = []
@@ -301,7 +311,7 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
                     if nd is None:
                         out.append(None)
                         continue
-                    data = pipe.encode(_contiguous(nd.as_numpy_array()))
+                    data = pipe.encode(_contiguous(nd.as_numpy_array()), ctx)
                     out.append(None if data is None else spec.prototype.buffer.from_bytes(bytes(data)))
             return out
 
@@ -318,6 +328,7 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
         bufs = await concurrent_map([(it[0], it[1].prototype) for it in items], _get,
                                     zarr_config.get("async.concurrency"))
         out_np = _numpy_view(out)
+        ctx = _context()
 
         def one(i: int) -> Any:
             _, spec, chunk_sel, out_sel, _ = items[i]
@@ -328,12 +339,12 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
             if out_np is not None and not drop_axes and _whole(chunk_sel, pipe.spec.shape):
                 target = _basic_view(out_np, out_sel, pipe.spec.shape)
                 if target is not None:
-                    pipe.decode_into(data, target)
+                    pipe.decode_into(data, target, ctx)
                     return GetResult(status="present")
-            arr = spec.prototype.nd_buffer.from_numpy_array(pipe.decode(data))
+            arr = spec.prototype.nd_buffer.from_numpy_array(pipe.decode(data, ctx))
             return scatter_chunk(arr[chunk_sel], out, chunk_spec=spec, out_selection=out_sel, drop_axes=drop_axes)
 
-        return tuple(await _in_groups(one, len(items), _nbytes(pipes)))
+        return tuple(await _in_groups(ctx, one, len(items), _nbytes(pipes)))
 
     async def _read_partial(self, items: list[Any], out: Any, drop_axes: tuple[int, ...]) -> Any:
         """Sharded arrays: zarrcy's sharding codec reads each shard's index and only the
@@ -345,12 +356,13 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
                 or not all(_store_supports_sync_io(getattr(it[0], "store", None)) for it in items)):
             return await super().read(items, out, drop_axes)
 
+        ctx = _context()
+
         def one(i: int) -> Any:
             getter, spec, _, out_sel, _ = items[i]
             bbox, rel = boxes[i]
             sync = _SyncGetter(getter, spec.prototype)
-            with _coalescing(spec):
-                arr = pipes[i].decode_partial(sync, bbox)
+            arr = pipes[i].decode_partial(sync, bbox, None, _coalescing(ctx, spec))
             if arr is None or sync.missing:
                 return scatter_chunk(None, out, chunk_spec=spec, out_selection=out_sel, drop_axes=drop_axes)
             if rel is not None:
@@ -360,7 +372,7 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
 
         work = sum(math.prod(b.stop - b.start for b in box[0]) * p.spec.dtype.itemsize
                    for box, p in zip(boxes, pipes))
-        return tuple(await _in_groups(one, len(items), work if len(items) > 1 else 0))
+        return tuple(await _in_groups(ctx, one, len(items), work if len(items) > 1 else 0))
 
     async def _write_partial(self, items: list[Any], value: Any, drop_axes: tuple[int, ...]) -> None:
         """Sharded arrays: zarrcy's sharding codec merges each shard's selection (untouched
@@ -374,6 +386,7 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
             return await super().write(items, value, drop_axes)
         scalar = len(value.shape) == 0
         src = _native(value.as_numpy_array())
+        ctx = _context()
 
         def one(i: int) -> None:
             setter, spec, _, out_sel, _ = items[i]
@@ -385,11 +398,11 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
             # one read of the whole old shard (as zarr-python), not index + inner chunks:
             # the rewrite needs every untouched inner chunk's bytes anyway
             with self._order_override():
-                pipes[i].encode_partial(_WholeGetter(setter, spec.prototype), box, piece)
+                pipes[i].encode_partial(_WholeGetter(setter, spec.prototype), box, piece, ctx)
 
         work = sum(math.prod(b.stop - b.start for b in box) * p.spec.dtype.itemsize
                    for box, p in zip(boxes, pipes))
-        await _in_groups(one, len(items), work if len(items) > 1 else 0)
+        await _in_groups(ctx, one, len(items), work if len(items) > 1 else 0)
         return None
 
     async def write(self, batch_info: Iterable[Any], value: Any, drop_axes: tuple[int, ...] = ()) -> None:
@@ -401,21 +414,22 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
             return await super().write(items, value, drop_axes)
         old = await concurrent_map([(None if it[4] else it[0], it[1].prototype) for it in items], _get,
                                    zarr_config.get("async.concurrency"))
+        ctx = _context()
 
         def one(i: int) -> Any:
             _, spec, chunk_sel, out_sel, complete = items[i]
             pipe = pipes[i]
             existing = None
             if old[i] is not None:
-                existing = spec.prototype.nd_buffer.from_numpy_array(pipe.decode(old[i].as_numpy_array()))
+                existing = spec.prototype.nd_buffer.from_numpy_array(pipe.decode(old[i].as_numpy_array(), ctx))
             merged = _merge_chunk_array(existing, value, out_sel, spec, chunk_sel, complete, drop_axes)
             if chunk_is_empty(merged, spec):
                 return None
             with self._order_override():
-                data = pipe.encode(_contiguous(merged.as_numpy_array()))
+                data = pipe.encode(_contiguous(merged.as_numpy_array()), ctx)
             return None if data is None else spec.prototype.buffer.from_bytes(bytes(data))
 
-        encoded = await _in_groups(one, len(items), _nbytes(pipes))
+        encoded = await _in_groups(ctx, one, len(items), _nbytes(pipes))
         await concurrent_map([(it[0], b) for it, b in zip(items, encoded)], _put,
                              zarr_config.get("async.concurrency"))
         return None
@@ -426,18 +440,19 @@ class ZarrcyCodecPipeline(BatchedCodecPipeline):
 _ZARRCY_SUBCHUNK_ORDERS = {"morton": "morton", "lexicographic": "lexicographic", "unordered": "lexicographic"}
 
 
-def _coalescing(spec: Any) -> Any:
-    """zarr-python's per-array ``sharding_coalesce_max_gap_bytes`` / ``_max_bytes`` as
-    zarrcy's coalescing settings for this thread's shard reads."""
+def _context() -> ExecContext:
+    """The execution context of one call zarr-python makes: its thread budget is
+    zarr-python's ``codec_pipeline.max_workers``."""
+    return ExecContext.for_call(threads=_resolve_max_workers() if _FAST else None)
+
+
+def _coalescing(ctx: ExecContext, spec: Any) -> ExecContext:
+    """``ctx`` with zarr-python's per-array ``sharding_coalesce_max_gap_bytes`` /
+    ``_max_bytes`` as the coalescing of this array's shard reads (same budget)."""
     cfg = spec.config
     gap = getattr(cfg, "sharding_coalesce_max_gap_bytes", None)
     most = getattr(cfg, "sharding_coalesce_max_bytes", None)
-    values = {}
-    if gap is not None:
-        values["coalesce_gap"] = int(gap)
-    if most is not None:
-        values["coalesce_max"] = int(most)
-    return _config_override(**values)
+    return ctx.with_coalescing(None if gap is None else int(gap), None if most is None else int(most))
 
 
 class _SyncGetter(ByteSetter):
@@ -585,22 +600,20 @@ async def _put(setter: Any, data: Any) -> None:
         await setter.set(data)
 
 
-async def _in_groups(fn: Any, n: int, total_bytes: int) -> list[Any]:
-    """``[fn(i) for i in range(n)]`` on worker threads, in as few groups as keep the
-    cores busy: one thread hop per group, not per chunk.  Under 256 KiB of decoded data
-    in all, inline: a thread hop would cost more than the work (a point read)."""
+async def _in_groups(ctx: ExecContext, fn: Any, n: int, total_bytes: int) -> list[Any]:
+    """``[fn(i) for i in range(n)]``: one thread hop for the call, then the context's
+    workers (``ExecContext.map``: within its thread budget).  Too little decoded data in
+    all to pay for a hop (a point read): inline, in the event loop's thread."""
     results: list[Any] = [None] * n
-    if total_bytes < (1 << 18):
+
+    def one(i: int) -> None:
+        results[i] = fn(i)
+
+    if not ctx.parallel_worth(total_bytes):
         for i in range(n):
-            results[i] = fn(i)
+            one(i)
         return results
-    workers = max(1, min(_resolve_max_workers(), n, total_bytes // (1 << 18)))
-
-    def run(k: int) -> None:
-        for i in range(k, n, workers):
-            results[i] = fn(i)
-
-    await asyncio.gather(*(asyncio.to_thread(run, k) for k in range(workers)))
+    await asyncio.to_thread(ctx.map, one, range(n))
     return results
 
 

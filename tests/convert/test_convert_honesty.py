@@ -130,11 +130,11 @@ def test_quantize_report_survives_resume(tmp_path):
     calls = []
     orig = execute.run_region
 
-    def stop_after_one(task):
+    def stop_after_one(task, ctx=None):
         if calls:
             raise KeyboardInterrupt
         calls.append(task.rid)
-        return orig(task)
+        return orig(task, ctx)
 
     execute.run_region = stop_after_one
     try:

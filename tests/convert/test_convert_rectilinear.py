@@ -164,11 +164,11 @@ def test_interrupt_then_resume_unsharded(rect_src, tmp_path, monkeypatch):
     orig = execute.run_region
     calls: list[int] = []
 
-    def stop_after_two(task):
+    def stop_after_two(task, ctx=None):
         if len(calls) == 2:
             raise KeyboardInterrupt
         calls.append(task.rid)
-        return orig(task)
+        return orig(task, ctx)
 
     monkeypatch.setattr(execute, "run_region", stop_after_two)
     with pytest.raises(ConvertError):

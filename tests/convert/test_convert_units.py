@@ -105,7 +105,7 @@ def test_verify_failure_exit_code(tmp_path, monkeypatch, capsys):
 def test_interrupt_exit_code(tmp_path, monkeypatch, capsys):
     src = _small_src(tmp_path)
 
-    def boom(task):
+    def boom(task, ctx=None):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(execute, "run_region", boom)

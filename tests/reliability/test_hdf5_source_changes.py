@@ -86,8 +86,8 @@ def test_source_changed_during_convert_fails(tmp_path, monkeypatch, capsys, chan
     real = execute.run_region
     done = []
 
-    def run_region(task):  # the real region, then the injected change after the ``after``-th
-        res = real(task)
+    def run_region(task, ctx=None):  # the real region, then the injected change after the ``after``-th
+        res = real(task, ctx)
         done.append(task.rid)
         if len(done) == after:
             CHANGES[change](src)
@@ -122,8 +122,8 @@ def test_chunk_table_second_look(tmp_path, monkeypatch, capsys, after):
     real = execute.run_region
     done = []
 
-    def run_region(task):
-        res = real(task)
+    def run_region(task, ctx=None):
+        res = real(task, ctx)
         done.append(task.rid)
         if len(done) == after:
             _same_size_same_mtime(src)
@@ -146,11 +146,11 @@ def test_unchanged_source_resumes(tmp_path, monkeypatch, capsys):
     real = execute.run_region
     calls = []
 
-    def run_region(task):
+    def run_region(task, ctx=None):
         calls.append(task.rid)
         if len(calls) == 3:
             raise KeyboardInterrupt
-        return real(task)
+        return real(task, ctx)
 
     monkeypatch.setattr(execute, "run_region", run_region)
     assert convert_main([src, dst, *Q]) == 130

@@ -163,13 +163,17 @@ def test_scale_offset_error_texts():
 def test_sharding_coalescing_settings_are_honoured(monkeypatch):
     """zarr-python's array.sharding_coalesce_max_gap_bytes / _max_bytes reach zarrcy's
     coalescing of inner-chunk reads (the plugin's partial shard reads)."""
-    from zarrcy.config import get as config_get
-
     seen = []
-    import zarrcy.codecs.sharding.reader as sh  # where the coalescing settings are read
+    import zarrcy.codecs.sharding.reader as sh  # where the coalescing settings are used
 
-    orig = sh._config_get
-    monkeypatch.setattr(sh, "_config_get", lambda k: seen.append((k, config_get(k))) or orig(k))
+    orig = sh.plan_and_fetch
+
+    def spy(snap, getter, layout, flat, linear, version, ctx):
+        seen.append(("coalesce_gap", ctx.coalesce_gap))
+        seen.append(("coalesce_max", ctx.coalesce_max))
+        return orig(snap, getter, layout, flat, linear, version, ctx)
+
+    monkeypatch.setattr(sh, "plan_and_fetch", spy)
 
     def go():
         a = zarr.create_array(zarr.storage.MemoryStore(), shape=(64,), chunks=(4,), shards=(64,), dtype="i4",
@@ -272,7 +276,7 @@ def test_one_dimensional_morton_shards_are_written_by_zarrcy(monkeypatch):
 
     calls = []
     orig = CodecPipeline.encode_partial
-    monkeypatch.setattr(CodecPipeline, "encode_partial", lambda self, s, sel, v: calls.append(1) or orig(self, s, sel, v))
+    monkeypatch.setattr(CodecPipeline, "encode_partial", lambda self, s, sel, v, *ctx: calls.append(1) or orig(self, s, sel, v, *ctx))
 
     def go():
         st = zarr.storage.MemoryStore()

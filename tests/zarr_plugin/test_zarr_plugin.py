@@ -61,7 +61,7 @@ def test_plugin_is_used(tmp_path, monkeypatch):
 
     calls = []
     orig = CodecPipeline.decode
-    monkeypatch.setattr(CodecPipeline, "decode", lambda self, data: calls.append(1) or orig(self, data))
+    monkeypatch.setattr(CodecPipeline, "decode", lambda self, data, *ctx: calls.append(1) or orig(self, data, *ctx))
     data = np.arange(256, dtype="int32").reshape(16, 16)
     _write_read(tmp_path, "u.zarr", dict(dtype="int32", chunks=(4, 4), compressors=[GzipCodec(level=1)]), data, PLUGIN)
     assert calls
@@ -84,7 +84,7 @@ def test_variable_length_values_match_default(tmp_path, dtype, monkeypatch):
 
     calls = []
     orig = CodecPipeline.encode
-    monkeypatch.setattr(CodecPipeline, "encode", lambda self, c: calls.append(1) or orig(self, c))
+    monkeypatch.setattr(CodecPipeline, "encode", lambda self, c, *ctx: calls.append(1) or orig(self, c, *ctx))
     words = ["a", "bb", "ccc", "", "é", "f", "gg"]
     vals = np.array(words) if dtype is str else np.array([w.encode() for w in words], dtype=object)
     got = {}
@@ -168,7 +168,7 @@ def test_sharded_reads_use_zarrcy_partial_decode(tmp_path, monkeypatch):
     calls = []
     orig = CodecPipeline.decode_partial
     monkeypatch.setattr(CodecPipeline, "decode_partial",
-                        lambda self, g, sel: calls.append(sel) or orig(self, g, sel))
+                        lambda self, g, sel, *rest: calls.append(sel) or orig(self, g, sel, *rest))
     data = (np.arange(32 * 32) % 1000).reshape(32, 32).astype("uint16")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -190,7 +190,7 @@ def test_sharded_writes_use_zarrcy_partial_encode(tmp_path, monkeypatch):
     calls = []
     orig = CodecPipeline.encode_partial
     monkeypatch.setattr(CodecPipeline, "encode_partial",
-                        lambda self, s, sel, v: calls.append(sel) or orig(self, s, sel, v))
+                        lambda self, s, sel, v, *ctx: calls.append(sel) or orig(self, s, sel, v, *ctx))
     data = (np.arange(32 * 32) % 1000).reshape(32, 32).astype("int32")
     got = {}
     for label, pipeline in (("ours", PLUGIN), ("theirs", "zarr.core.codec_pipeline.BatchedCodecPipeline")):

@@ -17,6 +17,7 @@ from zarrcy._kernels._compress import OK as OK
 from zarrcy._kernels._compress import RAW as RAW
 from zarrcy._kernels._compress import RAW_SIZE as RAW_SIZE
 from zarrcy._kernels._compress import _Chain
+from zarrcy._kernels._workers import Budget
 from zarrcy._kernels._compress import describe as describe
 
 MAX_RANK: int
@@ -59,6 +60,7 @@ def decode_scatter_all(
     status: npt.NDArray[np.uint8],
     threads: int,
     order: tuple[int, ...] | None = None,
+    budget: Budget | None = None,
 ) -> int: ...
 def decode_points_all(
     srcs: list[Buffer],
@@ -76,6 +78,7 @@ def decode_points_all(
     out: npt.NDArray[np.generic],
     status: npt.NDArray[np.uint8],
     threads: int,
+    budget: Budget | None = None,
 ) -> int: ...
 def decode_points(
     src: Buffer,

@@ -246,9 +246,13 @@ cdef object _run_one(Job *job, const uint8_t[::1] src, Py_ssize_t t0, Py_ssize_t
     return bad, code
 
 
-cdef Py_ssize_t _run_all(Job *job, _Sources S, Py_ssize_t ntask, uint8_t[::1] status, int threads) except -1:
+cdef Py_ssize_t _run_all(Job *job, _Sources S, Py_ssize_t ntask, uint8_t[::1] status, int threads,
+                         budget) except -1:
     """The multi-buffer calls: every task on up to ``threads`` threads (the caller and
-    pool helpers), a status code per task; the number of failed tasks."""
+    pool helpers), a status code per task; the number of failed tasks.  With a
+    ``budget`` (``_workers.Budget``, the API call's), helpers join only with one of its
+    slots (the calling thread holds one already)."""
+    cdef void *b = _workers.budget_ptr(budget)
     if ntask == 0:
         return 0
     memset(&status[0], R_NOT_RUN, ntask)
@@ -258,7 +262,10 @@ cdef Py_ssize_t _run_all(Job *job, _Sources S, Py_ssize_t ntask, uint8_t[::1] st
     job.status = &status[0]
     cdef int helpers = min(max(threads, 1) - 1, ntask - 1)
     with nogil:
-        _workers.run(_work, job, helpers, max(threads, 1))
+        if b != NULL:
+            _workers.run_in(_work, job, helpers, b)
+        else:
+            _workers.run(_work, job, helpers, max(threads, 1))
     return _finish_status(status, ntask)
 
 
@@ -469,7 +476,8 @@ def decode_scatter_all(srcs, const int64_t[::1] task_src, const int64_t[:, ::1] 
                        const int64_t[::1] dim_base, const int64_t[::1] dim_start,
                        const int64_t[::1] dim_local, const int64_t[::1] dim_out,
                        const int64_t[::1] chunk_shape, Py_ssize_t itemsize, swap, codec,
-                       const uint8_t[::1] fill, out, uint8_t[::1] status, int threads, order=None):
+                       const uint8_t[::1] fill, out, uint8_t[::1] status, int threads, order=None,
+                       budget=None):
     """:func:`decode_scatter` of every task, on up to ``threads`` threads (the caller and
     helpers of the native pool, ``_workers``), from several source buffers.
 
@@ -491,7 +499,7 @@ def decode_scatter_all(srcs, const int64_t[::1] task_src, const int64_t[:, ::1] 
         raise ValueError(f"status: expected {ntask} entries, received {status.shape[0]}")
     runs = _check_decode(&job, &c, task_coords, task_off, task_len, task_src, S.size, S.n, 0, ntask,
                          dim_base, dim_start, dim_local, dim_out, codec, out)
-    return _run_all(&job, S, ntask, status, threads)
+    return _run_all(&job, S, ntask, status, threads, budget)
 
 
 # -- decode + point scatter (non-orthogonal selections: vindex, points) ----------------------
@@ -584,7 +592,7 @@ def decode_points(const uint8_t[::1] src, const int64_t[::1] task_off, const int
 def decode_points_all(srcs, const int64_t[::1] task_src, const int64_t[::1] task_off,
                       const int64_t[::1] task_len, const int64_t[::1] pt_start, const int64_t[::1] pt_local,
                       const int64_t[::1] pt_out, const int64_t[::1] chunk_shape, Py_ssize_t itemsize, swap,
-                      codec, const uint8_t[::1] fill, out, uint8_t[::1] status, int threads):
+                      codec, const uint8_t[::1] fill, out, uint8_t[::1] status, int threads, budget=None):
     """:func:`decode_points` of every task from several buffers on up to ``threads``
     threads, as :func:`decode_scatter_all` (``status`` per task; returns the failures)."""
     cdef Job job
@@ -596,7 +604,7 @@ def decode_points_all(srcs, const int64_t[::1] task_src, const int64_t[::1] task
         raise ValueError(f"status: expected {ntask} entries, received {status.shape[0]}")
     _check_points(&job, &c, task_off, task_len, task_src, S.size, S.n, 0, ntask, pt_start, pt_local,
                   pt_out, codec, out)
-    return _run_all(&job, S, ntask, status, threads)
+    return _run_all(&job, S, ntask, status, threads, budget)
 
 
 # the encode kernels live in their own module (file size); their old home re-exports them

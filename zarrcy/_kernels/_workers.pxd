@@ -13,6 +13,13 @@
 ctypedef void (*work_fn)(void *arg) noexcept nogil
 
 cdef void run(work_fn fn, void *arg, int helpers, int limit) noexcept nogil
+# ``run`` with the helpers gated by a ``Budget`` (from :func:`budget_ptr`; the calling
+# thread holds one of its slots already): a helper joins only with a slot of it, so the
+# threads of one API call never exceed its thread budget, and may join late when a
+# thread of the same call frees its slot
+cdef void run_in(work_fn fn, void *arg, int helpers, void *budget) noexcept nogil
+# the C budget of a ``Budget`` object (NULL for None; TypeError for anything else)
+cdef void *budget_ptr(object budget) except? NULL
 cdef long claim(long *counter) noexcept nogil
 # ``claim``, except that a pool helper takes nothing when at most one item is left: the
 # caller (already running) does it, instead of perhaps waiting for a helper that woke

@@ -227,6 +227,11 @@ class ArrayArrayCodec(Codec):
 
 class ArrayBytesCodec(Codec):
     kind: ClassVar[CodecKind] = "array->bytes"
+    #: declared capability: ``encode`` / ``decode`` / ``decode_into`` and the partial
+    #: methods take the call's execution context as an extra last argument ``ctx``
+    #: (``zarrcy.execution.ExecContext``: sharding spreads inner chunks over its
+    #: threads); the pipeline passes it only then
+    uses_context: ClassVar[bool] = False
 
     @abstractmethod
     def encode(self, chunk: np.ndarray, spec: ArraySpec) -> bytes | bytearray | memoryview | None:

@@ -13,7 +13,12 @@ Per-chunk work touches no metadata.  Fast paths decided at construction:
 * an upper bound on the encoded size (when every codec has one) rejects absurdly
   large stored values before any decoding.
 
-A pipeline holds no per-call state and is used by many threads at once.
+A pipeline holds no per-call state and is used by many threads at once.  The call's
+:class:`~zarrcy.execution.ExecContext` is an argument of every method (``ctx``); it
+reaches the array->bytes codec when that codec declares ``uses_context`` (sharding:
+its inner chunks are spread over the call's threads) and every partial method.  A
+method called without one (a user calling the pipeline directly) is an entry point and
+makes its own.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from zarrcy.codecs import _native, _region
 from zarrcy.codecs.registry import resolve_codecs
 from zarrcy.config import at_fork_reset
 from zarrcy.errors import CorruptChunkError, expected
+from zarrcy.execution import ExecContext
 
 __all__ = ["CodecPipeline"]
 
@@ -83,6 +89,7 @@ class CodecPipeline:
         ab = resolved[n_aa]
         assert isinstance(ab, ArrayBytesCodec)
         self.array_bytes = ab
+        self._ab_ctx = ab.uses_context  # declared: decode/encode take the call's context
         self._ab_spec = specs[n_aa]
         self.bytes_bytes = tuple(c for c in resolved[n_aa + 1 :] if isinstance(c, BytesBytesCodec))
 
@@ -224,7 +231,7 @@ class CodecPipeline:
         return 2 * n * self.spec.dtype.itemsize + 32 * n + (1 << 16)
 
     # -- encode -------------------------------------------------------------------------
-    def encode(self, chunk: np.ndarray) -> bytes | bytearray | memoryview | None:
+    def encode(self, chunk: np.ndarray, ctx: ExecContext | None = None) -> bytes | bytearray | memoryview | None:
         """Encode a chunk of ``spec.shape``/``spec.dtype``; None means "nothing to store"."""
         if tuple(chunk.shape) != tuple(self.spec.shape):
             raise ValueError(expected("chunk shape", str(self.spec.shape), tuple(chunk.shape)))
@@ -237,7 +244,10 @@ class CodecPipeline:
         x: Any = chunk
         for c, s in self._aa_exec:
             x = c.encode(x, s)
-        b = self.array_bytes.encode(x, self._ab_spec)
+        if self._ab_ctx:
+            b = self.array_bytes.encode(x, self._ab_spec, ctx or ExecContext.for_call())  # type: ignore[call-arg]  # uses_context
+        else:
+            b = self.array_bytes.encode(x, self._ab_spec)
         if b is None:
             return None
         if self.native_chain is not None and self.bytes_bytes:  # one C call, no GIL
@@ -297,11 +307,11 @@ class CodecPipeline:
                 raise CorruptChunkError(expected(f"{name}", "decodable bytes", f"{type(e).__name__}: {e}")) from e
         return data
 
-    def decode(self, data: bytes | bytearray | memoryview) -> np.ndarray:
+    def decode(self, data: bytes | bytearray | memoryview, ctx: ExecContext | None = None) -> np.ndarray:
         """Decode to a writable array of ``spec.shape``/``spec.dtype`` (native order)."""
         self._check_encoded(data)
         if not self._aa_views:
-            arr = self._decode_generic(data)
+            arr = self._decode_generic(data, ctx)
             if arr.dtype != self.spec.dtype:
                 arr = arr.astype(self.spec.dtype)
             if not arr.flags.writeable:
@@ -316,13 +326,13 @@ class CodecPipeline:
         # decode into one C-ordered buffer of the encoded shape; the array->array
         # codecs (transposes) then give views of it
         enc = np.empty(self._ab_spec.shape, dtype=self._ab_spec.dtype)
-        self._decode_ab_into(data, enc)
+        self._decode_ab_into(data, enc, ctx)
         arr = enc
         for c, s in zip(reversed(self.array_array), reversed(self._aa_specs)):
             arr = c.decode(arr, s)
         return arr
 
-    def decode_into(self, data: bytes | bytearray | memoryview, out: np.ndarray) -> None:
+    def decode_into(self, data: bytes | bytearray | memoryview, out: np.ndarray, ctx: ExecContext | None = None) -> None:
         """Decode into ``out`` (writable, ``spec.shape``, possibly a strided view)."""
         if tuple(out.shape) != tuple(self.spec.shape):
             raise ValueError(expected("decode_into out.shape", str(self.spec.shape), tuple(out.shape)))
@@ -336,24 +346,34 @@ class CodecPipeline:
                 # one array->array step that can write into `out` (fused scale_offset+cast_value):
                 # no intermediate decoded chunk
                 c, s = self._aa_exec[0]
-                arr = self.array_bytes.decode(self._decode_bytes(data, 0), self._ab_spec)
+                arr = self._ab_decode(self._decode_bytes(data, 0), ctx)
                 if not c.decode_into(arr, out, s):
                     arr = c.decode(arr, s)
                     if tuple(arr.shape) != tuple(self.spec.shape):
                         raise CorruptChunkError(expected("decoded chunk shape", str(self.spec.shape), tuple(arr.shape)))
                     np.copyto(out, arr, casting="unsafe")
                 return
-            np.copyto(out, self._decode_generic(data), casting="unsafe")
+            np.copyto(out, self._decode_generic(data, ctx), casting="unsafe")
             return
         target: np.ndarray | None = out
         for c in self.array_array:
             target = c.encoded_view(target) if target is not None else None
         if target is None:  # a reshape of a strided `out`: no view of it exists
-            np.copyto(out, self._decode_generic(data), casting="unsafe")
+            np.copyto(out, self._decode_generic(data, ctx), casting="unsafe")
             return
-        self._decode_ab_into(data, target)
+        self._decode_ab_into(data, target, ctx)
 
-    def _decode_ab_into(self, data: Any, target: np.ndarray) -> None:
+    def _cx(self, ctx: ExecContext | None) -> tuple[ExecContext | None, ...]:
+        """The context argument of the array->bytes codec's partial methods: passed only
+        to a codec that declares ``uses_context`` (others keep the plain signature)."""
+        return (ctx,) if self._ab_ctx else ()
+
+    def _ab_decode(self, b: Any, ctx: ExecContext | None) -> np.ndarray:
+        if self._ab_ctx:
+            return self.array_bytes.decode(b, self._ab_spec, ctx or ExecContext.for_call())  # type: ignore[call-arg]  # uses_context
+        return self.array_bytes.decode(b, self._ab_spec)
+
+    def _decode_ab_into(self, data: Any, target: np.ndarray, ctx: ExecContext | None) -> None:
         """Bytes->bytes decoders, then the array->bytes decoder into ``target`` (encoded shape)."""
         ab = self.array_bytes
         if self._direct and target.flags.c_contiguous and target.flags.writeable:
@@ -381,15 +401,19 @@ class CodecPipeline:
             b = self._decode_bytes(b, 0, 0)
         else:
             b = self._decode_bytes(data, 0)
-        if not ab.decode_into(b, target, self._ab_spec):
-            arr = ab.decode(b, self._ab_spec)
+        if self._ab_ctx:
+            done = ab.decode_into(b, target, self._ab_spec, ctx or ExecContext.for_call())  # type: ignore[call-arg]  # uses_context
+        else:
+            done = ab.decode_into(b, target, self._ab_spec)
+        if not done:
+            arr = self._ab_decode(b, ctx)
             if tuple(arr.shape) != tuple(target.shape):
                 raise CorruptChunkError(expected("decoded chunk shape", str(target.shape), tuple(arr.shape)))
             np.copyto(target, arr, casting="unsafe")
 
-    def _decode_generic(self, data: Any) -> np.ndarray:
+    def _decode_generic(self, data: Any, ctx: ExecContext | None) -> np.ndarray:
         b = self._decode_bytes(data, 0)
-        arr = self.array_bytes.decode(b, self._ab_spec)
+        arr = self._ab_decode(b, ctx)
         for c, s in reversed(self._aa_exec):
             arr = c.decode(arr, s)
         if tuple(arr.shape) != tuple(self.spec.shape):
@@ -436,7 +460,7 @@ class CodecPipeline:
         return piece
 
     def decode_partial(
-        self, getter: ByteGetter, selection: Selection, out: np.ndarray | None = None
+        self, getter: ByteGetter, selection: Selection, out: np.ndarray | None = None, ctx: ExecContext | None = None,
     ) -> np.ndarray | None:
         """Decode only ``selection`` (per dim: int, slice with a positive step, or int64
         index array; ints drop their axis) of the stored value behind ``getter``, into
@@ -447,39 +471,41 @@ class CodecPipeline:
         if not self._partial_ok:
             raise NotImplementedError("this codec chain does not support partial decoding")
         if not self.array_array:
-            return self.array_bytes.decode_partial(getter, selection, self._ab_spec, out)
+            return self.array_bytes.decode_partial(getter, selection, self._ab_spec, out, *self._cx(ctx))
         sels = self._encoded_selections(selection)
         if sels is None:
-            return self._decode_whole_select(getter, selection, out)
+            return self._decode_whole_select(getter, selection, out, ctx)
         shape = selection_shape(selection, self.spec.shape)
         if out is None:
             out = np.empty(shape, dtype=self.spec.dtype)
         piece = self._encoded_piece(out, sels, True)
         if piece is not None:
-            got = self.array_bytes.decode_partial(getter, sels[-1], self._ab_spec, piece)
+            got = self.array_bytes.decode_partial(getter, sels[-1], self._ab_spec, piece, *self._cx(ctx))
             return None if got is None else out
         # `out` is strided so that a reshape has no view of it: decode into a fresh
         # C-ordered buffer, then copy
         tmp = np.empty(shape, dtype=self.spec.dtype)
         piece = self._encoded_piece(tmp, sels, True)
         if piece is None:  # a transpose before a reshape: not a view even of `tmp`
-            return self._decode_whole_select(getter, selection, out)
-        if self.array_bytes.decode_partial(getter, sels[-1], self._ab_spec, piece) is None:
+            return self._decode_whole_select(getter, selection, out, ctx)
+        if self.array_bytes.decode_partial(getter, sels[-1], self._ab_spec, piece, *self._cx(ctx)) is None:
             return None
         out[...] = tmp
         return out
 
-    def _decode_whole_select(self, getter: ByteGetter, selection: Selection, out: np.ndarray | None) -> np.ndarray | None:
+    def _decode_whole_select(self, getter: ByteGetter, selection: Selection, out: np.ndarray | None,
+                             ctx: ExecContext | None) -> np.ndarray | None:
         data = getter.get()
         if data is None:
             return None
-        piece = select(self.decode(data), selection)
+        piece = select(self.decode(data, ctx), selection)
         if out is None:
             return np.array(piece)
         out[...] = piece
         return out
 
-    def encode_partial(self, setter: ByteSetter, selection: Selection, value: np.ndarray) -> None:
+    def encode_partial(self, setter: ByteSetter, selection: Selection, value: np.ndarray,
+                       ctx: ExecContext | None = None) -> None:
         """Write ``value`` (shaped like the selection) into ``selection`` of the stored value
         (the whole value read, merged and rewritten when a codec cannot carry the selection)."""
         if not self._partial_ok:
@@ -489,9 +515,9 @@ class CodecPipeline:
         if sels is None:
             data = setter.get()
             chunk = np.full(self.spec.shape, self.spec.fill_value, dtype=self.spec.dtype) if data is None \
-                else np.array(self.decode(data))
+                else np.array(self.decode(data, ctx))
             assign(chunk, selection, value)
-            enc = self.encode(chunk)
+            enc = self.encode(chunk, ctx)
             if enc is None:
                 setter.delete()
             else:
@@ -499,29 +525,30 @@ class CodecPipeline:
             return
         piece = self._encoded_piece(value, sels, False)
         assert piece is not None
-        self.array_bytes.encode_partial(setter, sels[-1], piece, self._ab_spec)
+        self.array_bytes.encode_partial(setter, sels[-1], piece, self._ab_spec, *self._cx(ctx))
 
     def _encoded_coords(self, coords: np.ndarray) -> np.ndarray:
         for c, s in zip(self.array_array, self._aa_specs):
             coords = c.encode_coords(coords, s)
         return np.asarray(coords, dtype=np.int64)
 
-    def decode_points(self, getter: ByteGetter, coords: np.ndarray) -> np.ndarray | None:
+    def decode_points(self, getter: ByteGetter, coords: np.ndarray, ctx: ExecContext | None = None) -> np.ndarray | None:
         """Elements at chunk coordinates ``coords`` ((ndim, k) int64; vindex): only the
         inner chunks holding them are decoded.  None if the stored value is missing."""
         if not self._partial_ok:
             raise NotImplementedError("this codec chain does not support partial decoding")
-        return self.array_bytes.decode_points(getter, self._encoded_coords(coords), self._ab_spec)
+        return self.array_bytes.decode_points(getter, self._encoded_coords(coords), self._ab_spec, *self._cx(ctx))
 
-    def encode_points(self, setter: ByteSetter, coords: np.ndarray, values: np.ndarray) -> None:
+    def encode_points(self, setter: ByteSetter, coords: np.ndarray, values: np.ndarray,
+                      ctx: ExecContext | None = None) -> None:
         """Write ``values[k]`` at chunk coordinates ``coords[:, k]`` (vindex writes)."""
         if not self._partial_ok:
             raise NotImplementedError("this codec chain does not support partial encoding")
         v = np.asarray(values, dtype=self.spec.dtype)
         for c, s in zip(self.array_array, self._aa_specs):
             v = c.encode_values(v, s)
-        self.array_bytes.encode_points(setter, self._encoded_coords(coords), v, self._ab_spec)
+        self.array_bytes.encode_points(setter, self._encoded_coords(coords), v, self._ab_spec, *self._cx(ctx))
 
-    def read_point(self, getter: ByteGetter, local: Sequence[int]) -> Any:
+    def read_point(self, getter: ByteGetter, local: Sequence[int], ctx: ExecContext | None = None) -> Any:
         """One element at chunk coordinates ``local`` (fill value if the value is missing)."""
-        return self.array_bytes.read_point(getter, self._encoded_selection(tuple(local)), self._ab_spec)
+        return self.array_bytes.read_point(getter, self._encoded_selection(tuple(local)), self._ab_spec, *self._cx(ctx))

@@ -18,8 +18,8 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from zarrcy.array import Array
-from zarrcy.config import named_pool, run_bounded
 from zarrcy.errors import CastError, CorruptChunkError
+from zarrcy.execution import ExecContext
 from zarrcy.convert.journal import _crc, _journal_ok, _write_entry
 from zarrcy.convert.model import ArrayPlan, ConvertError, RegionResult
 from zarrcy.convert.regions import object_key, overlapping_objects, region_selection, stored_coords, stored_size
@@ -171,10 +171,10 @@ class RegionTask:
     recorder: Array | None = None
 
 
-def _read_source(task: RegionTask, sel: tuple[slice, ...], corrupt: list[str]) -> np.ndarray:
+def _read_source(task: RegionTask, sel: tuple[slice, ...], corrupt: list[str], ctx: ExecContext | None) -> np.ndarray:
     src = task.src
     try:
-        return src[sel]
+        return src.get_basic_selection(sel, context=ctx)
     except CorruptChunkError as e:
         if task.on_error != "skip":
             raise CorruptChunkError(f"source /{src.path}: corrupt chunk {e.key or ''}: {e} (use --on-error skip to "
@@ -184,7 +184,7 @@ def _read_source(task: RegionTask, sel: tuple[slice, ...], corrupt: list[str]) -
     for coords, sub in overlapping_objects(src, sel):
         dst_sel = tuple(slice(x.start - s.start, x.stop - s.start) for x, s in zip(sub, sel))
         try:
-            out[dst_sel] = src[sub]
+            out[dst_sel] = src.get_basic_selection(sub, context=ctx)
         except CorruptChunkError:
             corrupt.append(object_key(src, tuple(coords)))
             out[dst_sel] = src.fill_value
@@ -229,9 +229,9 @@ def _copy_objects(task: RegionTask, res: RegionResult) -> dict[str, str | None]:
     return keys
 
 
-def _rewrite_objects(task: RegionTask, res: RegionResult) -> dict[str, str | None]:
+def _rewrite_objects(task: RegionTask, res: RegionResult, ctx: ExecContext | None) -> dict[str, str | None]:
     src, dst, sel = task.src, task.dst, task.sel
-    data = _read_source(task, sel, res.corrupt)
+    data = _read_source(task, sel, res.corrupt, ctx)
     q = task.quantize
     if q is not None:
         rc = task.cast if task.cast is not None else _region_cast_report(src.path, data, sel, q)
@@ -240,7 +240,7 @@ def _rewrite_objects(task: RegionTask, res: RegionResult) -> dict[str, str | Non
     store = rec.store
     assert isinstance(store, _ChecksumStore)
     try:
-        rec[sel] = data
+        rec.set_basic_selection(sel, data, context=ctx)
     except CastError:
         if q is None:
             raise
@@ -253,18 +253,22 @@ def _rewrite_objects(task: RegionTask, res: RegionResult) -> dict[str, str | Non
         if crc is not None:
             res.bytes_out += size
             res.objects += 1
-    if task.verify and not _same(np.asarray(dst[sel]), np.asarray(_expected_after_codecs(task, data))):
+    if task.verify and not _same(np.asarray(dst.get_basic_selection(sel, context=ctx)),
+                                 np.asarray(_expected_after_codecs(task, data))):
         raise ConvertError(f"verify: /{dst.path} region {task.rid} {sel} reads back different values", 4)
     return keys
 
 
-def run_region(task: RegionTask) -> RegionResult:
-    """Convert one region (idempotent: rerunning it rewrites the same objects)."""
+def run_region(task: RegionTask, ctx: ExecContext | None = None) -> RegionResult:
+    """Convert one region (idempotent: rerunning it rewrites the same objects).  ``ctx``:
+    the conversion's execution context, whose thread budget the region's reads and
+    writes share with the other regions (None, on a Dask worker: each array call makes
+    its own)."""
     if task.resume:
         done = _journal_ok(task.dst.store, task.journal_key, task.rid)
         if done is not None:
             if task.verify:
-                _verify_region(task)
+                _verify_region(task, ctx)
             return done
     if _DELAY:  # testing aid (crash/resume tests): slow each region down
         time.sleep(_DELAY)
@@ -273,13 +277,13 @@ def run_region(task: RegionTask) -> RegionResult:
     res.decoded_bytes = math.prod(s.stop - s.start for s in task.sel) * src.dtype.itemsize
     for coords in stored_coords(src, task.sel):
         res.bytes_in += stored_size(src.store, object_key(src, coords))
-    keys = _copy_objects(task, res) if task.mode == "copy" else _rewrite_objects(task, res)
+    keys = _copy_objects(task, res) if task.mode == "copy" else _rewrite_objects(task, res, ctx)
     if task.journal:
         _write_entry(task.dst.store, task.journal_key, keys, res)
     return res
 
 
-def _verify_region(task: RegionTask) -> None:
+def _verify_region(task: RegionTask, ctx: ExecContext | None) -> None:
     sel = task.sel
     src, dst = task.src, task.dst
     if task.mode == "copy":
@@ -288,8 +292,8 @@ def _verify_region(task: RegionTask) -> None:
             if _crc(dst.store.get(dk)) != _crc(src.store.get(object_key(src, coords))):
                 raise ConvertError(f"verify: /{dst.path} object {dk} differs from the source", 4)
         return
-    data = _read_source(task, sel, [])
-    if not _same(np.asarray(dst[sel]), np.asarray(_expected_after_codecs(task, data))):
+    data = _read_source(task, sel, [], ctx)
+    if not _same(np.asarray(dst.get_basic_selection(sel, context=ctx)), np.asarray(_expected_after_codecs(task, data))):
         raise ConvertError(f"verify: /{dst.path} region {task.rid} {sel} reads back different values", 4)
 
 
@@ -301,8 +305,7 @@ def _run_threads(tasks: Iterable[RegionTask], workers: int | None, on_result: Ca
 
 
 def _run_dask(tasks: Iterable[RegionTask], address: str, on_result: Callable[[RegionResult], None]) -> None:
-    """The regions on a Dask cluster, at most 2 x (cluster threads) submitted at once (as
-    :func:`_run_parallel`).  On a failure nothing more is submitted and the regions in
+    """The regions on a Dask cluster, at most 2 x (cluster threads) submitted at once.  On a failure nothing more is submitted and the regions in
     flight finish before the error propagates, so no region writes after this returns
     (the caller may remove the destination: a refused ``--quantize``)."""
     try:
@@ -474,9 +477,10 @@ def _check_quantize(plans: list[ArrayPlan], sources: dict[str, Array],
         reports: dict[int, Any] = {}
         out[p.rel] = reports
 
-        def check(rid: int, p: ArrayPlan = p, src: Array = src, q: QuantizeCheck = q) -> RegionResult:
+        def check(rid: int, ctx: ExecContext, p: ArrayPlan = p, src: Array = src, q: QuantizeCheck = q) -> RegionResult:
             sel = region_selection(p, rid)
-            return RegionResult(rid, cast=_region_cast_report(p.src_path, src[sel], sel, q, before_start=True))
+            values = src.get_basic_selection(sel, context=ctx)
+            return RegionResult(rid, cast=_region_cast_report(p.src_path, values, sel, q, before_start=True))
 
         def keep(r: RegionResult, reports: dict[int, Any] = reports) -> None:
             reports[r.rid] = r.cast
@@ -485,12 +489,10 @@ def _check_quantize(plans: list[ArrayPlan], sources: dict[str, Array],
     return out
 
 
-def _run_parallel(fn: Callable[[Any], RegionResult], items: Iterable[Any], workers: int | None,
+def _run_parallel(fn: Callable[[Any, ExecContext], RegionResult], items: Iterable[Any], workers: int | None,
                   on_result: Callable[[RegionResult], None]) -> None:
-    """``fn`` over ``items`` on ``workers`` threads, at most 2 x workers in flight
-    (:func:`zarrcy.config.run_bounded` on the process-wide ``convert`` pool; the regions'
-    own chunk work runs on the shared pool, so region tasks never wait on their own)."""
-    n = max(1, int(workers if workers is not None else (os.cpu_count() or 1)))
-    pool = named_pool("convert", n) if n > 1 else None
-    for r in run_bounded(fn, items, max_in_flight=2 * n if n > 1 else 1, pool=pool):
-        on_result(r)
+    """``on_result(fn(item, ctx))`` for every item, ``ctx`` the conversion's execution
+    context (:meth:`ExecContext.for_regions`: ``workers`` threads, the regions' own
+    reads and writes within the same budget)."""
+    ctx = ExecContext.for_regions(workers)
+    ctx.map(lambda item: on_result(fn(item, ctx)), items)

@@ -35,7 +35,7 @@ class ConvertOptions:
     compressor: Any = None             # "zstd:3", "gzip:1", "blosc:zstd:5:shuffle", "none"
     quantize: Any = None               # "scale=..,offset=..,dtype=uint8,..." or dict
     zarr_format: int = 3
-    workers: int | None = None        # regions in flight (threads); None: os.cpu_count()
+    workers: int | None = None        # the call's threads (regions in flight); None: config threads
     resume: bool = False
     verify: bool = False
     dry_run: bool = False

@@ -1,7 +1,7 @@
 """The state every Array operation shares (docs/ARCHITECTURE.md, layer 6): the codec
 pipeline(s) built from the metadata, chunk geometry from the chunk grid, stored-chunk
-access with a size cap, the bounded task runner, per-thread scratch chunks, and
-:class:`chunk_errors`, which names a failing chunk's key.
+access with a size cap, the execution context of each call (:meth:`ArrayBase._context`),
+per-thread scratch chunks, and :class:`chunk_errors`, which names a failing chunk's key.
 
 :class:`zarrcy.Array` is ``ArrayBase`` + the read path (``array_read.ArrayReads``) +
 the write path and resizing (``array_write.ArrayWrites``) + the properties and
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import itertools
 import threading
 from typing import Any, Callable, Iterable, Literal
 
@@ -25,11 +24,9 @@ from zarrcy.chunk_grid_rectilinear import RectilinearChunkGrid
 from zarrcy.codecs._base import ArraySpec
 from zarrcy.codecs.pipeline import CodecPipeline
 from zarrcy.config import at_fork_reset as _at_fork_reset
-from zarrcy.config import executor as _executor
 from zarrcy.config import get as _config_get
-from zarrcy.config import named_pool as _named_pool
-from zarrcy.config import run_bounded as _run_bounded
 from zarrcy.document.array import ArrayMetadataLike
+from zarrcy.execution import ExecContext
 from zarrcy.errors import (
     REOPEN_HINT,
     CastError,
@@ -263,33 +260,11 @@ class ArrayBase(Node):
             self._pipelines[shape] = p
         return p
 
-    def _run(self, fn, items) -> None:
-        """Run ``fn`` over items: inline for one item, else on the pool with a bounded
-        window so at most ~2 tasks per thread are in flight (bounded memory)."""
-        it = iter(items)
-        first = next(it, None)
-        if first is None:
-            return
-        second = next(it, None)
-        if second is None or _config_get("threads") == 1:
-            fn(first)
-            if second is not None:
-                fn(second)
-                for item in it:
-                    fn(item)
-            return
-        threads = _config_get("threads")
-        io = self.store.io_concurrency
-        if io > threads:
-            # a latency-bound store: keep ``io`` chunk/shard reads in flight (their decoding
-            # releases the GIL; nested parallel loops use the CPU pool, caller-runs)
-            ex, window = _named_pool("tasks", io), 2 * io
-        else:
-            ex, window = _executor(), max(2, 2 * threads)
-        # the package's one bounded-window runner (config.run_bounded): on an error the
-        # queued items are cancelled and the running ones finish before it is raised
-        for _ in _run_bounded(fn, itertools.chain((first, second), it), max_in_flight=window, pool=ex):
-            pass
+    def _context(self) -> ExecContext:
+        """The execution context of one API call on this array (threads, pools, I/O
+        concurrency of its store, coalescing, caches: :mod:`zarrcy.execution`).  Made by
+        the public read and write methods only; everything below gets it passed."""
+        return ExecContext.for_call(self.store.io_concurrency)
 
     def _keyed(self, fn: Any, item: Any, coords_of: Any) -> None:
         """``fn(item)``; a CorruptChunkError/CastError from the chunk's codecs is re-raised
@@ -326,11 +301,12 @@ class ArrayBase(Node):
             )
         return data
 
-    def _decode(self, key: str, data, pipeline: CodecPipeline | None = None) -> np.ndarray:
+    def _decode(self, key: str, data: Any, pipeline: CodecPipeline | None = None,
+                ctx: ExecContext | None = None) -> np.ndarray:
         if pipeline is None:
             pipeline = self._pipeline if self._rect is None else self._pipeline_of_key(key)
         with chunk_errors(key):
-            return pipeline.decode(data)
+            return pipeline.decode(data, ctx)
 
 
     def _mask_coords(self, mask: Any) -> tuple[np.ndarray, ...]:

@@ -2,7 +2,12 @@
 by :mod:`zarrcy.indexing`, projected onto the chunk grid, and each touched stored chunk
 (shard) becomes one task: a whole chunk is fetched and decoded (straight into the
 output when it covers it), a sharded one reaches the codec's ``decode_partial`` /
-``decode_points`` / ``read_point`` with its selection intact."""
+``decode_points`` / ``read_point`` with its selection intact.
+
+Each public read method is an API entry point: it makes the call's execution context
+(:meth:`ArrayBase._context`; or uses the one given as ``context=``, e.g. by
+``zarrcy.convert``) and passes it to every task, which passes it to the codecs.  How
+many tasks run at once is the context's decision (``ExecContext.map``)."""
 
 from __future__ import annotations
 
@@ -15,8 +20,7 @@ import numpy as np
 import zarrcy.chunk_cache as chunk_cache
 from zarrcy._kernels import _rectilinear
 from zarrcy.byte_range import RangeRequest
-from zarrcy.config import get as _config_get
-from zarrcy.config import override as _config_override
+from zarrcy.execution import ExecContext
 from zarrcy.indexing import (
     BasicSelection,
     ChunkProjection,
@@ -38,9 +42,6 @@ _NOT_A_POINT = object()
 #: ``_cached_chunk``: this chunk is not cached (cache off, no version token, vlen data)
 _UNCACHED: Any = object()
 
-#: at most this many shards touched, none whole: read in the calling thread
-_FEW_SHARDS = 4
-
 
 class ArrayReads(ArrayBase):
     """``a[...]``, ``oindex``, ``vindex``, ``blocks`` and the ``get_*_selection`` methods."""
@@ -50,17 +51,9 @@ class ArrayReads(ArrayBase):
         return a if dtype is None else a.astype(dtype, copy=False)
 
     def __getitem__(self, selection: Any) -> Any:
-        if type(selection) is tuple and len(selection) == self._ndim and self._ndim:
-            value = self._read_point(selection)
-            if value is not _NOT_A_POINT:
-                return value
-        try:
-            sel = normalize_basic(selection, self.shape)
-        except _VectorizedSelection:
-            return self.get_coordinate_selection(selection)
-        return self._finish(self._read(sel), sel)
+        return self.get_basic_selection(selection)
 
-    def _read_point(self, selection: tuple) -> Any:
+    def _read_point(self, selection: tuple, ctx: ExecContext | None) -> Any:
         """``a[i, j, ...]`` with one integer per dimension: the latency path.  Decodes the
         one chunk (inner chunk when sharded) holding the element into a per-thread
         scratch buffer, with none of the general selection machinery."""
@@ -93,10 +86,12 @@ class ArrayReads(ArrayBase):
         key = self._prefix + self._encode_key(tuple(coords))
         cshape = self._chunk_shape if runs is None else tuple(edges)
         pipeline = self._pipeline if runs is None else self._pipeline_for(cshape)
+        if ctx is None:
+            ctx = ExecContext.for_point()
         with chunk_errors(key):
             if self._partial:
-                return pipeline.read_point(StorePath(self.store, key), local)
-            chunk = self._cached_chunk(key, pipeline)
+                return pipeline.read_point(StorePath(self.store, key), local, ctx)
+            chunk = self._cached_chunk(key, pipeline, ctx)
             if chunk is not _UNCACHED:
                 if chunk is None:
                     self._check_node_exists()
@@ -109,31 +104,41 @@ class ArrayReads(ArrayBase):
                 self._check_node_exists()
                 return self._fill[()]
             scratch = self._scratch(cshape)
-            pipeline.decode_into(data, scratch)
+            pipeline.decode_into(data, scratch, ctx)
             value = scratch[tuple(local)]
             return value.copy() if isinstance(value, np.generic) else value  # str/bytes: immutable
 
-    def get_basic_selection(self, selection: Any = Ellipsis) -> Any:
-        return self[selection]
+    def get_basic_selection(self, selection: Any = Ellipsis, *, context: ExecContext | None = None) -> Any:
+        """``a[selection]``.  ``context``: run within this execution context (a caller
+        that made one for a larger call, e.g. ``zarrcy.convert``); default: a new one."""
+        if type(selection) is tuple and len(selection) == self._ndim and self._ndim:
+            value = self._read_point(selection, context)
+            if value is not _NOT_A_POINT:
+                return value
+        try:
+            sel = normalize_basic(selection, self.shape)
+        except _VectorizedSelection:
+            return self.get_coordinate_selection(selection, context=context)
+        return self._finish(self._read(sel, context or self._context()), sel)
 
-    def get_orthogonal_selection(self, selection: Any) -> Any:
+    def get_orthogonal_selection(self, selection: Any, *, context: ExecContext | None = None) -> Any:
         sel = normalize_orthogonal(selection, self.shape)
-        return self._finish(self._read(sel), sel)
+        return self._finish(self._read(sel, context or self._context()), sel)
 
-    def get_coordinate_selection(self, selection: Any) -> np.ndarray:
+    def get_coordinate_selection(self, selection: Any, *, context: ExecContext | None = None) -> np.ndarray:
         coords, out_shape = normalize_vectorized(selection, self.shape)
-        out = self._read_points(coords)
+        out = self._read_points(coords, context or self._context())
         if out.size and self._may_be_all_fill(out):
             self._check_node_exists()
         return out.reshape(out_shape)
 
-    def get_block_selection(self, selection: Any) -> Any:
+    def get_block_selection(self, selection: Any, *, context: ExecContext | None = None) -> Any:
         sel = normalize_blocks(selection, self.shape, self._axis_grids)
-        return self._finish(self._read(sel), sel)
+        return self._finish(self._read(sel, context or self._context()), sel)
 
-    def get_mask_selection(self, mask: Any) -> np.ndarray:
+    def get_mask_selection(self, mask: Any, *, context: ExecContext | None = None) -> np.ndarray:
         """The elements where ``mask`` (a boolean array of the array's shape) is True, in C order."""
-        return self.get_coordinate_selection(self._mask_coords(mask))
+        return self.get_coordinate_selection(self._mask_coords(mask), context=context)
 
     @property
     def oindex(self) -> "_OIndex":
@@ -154,55 +159,29 @@ class ArrayReads(ArrayBase):
             return out[()]
         return out
 
-    def _read(self, sel: BasicSelection) -> np.ndarray:
+    def _read(self, sel: BasicSelection, ctx: ExecContext) -> np.ndarray:
         out = np.empty(sel.out_shape, dtype=self._dtype)
         if out.size == 0:
             return out
         projections: Iterable[ChunkProjection] = iter_chunk_projections(sel, self._axis_grids)
-        task = lambda p: self._keyed(lambda q: self._read_chunk(q, out), p, _proj_coords)  # noqa: E731
-        threads = _config_get("threads")
-        if self._partial and threads > 1 and self.store.io_concurrency <= threads:
-            many = max(_FEW_SHARDS, 2 * threads)
-            first = list(itertools.islice(projections, many + 1))
-            if len(first) <= _FEW_SHARDS and not any(p.is_complete for p in first):
-                # a partial read of a few shards (an unaligned box crossing shard edges):
-                # the calling thread reads them in turn, each one kernel call whose inner
-                # chunks the native helpers share -- cheaper than a Python task per shard
-                # (measured: 50 cross-shard 40^3 reads 58 -> 52 ms at 2 threads).  Whole
-                # shards keep the pool, which overlaps one shard's file read with another's
-                # decode.
-                for p in first:
-                    task(p)
-                return self._read_done(out)
-            if len(first) > many:
-                # many shards: the pool's tasks already keep every thread busy, so each
-                # shard's kernel call runs on its task's thread alone (no native helpers
-                # competing with the other tasks' file reads and decodes; measured: full
-                # read of 8 shards 0.333 -> 0.313 s at 2 threads)
-                task = self._one_thread(task)
-            projections = itertools.chain(first, projections)
-        self._run(task, projections)
+        task = lambda p: self._keyed(lambda q: self._read_chunk(q, out, ctx), p, _proj_coords)  # noqa: E731
+        # a partial shard read spreads its inner chunks over the budget itself: the
+        # context runs a few of them in turn rather than as Python tasks
+        ctx.map(task, projections, _partial_shard if self._partial else None)
         return self._read_done(out)
-
-    @staticmethod
-    def _one_thread(task: Callable[[Any], None]) -> Callable[[Any], None]:
-        def run(p: Any) -> None:
-            with _config_override(threads=1):
-                task(p)
-        return run
 
     def _read_done(self, out: np.ndarray) -> np.ndarray:
         if self._may_be_all_fill(out):
             self._check_node_exists()
         return out
 
-    def _read_chunk(self, p: ChunkProjection, out: np.ndarray) -> None:
+    def _read_chunk(self, p: ChunkProjection, out: np.ndarray, ctx: ExecContext) -> None:
         key = self._key(p.chunk_coords)
         osel = p.out_selection
         cshape, valid = self._chunk_geometry(p.chunk_coords)
         pipeline = self._pipeline if cshape is self._chunk_shape else self._pipeline_for(cshape)
         if p.is_complete or not self._partial:
-            chunk = _UNCACHED if self._partial else self._cached_chunk(key, pipeline)
+            chunk = _UNCACHED if self._partial else self._cached_chunk(key, pipeline, ctx)
             if chunk is not _UNCACHED:
                 ortho_set(out, osel, self._fill if chunk is None else ortho_get(chunk, p.chunk_selection))
                 return
@@ -215,31 +194,32 @@ class ArrayReads(ArrayBase):
                 target = out[osel + (Ellipsis,)]  # always a view, even when 0-d
                 if target.shape != cshape:
                     target = target.reshape(cshape)  # only unit dims differ: a view
-                with chunk_errors(key):
+                with chunk_errors(key), ctx.cpu():
                     if target.flags.c_contiguous or pipeline.decodes_into_strided:
                         # (sharding's kernel scatters straight into a strided region)
-                        pipeline.decode_into(data, target)
+                        pipeline.decode_into(data, target, ctx)
                     else:
                         # strided destination: decode into this thread's reusable scratch
                         # chunk (no per-chunk allocation), then one strided copy
                         scratch = self._scratch(cshape)
-                        pipeline.decode_into(data, scratch)
+                        pipeline.decode_into(data, scratch, ctx)
                         np.copyto(target, scratch)
                 return
-            chunk = self._decode(key, data, pipeline)
-            ortho_set(out, osel, ortho_get(chunk, p.chunk_selection))
+            with ctx.cpu():
+                chunk = self._decode(key, data, pipeline, ctx)
+                ortho_set(out, osel, ortho_get(chunk, p.chunk_selection))
             return
         # partial decode (sharding): the selection reaches the codec intact (steps,
         # index arrays); a plain region of the output is decoded into in place
         target = out[osel + (Ellipsis,)] if all(isinstance(s, slice) for s in osel) else None
         with chunk_errors(key):
-            piece = pipeline.decode_partial(StorePath(self.store, key), p.chunk_selection, target)
+            piece = pipeline.decode_partial(StorePath(self.store, key), p.chunk_selection, target, ctx)
         if piece is None:
             ortho_set(out, osel, self._fill)
         elif target is None:
             ortho_set(out, osel, piece)
 
-    def _cached_chunk(self, key: str, pipeline: Any) -> Any:
+    def _cached_chunk(self, key: str, pipeline: Any, ctx: ExecContext | None) -> Any:
         """The decoded (read-only) unsharded chunk ``key`` through the decoded-chunk
         cache (``zarrcy.chunk_cache``: keyed by the stored object's version token, so
         never stale), None when it is not stored, or ``_UNCACHED``."""
@@ -273,7 +253,8 @@ class ArrayReads(ArrayBase):
                 data = snap.get(RangeRequest(0, limit + 1))
                 if data is None:
                     return None
-        chunk = self._decode(key, self._check_stored(key, data), pipeline)
+        with (ctx or self._context()).cpu():
+            chunk = self._decode(key, self._check_stored(key, data), pipeline, ctx)
         chunk.flags.writeable = False
         chunk_cache.put_many(prefix, (0,), (chunk,))
         return chunk
@@ -287,14 +268,14 @@ class ArrayReads(ArrayBase):
             got = keys[shape] = ("chunk", shape, self._dtype.str, self._fill.tobytes(), repr(pipeline.codecs))
         return got
 
-    def _read_points(self, coords: np.ndarray) -> np.ndarray:
+    def _read_points(self, coords: np.ndarray, ctx: ExecContext) -> np.ndarray:
         """Vectorised read of points (coords: (ndim, N) int64, in bounds)."""
         ndim, n = coords.shape
         out = np.empty(n, dtype=self._dtype)
         if n == 0:
             return out
         if ndim == 0:
-            out[...] = self._read(normalize_basic((), ()))
+            out[...] = self._read(normalize_basic((), ()), ctx)
             return out
         cs = np.asarray(self._chunk_shape, dtype=np.int64)[:, None]
         chunk_coords, in_chunk = self._locate_points(coords)
@@ -319,18 +300,27 @@ class ArrayReads(ArrayBase):
                 # the points reach the codec as they are: only the inner chunks holding
                 # them are decoded (sharding)
                 with chunk_errors(key):
-                    piece = pipeline.decode_points(StorePath(self.store, key), local)
+                    piece = pipeline.decode_points(StorePath(self.store, key), local, ctx)
                 out[idx] = self._fill if piece is None else piece
                 return
-            chunk = self._cached_chunk(key, pipeline)
+            chunk = self._cached_chunk(key, pipeline, ctx)
             if chunk is _UNCACHED:
                 data = self._get_stored(key)
-                chunk = None if data is None else self._decode(key, data, pipeline)
+                if data is not None:
+                    with ctx.cpu():
+                        chunk = self._decode(key, data, pipeline, ctx)
+                else:
+                    chunk = None
             out[idx] = self._fill if chunk is None else chunk[tuple(local)]
 
-        self._run(lambda idx: self._keyed(task, idx, lambda i: tuple(int(x) for x in chunk_coords[:, i[0]])), groups)
+        ctx.map(lambda idx: self._keyed(task, idx, lambda i: tuple(int(x) for x in chunk_coords[:, i[0]])), groups)
         return out
 
+
+
+def _partial_shard(p: ChunkProjection) -> bool:
+    """A shard read only in part: its kernel call spreads the inner chunks itself."""
+    return not p.is_complete
 
 
 class _OIndex:

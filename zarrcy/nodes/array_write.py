@@ -1,7 +1,9 @@
 """Writing an Array: values converted with numpy's assignment rules, each touched stored
 chunk (shard) written under a per-object lock (whole chunks encoded directly, partial
 ones read-modify-written, or through the codec's ``encode_partial`` / ``encode_points``
-when sharded; all-fill chunks erased), and ``resize`` / ``append``."""
+when sharded; all-fill chunks erased), and ``resize`` / ``append``.  Each public write
+method makes the call's execution context (or uses ``context=``) and passes it down, as
+the read path does."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from zarrcy.codecs.pipeline import CodecPipeline
 from zarrcy.config import at_fork_reset as _at_fork_reset
 from zarrcy.config import get as _config_get
 from zarrcy.errors import CastError, CastTypeError, OutOfRangeError, WriteConflictError, ZarrcyError
+from zarrcy.execution import ExecContext
 from zarrcy.indexing import (
     BasicSelection,
     ChunkProjection,
@@ -126,25 +129,27 @@ class ArrayWrites(ArrayBase):
     """``a[...] = v``, the ``set_*_selection`` methods, ``resize`` and ``append``."""
 
     def __setitem__(self, selection: Any, value: Any) -> None:
+        self.set_basic_selection(selection, value)
+
+    def set_basic_selection(self, selection: Any, value: Any, *, context: ExecContext | None = None) -> None:
+        """``a[selection] = value``.  ``context``: run within this execution context (a
+        caller that made one for a larger call, e.g. ``zarrcy.convert``)."""
         try:
             sel = normalize_basic(selection, self.shape)
         except _VectorizedSelection:
-            self.set_coordinate_selection(selection, value)
+            self.set_coordinate_selection(selection, value, context=context)
             return
-        self._write(sel, value)
+        self._write(sel, value, context)
 
-    def set_basic_selection(self, selection: Any, value: Any) -> None:
-        self[selection] = value
+    def set_orthogonal_selection(self, selection: Any, value: Any, *, context: ExecContext | None = None) -> None:
+        self._write(normalize_orthogonal(selection, self.shape), value, context)
 
-    def set_orthogonal_selection(self, selection: Any, value: Any) -> None:
-        self._write(normalize_orthogonal(selection, self.shape), value)
+    def set_block_selection(self, selection: Any, value: Any, *, context: ExecContext | None = None) -> None:
+        self._write(normalize_blocks(selection, self.shape, self._axis_grids), value, context)
 
-    def set_block_selection(self, selection: Any, value: Any) -> None:
-        self._write(normalize_blocks(selection, self.shape, self._axis_grids), value)
-
-    def set_mask_selection(self, mask: Any, value: Any) -> None:
+    def set_mask_selection(self, mask: Any, value: Any, *, context: ExecContext | None = None) -> None:
         """Set the elements where ``mask`` is True (``value``: a scalar or one value per True)."""
-        self.set_coordinate_selection(self._mask_coords(mask), value)
+        self.set_coordinate_selection(self._mask_coords(mask), value, context=context)
 
     def _asarray(self, value: Any) -> np.ndarray:
         """``value`` as an array, converted the way numpy's ``__setitem__`` converts it.
@@ -210,7 +215,7 @@ class ArrayWrites(ArrayBase):
                 f"could not broadcast input array from shape {v.shape} into shape {shape}"
             ) from None
 
-    def _write(self, sel: BasicSelection, value: Any) -> None:
+    def _write(self, sel: BasicSelection, value: Any, ctx: ExecContext | None) -> None:
         self._check_writable()
         self._check_node_exists()
         # accept values shaped like the final selection (with newaxis dims) too
@@ -222,13 +227,14 @@ class ArrayWrites(ArrayBase):
         if math.prod(sel.out_shape) == 0:
             return
         projections = iter_chunk_projections(sel, self._axis_grids)
-        self._run(lambda p: self._keyed(lambda q: self._write_chunk(q, v), p, _proj_coords), projections)
+        ctx = ctx or self._context()
+        ctx.map(lambda p: self._keyed(lambda q: self._write_chunk(q, v, ctx), p, _proj_coords), projections)
 
     def _write_empty_chunks(self) -> bool:
         cfg = self.__dict__.get("_array_config")
         return bool(_config_get("write_empty_chunks")) if cfg is None else cfg.write_empty_chunks
 
-    def _store_chunk(self, key: str, chunk: np.ndarray, pipeline: CodecPipeline | None = None) -> None:
+    def _store_chunk(self, key: str, chunk: np.ndarray, pipeline: CodecPipeline | None, ctx: ExecContext) -> None:
         """Encode and store a full chunk; erase it instead when it is all fill value."""
         chunk_cache.forget(StorePath(self.store, key).cache_id)  # the decoded old version (memory)
         if not self._write_empty_chunks() and self.store.supports_deletes:
@@ -242,7 +248,8 @@ class ArrayWrites(ArrayBase):
                 return
             chunk = c
         pipeline = self._pipeline if pipeline is None else pipeline
-        data = pipeline.encode(chunk)
+        with ctx.cpu():
+            data = pipeline.encode(chunk, ctx)
         if data is None:
             if self.store.supports_deletes:
                 self.store.erase(key)
@@ -251,11 +258,11 @@ class ArrayWrites(ArrayBase):
         else:
             self.store.set(key, data)
 
-    def _write_chunk(self, p: ChunkProjection, value: np.ndarray) -> None:
+    def _write_chunk(self, p: ChunkProjection, value: np.ndarray, ctx: ExecContext) -> None:
         key = self._key(p.chunk_coords)
-        _rmw(self.store, key, lambda: self._write_chunk_locked(key, p, value))
+        _rmw(self.store, key, lambda: self._write_chunk_locked(key, p, value, ctx))
 
-    def _write_chunk_locked(self, key: str, p: ChunkProjection, value: np.ndarray) -> None:
+    def _write_chunk_locked(self, key: str, p: ChunkProjection, value: np.ndarray, ctx: ExecContext) -> None:
         piece = ortho_get(value, p.out_selection) if value.ndim else value
         cshape, valid = self._chunk_geometry(p.chunk_coords)
         pipeline = self._pipeline if cshape is self._chunk_shape else self._pipeline_for(cshape)
@@ -270,22 +277,23 @@ class ArrayWrites(ArrayBase):
             else:
                 chunk = np.full(cshape, self._fill, dtype=self._dtype)
                 chunk[tuple(slice(0, v) for v in valid)] = np.asarray(piece).reshape(valid) if np.ndim(piece) else piece
-            self._store_chunk(key, chunk, pipeline)
+            self._store_chunk(key, chunk, pipeline, ctx)
             return
         if pipeline.supports_partial_encode:
             # the selection reaches the codec intact: only touched inner chunks change
             with chunk_errors(key):
-                pipeline.encode_partial(StorePath(self.store, key), p.chunk_selection, piece)
+                pipeline.encode_partial(StorePath(self.store, key), p.chunk_selection, piece, ctx)
             return
         data = self._get_stored(key)
         if data is None:
             chunk = np.full(cshape, self._fill, dtype=self._dtype)
         else:
-            chunk = np.array(self._decode(key, data, pipeline))  # writable copy
+            with ctx.cpu():
+                chunk = np.array(self._decode(key, data, pipeline, ctx))  # writable copy
         ortho_set(chunk, p.chunk_selection, piece)
-        self._store_chunk(key, chunk, pipeline)
+        self._store_chunk(key, chunk, pipeline, ctx)
 
-    def set_coordinate_selection(self, selection: Any, value: Any) -> None:
+    def set_coordinate_selection(self, selection: Any, value: Any, *, context: ExecContext | None = None) -> None:
         self._check_writable()
         self._check_node_exists()
         coords, out_shape = normalize_vectorized(selection, self.shape)
@@ -300,6 +308,7 @@ class ArrayWrites(ArrayBase):
         lin_sorted = linear[order]
         starts = np.flatnonzero(np.r_[True, lin_sorted[1:] != lin_sorted[:-1]])
         ends = np.r_[starts[1:], n]
+        ctx = context or self._context()
 
         def task(idx: np.ndarray) -> None:
             cc = tuple(int(x) for x in chunk_coords[:, idx[0]])
@@ -315,16 +324,20 @@ class ArrayWrites(ArrayBase):
             def write() -> None:
                 if self._partial:  # sharded: only the inner chunks holding the points change
                     with chunk_errors(key):
-                        pipeline.encode_points(StorePath(self.store, key), np.stack(local), v[idx])
+                        pipeline.encode_points(StorePath(self.store, key), np.stack(local), v[idx], ctx)
                     return
                 data = self._get_stored(key)
-                chunk = np.full(cshape, self._fill, self._dtype) if data is None else np.array(self._decode(key, data, pipeline))
+                if data is None:
+                    chunk = np.full(cshape, self._fill, self._dtype)
+                else:
+                    with ctx.cpu():
+                        chunk = np.array(self._decode(key, data, pipeline, ctx))
                 chunk[local] = v[idx]
-                self._store_chunk(key, chunk, pipeline)
+                self._store_chunk(key, chunk, pipeline, ctx)
 
             _rmw(self.store, key, write)
 
-        self._run(lambda idx: self._keyed(task, idx, lambda i: tuple(int(x) for x in chunk_coords[:, i[0]])),
+        ctx.map(lambda idx: self._keyed(task, idx, lambda i: tuple(int(x) for x in chunk_coords[:, i[0]])),
                   [order[a:b] for a, b in zip(starts.tolist(), ends.tolist())])
 
     def resize(self, *new_shape: Any, delete_outside: bool = True) -> None:

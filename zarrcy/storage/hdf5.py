@@ -17,7 +17,7 @@ dimension -- as a Zarr v3 hierarchy, so everything that reads stores
   whose every offset and size was checked against the file first) and prefixed with a
   4-byte little-endian filter mask.  The internal ``zarrcy.hdf5_chunk`` codec
   (:mod:`zarrcy.codecs.hdf5`) undoes the HDF5 filters (deflate, shuffle, fletcher32)
-  itself, outside h5py's global lock, so the array's tasks (``config.run_bounded``)
+  itself, outside h5py's global lock, so the array's tasks (``ExecContext.map``)
   decode chunks in parallel threads.  This is the one read path of HDF5 data: user
   reads (``a[sel]``, ``oindex``, ``vindex``...) and the converter's region reads alike.
   The served bytes are a memoryview of the reading thread's reused buffer (never

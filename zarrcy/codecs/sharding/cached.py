@@ -29,6 +29,7 @@ from zarrcy.codecs._base import ByteGetter, Selection
 from zarrcy.codecs.sharding import reader, scatter
 from zarrcy.codecs.sharding.format import ShardLayout
 from zarrcy.errors import CorruptChunkError, StoreError
+from zarrcy.execution import ExecContext
 
 __all__ = ["decode_partial", "decode_points", "read_point"]
 
@@ -41,7 +42,7 @@ def _active(layout: ShardLayout, getter: ByteGetter) -> bool:
             and getter.cache_id is not None and chunk_cache.enabled())
 
 
-def _decoded(getter: ByteGetter, layout: ShardLayout, linear: np.ndarray) -> Any:
+def _decoded(getter: ByteGetter, layout: ShardLayout, linear: np.ndarray, ctx: ExecContext) -> Any:
     """The decoded inner chunks ``linear`` of the current shard version (read-only
     arrays, :data:`chunk_cache.FILL` where not stored), from the cache or decoded now
     and cached; None when the shard does not exist; :data:`_UNCACHED` without a token."""
@@ -77,7 +78,7 @@ def _decoded(getter: ByteGetter, layout: ShardLayout, linear: np.ndarray) -> Any
                     return None
             mlin = linear[miss]
             try:
-                new = _decode(snap, getter, layout, flat, mlin, version)
+                new = _decode(snap, getter, layout, flat, mlin, version, ctx)
             except reader.Stale:
                 reader.drop_index(getter, layout)
                 continue
@@ -90,14 +91,16 @@ def _decoded(getter: ByteGetter, layout: ShardLayout, linear: np.ndarray) -> Any
 
 
 def _decode(snap: Any, getter: ByteGetter, layout: ShardLayout, flat: np.ndarray, linear: np.ndarray,
-            version: Any) -> list[Any]:
+            version: Any, ctx: ExecContext) -> list[Any]:
     """Inner chunks ``linear`` fetched (one coalesced read) and decoded (one kernel call)
     into whole read-only chunks (:data:`chunk_cache.FILL`: not stored)."""
-    bufs, task_src, task_off, task_len = reader.plan_and_fetch(snap, getter, layout, flat, linear, version)
+    bufs, task_src, task_off, task_len = reader.plan_and_fetch(snap, getter, layout, flat, linear, version, ctx)
     cs = layout.chunk_shape
     m = int(linear.size)
     staging = np.empty((m * cs[0],) + tuple(cs[1:]), layout.spec.dtype)
-    scatter.decode_stacked(layout, bufs, task_src, task_off, task_len, np.arange(m, dtype=np.int64), linear, staging)
+    with ctx.cpu():
+        scatter.decode_stacked(ctx, layout, bufs, task_src, task_off, task_len, np.arange(m, dtype=np.int64), linear,
+                               staging)
     out: list[Any] = []
     for k in range(m):
         if task_src[k] < 0:
@@ -128,23 +131,23 @@ def _never(*_: Any) -> None:  # pragma: no cover - the decoded plan has no codec
 
 
 def decode_partial(layout: ShardLayout, getter: ByteGetter, selection: Selection,
-                   out: np.ndarray | None) -> np.ndarray | None:
+                   out: np.ndarray | None, ctx: ExecContext) -> np.ndarray | None:
     """:func:`.reader.decode_partial` through the cache."""
     if not _active(layout, getter):
-        return reader.decode_partial(layout, getter, selection, out)
+        return reader.decode_partial(layout, getter, selection, out, ctx)
     box = _box(layout, selection)
     if box is not None:
-        return _read_box(layout, getter, selection, box, out)
+        return _read_box(layout, getter, selection, box, out, ctx)
     proj, out = reader.projected(selection, layout, out)
     if out.size == 0:
         return out
-    got = _decoded(getter, layout, proj.linear)
+    got = _decoded(getter, layout, proj.linear, ctx)
     if got is _UNCACHED:
-        return reader.decode_partial(layout, getter, selection, out)
+        return reader.decode_partial(layout, getter, selection, out, ctx)
     if got is None:
         return None
     srcs, task_src, task_off, task_len = _sources(got)
-    scatter.decode_tasks(layout, proj, out, srcs, task_src, task_off, task_len, _never, plan=scatter.DECODED)
+    scatter.decode_tasks(ctx, layout, proj, out, srcs, task_src, task_off, task_len, _never, plan=scatter.DECODED)
     return out
 
 
@@ -166,7 +169,8 @@ def _box(layout: ShardLayout, selection: Selection) -> list[list[tuple[int, int,
 
 
 def _read_box(layout: ShardLayout, getter: ByteGetter, selection: Selection,
-              dims: list[list[tuple[int, int, int, int]]], out: np.ndarray | None) -> np.ndarray | None:
+              dims: list[list[tuple[int, int, int, int]]], out: np.ndarray | None,
+              ctx: ExecContext) -> np.ndarray | None:
     """A box through the cache: one strided numpy copy per touched inner chunk (a
     box's chunk-local and output regions are plain slices; no kernel tables needed)."""
     shape = tuple(sum(t[2] - t[1] for t in d) for d in dims)
@@ -179,9 +183,9 @@ def _read_box(layout: ShardLayout, getter: ByteGetter, selection: Selection,
     for d in range(len(dims) - 2, -1, -1):
         strides[d] = strides[d + 1] * layout.cps[d + 1]
     linear = np.fromiter((sum(t[0] * st for t, st in zip(task, strides)) for task in tasks), np.int64, len(tasks))
-    got = _decoded(getter, layout, linear)
+    got = _decoded(getter, layout, linear, ctx)
     if got is _UNCACHED:
-        return reader.decode_partial(layout, getter, selection, out)
+        return reader.decode_partial(layout, getter, selection, out, ctx)
     if got is None:
         return None
     fill = layout.fill
@@ -194,13 +198,13 @@ def _read_box(layout: ShardLayout, getter: ByteGetter, selection: Selection,
     return out
 
 
-def decode_points(layout: ShardLayout, getter: ByteGetter, coords: np.ndarray) -> np.ndarray | None:
+def decode_points(layout: ShardLayout, getter: ByteGetter, coords: np.ndarray, ctx: ExecContext) -> np.ndarray | None:
     """:func:`.reader.decode_points` through the cache: the cached chunks' elements
     gathered by one kernel call (``decode_points_all`` with the decoded plan)."""
     k = coords.shape[1] if coords.ndim == 2 else 0
     kernel = layout.kernel
     if k == 0 or kernel is None or not _active(layout, getter):
-        return reader.decode_points(layout, getter, coords)
+        return reader.decode_points(layout, getter, coords, ctx)
     cs = np.asarray(layout.chunk_shape, np.int64)[:, None]
     q = coords // cs
     lin = np.ravel_multi_index(tuple(q), layout.cps).astype(np.int64)
@@ -208,9 +212,9 @@ def decode_points(layout: ShardLayout, getter: ByteGetter, coords: np.ndarray) -
     ls = lin[order]
     starts = np.flatnonzero(np.concatenate(([True], ls[1:] != ls[:-1])))
     uniq = ls[starts]
-    got = _decoded(getter, layout, uniq)
+    got = _decoded(getter, layout, uniq, ctx)
     if got is _UNCACHED:
-        return reader.decode_points(layout, getter, coords)
+        return reader.decode_points(layout, getter, coords, ctx)
     if got is None:
         return None
     out = np.empty(k, dtype=layout.spec.dtype)
@@ -225,14 +229,14 @@ def decode_points(layout: ShardLayout, getter: ByteGetter, coords: np.ndarray) -
     return out
 
 
-def read_point(layout: ShardLayout, getter: ByteGetter, local: Sequence[int]) -> Any:
+def read_point(layout: ShardLayout, getter: ByteGetter, local: Sequence[int], ctx: ExecContext) -> Any:
     """:func:`.reader.read_point` through the cache."""
     if not _active(layout, getter):
-        return reader.read_point(layout, getter, local)
+        return reader.read_point(layout, getter, local, ctx)
     lin, rel = reader.locate_point(layout, local)
-    got = _decoded(getter, layout, np.array([lin], np.int64))
+    got = _decoded(getter, layout, np.array([lin], np.int64), ctx)
     if got is _UNCACHED:
-        return reader.read_point(layout, getter, local)
+        return reader.read_point(layout, getter, local, ctx)
     if got is None or got[0] is chunk_cache.FILL:
         return layout.fill_scalar
     return got[0][tuple(rel)].copy()

@@ -13,7 +13,6 @@ from zarrcy._kernels import _sharding as K
 from zarrcy.codecs._base import ArrayBytesCodec, ArraySpec, ByteGetter, ByteSetter, Codec, Selection, fill_key
 from zarrcy.codecs.sharding import cached, reader, scatter, writer
 from zarrcy.codecs._common import thread_bytes
-from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, run
 from zarrcy.codecs.sharding.format import (
     SENTINEL,
     ShardLayout,
@@ -25,6 +24,7 @@ from zarrcy.codecs.sharding.format import (
 )
 from zarrcy.config import get as _config_get
 from zarrcy.errors import CorruptChunkError, MetadataError, expected
+from zarrcy.execution import ExecContext
 from zarrcy.metadata._parse import config_dict
 
 __all__ = ["ShardingCodec", "IndexLocation"]
@@ -42,6 +42,10 @@ class ShardingCodec(ArrayBytesCodec):
     name: ClassVar[str] = "sharding_indexed"
     supports_partial_decode: ClassVar[bool] = True
     supports_partial_encode: ClassVar[bool] = True
+    #: decode / encode spread a shard's inner chunks over the call's threads: the
+    #: pipeline passes its execution context (a direct call without one is an entry
+    #: point and makes its own)
+    uses_context: ClassVar[bool] = True
 
     chunk_shape: tuple[int, ...]
     codecs: tuple[Codec, ...] = ()
@@ -161,19 +165,22 @@ class ShardingCodec(ArrayBytesCodec):
         layout = self.layout(spec)
         return layout.n > 1 and scatter.usable(layout)
 
-    def decode(self, data: bytes | bytearray | memoryview, spec: ArraySpec) -> np.ndarray:
+    def decode(self, data: bytes | bytearray | memoryview, spec: ArraySpec, ctx: ExecContext | None = None) -> np.ndarray:
         out = np.empty(spec.shape, dtype=spec.dtype)
-        self.decode_into(data, out, spec)
+        self.decode_into(data, out, spec, ctx)
         return out
 
-    def decode_into(self, data: bytes | bytearray | memoryview, out: np.ndarray, spec: ArraySpec) -> bool:
+    def decode_into(self, data: bytes | bytearray | memoryview, out: np.ndarray, spec: ArraySpec,
+                    ctx: ExecContext | None = None) -> bool:
+        if ctx is None:
+            ctx = ExecContext.for_call()
         layout = self.layout(spec)
         if tuple(out.shape) != tuple(spec.shape):
             raise ValueError(expected("sharding_indexed.decode_into out.shape", str(tuple(spec.shape)), out.shape))
         buf = flat_bytes(data)
         flat = self._index_of(buf, layout)
         if layout.n > 1 and scatter.usable(layout):
-            self._decode_whole_kernel(layout, buf, flat, out)
+            self._decode_whole_kernel(layout, buf, flat, out, ctx)
             return True
         offs = flat[0::2].tolist()
         nbs = flat[1::2].tolist()
@@ -188,17 +195,18 @@ class ShardingCodec(ArrayBytesCodec):
                 view[...] = fill
             else:
                 try:
-                    inner.decode_into(buf[off:off + nbs[i]], view)
+                    inner.decode_into(buf[off:off + nbs[i]], view, ctx=ctx)
                 except CorruptChunkError as e:
                     raise CorruptChunkError(f"{layout.chunk_name(i)}: {e}") from e
 
-        run(layout.n, task, spec.nbytes >= PARALLEL_MIN_BYTES)
+        ctx.map_inner(layout.n, task, spec.nbytes)
         if reader.decode_stats.enabled:
             reader.decode_stats.add(int((flat[0::2] != SENTINEL).sum()))
         return True
 
     @staticmethod
-    def _decode_whole_kernel(layout: ShardLayout, buf: memoryview, flat: np.ndarray, out: np.ndarray) -> None:
+    def _decode_whole_kernel(layout: ShardLayout, buf: memoryview, flat: np.ndarray, out: np.ndarray,
+                             ctx: ExecContext) -> None:
         """Every inner chunk in one C loop per thread (the whole shard is one buffer)."""
         proj, tables = scatter.whole_tables(layout)
         offs = flat[0::2]
@@ -211,20 +219,22 @@ class ShardingCodec(ArrayBytesCodec):
         def python_task(k: int, dest: np.ndarray) -> None:  # an ambiguous gzip code: the codec decides
             o = int(off_task[k])
             try:
-                inner.decode_into(buf[o:o + int(nb_task[k])], dest[layout.region(k)])
+                inner.decode_into(buf[o:o + int(nb_task[k])], dest[layout.region(k)], ctx=ctx)
             except CorruptChunkError as e:
                 raise CorruptChunkError(f"{layout.chunk_name(k)}: {e}") from e
 
-        scatter.decode_tasks(layout, proj, out, [buf], task_src, off_task, nb_task, python_task, tables)
+        scatter.decode_tasks(ctx, layout, proj, out, [buf], task_src, off_task, nb_task, python_task, tables)
 
     # -- whole-shard encode ------------------------------------------------------------------
-    def encode(self, chunk: np.ndarray, spec: ArraySpec) -> bytes | bytearray | None:
+    def encode(self, chunk: np.ndarray, spec: ArraySpec, ctx: ExecContext | None = None) -> bytes | bytearray | None:
+        if ctx is None:
+            ctx = ExecContext.for_call()
         layout = self.layout(spec)
         arr = contiguous(np.asarray(chunk, dtype=spec.dtype))
         if arr.shape != tuple(spec.shape):
             raise ValueError(f"sharding_indexed.encode: expected shape {tuple(spec.shape)}, received {arr.shape}")
         if layout.n > 1 and scatter.usable(layout):
-            return self._encode_kernel(layout, arr)
+            return self._encode_kernel(layout, arr, ctx)
         if _config_get("write_empty_chunks"):
             todo = list(range(layout.n))
         else:
@@ -237,9 +247,9 @@ class ShardingCodec(ArrayBytesCodec):
         encoded: list[Any] = [None] * len(todo)
 
         def task(k: int) -> None:
-            encoded[k] = inner.encode(contiguous(arr[region(todo[k])]))
+            encoded[k] = inner.encode(contiguous(arr[region(todo[k])]), ctx=ctx)
 
-        run(len(todo), task, spec.nbytes >= PARALLEL_MIN_BYTES)
+        ctx.map_inner(len(todo), task, spec.nbytes)
         nbytes = np.full(layout.n, SENTINEL, np.uint64)
         pieces = []
         for i, e in zip(todo, encoded):
@@ -259,14 +269,16 @@ class ShardingCodec(ArrayBytesCodec):
         # one allocation, one copy per piece
         return b"".join([index, *pieces] if layout.start else [*pieces, index])
 
-    def _encode_kernel(self, layout: ShardLayout, arr: np.ndarray) -> bytearray | None:
+    def _encode_kernel(self, layout: ShardLayout, arr: np.ndarray, ctx: ExecContext) -> bytearray | None:
         """Every inner chunk gathered, checked for emptiness and encoded through the
         native engine (transposed, swapped, compressed, checksummed as the layout's
-        kernel plan says) in one C loop per thread (``_inner_encode.gather_encode``) into
-        slots of one buffer, then packed behind (or after) the index."""
+        kernel plan says) in one C loop per part (``_inner_encode.gather_encode``; the
+        context decides the parts: :func:`.scatter.encode_chunks`) into slots of one
+        buffer, then packed behind (or after) the index."""
         n = layout.n
         # this thread's buffer, until the shard below is packed
-        slots, slot_off, nbytes = scatter.encode_chunks(layout, arr, n, lambda size: thread_bytes("shard-encode", size))
+        slots, slot_off, nbytes = scatter.encode_chunks(ctx, layout, arr, n,
+                                                        lambda size: thread_bytes("shard-encode", size))
         stored = nbytes >= 0
         if not stored.any():
             return None
@@ -295,29 +307,33 @@ class ShardingCodec(ArrayBytesCodec):
 
     # -- partial I/O -------------------------------------------------------------------------
     def decode_partial(
-        self, getter: ByteGetter, selection: Selection, spec: ArraySpec, out: np.ndarray | None = None
+        self, getter: ByteGetter, selection: Selection, spec: ArraySpec, out: np.ndarray | None = None,
+        ctx: ExecContext | None = None,
     ) -> np.ndarray | None:
         """Decode ``selection`` (ints, slices with steps, int64 arrays; see
         ``zarrcy.codecs._base.Selection``) of the shard behind ``getter``: the index
         (cached, checked against the shard version) and only the inner chunks the
         selection touches, in coalesced range reads.  None if the shard is missing."""
-        return cached.decode_partial(self.layout(spec), getter, tuple(selection), out)
+        return cached.decode_partial(self.layout(spec), getter, tuple(selection), out, ctx or ExecContext.for_call())
 
-    def decode_points(self, getter: ByteGetter, coords: np.ndarray, spec: ArraySpec) -> np.ndarray | None:
-        return cached.decode_points(self.layout(spec), getter, coords)
+    def decode_points(self, getter: ByteGetter, coords: np.ndarray, spec: ArraySpec,
+                      ctx: ExecContext | None = None) -> np.ndarray | None:
+        return cached.decode_points(self.layout(spec), getter, coords, ctx or ExecContext.for_call())
 
-    def read_point(self, getter: ByteGetter, local: Sequence[int], spec: ArraySpec) -> Any:
-        return cached.read_point(self.layout(spec), getter, local)
+    def read_point(self, getter: ByteGetter, local: Sequence[int], spec: ArraySpec, ctx: ExecContext | None = None) -> Any:
+        return cached.read_point(self.layout(spec), getter, local, ctx or ExecContext.for_call())
 
     def encode_partial(
-        self, setter: ByteSetter, selection: Selection, value: Any, spec: ArraySpec, *,
-        write_strategy: writer.WriteStrategy | None = None,
+        self, setter: ByteSetter, selection: Selection, value: Any, spec: ArraySpec, ctx: ExecContext | None = None,
+        *, write_strategy: writer.WriteStrategy | None = None,
     ) -> None:
         """Write ``value`` into ``selection`` of the stored shard (strategy
         ``zarrcy.config(shard_write_strategy=...)`` unless given: see
         :mod:`zarrcy.codecs.sharding.writer`)."""
-        writer.encode_partial(self.layout(spec), setter, tuple(selection), value, write_strategy)
+        writer.encode_partial(self.layout(spec), setter, tuple(selection), value, write_strategy,
+                              ctx or ExecContext.for_call())
 
-    def encode_points(self, setter: ByteSetter, coords: np.ndarray, values: Any, spec: ArraySpec) -> None:
+    def encode_points(self, setter: ByteSetter, coords: np.ndarray, values: Any, spec: ArraySpec,
+                      ctx: ExecContext | None = None) -> None:
         """vindex writes: only the inner chunks holding the points change."""
-        writer.encode_points(self.layout(spec), setter, coords, values, None)
+        writer.encode_points(self.layout(spec), setter, coords, values, None, ctx or ExecContext.for_call())

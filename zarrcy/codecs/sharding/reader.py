@@ -13,6 +13,12 @@ ETag, one GET holding both the data and the index bytes, compared with those dec
 ``STALE_RETRIES`` times, then StoreError).  A store that returns no token at all gets
 the whole shard read in one request.
 
+**Execution context.**  The reads here get the call's
+:class:`~zarrcy.execution.ExecContext`: coalescing options and the threads decoding
+inner chunks (the kernel's helpers join within its budget; Python-path chains use
+``ctx.map_inner``).  Decoding after a fetch runs inside ``ctx.cpu()`` (a budget slot
+for latency-bound calls, whose items wait for the network without one).
+
 **Index cache** (``zarrcy.config(shard_index_cache=bytes)``): keyed by the shard's
 ``cache_id``.  For pinned snapshots a cached index is used only when the index bytes
 just read through the snapshot are byte-for-byte the cached ones (and the shard size is
@@ -40,11 +46,12 @@ from zarrcy.byte_range import RangeRequest
 from zarrcy.byte_access import BytesSnapshot
 from zarrcy.codecs._base import ByteGetter, Selection, ValueSnapshot, assign, select
 from zarrcy.codecs.sharding import index_io, scatter
-from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, decode_stats, run, scratch
+from zarrcy.codecs.sharding._parallel import decode_stats, scratch
 from zarrcy.codecs.sharding.projection import Projection, whole_projection
 from zarrcy.codecs.sharding.format import SENTINEL, ShardLayout, flat_bytes
 from zarrcy.config import get as _config_get
 from zarrcy.errors import CorruptChunkError, StoreError
+from zarrcy.execution import ExecContext
 
 __all__ = ["Projection", "whole_projection", "decode_partial", "read_point", "locate_point", "fetch_ranges", "plan_and_fetch", "with_index", "clear_index_cache",
            "decode_stats"]
@@ -246,7 +253,7 @@ def with_index(
 
 def fetch_ranges(
     snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, which: np.ndarray, offs: np.ndarray,
-    nbs: np.ndarray, version: Any = None,
+    nbs: np.ndarray, version: Any, ctx: ExecContext,
 ) -> tuple[list[memoryview], np.ndarray, np.ndarray]:
     """Read the bytes of inner chunks ``which`` with one coalesced ``get_ranges`` call.
 
@@ -271,9 +278,7 @@ def fetch_ranges(
         order = np.argsort(offs, kind="stable").astype(np.int64)
         gs = np.empty(m, np.uint64)
         ge = np.empty(m, np.uint64)
-        ng = K.coalesce(
-            offs, nbs, order, int(_config_get("coalesce_gap")), int(_config_get("coalesce_max")), g_of, gs, ge
-        )
+        ng = K.coalesce(offs, nbs, order, ctx.coalesce_gap, ctx.coalesce_max, g_of, gs, ge)
     starts = gs[:ng].tolist()
     stops = ge[:ng].tolist()
     got = read_ranges(snap, getter, [RangeRequest(a, b - a) for a, b in zip(starts, stops)], version) if ng else []
@@ -297,7 +302,7 @@ def fetch_ranges(
 
 def plan_and_fetch(
     snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, flat: np.ndarray, linear: np.ndarray,
-    version: Any = None,
+    version: Any, ctx: ExecContext,
 ) -> tuple[list[memoryview], np.ndarray, np.ndarray, np.ndarray]:
     """Read the stored inner chunks among ``linear`` (C-order indices) with one coalesced
     ``get_ranges`` call.  Returns ``(buffers, task_src, task_off, task_len)``: task ``k``
@@ -313,13 +318,13 @@ def plan_and_fetch(
     limit = layout.inner_limit
     ng = K.plan_reads(
         flat, linear, -1 if snap.size is None else snap.size, max(limit, 1 << 20), limit, 1 << 20,
-        int(_config_get("coalesce_gap")), int(_config_get("coalesce_max")), task_src, task_off, task_len, gs, ge,
+        ctx.coalesce_gap, ctx.coalesce_max, task_src, task_off, task_len, gs, ge,
     )
     if ng < 0:  # raises naming the entry
         offs = flat[2 * linear]
         nbs = flat[2 * linear + 1]
         present = offs != SENTINEL
-        fetch_ranges(snap, getter, layout, linear[present], offs[present], nbs[present], version)
+        fetch_ranges(snap, getter, layout, linear[present], offs[present], nbs[present], version, ctx)
         raise CorruptChunkError("shard index: implausible inner chunk entries")  # pragma: no cover
     if not ng:
         return [], task_src, task_off, task_len
@@ -350,19 +355,19 @@ def plan_and_fetch(
 
 
 def decode_partial(
-    layout: ShardLayout, getter: ByteGetter, selection: Selection, out: np.ndarray | None
+    layout: ShardLayout, getter: ByteGetter, selection: Selection, out: np.ndarray | None, ctx: ExecContext
 ) -> np.ndarray | None:
     lin = _one_inner_chunk(selection, layout)
     if lin is not None and (out is None or out.shape == layout.chunk_shape):
         # exactly one whole inner chunk (aligned reads): no projection, no tables
         dest = np.empty(layout.chunk_shape, dtype=layout.spec.dtype) if out is None else out
         return index_io.with_entries(getter, layout, [lin], lambda snap, flat, version: _one(
-            snap, getter, layout, lin, flat, version, dest), with_index)
+            snap, getter, layout, lin, flat, version, dest, ctx), with_index)
     proj, out = projected(selection, layout, out)
     if out.size == 0:
         return out
     return index_io.with_entries(getter, layout, proj.linear, lambda snap, flat, version: _partial(
-        snap, getter, layout, proj, flat, version, out), with_index)
+        snap, getter, layout, proj, flat, version, out, ctx), with_index)
 
 
 def projected(selection: Selection, layout: ShardLayout, out: np.ndarray | None) -> tuple[Projection, np.ndarray]:
@@ -396,7 +401,7 @@ def _one_inner_chunk(selection: Selection, layout: ShardLayout) -> int | None:
 
 
 def _read_one(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, lin: int, flat: np.ndarray,
-              version: Any) -> Any:
+              version: Any, ctx: ExecContext) -> Any:
     """The stored bytes of inner chunk ``lin`` (one range read; None: not stored), with
     the checks of :func:`fetch_ranges` on plain ints (the latency path)."""
     off = int(flat[2 * lin])
@@ -405,7 +410,7 @@ def _read_one(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, lin:
         return None
     if nb > max(layout.inner_limit, 1 << 20) or (snap.size is not None and off + nb > snap.size):
         fetch_ranges(snap, getter, layout, np.array([lin]), np.array([off], np.uint64),
-                     np.array([nb], np.uint64), version)  # raises with the full message
+                     np.array([nb], np.uint64), version, ctx)  # raises with the full message
     (raw,) = read_ranges(snap, getter, [RangeRequest(off, nb)], version)
     if raw is None:
         raise CorruptChunkError("shard disappeared while its inner chunks were read")
@@ -418,20 +423,21 @@ def _read_one(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, lin:
 
 
 def _one(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, lin: int, flat: Any, version: Any,
-         out: np.ndarray) -> np.ndarray | None:
+         out: np.ndarray, ctx: ExecContext) -> np.ndarray | None:
     if flat is None:
         return None
-    raw = _read_one(snap, getter, layout, lin, flat, version)
+    raw = _read_one(snap, getter, layout, lin, flat, version, ctx)
     if raw is None:
         out[...] = layout.fill
         return out
     try:
-        if out.flags.c_contiguous and out.flags.writeable:
-            layout.inner.decode_into(raw, out)
-        else:
-            buf = scratch(layout.inner_spec)
-            layout.inner.decode_into(raw, buf)
-            out[...] = buf
+        with ctx.cpu():
+            if out.flags.c_contiguous and out.flags.writeable:
+                layout.inner.decode_into(raw, out, ctx=ctx)
+            else:
+                buf = scratch(layout.inner_spec)
+                layout.inner.decode_into(raw, buf, ctx=ctx)
+                out[...] = buf
     except CorruptChunkError as e:
         raise CorruptChunkError(f"{layout.chunk_name(lin)}: {e}") from e
     decode_stats.add(1)
@@ -439,25 +445,26 @@ def _one(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, lin: int,
 
 
 def _decode_into(layout: ShardLayout, data: Any, osel: tuple[Any, ...], csel: tuple[Any, ...], full: bool,
-                 proj: Projection, out: np.ndarray) -> None:
+                 proj: Projection, out: np.ndarray, ctx: ExecContext) -> None:
     inner = layout.inner
     if proj.covers_all(full, osel):
-        inner.decode_into(data, out[osel + (Ellipsis,)])
+        inner.decode_into(data, out[osel + (Ellipsis,)], ctx=ctx)
     else:  # partly covered: decode into this thread's scratch chunk, copy the part
         buf = scratch(layout.inner_spec)
-        inner.decode_into(data, buf)
+        inner.decode_into(data, buf, ctx=ctx)
         assign(out, osel, select(buf, csel))
     decode_stats.add(1)
 
 
 def _partial(
     snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, proj: Projection, flat: Any, version: Any,
-    out: np.ndarray,
+    out: np.ndarray, ctx: ExecContext,
 ) -> np.ndarray | None:
     if flat is None:
         return None
     lin = proj.linear
-    bufs, task_src, task_off, task_len = plan_and_fetch(snap, getter, layout, *index_io.compact(flat, lin), version)
+    bufs, task_src, task_off, task_len = plan_and_fetch(snap, getter, layout, *index_io.compact(flat, lin), version,
+                                                        ctx)
     fill = layout.fill
 
     def task(k: int, dest: np.ndarray = out) -> None:
@@ -468,24 +475,25 @@ def _partial(
         else:
             o = int(task_off[k])
             try:
-                _decode_into(layout, bufs[g][o:o + int(task_len[k])], osel, csel, full, proj, dest)
+                _decode_into(layout, bufs[g][o:o + int(task_len[k])], osel, csel, full, proj, dest, ctx)
             except CorruptChunkError as e:
                 raise CorruptChunkError(f"{layout.chunk_name(int(lin[k]))}: {e}") from e
 
-    if proj.m > 1 and scatter.usable(layout):
-        scatter.decode_tasks(layout, proj, out, bufs, task_src, task_off, task_len, task)
-        return out
-    run(proj.m, task, int((task_len >= 0).sum()) * layout.inner_spec.nbytes >= PARALLEL_MIN_BYTES)
+    with ctx.cpu():
+        if proj.m > 1 and scatter.usable(layout):
+            scatter.decode_tasks(ctx, layout, proj, out, bufs, task_src, task_off, task_len, task)
+            return out
+        ctx.map_inner(proj.m, task, int((task_len >= 0).sum()) * layout.inner_spec.nbytes)
     return out
 
 
-def read_point(layout: ShardLayout, getter: ByteGetter, local: Sequence[int]) -> Any:
+def read_point(layout: ShardLayout, getter: ByteGetter, local: Sequence[int], ctx: ExecContext) -> Any:
     """One element at in-shard coordinates ``local`` (in bounds): the index (cached),
     one range read of its inner chunk, a decode into a per-thread scratch chunk.  A large
     index is not loaded: only the entry's 16 bytes, or the index streamed in pieces for
     its crc32c (``index_io``)."""
     return index_io.with_entries(getter, layout, [locate_point(layout, local)[0]],
-                                 lambda snap, flat, version: _point(snap, getter, layout, local, flat, version),
+                                 lambda snap, flat, version: _point(snap, getter, layout, local, flat, version, ctx),
                                  with_index)
 
 
@@ -502,11 +510,11 @@ def locate_point(layout: ShardLayout, local: Sequence[int]) -> tuple[int, list[i
 
 
 def _point(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, local: Sequence[int], flat: Any,
-           version: Any) -> Any:
+           version: Any, ctx: ExecContext) -> Any:
     if flat is None:
         return layout.fill_scalar
     lin, rel = locate_point(layout, local)
-    raw = _read_one(snap, getter, layout, lin, flat, version)
+    raw = _read_one(snap, getter, layout, lin, flat, version, ctx)
     if raw is None:
         return layout.fill_scalar
     buf = scratch(layout.inner_spec)
@@ -515,7 +523,8 @@ def _point(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, local: 
             value = scatter.decode_element(layout, raw, tuple(rel))
             decode_stats.add(1)
             return value
-        layout.inner.decode_into(raw, buf)
+        with ctx.cpu():
+            layout.inner.decode_into(raw, buf, ctx=ctx)
     except CorruptChunkError as e:
         raise CorruptChunkError(f"{layout.chunk_name(lin)}: {e}") from e
     decode_stats.add(1)
@@ -523,7 +532,7 @@ def _point(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, local: 
     return value.copy() if isinstance(value, np.generic) else value  # str/bytes elements: immutable
 
 
-def decode_points(layout: ShardLayout, getter: ByteGetter, coords: np.ndarray) -> np.ndarray | None:
+def decode_points(layout: ShardLayout, getter: ByteGetter, coords: np.ndarray, ctx: ExecContext) -> np.ndarray | None:
     """Elements at in-shard coordinates ``coords`` ((ndim, k) int64, in bounds; vindex):
     the inner chunks holding them are fetched (coalesced) and decoded once each."""
     k = coords.shape[1] if coords.ndim == 2 else 0
@@ -546,15 +555,18 @@ def decode_points(layout: ShardLayout, getter: ByteGetter, coords: np.ndarray) -
     groups = np.split(order, cuts)
     return index_io.with_entries(
         getter, layout, uniq,
-        lambda snap, flat, version: _points(snap, getter, layout, flat, version, uniq, groups, local, out), with_index,
+        lambda snap, flat, version: _points(snap, getter, layout, flat, version, uniq, groups, local, out, ctx),
+        with_index,
     )
 
 
 def _points(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, flat: Any, version: Any,
-            uniq: np.ndarray, groups: list[np.ndarray], local: np.ndarray, out: np.ndarray) -> np.ndarray | None:
+            uniq: np.ndarray, groups: list[np.ndarray], local: np.ndarray, out: np.ndarray,
+            ctx: ExecContext) -> np.ndarray | None:
     if flat is None:
         return None
-    bufs, task_src, task_off, task_len = plan_and_fetch(snap, getter, layout, *index_io.compact(flat, uniq), version)
+    bufs, task_src, task_off, task_len = plan_and_fetch(snap, getter, layout, *index_io.compact(flat, uniq), version,
+                                                        ctx)
     fill = layout.fill
 
     def task(j: int) -> None:
@@ -566,14 +578,15 @@ def _points(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, flat: 
         buf = scratch(layout.inner_spec)
         o = int(task_off[j])
         try:
-            layout.inner.decode_into(bufs[g][o:o + int(task_len[j])], buf)
+            layout.inner.decode_into(bufs[g][o:o + int(task_len[j])], buf, ctx=ctx)
         except CorruptChunkError as e:
             raise CorruptChunkError(f"{layout.chunk_name(int(uniq[j]))}: {e}") from e
         decode_stats.add(1)
         out[idx] = buf[tuple(local[:, idx])]
 
-    if uniq.size > 1 and scatter.usable(layout):
-        scatter.decode_point_tasks(layout, out, bufs, uniq, task_src, task_off, task_len, groups, local, task)
-        return out
-    run(uniq.size, task, int((task_len >= 0).sum()) * layout.inner_spec.nbytes >= PARALLEL_MIN_BYTES)
+    with ctx.cpu():
+        if uniq.size > 1 and scatter.usable(layout):
+            scatter.decode_point_tasks(ctx, layout, out, bufs, uniq, task_src, task_off, task_len, groups, local, task)
+            return out
+        ctx.map_inner(uniq.size, task, int((task_len >= 0).sum()) * layout.inner_spec.nbytes)
     return out

@@ -4,10 +4,11 @@ zstd or blosc, then an optional crc32c; transposed or not), byte-swap and scatte
 touched inner chunk of a selection without the GIL -- one kernel call per shard,
 whatever the number of inner chunks or coalesced buffers (issues 13.3, 21).
 
-The call splits its inner chunks over the calling thread and up to ``config.threads - 1``
-helpers of a native pool (``zarrcy._kernels._workers``: pthreads that spin briefly, then
-block; no Python thread hand-off, no GIL) once there are two chunks and
-``PARALLEL_MIN_BYTES`` of decoded data; each thread claims one inner chunk at a time.
+The call splits its inner chunks over the calling thread and helpers of a native pool
+(``zarrcy._kernels._workers``: pthreads that spin briefly, then block; no Python thread
+hand-off, no GIL), as many as the execution context allows
+(``ExecContext.kernel_threads``): helpers join only with a free slot of the call's
+thread budget; each thread claims one inner chunk at a time.
 
 Applies when the inner codec chain has a kernel plan (``ShardLayout.kernel``, declared by
 the codecs: ``transpose``? , ``bytes`` , [gzip | zstd | blosc] , [crc32c], fixed-size
@@ -27,10 +28,11 @@ import numpy as np
 
 from zarrcy._kernels import _inner_chunks as KI
 from zarrcy.codecs import _native
-from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, decode_stats, run, scratch
+from zarrcy.codecs.sharding._parallel import decode_stats, scratch
 from zarrcy.codecs.sharding.projection import whole_projection
 from zarrcy.config import get as _config_get
 from zarrcy.errors import CorruptChunkError
+from zarrcy.execution import ExecContext
 
 __all__ = ["usable", "writes_strided", "scatter_tables", "decode_tasks", "decode_point_tasks", "decode_element",
            "encode_chunks", "merge_chunks", "decode_stacked", "DECODED", "ENABLED"]
@@ -97,14 +99,6 @@ def scatter_tables(proj: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
     )
 
 
-def _threads(layout: Any, n_tasks: int) -> int:
-    """Threads for one kernel call of ``n_tasks`` inner chunks: all configured threads
-    when there are at least two chunks and enough decoded bytes to pay for a helper."""
-    if n_tasks < 2 or n_tasks * layout.inner_spec.nbytes < PARALLEL_MIN_BYTES:
-        return 1
-    return max(1, int(_config_get("threads")))
-
-
 def _settle(layout: Any, linear: np.ndarray, status: np.ndarray, task_len: np.ndarray,
             retry: Callable[[int], None]) -> None:
     """After a kernel call: count the decoded chunks; a gzip code that may only mean
@@ -140,7 +134,7 @@ def whole_tables(layout: Any) -> tuple[Any, tuple[np.ndarray, ...]]:
 
 
 def decode_tasks(
-    layout: Any, proj: Any, out: np.ndarray, bufs: list[Any], task_src: np.ndarray,
+    ctx: ExecContext, layout: Any, proj: Any, out: np.ndarray, bufs: list[Any], task_src: np.ndarray,
     task_off: np.ndarray, task_len: np.ndarray, python_task: Callable[[int, np.ndarray], None],
     tables: tuple[np.ndarray, ...] | None = None, plan: Any = None,
 ) -> None:
@@ -148,8 +142,8 @@ def decode_tasks(
 
     ``task_src[t]``: buffer of task ``t`` (-1: inner chunk not stored, fill; then
     ``task_len[t] == -1``); ``task_off`` / ``task_len``: its byte range in that buffer
-    (:func:`.reader.plan_and_fetch`).  One kernel call runs
-    every task on up to ``config.threads`` threads (the native pool of ``_workers``);
+    (:func:`.reader.plan_and_fetch`).  One kernel call runs every task on the threads
+    ``ctx`` allows (the native pool of ``_workers``, within the call's budget);
     ``python_task(t, dest)`` decodes one task into ``dest`` through the Python codec
     (retries of ambiguous gzip codes).  ``plan``: the kernel plan the buffers are in
     (default: the layout's; :data:`DECODED` for decoded chunks, e.g. cached ones)."""
@@ -174,7 +168,7 @@ def decode_tasks(
     KI.decode_scatter_all(
         bufs, task_src, coords, task_off, task_len, dim_base, dim_start, dim_local, dim_out,
         kernel.shape, layout.itemsize, plan.swap, plan.chain, kernel.fill, target,
-        status, _threads(layout, task_src.size) if counted else 1, plan.order,
+        status, ctx.kernel_threads(task_src.size, layout.inner_spec.nbytes) if counted else 1, plan.order, ctx.budget,
     )
     _settle(layout, proj.linear, status, task_len if counted else _UNCOUNTED, lambda t: python_task(t, dest))
     if not direct:
@@ -182,7 +176,7 @@ def decode_tasks(
 
 
 def decode_point_tasks(
-    layout: Any, out: np.ndarray, bufs: list[Any], linear: np.ndarray, task_src: np.ndarray,
+    ctx: ExecContext, layout: Any, out: np.ndarray, bufs: list[Any], linear: np.ndarray, task_src: np.ndarray,
     task_off: np.ndarray, task_len: np.ndarray, groups: list[np.ndarray], local: np.ndarray,
     python_task: Callable[[int], None], plan: Any = None,
 ) -> None:
@@ -207,7 +201,8 @@ def decode_point_tasks(
     status = np.empty(task_src.size, np.uint8)
     KI.decode_points_all(
         bufs, task_src, task_off, task_len, pt_start, pt_local, pt_out, kernel.shape, layout.itemsize,
-        plan.swap, plan.chain, kernel.fill, out, status, _threads(layout, task_src.size) if counted else 1,
+        plan.swap, plan.chain, kernel.fill, out, status,
+        ctx.kernel_threads(task_src.size, layout.inner_spec.nbytes) if counted else 1, ctx.budget,
     )
     _settle(layout, linear, status, task_len if counted else _UNCOUNTED, python_task)
 
@@ -231,12 +226,13 @@ def decode_element(layout: Any, raw: Any, rel: tuple[int, ...]) -> Any:
     return np.frombuffer(buf[flat * isz:(flat + 1) * isz].tobytes(), dtype=stored).astype(dt)[0]
 
 
-def encode_chunks(layout: Any, arr: np.ndarray, n: int,
+def encode_chunks(ctx: ExecContext, layout: Any, arr: np.ndarray, n: int,
                   alloc: Callable[[int], np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every inner chunk of ``arr`` (C-contiguous; its inner grid of ``n`` chunks in C
     order, edge chunks padded with fill) gathered, checked for emptiness and encoded
-    through the native engine as the layout's kernel plan says, in one C loop per thread
-    (``_inner_encode.gather_encode``).  Returns ``(slots, slot_off, nbytes)``: chunk
+    through the native engine as the layout's kernel plan says, in one C loop per part
+    (``_inner_encode.gather_encode``; as many parts as ``ctx`` has threads, run in the
+    caller's slot and the slots free now, :meth:`.ExecContext.map_inner`).  Returns ``(slots, slot_off, nbytes)``: chunk
     ``i`` is ``slots[slot_off[i]:][:nbytes[i]]``, ``nbytes[i] == -1`` when it holds
     only the fill value (unless ``write_empty_chunks``).  ``alloc(size)`` gives the slot
     buffer."""
@@ -248,8 +244,7 @@ def encode_chunks(layout: Any, arr: np.ndarray, n: int,
     nbytes = np.empty(n, np.int64)
     empty = np.empty(n, np.uint8)
     keep = bool(_config_get("write_empty_chunks"))
-    threads = max(1, int(_config_get("threads")))
-    parts = min(threads, n) if arr.nbytes >= PARALLEL_MIN_BYTES else 1
+    parts = min(ctx.threads, n)
     bounds = [n * k // parts for k in range(parts + 1)]
 
     def one(k: int) -> None:
@@ -259,11 +254,11 @@ def encode_chunks(layout: Any, arr: np.ndarray, n: int,
         if bad != -1:  # pragma: no cover - slots are sized for the worst case
             raise CorruptChunkError(f"{layout.chunk_name(bad)}: {KI.describe(code)}")
 
-    run(parts, one, parts > 1)
+    ctx.map_inner(parts, one, arr.nbytes)
     return slots, slot_off, nbytes
 
 
-def merge_chunks(layout: Any, linear: np.ndarray, full: np.ndarray, old_bytes: Callable[[int], Any],
+def merge_chunks(ctx: ExecContext, layout: Any, linear: np.ndarray, full: np.ndarray, old_bytes: Callable[[int], Any],
                  put: Callable[[int, np.ndarray], None]) -> list[memoryview | None]:
     """A partial write's touched inner chunks (``linear``; ``full[k]``: the write covers
     chunk ``k`` entirely) rebuilt and re-encoded with two kernel calls: the stored
@@ -285,15 +280,15 @@ def merge_chunks(layout: Any, linear: np.ndarray, full: np.ndarray, old_bytes: C
                 tsrc[j] = len(srcs)
                 tlen[j] = len(b)
                 srcs.append(b)
-        decode_stacked(layout, srcs, tsrc, np.zeros(part.size, np.int64), tlen, part, linear[part], staging)
+        decode_stacked(ctx, layout, srcs, tsrc, np.zeros(part.size, np.int64), tlen, part, linear[part], staging)
     for k in range(m):
         put(k, staging[k * cs[0]:(k + 1) * cs[0]])
-    slots, slot_off, nbytes = encode_chunks(layout, staging, m, lambda size: np.empty(size, np.uint8))
+    slots, slot_off, nbytes = encode_chunks(ctx, layout, staging, m, lambda size: np.empty(size, np.uint8))
     mv = memoryview(slots)
     return [None if nb < 0 else mv[o:o + nb] for o, nb in zip(slot_off[:-1].tolist(), nbytes.tolist())]
 
 
-def decode_stacked(layout: Any, srcs: list[Any], task_src: np.ndarray, task_off: np.ndarray, task_len: np.ndarray,
+def decode_stacked(ctx: ExecContext, layout: Any, srcs: list[Any], task_src: np.ndarray, task_off: np.ndarray, task_len: np.ndarray,
                    rows: np.ndarray, linear: np.ndarray, staging: np.ndarray) -> None:
     """Decode task ``j`` (inner chunk ``linear[j]``; bytes as in :func:`decode_tasks`,
     ``task_src[j] == -1``: fill) into whole chunk ``rows[j]`` of ``staging`` (inner
@@ -307,7 +302,8 @@ def decode_stacked(layout: Any, srcs: list[Any], task_src: np.ndarray, task_off:
     status = np.empty(n, np.uint8)
     KI.decode_scatter_all(srcs, task_src, coords, task_off, task_len,
                           *_staging_tables(cs, staging.shape[0] // cs[0]), kernel.shape, layout.itemsize, plan.swap,
-                          plan.chain, kernel.fill, staging, status, _threads(layout, n), plan.order)
+                          plan.chain, kernel.fill, staging, status, ctx.kernel_threads(n, layout.inner_spec.nbytes),
+                          plan.order, ctx.budget)
     inner = layout.inner
 
     def retry(j: int) -> None:  # several gzip members: the Python codecs decide

@@ -32,7 +32,6 @@ import numpy as np
 from zarrcy._kernels import _sharding as K
 from zarrcy.codecs._base import ByteSetter, Selection, ValueSnapshot, assign, select
 from zarrcy.codecs.sharding import scatter, splice_plan
-from zarrcy.codecs.sharding._parallel import PARALLEL_MIN_BYTES, run
 from zarrcy.codecs.sharding.format import (
     SENTINEL, ShardLayout, contiguous, flat_bytes, lay_out, lay_out_in_place, write_order,
 )
@@ -40,6 +39,7 @@ from zarrcy.codecs.sharding.projection import Projection
 from zarrcy.codecs.sharding.reader import drop_index, fetch_ranges, with_index
 from zarrcy.config import get as _config_get
 from zarrcy.errors import CorruptChunkError, expected
+from zarrcy.execution import ExecContext
 
 __all__ = ["encode_partial", "encode_points", "WriteStrategy", "empty_shard"]
 
@@ -66,26 +66,29 @@ class _Update:
 
     linear: np.ndarray
     full: np.ndarray
+    #: the call's execution context (threads encoding the touched inner chunks, coalescing)
+    ctx: ExecContext
 
     def merge(self, old_bytes: Callable[[int], Any]) -> list[memoryview | None]:
         raise NotImplementedError
 
 
 class _SelectionUpdate(_Update):
-    def __init__(self, layout: ShardLayout, proj: Projection, value: np.ndarray) -> None:
-        self.layout, self.proj, self.value = layout, proj, value
+    def __init__(self, layout: ShardLayout, proj: Projection, value: np.ndarray, ctx: ExecContext) -> None:
+        self.layout, self.proj, self.value, self.ctx = layout, proj, value, ctx
         self.linear = proj.linear
         self.full = proj.full_tasks()
 
     def merge(self, old_bytes: Callable[[int], Any]) -> list[memoryview | None]:
-        return merge_touched(self.layout, self.proj, self.value, old_bytes)
+        return merge_touched(self.layout, self.proj, self.value, old_bytes, self.ctx)
 
 
 class _PointsUpdate(_Update):
     """vindex writes: ``values[k]`` at in-shard coordinates ``coords[:, k]``."""
 
-    def __init__(self, layout: ShardLayout, coords: np.ndarray, values: np.ndarray) -> None:
+    def __init__(self, layout: ShardLayout, coords: np.ndarray, values: np.ndarray, ctx: ExecContext) -> None:
         self.layout = layout
+        self.ctx = ctx
         cs = np.asarray(layout.chunk_shape, np.int64)[:, None]
         q = coords // cs
         self.local = coords - q * cs
@@ -109,27 +112,30 @@ class _PointsUpdate(_Update):
                 idx = self.groups[k]
                 chunk[tuple(self.local[:, idx])] = self.values[idx]
 
-            return scatter.merge_chunks(layout, self.linear, self.full, old_bytes, put)
+            return scatter.merge_chunks(self.ctx, layout, self.linear, self.full, old_bytes, put)
         new_bytes: list[memoryview | None] = [None] * self.linear.size
         keep_empty = bool(_config_get("write_empty_chunks"))
         lin_l = self.linear.tolist()
+        ctx = self.ctx
 
         def task(k: int) -> None:
             old = old_bytes(lin_l[k])
-            chunk = np.array(inner.decode(old)) if old is not None else np.full(cs, layout.fill, dtype=layout.spec.dtype)
+            chunk = np.array(inner.decode(old, ctx=ctx)) if old is not None else \
+                np.full(cs, layout.fill, dtype=layout.spec.dtype)
             idx = self.groups[k]
             chunk[tuple(self.local[:, idx])] = self.values[idx]
             if not keep_empty and layout.chunk_is_empty(chunk):
                 return
-            enc = inner.encode(chunk)
+            enc = inner.encode(chunk, ctx=ctx)
             new_bytes[k] = None if enc is None else flat_bytes(enc)
 
-        run(self.linear.size, task, self.linear.size * layout.inner_spec.nbytes >= PARALLEL_MIN_BYTES)
+        self.ctx.map_inner(self.linear.size, task, self.linear.size * layout.inner_spec.nbytes)
         return new_bytes
 
 
 def encode_partial(
-    layout: ShardLayout, setter: ByteSetter, selection: Selection, value: Any, write_strategy: WriteStrategy | None
+    layout: ShardLayout, setter: ByteSetter, selection: Selection, value: Any, write_strategy: WriteStrategy | None,
+    ctx: ExecContext,
 ) -> None:
     """Write ``value`` (shaped like the selection) into ``selection`` of the shard."""
     spec = layout.spec
@@ -137,11 +143,12 @@ def encode_partial(
     value = np.broadcast_to(np.asarray(value, dtype=spec.dtype), proj.out_shape)
     if proj.m == 0 or 0 in proj.out_shape:
         return
-    _apply(layout, setter, _SelectionUpdate(layout, proj, value), write_strategy)
+    _apply(layout, setter, _SelectionUpdate(layout, proj, value, ctx), write_strategy)
 
 
 def encode_points(
-    layout: ShardLayout, setter: ByteSetter, coords: np.ndarray, values: Any, write_strategy: WriteStrategy | None
+    layout: ShardLayout, setter: ByteSetter, coords: np.ndarray, values: Any, write_strategy: WriteStrategy | None,
+    ctx: ExecContext,
 ) -> None:
     """Write ``values[k]`` at in-shard coordinates ``coords[:, k]`` (vindex): only the
     inner chunks holding the points are decoded and re-encoded."""
@@ -149,7 +156,7 @@ def encode_points(
     if k == 0:
         return
     values = np.broadcast_to(np.asarray(values, dtype=layout.spec.dtype), (k,))
-    _apply(layout, setter, _PointsUpdate(layout, np.asarray(coords, np.int64), values), write_strategy)
+    _apply(layout, setter, _PointsUpdate(layout, np.asarray(coords, np.int64), values, ctx), write_strategy)
 
 
 def _apply(layout: ShardLayout, setter: ByteSetter, upd: _Update, write_strategy: WriteStrategy | None) -> None:
@@ -176,7 +183,7 @@ def _write(
 
 
 def merge_touched(
-    layout: ShardLayout, proj: Projection, value: np.ndarray, old_bytes: Callable[[int], Any]
+    layout: ShardLayout, proj: Projection, value: np.ndarray, old_bytes: Callable[[int], Any], ctx: ExecContext,
 ) -> list[memoryview | None]:
     """Encoded bytes of every touched inner chunk after the write (None: now empty).
 
@@ -194,7 +201,7 @@ def merge_touched(
             else:
                 assign(chunk, csel, piece)
 
-        return scatter.merge_chunks(layout, proj.linear, proj.full_tasks(), old_bytes, put)
+        return scatter.merge_chunks(ctx, layout, proj.linear, proj.full_tasks(), old_bytes, put)
     lin_l = proj.linear.tolist()
     new_bytes: list[memoryview | None] = [None] * proj.m
     keep_empty = bool(_config_get("write_empty_chunks"))
@@ -207,14 +214,14 @@ def merge_touched(
             chunk = contiguous(np.asarray(piece)).reshape(cs)
         else:
             old = old_bytes(lin_l[k])
-            chunk = np.array(inner.decode(old)) if old is not None else np.full(cs, layout.fill, dtype=dtype)
+            chunk = np.array(inner.decode(old, ctx=ctx)) if old is not None else np.full(cs, layout.fill, dtype=dtype)
             assign(chunk, csel, piece)
         if not keep_empty and layout.chunk_is_empty(chunk):
             return
-        enc = inner.encode(chunk)
+        enc = inner.encode(chunk, ctx=ctx)
         new_bytes[k] = None if enc is None else flat_bytes(enc)
 
-    run(proj.m, task, proj.m * layout.inner_spec.nbytes >= PARALLEL_MIN_BYTES)
+    ctx.map_inner(proj.m, task, proj.m * layout.inner_spec.nbytes)
     return new_bytes
 
 
@@ -227,14 +234,14 @@ class _StoredChunks:
 
     def __init__(self, fetch: Callable[..., tuple[list[memoryview], Any, np.ndarray]], snap: ValueSnapshot,
                  setter: ByteSetter, layout: ShardLayout, need: np.ndarray, old_off: np.ndarray | None,
-                 old_nb: np.ndarray | None, version: Any) -> None:
+                 old_nb: np.ndarray | None, version: Any, ctx: ExecContext) -> None:
         self.need = need
         self.old_nb = old_nb
         self.bufs: list[memoryview] = []
         self.g_of: Any = np.empty(0, np.int64)
         self.rel = np.empty(0, np.uint64)
         if need.size and old_off is not None and old_nb is not None:
-            self.bufs, self.g_of, gs = fetch(snap, setter, layout, need, old_off[need], old_nb[need], version)
+            self.bufs, self.g_of, gs = fetch(snap, setter, layout, need, old_off[need], old_nb[need], version, ctx)
             self.rel = old_off[need] - gs[self.g_of]
 
     def __call__(self, i: int) -> Any:
@@ -247,7 +254,7 @@ class _StoredChunks:
 
 def _fetch_old(
     snap: ValueSnapshot, setter: ByteSetter, layout: ShardLayout, need: np.ndarray, offs: np.ndarray,
-    nbs: np.ndarray, version: Any,
+    nbs: np.ndarray, version: Any, ctx: ExecContext,
 ) -> tuple[list[memoryview], Any, np.ndarray]:
     """Bytes of the stored inner chunks ``need``: one read of the whole shard when it
     is hardly larger than what is needed (no per-chunk grouping arrays), else coalesced."""
@@ -265,7 +272,7 @@ def _fetch_old(
             whole = snap.get(None) if version is None else None
             if whole is not None and len(whole) == snap.size:
                 return [flat_bytes(whole)], np.broadcast_to(np.int64(0), need.shape), np.zeros(1, np.uint64)
-    return fetch_ranges(snap, setter, layout, need, offs, nbs, version)
+    return fetch_ranges(snap, setter, layout, need, offs, nbs, version, ctx)
 
 
 def _rewrite(
@@ -300,9 +307,10 @@ def _rewrite_assembled(
     else:
         need = np.empty(0, np.int64)
     old_bytes = _StoredChunks(_fetch_old, snap, setter, layout, need, old_off if existed else None,
-                              old_nb if existed else None, version)
+                              old_nb if existed else None, version, upd.ctx)
     bufs, g_of, rel = old_bytes.bufs, old_bytes.g_of, old_bytes.rel
-    new_bytes = upd.merge(old_bytes)
+    with upd.ctx.cpu():
+        new_bytes = upd.merge(old_bytes)
     lin_l = lin.tolist()
 
     # sizes of the new shard, C order: kept old chunks + re-encoded touched ones
@@ -389,7 +397,9 @@ def _rewrite_spliced(snap: ValueSnapshot, setter: ByteSetter, layout: ShardLayou
     splice_plan.check_kept(layout, keep, old_off, old_nb, snap.size)
     part = lin[~upd.full]
     need = np.unique(part[stored[part]])
-    new_bytes = upd.merge(_StoredChunks(fetch_ranges, snap, setter, layout, need, old_off, old_nb, None))
+    old_bytes = _StoredChunks(fetch_ranges, snap, setter, layout, need, old_off, old_nb, None, upd.ctx)
+    with upd.ctx.cpu():
+        new_bytes = upd.merge(old_bytes)
     lin_l = lin.tolist()
     start = layout.start
     isz = layout.index_size
@@ -487,7 +497,9 @@ def _append(
     del kept, kept_ids
     partial = lin[~upd.full]
     need = np.unique(partial[stored[partial]])
-    new_bytes = upd.merge(_StoredChunks(fetch_ranges, snap, setter, layout, need, old_off, old_nb, version))
+    old_bytes = _StoredChunks(fetch_ranges, snap, setter, layout, need, old_off, old_nb, version, upd.ctx)
+    with upd.ctx.cpu():
+        new_bytes = upd.merge(old_bytes)
     new_flat = np.array(flat, np.uint64)
     pos = size
     pieces: list[Any] = []
