@@ -76,6 +76,12 @@ class ValueSnapshot:
     def get_ranges(self, byte_ranges: Sequence[ByteRequest]) -> list[bytes | None]:
         return [self.get(r) for r in byte_ranges]
 
+    def get_owned(self, byte_range: ByteRequest) -> bytearray | None:
+        """The range read into a new writable buffer that nothing else references (a
+        shard rewrite turns the old index into the new one in place, issue 23.8); None
+        when the snapshot cannot read without an extra copy (then use :meth:`get`)."""
+        return None
+
     def close(self) -> None:
         pass
 

@@ -962,6 +962,27 @@ class _FileSnapshot(ValueSnapshot):
                 raise
             raise StoreError(f"{self.store._path(self.key)}: read failed: {e}") from e
 
+    def get_owned(self, byte_range: ByteRequest) -> bytearray | None:
+        if self.fd < 0:
+            return None
+        start, stop = resolve_range(byte_range, self.size or 0)
+        out = bytearray(max(0, stop - start))
+        view = memoryview(out)
+        got = 0
+        try:
+            while got < len(out):
+                n = os.preadv(self.fd, [view[got:got + _MAX_READ]], start + got)
+                if n <= 0:
+                    break
+                got += n
+        except OSError as e:
+            raise StoreError(f"{self.store._path(self.key)}: read failed: {e}") from e
+        finally:
+            view.release()
+        if got < len(out):
+            del out[got:]  # the file shrank: the caller sees a short read, as with get()
+        return out
+
     def close(self) -> None:
         fd, self.fd = self.fd, -1
         if fd >= 0:

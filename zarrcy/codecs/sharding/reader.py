@@ -144,18 +144,20 @@ class _WholeValue(Exception):
 # ------------------------------------------------------------------------------------
 
 
-def _parse_index(raw: Any, layout: ShardLayout, size: int | None) -> np.ndarray:
+def _parse_index(raw: Any, layout: ShardLayout, size: int | None, shared: bool = True) -> np.ndarray:
     isz = layout.index_size
     if len(raw) < isz:
         raise CorruptChunkError(f"shard is {len(raw)} bytes, shorter than its index ({isz} bytes)")
     flat = layout.decode_index(raw)
     layout.validate(flat, size)
-    flat.flags.writeable = False  # shared through the cache
+    if shared:
+        flat.flags.writeable = False  # shared through the cache
     return flat
 
 
 def load_index(
-    getter: ByteGetter, snap: ValueSnapshot, layout: ShardLayout, fresh: bool = False, conditional: bool = True
+    getter: ByteGetter, snap: ValueSnapshot, layout: ShardLayout, fresh: bool = False, conditional: bool = True,
+    owned: bool = False,
 ) -> tuple[np.ndarray | None, Any]:
     """``(validated index or None if the shard does not exist, version)``.
 
@@ -184,6 +186,12 @@ def load_index(
         return flat, token
     if snap.exists is False:
         return None, None
+    if owned and layout.index_size > int(_config_get("shard_index_cache")):
+        # a writer's large index (never cached): read into its own writable buffer, which
+        # the rewrite turns into the new index in place (one copy of the index)
+        mine = snap.get_owned(layout.index_request())
+        if mine is not None:
+            return _parse_index(mine, layout, snap.size, shared=False), None
     raw = snap.get(layout.index_request())
     if raw is None:
         return None, None
@@ -220,16 +228,18 @@ def read_ranges(snap: ValueSnapshot, getter: ByteGetter, ranges: list[RangeReque
 
 def with_index(
     getter: ByteGetter, layout: ShardLayout, body: Callable[[ValueSnapshot, Any, Any], Any], fresh: bool = False,
+    owned: bool = False,
 ) -> Any:
     """``body(snapshot, index, version)`` on one snapshot of the shard; when a
     conditional data read finds the shard changed (:class:`Stale`), drop the cached
     index, re-read it and run ``body`` again -- at most ``STALE_RETRIES`` times.  A
     ``body`` that read no data behind a cached object-store index (:class:`_CachedToken`)
-    runs again on a fresh one (``body`` must be a read: writers pass ``fresh=True``)."""
+    runs again on a fresh one (``body`` must be a read: writers pass ``fresh=True``).
+    ``owned``: a large index comes in its own writable buffer (:func:`load_index`)."""
     for _ in range(STALE_RETRIES + 1):
         with getter.snapshot() as snap:
             try:
-                flat, version = load_index(getter, snap, layout, fresh)
+                flat, version = load_index(getter, snap, layout, fresh, owned=owned)
             except _WholeValue:
                 with BytesSnapshot(getter.get()) as whole:
                     flat, _ = load_index(getter, whole, layout, True, conditional=False)

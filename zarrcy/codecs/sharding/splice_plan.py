@@ -1,6 +1,6 @@
 """The byte plan of a spliced shard rewrite (``writer._rewrite_spliced``), computed in
 blocks of inner chunks so that a partial write into a shard of millions of inner chunks
-holds the old index and the new one and nothing else of their size (issue 23.8: writing
+holds no array of the index's size beside the index itself (issue 23.8: writing
 one element of a shard of 2^24 inner chunks, a 256 MiB index, peaked at 1.09 GB).
 
 The new shard lists its inner chunks in the physical write order (``format.write_order``;
@@ -51,16 +51,17 @@ def check_kept(layout: ShardLayout, keep: np.ndarray, old_off: np.ndarray, old_n
             )
 
 
-def spliced_parts(new_flat: np.ndarray, order: np.ndarray | None, keep: np.ndarray, old_off: np.ndarray,
+def spliced_parts(present: np.ndarray, order: np.ndarray | None, keep: np.ndarray, old_off: np.ndarray,
                   old_nb: np.ndarray, linear: Sequence[int], new_bytes: Sequence[Any]) -> list[Any]:
     """The data parts of the new shard in physical order: ``(start, stop)`` byte ranges of
     the old version for runs of kept chunks, the bytes of re-encoded touched chunks
-    (``new_bytes[k]`` of inner chunk ``linear[k]``)."""
+    (``new_bytes[k]`` of inner chunk ``linear[k]``).  ``present[i]``: inner chunk ``i`` is
+    stored in the new shard (kept, or re-encoded and not empty)."""
     k_of = {int(i): k for k, i in enumerate(linear)}
     parts: list[Any] = []
     run: list[int] | None = None  # [start, stop) of the current run of kept chunks
     for ids in _blocks(keep.shape[0], order):
-        ids = ids[new_flat[2 * ids + 1] != SENTINEL]  # stored in the new shard
+        ids = ids[present[ids]]  # stored in the new shard
         if not ids.size:
             continue
         is_kept = keep[ids]

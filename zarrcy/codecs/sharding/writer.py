@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Literal
 
+import crc32c as _crc32c
 import numpy as np
 
 from zarrcy._kernels import _sharding as K
@@ -168,6 +169,7 @@ def _apply(layout: ShardLayout, setter: ByteSetter, upd: _Update, write_strategy
             setter, layout,
             lambda snap, flat, version: _write(snap, setter, layout, upd, strategy, flat, version),
             fresh=True,  # a write starts from the current index, never a cached one
+            owned=True,  # a large index in its own buffer: the rewrite updates it in place
         )
     finally:
         drop_index(setter, layout)  # the shard was (or may have been) rewritten
@@ -401,6 +403,9 @@ def _rewrite_spliced(snap: ValueSnapshot, setter: ByteSetter, layout: ShardLayou
     with upd.ctx.cpu():
         new_bytes = upd.merge(old_bytes)
     lin_l = lin.tolist()
+    if flat.flags.writeable and layout.fast_index and _LITTLE:
+        _rewrite_in_place(snap, setter, layout, flat, keep, lin_l, new_bytes)
+        return
     start = layout.start
     isz = layout.index_size
     base = isz if start else 0
@@ -425,7 +430,7 @@ def _rewrite_spliced(snap: ValueSnapshot, setter: ByteSetter, layout: ShardLayou
     mv = memoryview(idx)
     parts: list[Any] = [mv] if start else []
     # one range per run of kept chunks that are also back to back in the old shard
-    parts += splice_plan.spliced_parts(new_flat, order, keep, old_off, old_nb, lin_l, new_bytes)
+    parts += splice_plan.spliced_parts(new_nb != SENTINEL, order, keep, old_off, old_nb, lin_l, new_bytes)
     if not start:
         parts.append(mv)
     if direct:
@@ -433,6 +438,40 @@ def _rewrite_spliced(snap: ValueSnapshot, setter: ByteSetter, layout: ShardLayou
     else:
         layout.encode_index_into(new_flat, mv)
     setter.set_spliced(parts, snap)
+
+
+def _rewrite_in_place(snap: ValueSnapshot, setter: ByteSetter, layout: ShardLayout, flat: np.ndarray,
+                      keep: np.ndarray, lin_l: list[int], new_bytes: list[Any]) -> None:
+    """:func:`_rewrite_spliced`'s assembly when the old index came in its own writable
+    buffer (a large index, ``load_index(owned=True)``): the byte plan is taken from the
+    old entries first, then the old index becomes the new one in place -- the new sizes
+    into its size slots, the offsets laid out over them -- so the shard's index is held
+    once (issue 23.8).  The bytes stored are the same as the two-buffer assembly's."""
+    old_off = flat[0::2]
+    old_nb = flat[1::2]
+    present = keep.copy()
+    written = [(lin_l[k], len(b)) for k, b in enumerate(new_bytes) if b is not None]
+    for i, _ in written:
+        present[i] = True
+    if not present.any():
+        _remove(setter, layout)
+        return
+    order = write_order(layout)
+    # one range per run of kept chunks that are also back to back in the old shard
+    parts: list[Any] = splice_plan.spliced_parts(present, order, keep, old_off, old_nb, lin_l, new_bytes)
+    # the old offsets are no longer needed: the new sizes go into the size slots
+    np.copyto(old_nb, SENTINEL, where=~present)
+    for i, nb in written:
+        old_nb[i] = nb
+    data_end = int(np.add.reduce(old_nb, where=present, dtype=np.uint64))
+    start = layout.start
+    base = layout.index_size if start else 0
+    if lay_out_in_place(flat, base, order) != base + data_end:  # pragma: no cover - kernel contract
+        raise CorruptChunkError("shard index: inconsistent sizes while assembling")
+    index: list[Any] = [memoryview(flat.view(np.uint8))]
+    if layout.index_size == 16 * layout.n + 4:  # the crc32c of the entries
+        index.append(_crc32c.crc32c(index[0]).to_bytes(4, "little"))
+    setter.set_spliced(index + parts if start else parts + index, snap)
 
 
 def _check_in_shard(layout: ShardLayout, which: np.ndarray, offs: np.ndarray, nbs: np.ndarray, size: int | None) -> None:
