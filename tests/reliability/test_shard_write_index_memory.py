@@ -7,7 +7,7 @@ stored; 1.09 GB for 2^24 inner chunks in the campaign): an array of sizes, a Mor
 layout with five temporaries of 8 bytes per entry, sorted copies of the offsets, the
 kept chunks' offsets and sizes for the checks and the splice plan.  Now the new index
 is read into the writer's own buffer and turned into the new index in place (sizes
-first, offsets laid out over them, ``format.lay_out_in_place``; ``writer._rewrite_in_place``),
+first, offsets laid out over them, ``format.lay_out_in_place``; ``writer._rewrite_spliced``),
 and the checks and the splice plan walk the inner chunks in bounded blocks
 (``splice_plan``): peak <= index + index / 2 + 16 MiB (one copy of the index, plus a few
 one-byte-per-entry masks).  Peak memory is measured
@@ -24,7 +24,8 @@ import pytest
 from hypothesis import example, given, settings, strategies as st
 
 import zarrcy
-from zarrcy.codecs.sharding import format as shard_format, splice_plan, writer
+from zarrcy.codecs.sharding import format as shard_format, splice_plan
+from zarrcy.storage.local import _FileSnapshot
 
 MIB = 1 << 20
 
@@ -84,13 +85,13 @@ def test_blocked_splice_plan_writes_what_numpy_and_zarr_read(tmp_path_factory, c
     roots = []
     saved = splice_plan.BLOCK, shard_format._LAYOUT_BLOCK
     ran = []
-    real = writer._rewrite_in_place
-    writer._rewrite_in_place = lambda *args: (ran.append(1), real(*args))[1]
+    real = _FileSnapshot.get_owned
+    _FileSnapshot.get_owned = lambda self, r: (ran.append(1), real(self, r))[1]  # type: ignore[method-assign]
     try:
         for block, in_place in ((3, False), (None, False), (3, True)):
             _write_case(tmp_path_factory, roots, shape, inner, start, order, writes, block, in_place, saved)
     finally:
-        writer._rewrite_in_place = real
+        _FileSnapshot.get_owned = real  # type: ignore[method-assign]
         splice_plan.BLOCK, shard_format._LAYOUT_BLOCK = saved
     spans = [(min(r + h, shape[0]) - r, min(c + w, shape[1]) - c) for r, c, h, w in writes]
     if any(0 < a and 0 < b and (a, b) != shape for a, b in spans):  # a partial write: a rewrite ran

@@ -403,53 +403,8 @@ def _rewrite_spliced(snap: ValueSnapshot, setter: ByteSetter, layout: ShardLayou
     with upd.ctx.cpu():
         new_bytes = upd.merge(old_bytes)
     lin_l = lin.tolist()
-    if flat.flags.writeable and layout.fast_index and _LITTLE:
-        _rewrite_in_place(snap, setter, layout, flat, keep, lin_l, new_bytes)
-        return
-    start = layout.start
-    isz = layout.index_size
-    base = isz if start else 0
-    # the new index is built in its own buffer: the sizes first, then the offsets in place
-    idx = np.empty(isz, np.uint8)
-    direct = layout.fast_index and _LITTLE and idx.ctypes.data % 8 == 0
-    new_flat = idx[:16 * n].view(np.uint64) if direct else np.empty(2 * n, np.uint64)
-    new_nb = new_flat[1::2]
-    new_nb[...] = SENTINEL
-    np.copyto(new_nb, old_nb, where=keep)
-    for k, b in enumerate(new_bytes):
-        if b is not None:
-            new_nb[lin_l[k]] = len(b)
-    if not (new_nb != SENTINEL).any():
-        _remove(setter, layout)
-        return
-    data_end = int(np.add.reduce(new_nb, where=new_nb != SENTINEL, dtype=np.uint64))
-    order = write_order(layout)
-    end = lay_out_in_place(new_flat, base, order)
-    if end != base + data_end:  # pragma: no cover - kernel contract
-        raise CorruptChunkError("shard index: inconsistent sizes while assembling")
-    mv = memoryview(idx)
-    parts: list[Any] = [mv] if start else []
-    # one range per run of kept chunks that are also back to back in the old shard
-    parts += splice_plan.spliced_parts(new_nb != SENTINEL, order, keep, old_off, old_nb, lin_l, new_bytes)
-    if not start:
-        parts.append(mv)
-    if direct:
-        layout.seal_index(mv)
-    else:
-        layout.encode_index_into(new_flat, mv)
-    setter.set_spliced(parts, snap)
-
-
-def _rewrite_in_place(snap: ValueSnapshot, setter: ByteSetter, layout: ShardLayout, flat: np.ndarray,
-                      keep: np.ndarray, lin_l: list[int], new_bytes: list[Any]) -> None:
-    """:func:`_rewrite_spliced`'s assembly when the old index came in its own writable
-    buffer (a large index, ``load_index(owned=True)``): the byte plan is taken from the
-    old entries first, then the old index becomes the new one in place -- the new sizes
-    into its size slots, the offsets laid out over them -- so the shard's index is held
-    once (issue 23.8).  The bytes stored are the same as the two-buffer assembly's."""
-    old_off = flat[0::2]
-    old_nb = flat[1::2]
-    present = keep.copy()
+    in_place = bool(flat.flags.writeable) and layout.fast_index and _LITTLE
+    present = keep.copy()  # stored in the new shard: kept, or re-encoded and not empty
     written = [(lin_l[k], len(b)) for k, b in enumerate(new_bytes) if b is not None]
     for i, _ in written:
         present[i] = True
@@ -457,20 +412,40 @@ def _rewrite_in_place(snap: ValueSnapshot, setter: ByteSetter, layout: ShardLayo
         _remove(setter, layout)
         return
     order = write_order(layout)
-    # one range per run of kept chunks that are also back to back in the old shard
+    # the byte plan first, from the old entries: one range per run of kept chunks that
+    # are also back to back in the old shard
     parts: list[Any] = splice_plan.spliced_parts(present, order, keep, old_off, old_nb, lin_l, new_bytes)
-    # the old offsets are no longer needed: the new sizes go into the size slots
-    np.copyto(old_nb, SENTINEL, where=~present)
+    # then the new index: the new sizes in its size slots, the offsets laid out over
+    # them.  A large index read into the writer's own buffer (load_index(owned=True))
+    # becomes the new one in place -- the index is held once (issue 23.8) -- else the
+    # new one is built in its own buffer.
+    idx = None if in_place else np.empty(layout.index_size, np.uint8)  # the new index's bytes
+    direct = idx is not None and layout.fast_index and _LITTLE and idx.ctypes.data % 8 == 0
+    new_flat = flat if idx is None else idx[:16 * n].view(np.uint64) if direct else np.empty(2 * n, np.uint64)
+    new_nb = new_flat[1::2]
+    if in_place:
+        np.copyto(new_nb, SENTINEL, where=~present)
+    else:
+        new_nb[...] = SENTINEL
+        np.copyto(new_nb, old_nb, where=keep)
     for i, nb in written:
-        old_nb[i] = nb
-    data_end = int(np.add.reduce(old_nb, where=present, dtype=np.uint64))
+        new_nb[i] = nb
+    data_end = int(np.add.reduce(new_nb, where=present, dtype=np.uint64))
     start = layout.start
     base = layout.index_size if start else 0
-    if lay_out_in_place(flat, base, order) != base + data_end:  # pragma: no cover - kernel contract
+    if lay_out_in_place(new_flat, base, order) != base + data_end:  # pragma: no cover - kernel contract
         raise CorruptChunkError("shard index: inconsistent sizes while assembling")
-    index: list[Any] = [memoryview(flat.view(np.uint8))]
-    if layout.index_size == 16 * layout.n + 4:  # the crc32c of the entries
-        index.append(_crc32c.crc32c(index[0]).to_bytes(4, "little"))
+    index: list[Any]
+    if idx is None:  # the old buffer holds the entries as they are stored; + their crc32c
+        index = [memoryview(new_flat.view(np.uint8))]
+        if layout.index_size == 16 * n + 4:
+            index.append(_crc32c.crc32c(index[0]).to_bytes(4, "little"))
+    else:
+        index = [memoryview(idx)]
+        if direct:
+            layout.seal_index(index[0])
+        else:
+            layout.encode_index_into(new_flat, index[0])
     setter.set_spliced(index + parts if start else parts + index, snap)
 
 
