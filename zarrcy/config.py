@@ -21,14 +21,12 @@ from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExecutor, wait
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, TypeVar
 
-__all__ = ["config", "Config", "get", "override", "executor", "named_pool", "run_bounded", "at_fork_reset"]
+__all__ = ["config", "Config", "get", "override", "executor", "named_pool", "at_fork_reset"]
 
 _F = TypeVar("_F", bound=Callable[[], None])
-_T = TypeVar("_T")
-_R = TypeVar("_R")
 _AT_FORK: list[Callable[[], None]] = []
 
 
@@ -256,68 +254,6 @@ def named_pool(name: str, n: int) -> ThreadPoolExecutor:
             if pool is None:
                 pool = _POOLS[k] = ThreadPoolExecutor(n, thread_name_prefix=f"zarrcy-{name}")
     return pool
-
-
-def run_bounded(fn: Callable[[_T], _R], items: Iterable[_T], *, max_in_flight: int,
-                pool: Executor | None = None, caller_runs: bool = False) -> Iterator[_R]:
-    """``fn`` over ``items`` on ``pool`` (default: the shared :func:`executor`) with at
-    most ``max_in_flight`` tasks submitted and not yet consumed; yields each result as it
-    completes (completion order).  ``items`` is consumed lazily, so memory stays bounded
-    by the window whatever their number.  ``max_in_flight <= 1`` runs everything in the
-    calling thread, in order.
-
-    ``caller_runs``: the calling thread is one of the ``max_in_flight`` slots; when the
-    window is full it runs the next item itself instead of waiting, and at the end it
-    runs the items still queued (cancelled on the pool) and waits only for running ones.
-    It never waits for queued work, so a call made from a task of the same pool cannot
-    deadlock (nested parallel loops).
-
-    The first exception of ``fn`` is raised to the consumer; items not started yet are
-    cancelled and the running ones finish first, so no task of this call runs after it
-    returns or raises (also when the consumer stops early).  Holds no state of its own
-    (fork-safe: the pools are reset in a forked child, see :func:`at_fork_reset`).
-    Without ``caller_runs``, tasks must not wait on the pool they run on."""
-    if max_in_flight <= 1:
-        for item in items:
-            yield fn(item)
-        return
-    ex = pool if pool is not None else executor()
-    pending: dict[Future[_R], _T] = {}
-    limit = max_in_flight - 1 if caller_runs else max_in_flight
-    try:
-        for item in items:
-            if caller_runs and len(pending) >= limit:
-                done = [f for f in pending if f.done()]
-                if not done:  # the caller works instead of waiting
-                    yield fn(item)
-                    continue
-                for f in done:
-                    del pending[f]
-                    yield f.result()
-            try:
-                pending[ex.submit(fn, item)] = item
-            except RuntimeError:  # pool shut down (interpreter exit): run it here
-                yield fn(item)
-                continue
-            if len(pending) >= limit and not caller_runs:
-                done_set, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for f in done_set:
-                    del pending[f]
-                    yield f.result()
-        if caller_runs:  # queued items run here; only running ones are waited for
-            for f, item in list(pending.items()):
-                if f.cancel():
-                    del pending[f]
-                    yield fn(item)
-        while pending:
-            done_set, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for f in done_set:
-                del pending[f]
-                yield f.result()
-    finally:
-        for f in pending:
-            f.cancel()
-        wait(pending)  # cancelled ones are done at once; running ones finish
 
 
 @at_fork_reset
