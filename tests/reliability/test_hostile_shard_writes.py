@@ -77,11 +77,14 @@ def _hostile(store, kind: str, victim: int) -> None:
     store.set(KEY, data + bytes(lay.encode_index(flat)))
 
 
-STRATEGIES = ["rewrite-spliced", "rewrite-assembled", "append"]
+# "rewrite-in-place": the spliced rewrite with the index read into the writer's own
+# buffer and updated in place (shard_index_cache=0 makes every index "large"; LocalStore)
+STRATEGIES = ["rewrite-spliced", "rewrite-in-place", "rewrite-assembled", "append"]
 
 
 def _open_for(strategy: str, store):
-    zarrcy.config(shard_write_strategy="append" if strategy == "append" else "rewrite", shard_append_dead_ratio=1.0)
+    zarrcy.config(shard_write_strategy="append" if strategy == "append" else "rewrite", shard_append_dead_ratio=1.0,
+                  shard_index_cache=0 if strategy == "rewrite-in-place" else 64 << 20)
     target = Unpinned(store) if strategy == "rewrite-assembled" else store
     return zarrcy.open_array(target, mode="r+")
 
@@ -113,6 +116,31 @@ def test_hostile_entry_refused_by_every_write_strategy(restore_config, tmp_path,
             a[17:19] = -1
         assert f"({victim},)" in str(e.value) and KEY in str(e.value), str(e.value)
         assert store.get(KEY) == before, f"{type(store).__name__}: the hostile shard was changed"
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage-index", "huge-entry"])
+def test_in_place_index_rewrite_refuses_damaged_shards(restore_config, tmp_path, damage):
+    """The in-place rewrite's own index read (``get_owned``): a truncated shard, an index of
+    garbage (crc32c mismatch) and an entry claiming 2^62 bytes are refused before anything
+    is written, naming the key."""
+    store = LocalStore(str(tmp_path / damage))
+    a = _array(store)
+    raw = store.get(KEY)
+    isz = _layout(a).index_size
+    if damage == "truncated":
+        bad = raw[:-5]
+    elif damage == "garbage-index":
+        bad = raw[:-isz] + bytes(np.random.default_rng(0).integers(0, 256, isz, dtype=np.uint8))
+    else:
+        lay = _layout(a)
+        flat = np.array(lay.decode_index(raw[-isz:]), np.uint64)
+        flat[2 * 5 + 1] = 1 << 62
+        bad = raw[:-isz] + bytes(lay.encode_index(flat))
+    store.set(KEY, bad)
+    a = _open_for("rewrite-in-place", store)
+    with pytest.raises(CorruptChunkError, match=KEY):
+        a[17:19] = -1
+    assert store.get(KEY) == bad
 
 
 OTHER_WRITES = {
