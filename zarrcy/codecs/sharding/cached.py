@@ -19,11 +19,12 @@ chains); whole-shard decodes are not cached.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 import zarrcy.chunk_cache as chunk_cache
+from zarrcy._kernels import _box_copy as KB
 from zarrcy._kernels import _inner_chunks as KI
 from zarrcy.codecs._base import ByteGetter, Selection
 from zarrcy.codecs.sharding import reader, scatter
@@ -31,15 +32,24 @@ from zarrcy.codecs.sharding.format import ShardLayout
 from zarrcy.errors import CorruptChunkError, StoreError
 from zarrcy.execution import ExecContext
 
-__all__ = ["decode_partial", "decode_points", "read_point"]
+__all__ = ["decode_partial", "decode_points", "read_box", "read_point"]
 
 #: :func:`_decoded`'s answer when this read cannot use the cache (no version token)
 _UNCACHED: Any = object()
 
 
+def _active_layout(layout: ShardLayout) -> bool:
+    return layout.cache_key is not None and bool(layout.chunk_shape) and scatter.usable(layout) and chunk_cache.enabled()
+
+
 def _active(layout: ShardLayout, getter: ByteGetter) -> bool:
-    return (layout.cache_key is not None and bool(layout.chunk_shape) and scatter.usable(layout)
-            and getter.cache_id is not None and chunk_cache.enabled())
+    return getter.cache_id is not None and _active_layout(layout)
+
+
+class _ZeroBytes(dict[int, bytes]):
+    def __missing__(self, n: int) -> bytes:
+        self[n] = got = bytes(n)
+        return got
 
 
 def _decoded(getter: ByteGetter, layout: ShardLayout, linear: np.ndarray, ctx: ExecContext) -> Any:
@@ -196,6 +206,65 @@ def _read_box(layout: ShardLayout, getter: ByteGetter, selection: Selection,
         else:
             out[osel] = e[tuple(slice(a, b) for _, a, b, _ in task)]
     return out
+
+
+def read_box(layout: ShardLayout, getter_of: Callable[[tuple[int, ...]], ByteGetter],
+             box: Sequence[tuple[int, int]], out: np.ndarray) -> bool:
+    """A box of the array (per dimension ``[start, stop)``, non-empty, inside the
+    array; shards of ``layout`` on a regular grid, ``getter_of(shard coords)``) served
+    from cached inner chunks alone, across every shard it touches: True when every
+    touched inner chunk is cached under its shard's current version token (``out``, C
+    order, the box's shape, filled by one kernel call); False when one is not (or a shard
+    has no token): nothing was read or written, the caller takes the shard-by-shard
+    path, which fills the cache.  The same rule as a one-shard read's first look
+    (:func:`_decoded`): the current, unpinned token is enough when everything is cached."""
+    if not _active_layout(layout):
+        return False
+    cs = layout.chunk_shape
+    cps = layout.cps
+    r = len(cs)
+    strides = [1] * r
+    for d in range(r - 2, -1, -1):
+        strides[d] = strides[d + 1] * cps[d + 1]
+    pieces: list[tuple[int, int, int]] = []
+    counts: list[int] = []
+    keys = []  # per dimension: (shard coordinate, linear contribution) of each touched chunk
+    for (a, b), c, p, st in zip(box, cs, cps, strides):
+        dk = []
+        for q in range(a // c, (b - 1) // c + 1):
+            lo = q * c
+            s0 = a - lo if a > lo else 0
+            pieces.append((s0, (b - lo if b - lo < c else c) - s0, lo - a if lo > a else 0))
+            dk.append((q // p, (q % p) * st))
+        counts.append(len(dk))
+        keys.append(dk)
+    by_shard: dict[tuple[int, ...], Any] = {}
+    wanted = []
+    for task in itertools.product(*keys):
+        shard, lins = zip(*task)
+        prefix = by_shard.get(shard)
+        if prefix is None:
+            getter = getter_of(shard)
+            token = getter.cache_token() if getter.cache_id is not None else None
+            if token is None:
+                return False
+            prefix = by_shard[shard] = (getter.cache_id, token, layout.cache_key)
+        wanted.append(prefix + (sum(lins),))
+    srcs = chunk_cache.get_keys(wanted, count_misses=False)
+    fill = False
+    for k, e in enumerate(srcs):
+        if e is None:
+            return False
+        if e is chunk_cache.FILL:
+            srcs[k] = None
+            fill = True
+    KB.copy_box(srcs, np.array(pieces, np.int64), np.array(counts, np.int64), np.array(cs, np.int64),
+                out.reshape(tuple(b - a for a, b in box)), layout.kernel.fill if fill else _NO_FILL[layout.itemsize])
+    return True
+
+
+#: the fill argument of a box without fill-value pieces (any bytes of the item size)
+_NO_FILL = _ZeroBytes()
 
 
 def decode_points(layout: ShardLayout, getter: ByteGetter, coords: np.ndarray, ctx: ExecContext) -> np.ndarray | None:
