@@ -401,3 +401,56 @@ def test_cached_box_never_serves_a_replaced_shard(tmp_path, old_files, monkeypat
     assert calls == [1]  # the replaced shard missed: read shard by shard
     np.testing.assert_array_equal(a[sel], new[sel])
     assert calls == [1, 1]
+
+
+@pytest.mark.parametrize("kind", ["memory", "local"])
+def test_cached_points_in_one_call_without_reading(kind, tmp_path, request, monkeypatch):
+    """vindex / mask points over many shards, once cached: one gather, no store read;
+    duplicates, unstored inner chunks and the grid's edges included."""
+    from zarrcy.codecs.sharding import cached
+
+    zarrcy.config(cache_bytes=1 << 26)
+    data = _data(25)
+    data[:8, :16, :6] = 7
+    store = _store(kind, tmp_path, request)
+    a = _array(store, data)
+    rng = np.random.default_rng(5)
+    pts = [tuple(rng.integers(0, s, 300) for s in SHAPE)]
+    pts.append(tuple(np.r_[p, p[:10], [0, s - 1]] for p, s in zip(pts[0], SHAPE)))  # duplicates, corners
+    pts.append((np.arange(8), np.arange(8), np.zeros(8, int)))  # all fill
+    for p in pts:
+        np.testing.assert_array_equal(a.vindex[p], data[p])  # fills the cache
+    served = []
+    real = cached.read_points
+    monkeypatch.setattr(cached, "read_points", lambda *x: served.append(real(*x)) or served[-1])
+
+    def no_chunk_reads(real):
+        def read(key, *x, **k):
+            if not key.endswith("zarr.json"):
+                pytest.fail(f"the store was read: {key}")
+            return real(key, *x, **k)
+        return read
+
+    for name in ("get", "get_ranges", "snapshot", "exists"):
+        if hasattr(type(store), name):
+            monkeypatch.setattr(store, name, no_chunk_reads(getattr(store, name)))
+    for p in pts:
+        got = a.vindex[p]
+        np.testing.assert_array_equal(got, data[p])
+        assert got.flags.writeable
+    mask = np.zeros(SHAPE, bool)
+    mask[pts[0]] = True
+    np.testing.assert_array_equal(a.get_mask_selection(mask), data[mask])
+    assert served == [True] * (len(pts) + 1)
+
+
+def test_cached_points_with_a_missing_entry_read_shard_by_shard():
+    zarrcy.config(cache_bytes=1 << 26)
+    data = _data(26)
+    a = _array(MemoryStore(), data)
+    p = tuple(np.random.default_rng(6).integers(0, s, 200) for s in SHAPE)
+    np.testing.assert_array_equal(a.vindex[p], data[p])
+    chunk_cache.forget(next(iter(chunk_cache._lru))[0])
+    np.testing.assert_array_equal(a.vindex[p], data[p])
+    chunk_cache.clear()
+    np.testing.assert_array_equal(a.vindex[p], data[p])

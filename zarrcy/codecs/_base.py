@@ -299,6 +299,12 @@ class ArrayBytesCodec(Codec):
         Default: False (sharding serves cached inner chunks, ``sharding/cached.py``)."""
         return False
 
+    def read_cached_points(self, getter_of: Callable[[tuple[int, ...]], ByteGetter], coords: np.ndarray,
+                           spec: ArraySpec, out: np.ndarray) -> bool:
+        """:meth:`read_cached_box` for points of the array (``coords``: (ndim, N) int64)
+        into the 1-d ``out``.  Default: False."""
+        return False
+
     def encode_partial(self, setter: ByteSetter, selection: Selection, value: np.ndarray, spec: ArraySpec) -> None:
         """Write ``value`` into ``selection`` of the value behind ``setter``.
         Default: read, decode, merge, encode and store the whole value."""

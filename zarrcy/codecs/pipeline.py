@@ -465,6 +465,11 @@ class CodecPipeline:
         when nothing comes before it (an array->array codec would move the box)."""
         return not self.array_array and self.array_bytes.read_cached_box(getter_of, box, self._ab_spec, out)
 
+    def read_cached_points(self, getter_of: Callable[[tuple[int, ...]], ByteGetter], coords: np.ndarray,
+                           out: np.ndarray) -> bool:
+        """:meth:`read_cached_box` for points (``coords``: (ndim, N) int64; 1-d ``out``)."""
+        return not self.array_array and self.array_bytes.read_cached_points(getter_of, coords, self._ab_spec, out)
+
     def decode_partial(
         self, getter: ByteGetter, selection: Selection, out: np.ndarray | None = None, ctx: ExecContext | None = None,
     ) -> np.ndarray | None:

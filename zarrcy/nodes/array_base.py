@@ -153,8 +153,9 @@ class ArrayBase(Node):
         # partial reads and writes reach the codec with the chunk's selection intact
         # (sharding, also behind a transpose); single-element reads go straight to it
         self._partial = self._pipeline.supports_partial_decode
-        # boxes of a regular grid of shards may be served from cached inner chunks in
-        # one call (``read_cached_box``) before the shard-by-shard path
+        # boxes and points of a regular grid of shards may be served from cached inner
+        # chunks in one call (``read_cached_box`` / ``read_cached_points``) before the
+        # shard-by-shard path
         self._box_reads = self._partial and self._rect is None and self._ndim > 0
 
     @property

@@ -285,6 +285,9 @@ class ArrayReads(ArrayBase):
         if ndim == 0:
             out[...] = self._read(normalize_basic((), ()), ctx)
             return out
+        if self._box_reads and chunk_cache.enabled() and self._pipeline.read_cached_points(
+                self._store_path_of, coords, out):
+            return out  # every touched inner chunk was cached: one gather
         cs = np.asarray(self._chunk_shape, dtype=np.int64)[:, None]
         chunk_coords, in_chunk = self._locate_points(coords)
         grid = np.asarray(self.grid_shape, dtype=np.int64)

@@ -12,6 +12,13 @@ the same native scatter as stored ones (:data:`.scatter.DECODED` plan: no codec,
 byte order).  Without a token (other stores, a recently changed file, no strong ETag)
 the read takes the uncached path of :mod:`.reader`.
 
+Across shards (:func:`read_box`, :func:`read_points`; the array asks before it splits a
+read by shard): when every inner chunk a box or a point set touches is cached under its
+shard's current token, the whole read is one cache lookup and one kernel call (a box:
+``_box_copy.copy_box``; points: ``decode_points_all`` with the decoded plan), with no
+store access but the token (LocalStore: one ``stat`` per shard).  Otherwise nothing is
+written and the shard-by-shard path runs (and fills the cache).
+
 Applies to layouts with a native kernel plan (fixed-size data types, the native codec
 chains); whole-shard decodes are not cached.
 """
@@ -32,7 +39,7 @@ from zarrcy.codecs.sharding.format import ShardLayout
 from zarrcy.errors import CorruptChunkError, StoreError
 from zarrcy.execution import ExecContext
 
-__all__ = ["decode_partial", "decode_points", "read_box", "read_point"]
+__all__ = ["decode_partial", "decode_points", "read_box", "read_point", "read_points"]
 
 #: :func:`_decoded`'s answer when this read cannot use the cache (no version token)
 _UNCACHED: Any = object()
@@ -287,15 +294,62 @@ def decode_points(layout: ShardLayout, getter: ByteGetter, coords: np.ndarray, c
     if got is None:
         return None
     out = np.empty(k, dtype=layout.spec.dtype)
-    srcs, task_src, task_off, task_len = _sources(got)
-    pt_start = np.append(starts, k).astype(np.int64)
-    pt_local = np.ravel_multi_index(tuple(coords - q * cs), layout.chunk_shape).astype(np.int64)[order]
-    status = np.empty(uniq.size, np.uint8)
+    _gather(layout, got, starts, coords - q * cs, order, out)
+    return out
+
+
+def _gather(layout: ShardLayout, entries: list[Any], starts: np.ndarray, local: np.ndarray, order: np.ndarray,
+            out: np.ndarray) -> None:
+    """Points into the 1-d ``out`` from decoded chunks ``entries`` by one kernel call:
+    the points ``order[starts[j]:starts[j + 1]]`` lie in ``entries[j]``, at in-chunk
+    coordinates ``local`` ((ndim, N), in the original point order)."""
+    kernel = layout.kernel
+    srcs, task_src, task_off, task_len = _sources(entries)
+    pt_start = np.append(starts, order.size).astype(np.int64)
+    pt_local = np.ravel_multi_index(tuple(local), layout.chunk_shape).astype(np.int64)[order]
+    status = np.empty(len(entries), np.uint8)
     KI.decode_points_all(srcs, task_src, task_off, task_len, pt_start, pt_local, order.astype(np.int64),
                          kernel.shape, layout.itemsize, 0, scatter.DECODED.chain, kernel.fill, out, status, 1)
     if status.any():  # pragma: no cover - decoded chunks of the checked size cannot fail
         _never()
-    return out
+
+
+def read_points(layout: ShardLayout, getter_of: Callable[[tuple[int, ...]], ByteGetter], coords: np.ndarray,
+                out: np.ndarray) -> bool:
+    """Points of the array (``coords``: (ndim, N) int64, in bounds; shards of ``layout``
+    on a regular grid) served from cached inner chunks alone, across every shard they
+    touch, into the 1-d ``out``: True when every touched inner chunk is cached under its
+    shard's current version token (one kernel call); False otherwise (nothing written;
+    the caller reads shard by shard) -- :func:`read_box`'s rule."""
+    if not _active_layout(layout) or layout.kernel is None or coords.ndim != 2 or not coords.shape[1]:
+        return False
+    cs = np.asarray(layout.chunk_shape, np.int64)[:, None]
+    q = coords // cs  # global inner-chunk coordinates
+    glin = np.ravel_multi_index(tuple(q), tuple((q.max(axis=1) + 1).tolist()))
+    order = np.argsort(glin, kind="stable")
+    gs = glin[order]
+    starts = np.flatnonzero(np.concatenate(([True], gs[1:] != gs[:-1])))
+    uq = q[:, order[starts]]
+    cps = np.asarray(layout.cps, np.int64)[:, None]
+    shards = (uq // cps).T.tolist()
+    lins = np.ravel_multi_index(tuple(uq % cps), layout.cps).tolist()
+    by_shard: dict[tuple[int, ...], Any] = {}
+    wanted = []
+    for sc, lin in zip(shards, lins):
+        shard = tuple(sc)
+        prefix = by_shard.get(shard)
+        if prefix is None:
+            getter = getter_of(shard)
+            token = getter.cache_token() if getter.cache_id is not None else None
+            if token is None:
+                return False
+            prefix = by_shard[shard] = (getter.cache_id, token, layout.cache_key)
+        wanted.append(prefix + (lin,))
+    entries = chunk_cache.get_keys(wanted, count_misses=False)
+    if any(e is None for e in entries):
+        return False
+    _gather(layout, entries, starts, coords - q * cs, order, out)
+    return True
 
 
 def read_point(layout: ShardLayout, getter: ByteGetter, local: Sequence[int], ctx: ExecContext) -> Any:

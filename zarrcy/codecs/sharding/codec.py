@@ -320,6 +320,10 @@ class ShardingCodec(ArrayBytesCodec):
                         spec: ArraySpec, out: np.ndarray) -> bool:
         return cached.read_box(self.layout(spec), getter_of, box, out)
 
+    def read_cached_points(self, getter_of: Callable[[tuple[int, ...]], ByteGetter], coords: np.ndarray,
+                           spec: ArraySpec, out: np.ndarray) -> bool:
+        return cached.read_points(self.layout(spec), getter_of, coords, out)
+
     def decode_points(self, getter: ByteGetter, coords: np.ndarray, spec: ArraySpec,
                       ctx: ExecContext | None = None) -> np.ndarray | None:
         return cached.decode_points(self.layout(spec), getter, coords, ctx or ExecContext.for_call())
