@@ -49,6 +49,13 @@ def _active_layout(layout: ShardLayout) -> bool:
     return layout.cache_key is not None and bool(layout.chunk_shape) and scatter.usable(layout) and chunk_cache.enabled()
 
 
+def _kernel(layout: ShardLayout) -> Any:
+    """The layout's kernel plan (every cached layout has one: ``cache_key`` needs it)."""
+    if layout.kernel is None:  # pragma: no cover - _active_layout checked cache_key
+        raise AssertionError("a cached shard layout without a kernel plan")
+    return layout.kernel
+
+
 def _active(layout: ShardLayout, getter: ByteGetter) -> bool:
     return getter.cache_id is not None and _active_layout(layout)
 
@@ -255,7 +262,7 @@ def read_box(layout: ShardLayout, getter_of: Callable[[tuple[int, ...]], ByteGet
             srcs[k] = None
             fill = True
     KB.copy_box(srcs, np.array(pieces, np.int64), np.array(counts, np.int64), np.array(cs, np.int64),
-                out.reshape(tuple(b - a for a, b in box)), layout.kernel.fill if fill else _NO_FILL[layout.itemsize])
+                out.reshape(tuple(b - a for a, b in box)), _kernel(layout).fill if fill else _NO_FILL[layout.itemsize])
     return True
 
 
@@ -313,7 +320,7 @@ def _gather(layout: ShardLayout, entries: list[Any], starts: np.ndarray, local: 
     """Points into the 1-d ``out`` from decoded chunks ``entries`` by one kernel call:
     the points ``order[starts[j]:starts[j + 1]]`` lie in ``entries[j]``, at in-chunk
     coordinates ``local`` ((ndim, N), in the original point order)."""
-    kernel = layout.kernel
+    kernel = _kernel(layout)
     srcs, task_src, task_off, task_len = _sources(entries)
     pt_start = np.append(starts, order.size).astype(np.int64)
     pt_local = np.ravel_multi_index(tuple(local), layout.chunk_shape).astype(np.int64)[order]
