@@ -123,3 +123,29 @@ def test_skippable_frames_accepted_like_libzstd(engine: str, monkeypatch: pytest
         dst = np.empty(a.nbytes, np.uint8)
         assert codec.decode_into(stream, dst, spec)
         assert dst.tobytes() == a.tobytes()
+
+
+def test_engine_uses_the_newest_exported_libzstd() -> None:
+    """The native engine's libzstd comes from the first of ZSTD_MODULES that imports
+    (backports-zstd is a dependency below Python 3.14; 3.14 has ``_zstd``), and what it
+    writes at every level is what that library's own one-shot call writes for the same
+    parameters (the engine adds nothing to the frame)."""
+    import sys
+
+    from zarrcy.codecs import _native
+
+    src = _native.zstd_source()
+    assert src == ("backports.zstd._zstd" if sys.version_info < (3, 14) else "_zstd")
+    if sys.version_info < (3, 14):
+        from backports import zstd as lib
+    else:  # pragma: no cover - exercised on 3.14
+        from compression import zstd as lib
+    spec = make_spec((64, 64), "uint16")
+    a = (np.arange(64 * 64, dtype=np.uint16) % 977).reshape(64, 64)
+    for level in (-5, 1, 3, 9):
+        p = CodecPipeline.from_codecs([LE, {"name": "zstd", "configuration": {"level": level, "checksum": False}}], spec)
+        enc = bytes(p.encode(a))
+        opts = {lib.CompressionParameter.compression_level: level, lib.CompressionParameter.checksum_flag: 0,
+                lib.CompressionParameter.content_size_flag: 1}
+        assert enc == lib.compress(a.tobytes(), options=opts)
+        assert numcodecs.Zstd().decode(enc) == a.tobytes()

@@ -7,7 +7,8 @@ engine calls the ones inside wheels zarrcy already depends on, resolved once (on
 use) from the already imported extension module with ``dlopen(RTLD_NOLOAD)`` +
 ``dlsym``: c-blosc 1 (the library that writes every blosc chunk numcodecs,
 zarr-python and tensorstore users have; its ``*_ctx`` calls take no global lock) and
-libzstd from numcodecs' ``blosc`` and ``zstd`` modules, ``crc32c_extend`` from
+libzstd (from backports-zstd, the standard library's ``_zstd`` or numcodecs' ``zstd``
+module, the first found: :data:`ZSTD_MODULES`), ``crc32c_extend`` from
 google-crc32c's libcrc32c, libdeflate from the ``deflate`` wheel (``_deflate``).  A
 library that cannot be found leaves its codec on the Python path (numcodecs), which
 decodes the same bytes: :func:`available` is the one switch.
@@ -20,6 +21,7 @@ then optionally ``crc32c`` -- once per pipeline, never per chunk.
 
 from __future__ import annotations
 
+import importlib
 import threading
 from dataclasses import dataclass
 from typing import Any, NoReturn, Sequence
@@ -32,7 +34,7 @@ from zarrcy.config import at_fork_reset
 from zarrcy.errors import CorruptChunkError
 
 __all__ = ["Step", "CRC32C", "KernelPlan", "available", "chain_of", "decode_into", "decode_code", "decode_range_into",
-           "encode", "describe", "fail", "RETRY_IN_PYTHON"]
+           "encode", "describe", "fail", "RETRY_IN_PYTHON", "ZSTD_MODULES", "zstd_source"]
 
 #: a chain tuple: (codec, crc32c, level, checksum, cname, shuffle, typesize, blocksize)
 Chain = tuple[int, bool, int, bool, str, int, int, int]
@@ -79,6 +81,37 @@ def _reset_lock_after_fork() -> None:
     _lock = threading.Lock()
 
 
+#: modules carrying a libzstd that exports its entry points, the preferred first:
+#: backports-zstd (Python < 3.14) and the standard library's ``_zstd`` (3.14) bring
+#: libzstd 1.5.7, which encodes 16-20 % faster than numcodecs 0.17's 1.5.6 on chunk-sized
+#: data (same levels, same frame format); numcodecs' copy is the fallback
+ZSTD_MODULES = ("backports.zstd._zstd", "_zstd", "numcodecs.zstd")
+
+
+def _load_zstd() -> bool:
+    for name in ZSTD_MODULES:
+        try:
+            mod = importlib.import_module(name)
+        except ImportError:
+            continue
+        path = getattr(mod, "__file__", None)
+        if path and K.load_zstd(path):
+            _zstd_source[0] = name
+            return True
+    return False
+
+
+#: which of :data:`ZSTD_MODULES` the engine's libzstd came from (None: not loaded)
+_zstd_source: list[str | None] = [None]
+
+
+def zstd_source() -> str | None:
+    """The module whose libzstd the engine uses (``zarrcy info``, benchmarks); None when
+    zstd is not native here."""
+    _load(ZSTD)
+    return _zstd_source[0]
+
+
 def _load(codec: int) -> bool:
     """Resolve the entry points of ``codec``'s library (-1: crc32c) once; True if found."""
     got = _loaded.get(codec)
@@ -89,9 +122,7 @@ def _load(codec: int) -> bool:
         if got is None:
             try:
                 if codec == ZSTD:
-                    import numcodecs.zstd as mod
-
-                    got = bool(K.load_zstd(mod.__file__))
+                    got = _load_zstd()
                 elif codec == BLOSC:
                     import numcodecs.blosc as mod
 
