@@ -364,3 +364,34 @@ def test_cached_index_serves_point_reads_with_one_request(server, monkeypatch):
         assert int(a[p]) == old[p]
     log = server.take_log()
     assert [(m, im) for m, _, im, *_ in log] == [("GET", server.etag())] * 4
+
+
+@pytest.mark.parametrize("crc", [False, True])
+def test_decoded_chunk_cache_behind_a_large_index(server, monkeypatch, restore_config, tmp_path, crc):
+    """With the decoded-chunk cache on, the version token is the ETag of the HEAD (not of
+    a whole-index GET): a cached chunk costs that HEAD; a miss reads its entries
+    If-Match; a replaced shard (same size) is read anew, never served from the cache."""
+    monkeypatch.setattr(index_io, "RANGED_INDEX_MIN", 16 << 10)
+    monkeypatch.setattr(index_io, "INDEX_PIECE", 16 << 10)
+    zarrcy.config(cache_bytes=1 << 24)
+    old_shard, new_shard, old, new = _two_versions(crc)
+    server.serve(N_SMALL, crc, old_shard)
+    a = server.open()
+    p = STORED[11]
+    server.take_log()
+    assert int(a[p]) == old[p] and a[p - 1:p + 2].tolist() == old[p - 1:p + 2].tolist()
+    first = server.take_log()
+    assert len(first) > 2 and all(e[2] == server.etag() for e in first if e[0] == "GET")
+    assert max(e[4] for e in first) <= 16 << 10  # never the whole 64 KiB index
+    assert int(a[p]) == old[p] and a[p - 1:p + 2].tolist() == old[p - 1:p + 2].tolist()
+    assert [e[0] for e in server.take_log()] == ["HEAD", "HEAD"]  # both from the cache
+    with server.h.lock:
+        server.replace(new_shard)
+    assert int(a[p]) == new[p] and a.vindex[np.array([p, STORED[30]])].tolist() == [new[p], new[STORED[30]]]
+    local = _local(tmp_path, N_SMALL, crc, new_shard)  # LocalStore through the same cached, ranged path
+    calls = []
+    real = index_io.load_entries
+    monkeypatch.setattr(index_io, "load_entries", lambda *args: calls.append(1) or real(*args))
+    for _ in range(2):
+        assert int(local[p]) == new[p] and local[p - 1:p + 2].tolist() == a[p - 1:p + 2].tolist()
+    assert calls

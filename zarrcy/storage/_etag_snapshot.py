@@ -53,6 +53,7 @@ class ETagSnapshot(ValueSnapshot):
             self.pinned = True
             self.exists = True
             self.size = size
+            self.cache_token = etag  # a strong ETag names one content (the token of an index GET too)
         # else: not pinned, size and existence unknown (a later read may see another version)
 
     @classmethod
