@@ -35,7 +35,7 @@ from typing import Any, Hashable, Sequence
 from zarrcy.config import at_fork_reset
 from zarrcy.config import get as _config_get
 
-__all__ = ["FILL", "enabled", "get_many", "put_many", "forget", "clear", "stats"]
+__all__ = ["FILL", "enabled", "get_many", "get_keys", "put_many", "forget", "clear", "stats"]
 
 #: the entry of a chunk that is not stored (reads give the fill value)
 FILL: Any = object()
@@ -62,11 +62,15 @@ def get_many(prefix: tuple[Hashable, ...], ids: Sequence[int], count_misses: boo
     """The cached entries of ``prefix + (i,)`` for each ``i`` in ``ids`` (None: not
     cached); a hit becomes the most recently used entry.  ``count_misses=False``: a
     probe that counts nothing unless everything hits (the caller looks again)."""
+    return get_keys([prefix + (i,) for i in ids], count_misses)
+
+
+def get_keys(keys: Sequence[tuple[Hashable, ...]], count_misses: bool = True) -> list[Any]:
+    """:func:`get_many` of whole keys (``prefix + (i,)``; several prefixes in one call)."""
     out: list[Any] = []
     hits = 0
     with _lock:
-        for i in ids:
-            k = prefix + (i,)
+        for k in keys:
             got = _lru.get(k)
             if got is None:
                 out.append(None)

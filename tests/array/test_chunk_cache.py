@@ -302,3 +302,155 @@ def test_results_are_never_views_of_the_cache(sharded):
         np.testing.assert_array_equal(a[sel], data[sel])
         assert v == data[1, 2, 3]
     assert chunk_cache.stats()["hits"] > 0
+
+
+# -- boxes served from cached inner chunks in one call (cached.read_box) ------------------------
+def _box_calls(monkeypatch):
+    from zarrcy.codecs.sharding import cached
+
+    calls = []
+    real = cached.KB.copy_box
+    monkeypatch.setattr(cached.KB, "copy_box", lambda *a: (calls.append(1), real(*a))[1])
+    return calls
+
+
+@pytest.mark.parametrize("kind", ["memory", "local"])
+def test_cached_boxes_in_one_call_without_reading(kind, tmp_path, request, monkeypatch):
+    """Once every touched inner chunk is cached, a box across shards (with ints and
+    unstored inner chunks in it) is one copy: no store read at all, only version tokens."""
+    zarrcy.config(cache_bytes=1 << 26)
+    data = _data(21)
+    data[:8, :16, :6] = 7  # two unstored inner chunks of a stored shard
+    store = _store(kind, tmp_path, request)
+    a = _array(store, data)
+    calls = _box_calls(monkeypatch)
+    sels = [(slice(3, 29), slice(5, 37), slice(1, 35)),  # 2 x 3 x 3 shards
+            (slice(10, 20), 17, slice(0, 36)),           # an int drops its axis
+            (slice(0, 8), slice(0, 16), slice(0, 6)),    # all fill: unstored inner chunks
+            (47, 39, slice(35, 36)),
+            (slice(0, 48), slice(0, 40), slice(30, 36))]  # the grid's edges
+    for sel in sels:
+        np.testing.assert_array_equal(a[sel], data[sel])  # fills the cache (shard by shard)
+    calls.clear()
+    def no_chunk_reads(real):
+        def read(key, *a, **k):
+            if not key.endswith("zarr.json"):  # an all-fill result checks the array exists
+                pytest.fail(f"the store was read: {key}")
+            return real(key, *a, **k)
+        return read
+
+    for name in ("get", "get_ranges", "snapshot", "exists"):
+        if hasattr(type(store), name):
+            monkeypatch.setattr(store, name, no_chunk_reads(getattr(store, name)))
+    chunk_cache.stats(reset=True)
+    for sel in sels:
+        got = a[sel]
+        np.testing.assert_array_equal(got, data[sel])
+        assert got.flags.writeable and got.flags.c_contiguous
+    assert len(calls) == len(sels)
+    assert chunk_cache.stats()["misses"] == 0
+
+
+def test_cached_box_touching_a_missing_shard_reads_shard_by_shard(monkeypatch):
+    """A shard that is not stored has no version token: such boxes take the shard-by-shard
+    path every time (it finds the shard missing and writes the fill value)."""
+    zarrcy.config(cache_bytes=1 << 26)
+    data = _data(24)
+    data[:16, :16, :12] = 7
+    a = _array(MemoryStore(), data)
+    calls = _box_calls(monkeypatch)
+    sel = (slice(3, 29), slice(5, 37), slice(1, 35))
+    for _ in range(3):
+        np.testing.assert_array_equal(a[sel], data[sel])
+    assert calls == []
+
+
+def test_cached_box_with_a_missing_entry_reads_shard_by_shard(monkeypatch):
+    zarrcy.config(cache_bytes=1 << 26)
+    data = _data(22)
+    a = _array(MemoryStore(), data)
+    calls = _box_calls(monkeypatch)
+    sel = (slice(3, 29), slice(5, 37), slice(1, 35))
+    np.testing.assert_array_equal(a[sel], data[sel])
+    some = next(iter(chunk_cache._lru))  # drop one touched inner chunk
+    chunk_cache.forget(some[0])
+    np.testing.assert_array_equal(a[sel], data[sel])
+    assert calls == []  # the fallback decoded and cached it again
+    np.testing.assert_array_equal(a[sel], data[sel])
+    assert calls == [1]
+
+
+def test_cached_box_never_serves_a_replaced_shard(tmp_path, old_files, monkeypatch):
+    """A shard file replaced behind zarrcy after the box was cached (another writer's
+    temp file + rename): its new token misses, the box is read again with the new values."""
+    import os
+
+    zarrcy.config(cache_bytes=1 << 26)
+    data = _data(23)
+    new = data.copy()
+    new[0:16, 16:32, 12:24] += 1
+    a = _array(LocalStore(tmp_path / "a.zarr"), data)
+    _array(LocalStore(tmp_path / "b.zarr"), new)
+    calls = _box_calls(monkeypatch)
+    sel = (slice(3, 29), slice(5, 37), slice(1, 35))
+    np.testing.assert_array_equal(a[sel], data[sel])
+    np.testing.assert_array_equal(a[sel], data[sel])
+    assert calls == [1]
+    os.replace(tmp_path / "b.zarr" / "c" / "0" / "1" / "1", tmp_path / "a.zarr" / "c" / "0" / "1" / "1")
+    np.testing.assert_array_equal(a[sel], new[sel])
+    assert calls == [1]  # the replaced shard missed: read shard by shard
+    np.testing.assert_array_equal(a[sel], new[sel])
+    assert calls == [1, 1]
+
+
+@pytest.mark.parametrize("kind", ["memory", "local"])
+def test_cached_points_in_one_call_without_reading(kind, tmp_path, request, monkeypatch):
+    """vindex / mask points over many shards, once cached: one gather, no store read;
+    duplicates, unstored inner chunks and the grid's edges included."""
+    from zarrcy.codecs.sharding import cached
+
+    zarrcy.config(cache_bytes=1 << 26)
+    data = _data(25)
+    data[:8, :16, :6] = 7
+    store = _store(kind, tmp_path, request)
+    a = _array(store, data)
+    rng = np.random.default_rng(5)
+    pts = [tuple(rng.integers(0, s, 300) for s in SHAPE)]
+    pts.append(tuple(np.r_[p, p[:10], [0, s - 1]] for p, s in zip(pts[0], SHAPE)))  # duplicates, corners
+    pts.append((np.arange(8), np.arange(8), np.zeros(8, int)))  # all fill
+    for p in pts:
+        np.testing.assert_array_equal(a.vindex[p], data[p])  # fills the cache
+    served = []
+    real = cached.read_points
+    monkeypatch.setattr(cached, "read_points", lambda *x: served.append(real(*x)) or served[-1])
+
+    def no_chunk_reads(real):
+        def read(key, *x, **k):
+            if not key.endswith("zarr.json"):
+                pytest.fail(f"the store was read: {key}")
+            return real(key, *x, **k)
+        return read
+
+    for name in ("get", "get_ranges", "snapshot", "exists"):
+        if hasattr(type(store), name):
+            monkeypatch.setattr(store, name, no_chunk_reads(getattr(store, name)))
+    for p in pts:
+        got = a.vindex[p]
+        np.testing.assert_array_equal(got, data[p])
+        assert got.flags.writeable
+    mask = np.zeros(SHAPE, bool)
+    mask[pts[0]] = True
+    np.testing.assert_array_equal(a.get_mask_selection(mask), data[mask])
+    assert served == [True] * (len(pts) + 1)
+
+
+def test_cached_points_with_a_missing_entry_read_shard_by_shard():
+    zarrcy.config(cache_bytes=1 << 26)
+    data = _data(26)
+    a = _array(MemoryStore(), data)
+    p = tuple(np.random.default_rng(6).integers(0, s, 200) for s in SHAPE)
+    np.testing.assert_array_equal(a.vindex[p], data[p])
+    chunk_cache.forget(next(iter(chunk_cache._lru))[0])
+    np.testing.assert_array_equal(a.vindex[p], data[p])
+    chunk_cache.clear()
+    np.testing.assert_array_equal(a.vindex[p], data[p])

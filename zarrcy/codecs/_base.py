@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Literal, Self, Sequence
 
 import numpy as np
 
@@ -289,6 +289,21 @@ class ArrayBytesCodec(Codec):
             return np.array(piece)
         out[...] = piece
         return out
+
+    def read_cached_box(self, getter_of: Callable[[tuple[int, ...]], ByteGetter], box: Sequence[tuple[int, int]],
+                        spec: ArraySpec, out: np.ndarray) -> bool:
+        """Serve the box ``box`` of the *array* (per dimension ``[start, stop)``; values
+        of ``spec`` on a regular grid, ``getter_of(chunk coords)`` the stored values) into
+        ``out`` (C order) from the decoded-chunk cache alone, across stored values: True
+        when done, False when the caller must read value by value (nothing touched).
+        Default: False (sharding serves cached inner chunks, ``sharding/cached.py``)."""
+        return False
+
+    def read_cached_points(self, getter_of: Callable[[tuple[int, ...]], ByteGetter], coords: np.ndarray,
+                           spec: ArraySpec, out: np.ndarray) -> bool:
+        """:meth:`read_cached_box` for points of the array (``coords``: (ndim, N) int64)
+        into the 1-d ``out``.  Default: False."""
+        return False
 
     def encode_partial(self, setter: ByteSetter, selection: Selection, value: np.ndarray, spec: ArraySpec) -> None:
         """Write ``value`` into ``selection`` of the value behind ``setter``.

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import math
 import threading
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -458,6 +458,17 @@ class CodecPipeline:
                 return None
             piece = nxt
         return piece
+
+    def read_cached_box(self, getter_of: Callable[[tuple[int, ...]], ByteGetter], box: Sequence[tuple[int, int]],
+                        out: np.ndarray) -> bool:
+        """The array->bytes codec's :meth:`~zarrcy.codecs._base.ArrayBytesCodec.read_cached_box`
+        when nothing comes before it (an array->array codec would move the box)."""
+        return not self.array_array and self.array_bytes.read_cached_box(getter_of, box, self._ab_spec, out)
+
+    def read_cached_points(self, getter_of: Callable[[tuple[int, ...]], ByteGetter], coords: np.ndarray,
+                           out: np.ndarray) -> bool:
+        """:meth:`read_cached_box` for points (``coords``: (ndim, N) int64; 1-d ``out``)."""
+        return not self.array_array and self.array_bytes.read_cached_points(getter_of, coords, self._ab_spec, out)
 
     def decode_partial(
         self, getter: ByteGetter, selection: Selection, out: np.ndarray | None = None, ctx: ExecContext | None = None,

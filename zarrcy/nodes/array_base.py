@@ -106,6 +106,7 @@ class ArrayBase(Node):
     _ndim: int
     _meta_key: str
     _partial: bool
+    _box_reads: bool
     _array_config: ArrayConfig  # set by Array.with_config only
 
     def _set_metadata(self, metadata: ArrayMetadataLike) -> None:
@@ -152,6 +153,10 @@ class ArrayBase(Node):
         # partial reads and writes reach the codec with the chunk's selection intact
         # (sharding, also behind a transpose); single-element reads go straight to it
         self._partial = self._pipeline.supports_partial_decode
+        # boxes and points of a regular grid of shards may be served from cached inner
+        # chunks in one call (``read_cached_box`` / ``read_cached_points``) before the
+        # shard-by-shard path
+        self._box_reads = self._partial and self._rect is None and self._ndim > 0
 
     @property
     def shape(self) -> tuple[int, ...]:

@@ -163,12 +163,19 @@ class ArrayReads(ArrayBase):
         out = np.empty(sel.out_shape, dtype=self._dtype)
         if out.size == 0:
             return out
+        if self._box_reads and chunk_cache.enabled():
+            box = _box_of(sel)
+            if box is not None and self._pipeline.read_cached_box(self._store_path_of, box, out):
+                return self._read_done(out)  # every touched chunk was cached: one copy
         projections: Iterable[ChunkProjection] = iter_chunk_projections(sel, self._axis_grids)
         task = lambda p: self._keyed(lambda q: self._read_chunk(q, out, ctx), p, _proj_coords)  # noqa: E731
         # a partial shard read spreads its inner chunks over the budget itself: the
         # context runs a few of them in turn rather than as Python tasks
         ctx.map(task, projections, _partial_shard if self._partial else None)
         return self._read_done(out)
+
+    def _store_path_of(self, coords: tuple[int, ...]) -> StorePath:
+        return StorePath(self.store, self._key(coords))
 
     def _read_done(self, out: np.ndarray) -> np.ndarray:
         if self._may_be_all_fill(out):
@@ -259,13 +266,14 @@ class ArrayReads(ArrayBase):
         chunk_cache.put_many(prefix, (0,), (chunk,))
         return chunk
 
-    def _chunk_cache_key(self, pipeline: Any) -> tuple[Any, ...]:
-        """What a decoded chunk depends on besides the stored bytes (per chunk shape)."""
+    def _chunk_cache_key(self, pipeline: Any) -> str:
+        """What a decoded chunk depends on besides the stored bytes (per chunk shape; a
+        string: its hash is computed once)."""
         shape = tuple(pipeline.spec.shape)
-        keys: dict[tuple[int, ...], tuple[Any, ...]] = self.__dict__.setdefault("_cache_keys", {})
+        keys: dict[tuple[int, ...], str] = self.__dict__.setdefault("_cache_keys", {})
         got = keys.get(shape)
         if got is None:
-            got = keys[shape] = ("chunk", shape, self._dtype.str, self._fill.tobytes(), repr(pipeline.codecs))
+            got = keys[shape] = repr(("chunk", shape, self._dtype.str, self._fill.tobytes(), repr(pipeline.codecs)))
         return got
 
     def _read_points(self, coords: np.ndarray, ctx: ExecContext) -> np.ndarray:
@@ -277,6 +285,9 @@ class ArrayReads(ArrayBase):
         if ndim == 0:
             out[...] = self._read(normalize_basic((), ()), ctx)
             return out
+        if self._box_reads and chunk_cache.enabled() and self._pipeline.read_cached_points(
+                self._store_path_of, coords, out):
+            return out  # every touched inner chunk was cached: one gather
         cs = np.asarray(self._chunk_shape, dtype=np.int64)[:, None]
         chunk_coords, in_chunk = self._locate_points(coords)
         grid = np.asarray(self.grid_shape, dtype=np.int64)
@@ -350,3 +361,17 @@ class _Blocks(_OIndex):
 
     def __setitem__(self, selection: Any, value: Any) -> None:
         self.array.set_block_selection(selection, value)
+
+
+def _box_of(sel: BasicSelection) -> list[tuple[int, int]] | None:
+    """A selection of unit-step slices and ints as per-dimension ``[start, stop)``; None
+    for steps and index arrays."""
+    box = []
+    for d in sel.dims:
+        if d.kind == "slice" and d.step == 1:
+            box.append((d.start, d.stop))
+        elif d.kind == "int":
+            box.append((d.start, d.start + 1))
+        else:
+            return None
+    return box

@@ -13,6 +13,13 @@ the same native scatter as stored ones (:data:`.scatter.DECODED` plan: no codec,
 byte order).  Without a token (other stores, a recently changed file, no strong ETag)
 the read takes the uncached path of :mod:`.reader`.
 
+Across shards (:func:`read_box`, :func:`read_points`; the array asks before it splits a
+read by shard): when every inner chunk a box or a point set touches is cached under its
+shard's current token, the whole read is one cache lookup and one kernel call (a box:
+``_box_copy.copy_box``; points: ``decode_points_all`` with the decoded plan), with no
+store access but the token (LocalStore: one ``stat`` per shard).  Otherwise nothing is
+written and the shard-by-shard path runs (and fills the cache).
+
 Applies to layouts with a native kernel plan (fixed-size data types, the native codec
 chains); whole-shard decodes are not cached.
 """
@@ -20,11 +27,12 @@ chains); whole-shard decodes are not cached.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 import zarrcy.chunk_cache as chunk_cache
+from zarrcy._kernels import _box_copy as KB
 from zarrcy._kernels import _inner_chunks as KI
 from zarrcy.codecs._base import ByteGetter, Selection
 from zarrcy.codecs.sharding import index_io, reader, scatter
@@ -32,15 +40,24 @@ from zarrcy.codecs.sharding.format import ShardLayout
 from zarrcy.errors import CorruptChunkError, StoreError
 from zarrcy.execution import ExecContext
 
-__all__ = ["decode_partial", "decode_points", "read_point"]
+__all__ = ["decode_partial", "decode_points", "read_box", "read_point", "read_points"]
 
 #: :func:`_decoded`'s answer when this read cannot use the cache (no version token)
 _UNCACHED: Any = object()
 
 
+def _active_layout(layout: ShardLayout) -> bool:
+    return layout.cache_key is not None and bool(layout.chunk_shape) and scatter.usable(layout) and chunk_cache.enabled()
+
+
 def _active(layout: ShardLayout, getter: ByteGetter) -> bool:
-    return (layout.cache_key is not None and bool(layout.chunk_shape) and scatter.usable(layout)
-            and getter.cache_id is not None and chunk_cache.enabled())
+    return getter.cache_id is not None and _active_layout(layout)
+
+
+class _ZeroBytes(dict[int, bytes]):
+    def __missing__(self, n: int) -> bytes:
+        self[n] = got = bytes(n)
+        return got
 
 
 def _decoded(getter: ByteGetter, layout: ShardLayout, linear: np.ndarray, ctx: ExecContext) -> Any:
@@ -204,6 +221,65 @@ def _read_box(layout: ShardLayout, getter: ByteGetter, selection: Selection,
     return out
 
 
+def read_box(layout: ShardLayout, getter_of: Callable[[tuple[int, ...]], ByteGetter],
+             box: Sequence[tuple[int, int]], out: np.ndarray) -> bool:
+    """A box of the array (per dimension ``[start, stop)``, non-empty, inside the
+    array; shards of ``layout`` on a regular grid, ``getter_of(shard coords)``) served
+    from cached inner chunks alone, across every shard it touches: True when every
+    touched inner chunk is cached under its shard's current version token (``out``, C
+    order, the box's shape, filled by one kernel call); False when one is not (or a shard
+    has no token): nothing was read or written, the caller takes the shard-by-shard
+    path, which fills the cache.  The same rule as a one-shard read's first look
+    (:func:`_decoded`): the current, unpinned token is enough when everything is cached."""
+    if not _active_layout(layout):
+        return False
+    cs = layout.chunk_shape
+    cps = layout.cps
+    r = len(cs)
+    strides = [1] * r
+    for d in range(r - 2, -1, -1):
+        strides[d] = strides[d + 1] * cps[d + 1]
+    pieces: list[tuple[int, int, int]] = []
+    counts: list[int] = []
+    keys = []  # per dimension: (shard coordinate, linear contribution) of each touched chunk
+    for (a, b), c, p, st in zip(box, cs, cps, strides):
+        dk = []
+        for q in range(a // c, (b - 1) // c + 1):
+            lo = q * c
+            s0 = a - lo if a > lo else 0
+            pieces.append((s0, (b - lo if b - lo < c else c) - s0, lo - a if lo > a else 0))
+            dk.append((q // p, (q % p) * st))
+        counts.append(len(dk))
+        keys.append(dk)
+    by_shard: dict[tuple[int, ...], Any] = {}
+    wanted = []
+    for task in itertools.product(*keys):
+        shard, lins = zip(*task)
+        prefix = by_shard.get(shard)
+        if prefix is None:
+            getter = getter_of(shard)
+            token = getter.cache_token() if getter.cache_id is not None else None
+            if token is None:
+                return False
+            prefix = by_shard[shard] = (getter.cache_id, token, layout.cache_key)
+        wanted.append(prefix + (sum(lins),))
+    srcs = chunk_cache.get_keys(wanted, count_misses=False)
+    fill = False
+    for k, e in enumerate(srcs):
+        if e is None:
+            return False
+        if e is chunk_cache.FILL:
+            srcs[k] = None
+            fill = True
+    KB.copy_box(srcs, np.array(pieces, np.int64), np.array(counts, np.int64), np.array(cs, np.int64),
+                out.reshape(tuple(b - a for a, b in box)), layout.kernel.fill if fill else _NO_FILL[layout.itemsize])
+    return True
+
+
+#: the fill argument of a box without fill-value pieces (any bytes of the item size)
+_NO_FILL = _ZeroBytes()
+
+
 def decode_points(layout: ShardLayout, getter: ByteGetter, coords: np.ndarray, ctx: ExecContext) -> np.ndarray | None:
     """:func:`.reader.decode_points` through the cache: the cached chunks' elements
     gathered by one kernel call (``decode_points_all`` with the decoded plan)."""
@@ -224,15 +300,62 @@ def decode_points(layout: ShardLayout, getter: ByteGetter, coords: np.ndarray, c
     if got is None:
         return None
     out = np.empty(k, dtype=layout.spec.dtype)
-    srcs, task_src, task_off, task_len = _sources(got)
-    pt_start = np.append(starts, k).astype(np.int64)
-    pt_local = np.ravel_multi_index(tuple(coords - q * cs), layout.chunk_shape).astype(np.int64)[order]
-    status = np.empty(uniq.size, np.uint8)
+    _gather(layout, got, starts, coords - q * cs, order, out)
+    return out
+
+
+def _gather(layout: ShardLayout, entries: list[Any], starts: np.ndarray, local: np.ndarray, order: np.ndarray,
+            out: np.ndarray) -> None:
+    """Points into the 1-d ``out`` from decoded chunks ``entries`` by one kernel call:
+    the points ``order[starts[j]:starts[j + 1]]`` lie in ``entries[j]``, at in-chunk
+    coordinates ``local`` ((ndim, N), in the original point order)."""
+    kernel = layout.kernel
+    srcs, task_src, task_off, task_len = _sources(entries)
+    pt_start = np.append(starts, order.size).astype(np.int64)
+    pt_local = np.ravel_multi_index(tuple(local), layout.chunk_shape).astype(np.int64)[order]
+    status = np.empty(len(entries), np.uint8)
     KI.decode_points_all(srcs, task_src, task_off, task_len, pt_start, pt_local, order.astype(np.int64),
                          kernel.shape, layout.itemsize, 0, scatter.DECODED.chain, kernel.fill, out, status, 1)
     if status.any():  # pragma: no cover - decoded chunks of the checked size cannot fail
         _never()
-    return out
+
+
+def read_points(layout: ShardLayout, getter_of: Callable[[tuple[int, ...]], ByteGetter], coords: np.ndarray,
+                out: np.ndarray) -> bool:
+    """Points of the array (``coords``: (ndim, N) int64, in bounds; shards of ``layout``
+    on a regular grid) served from cached inner chunks alone, across every shard they
+    touch, into the 1-d ``out``: True when every touched inner chunk is cached under its
+    shard's current version token (one kernel call); False otherwise (nothing written;
+    the caller reads shard by shard) -- :func:`read_box`'s rule."""
+    if not _active_layout(layout) or layout.kernel is None or coords.ndim != 2 or not coords.shape[1]:
+        return False
+    cs = np.asarray(layout.chunk_shape, np.int64)[:, None]
+    q = coords // cs  # global inner-chunk coordinates
+    glin = np.ravel_multi_index(tuple(q), tuple((q.max(axis=1) + 1).tolist()))
+    order = np.argsort(glin, kind="stable")
+    gs = glin[order]
+    starts = np.flatnonzero(np.concatenate(([True], gs[1:] != gs[:-1])))
+    uq = q[:, order[starts]]
+    cps = np.asarray(layout.cps, np.int64)[:, None]
+    shards = (uq // cps).T.tolist()
+    lins = np.ravel_multi_index(tuple(uq % cps), layout.cps).tolist()
+    by_shard: dict[tuple[int, ...], Any] = {}
+    wanted = []
+    for sc, lin in zip(shards, lins):
+        shard = tuple(sc)
+        prefix = by_shard.get(shard)
+        if prefix is None:
+            getter = getter_of(shard)
+            token = getter.cache_token() if getter.cache_id is not None else None
+            if token is None:
+                return False
+            prefix = by_shard[shard] = (getter.cache_id, token, layout.cache_key)
+        wanted.append(prefix + (lin,))
+    entries = chunk_cache.get_keys(wanted, count_misses=False)
+    if any(e is None for e in entries):
+        return False
+    _gather(layout, entries, starts, coords - q * cs, order, out)
+    return True
 
 
 def read_point(layout: ShardLayout, getter: ByteGetter, local: Sequence[int], ctx: ExecContext) -> Any:

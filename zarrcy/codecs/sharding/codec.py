@@ -5,7 +5,7 @@ whole-shard encode/decode; partial reads and writes are delegated to
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Sequence, cast
+from typing import Any, Callable, ClassVar, Literal, Sequence, cast
 
 import numpy as np
 
@@ -315,6 +315,14 @@ class ShardingCodec(ArrayBytesCodec):
         (cached, checked against the shard version) and only the inner chunks the
         selection touches, in coalesced range reads.  None if the shard is missing."""
         return cached.decode_partial(self.layout(spec), getter, tuple(selection), out, ctx or ExecContext.for_call())
+
+    def read_cached_box(self, getter_of: Callable[[tuple[int, ...]], ByteGetter], box: Sequence[tuple[int, int]],
+                        spec: ArraySpec, out: np.ndarray) -> bool:
+        return cached.read_box(self.layout(spec), getter_of, box, out)
+
+    def read_cached_points(self, getter_of: Callable[[tuple[int, ...]], ByteGetter], coords: np.ndarray,
+                           spec: ArraySpec, out: np.ndarray) -> bool:
+        return cached.read_points(self.layout(spec), getter_of, coords, out)
 
     def decode_points(self, getter: ByteGetter, coords: np.ndarray, spec: ArraySpec,
                       ctx: ExecContext | None = None) -> np.ndarray | None:

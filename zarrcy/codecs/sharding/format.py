@@ -254,9 +254,11 @@ class ShardLayout:
         self.kernel = None if plan is None else ShardKernel(
             plan, cs, np.asarray(spec.fill_value, dtype=spec.dtype).tobytes(), n)
         # what decoded inner chunks of a shard version depend on besides its bytes (the
-        # decoded-chunk cache's key, zarrcy/chunk_cache.py); None: not cached
-        self.cache_key = None if self.kernel is None else (
-            "shard", cs, spec.dtype.str, n, self.start, self.index_size, repr(chain), plan, self.kernel.fill)
+        # decoded-chunk cache's key, zarrcy/chunk_cache.py); None: not cached.  A string
+        # (the repr of plain values: faithful), whose hash Python computes once -- a tuple
+        # holding a dataclass is hashed again in every cache lookup
+        self.cache_key = None if self.kernel is None else repr(
+            ("shard", cs, spec.dtype.str, n, self.start, self.index_size, chain, plan, self.kernel.fill))
 
     def region(self, i: int) -> tuple[Any, ...]:
         """Slices of inner chunk ``i`` (C-order linear index) within the shard."""
