@@ -344,6 +344,17 @@ def _dim_projection(d: DimSelection, chunk_len: AxisGrid) -> list[tuple[int, Any
     if d.kind == "int":
         c, r = divmod(d.start, chunk_len)
         return [(c, r, None, min(chunk_len, n - c * chunk_len) == 1)]
+    if d.kind == "slice" and d.step == 1 and d.stop - d.start <= 64 * chunk_len:
+        # unit step over few chunks (a box): plain arithmetic, no kernel tables
+        a, b = d.start, d.stop
+        res_: list[tuple[int, Any, Any, bool]] = []
+        for c in range(a // chunk_len, (b - 1) // chunk_len + 1) if b > a else ():
+            lo = c * chunk_len
+            s0 = a - lo if a > lo else 0
+            e0 = b - lo if b - lo < chunk_len else chunk_len
+            res_.append((c, slice(s0, e0, 1), slice(lo + s0 - a, lo + e0 - a),
+                         s0 == 0 and e0 == min(chunk_len, n - lo)))
+        return res_
     if d.kind == "slice":
         ch, cs, ce, os_, oe = _grid.slice_projection(chunk_len, d.start, d.stop, d.step)
         res: list[tuple[int, Any, Any, bool]] = []

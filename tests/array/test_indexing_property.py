@@ -268,3 +268,24 @@ def test_sharded_integer_selection_covering_inner_chunk():
     assert b.oindex[np.array([3, 2, 0, 1])].tolist() == [3, 2, 0, 1]
     b.oindex[np.array([3, 2])] = np.array([30, 20], dtype="int32")
     assert b[...].tolist() == [0, 1, 20, 30, 4, 5, 6, 7]
+
+
+# -- the arithmetic projection of unit-step slices against the _grid kernel -----------------------
+from hypothesis import given as _given  # noqa: E402
+from hypothesis import strategies as _st  # noqa: E402
+
+
+@_given(_st.integers(0, 5000), _st.integers(1, 300), _st.data())
+def test_unit_step_projection_equals_the_kernel(n, chunk_len, data):
+    """indexing._dim_projection takes a plain-arithmetic path for unit-step slices over
+    at most 64 chunks; it must give exactly the ``_grid.slice_projection`` tuples."""
+    from zarrcy._kernels import _grid
+    from zarrcy.indexing import DimSelection, _dim_projection
+
+    a = data.draw(_st.integers(0, n))
+    b = data.draw(_st.integers(a, n))
+    got = _dim_projection(DimSelection("slice", n, a, b, 1), chunk_len)
+    ch, cs, ce, os_, oe = _grid.slice_projection(chunk_len, a, b, 1)
+    want = [(c, slice(s, e, 1), slice(o0, o1), s == 0 and e == min(chunk_len, n - c * chunk_len))
+            for c, s, e, o0, o1 in zip(ch.tolist(), cs.tolist(), ce.tolist(), os_.tolist(), oe.tolist())]
+    assert got == want

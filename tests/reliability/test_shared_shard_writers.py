@@ -1,7 +1,7 @@
 """Writers sharing shards and chunks (issue 24 item 5): with ``write_locks`` on (the
 default), processes writing overlapping regions of one array lose no update.
 
-The campaign: 8 processes (20 with ``ZARRCY_SLOW=1``), each writing 5 random rectangles (crossing shards and
+The campaign: 5 processes (20 with ``ZARRCY_SLOW=1``), each writing 5 random rectangles (crossing shards and
 inner chunks) of one sharded LocalStore array, each write filled with its own code.
 Whatever order the writes took, the result must be *some* sequential application of
 all of them, which per element means:
@@ -36,7 +36,7 @@ sys.path.insert(0, str(HERE))
 from _shared_shard_writer import SHAPE, WRITES, campaign, code, lost_updates, plan  # noqa: E402
 
 SLOW = os.environ.get("ZARRCY_SLOW", "") not in ("", "0")
-WRITERS = 20 if SLOW else 8  # each writer is a process importing zarrcy: ~0.8 s of CPU
+WRITERS = 20 if SLOW else 5  # each writer is a process importing zarrcy: ~0.8 s of CPU
 
 
 def _sharded(root: Path) -> zarrcy.Array:
@@ -48,7 +48,7 @@ def _unsharded(root: Path) -> zarrcy.Array:
     return zarrcy.create_array(str(root), shape=SHAPE, dtype="int64", chunks=(16, 16), fill_value=0)
 
 
-@pytest.mark.parametrize(("make", "writers"), [(_sharded, WRITERS), (_unsharded, WRITERS // 2)], ids=["sharded", "unsharded"])
+@pytest.mark.parametrize(("make", "writers"), [(_sharded, WRITERS), (_unsharded, max(3, WRITERS // 2))], ids=["sharded", "unsharded"])
 def test_overlapping_writers_lose_nothing(tmp_path: Path, make, writers: int) -> None:
     """(With ``write_locks`` off, the same campaigns lost 785 elements (sharded, 20 writers)
     and 71 (unsharded, 20 writers) on a loaded 2-core machine; 334 (sharded, 8) and 32

@@ -79,6 +79,8 @@ def as_bytes_view(value: collections.abc.Buffer) -> memoryview:
 
 
 def _is_nonneg_int(x: object) -> bool:
+    if type(x) is int:  # the common case, without the Protocol check (~1 us)
+        return x >= 0
     if not isinstance(x, SupportsIndex):
         return False
     try:

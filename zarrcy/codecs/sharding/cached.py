@@ -27,7 +27,7 @@ chains); whole-shard decodes are not cached.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -48,6 +48,13 @@ _UNCACHED: Any = object()
 
 def _active_layout(layout: ShardLayout) -> bool:
     return layout.cache_key is not None and bool(layout.chunk_shape) and scatter.usable(layout) and chunk_cache.enabled()
+
+
+def _kernel(layout: ShardLayout) -> Any:
+    """The layout's kernel plan (every cached layout has one: ``cache_key`` needs it)."""
+    if layout.kernel is None:  # pragma: no cover - _active_layout checked cache_key
+        raise AssertionError("a cached shard layout without a kernel plan")
+    return layout.kernel
 
 
 def _active(layout: ShardLayout, getter: ByteGetter) -> bool:
@@ -231,7 +238,7 @@ def read_box(layout: ShardLayout, getter_of: Callable[[tuple[int, ...]], ByteGet
     has no token): nothing was read or written, the caller takes the shard-by-shard
     path, which fills the cache.  The same rule as a one-shard read's first look
     (:func:`_decoded`): the current, unpinned token is enough when everything is cached."""
-    if not _active_layout(layout):
+    if not _active_layout(layout) or out.dtype != layout.spec.dtype:  # (bytes are copied as they are)
         return False
     cs = layout.chunk_shape
     cps = layout.cps
@@ -251,29 +258,39 @@ def read_box(layout: ShardLayout, getter_of: Callable[[tuple[int, ...]], ByteGet
             dk.append((q // p, (q % p) * st))
         counts.append(len(dk))
         keys.append(dk)
-    by_shard: dict[tuple[int, ...], Any] = {}
-    wanted = []
-    for task in itertools.product(*keys):
-        shard, lins = zip(*task)
-        prefix = by_shard.get(shard)
-        if prefix is None:
-            getter = getter_of(shard)
-            token = getter.cache_token() if getter.cache_id is not None else None
-            if token is None:
-                return False
-            prefix = by_shard[shard] = (getter.cache_id, token, layout.cache_key)
-        wanted.append(prefix + (sum(lins),))
-    srcs = chunk_cache.get_keys(wanted, count_misses=False)
+    tasks = [(shard, sum(lins)) for shard, lins in (zip(*task) for task in itertools.product(*keys))]
+    srcs = _cached_entries(layout, getter_of, tasks)
+    if srcs is None:
+        return False
     fill = False
     for k, e in enumerate(srcs):
-        if e is None:
-            return False
         if e is chunk_cache.FILL:
             srcs[k] = None
             fill = True
     KB.copy_box(srcs, np.array(pieces, np.int64), np.array(counts, np.int64), np.array(cs, np.int64),
-                out.reshape(tuple(b - a for a, b in box)), layout.kernel.fill if fill else _NO_FILL[layout.itemsize])
+                out.reshape(tuple(b - a for a, b in box)), _kernel(layout).fill if fill else _NO_FILL[layout.itemsize])
     return True
+
+
+def _cached_entries(layout: ShardLayout, getter_of: Callable[[tuple[int, ...]], ByteGetter],
+                    tasks: Iterable[tuple[tuple[int, ...], int]]) -> list[Any] | None:
+    """The cached entries of ``(shard coords, inner chunk)`` tasks, each under its
+    shard's current version token (one token per shard, one lookup); None when a shard
+    has no token or an entry is not cached (misses are not counted: the caller reads
+    shard by shard and counts them there)."""
+    prefixes: dict[tuple[int, ...], Any] = {}
+    wanted = []
+    for shard, lin in tasks:
+        prefix = prefixes.get(shard)
+        if prefix is None:
+            getter = getter_of(shard)
+            token = getter.cache_token() if getter.cache_id is not None else None
+            if token is None:
+                return None
+            prefix = prefixes[shard] = (getter.cache_id, token, layout.cache_key)
+        wanted.append(prefix + (lin,))
+    got = chunk_cache.get_keys(wanted, count_misses=False)
+    return None if any(e is None for e in got) else got
 
 
 #: the fill argument of a box without fill-value pieces (any bytes of the item size)
@@ -309,7 +326,7 @@ def _gather(layout: ShardLayout, entries: list[Any], starts: np.ndarray, local: 
     """Points into the 1-d ``out`` from decoded chunks ``entries`` by one kernel call:
     the points ``order[starts[j]:starts[j + 1]]`` lie in ``entries[j]``, at in-chunk
     coordinates ``local`` ((ndim, N), in the original point order)."""
-    kernel = layout.kernel
+    kernel = _kernel(layout)
     srcs, task_src, task_off, task_len = _sources(entries)
     pt_start = np.append(starts, order.size).astype(np.int64)
     pt_local = np.ravel_multi_index(tuple(local), layout.chunk_shape).astype(np.int64)[order]
@@ -327,7 +344,8 @@ def read_points(layout: ShardLayout, getter_of: Callable[[tuple[int, ...]], Byte
     touch, into the 1-d ``out``: True when every touched inner chunk is cached under its
     shard's current version token (one kernel call); False otherwise (nothing written;
     the caller reads shard by shard) -- :func:`read_box`'s rule."""
-    if not _active_layout(layout) or layout.kernel is None or coords.ndim != 2 or not coords.shape[1]:
+    if (not _active_layout(layout) or layout.kernel is None or coords.ndim != 2 or not coords.shape[1]
+            or out.dtype != layout.spec.dtype):
         return False
     cs = np.asarray(layout.chunk_shape, np.int64)[:, None]
     q = coords // cs  # global inner-chunk coordinates
@@ -337,22 +355,9 @@ def read_points(layout: ShardLayout, getter_of: Callable[[tuple[int, ...]], Byte
     starts = np.flatnonzero(np.concatenate(([True], gs[1:] != gs[:-1])))
     uq = q[:, order[starts]]
     cps = np.asarray(layout.cps, np.int64)[:, None]
-    shards = (uq // cps).T.tolist()
-    lins = np.ravel_multi_index(tuple(uq % cps), layout.cps).tolist()
-    by_shard: dict[tuple[int, ...], Any] = {}
-    wanted = []
-    for sc, lin in zip(shards, lins):
-        shard = tuple(sc)
-        prefix = by_shard.get(shard)
-        if prefix is None:
-            getter = getter_of(shard)
-            token = getter.cache_token() if getter.cache_id is not None else None
-            if token is None:
-                return False
-            prefix = by_shard[shard] = (getter.cache_id, token, layout.cache_key)
-        wanted.append(prefix + (lin,))
-    entries = chunk_cache.get_keys(wanted, count_misses=False)
-    if any(e is None for e in entries):
+    shards = map(tuple, (uq // cps).T.tolist())
+    entries = _cached_entries(layout, getter_of, zip(shards, np.ravel_multi_index(tuple(uq % cps), layout.cps).tolist()))
+    if entries is None:
         return False
     _gather(layout, entries, starts, coords - q * cs, order, out)
     return True

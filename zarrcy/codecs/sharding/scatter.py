@@ -212,12 +212,10 @@ def decode_element(layout: Any, raw: Any, rel: tuple[int, ...]) -> Any:
     zstd frames without a checksum decoded only up to it, blosc only its block."""
     plan = layout.kernel.plan
     cs = layout.chunk_shape
-    if not cs:
-        flat = 0
-    elif plan.order is None:
-        flat = int(np.ravel_multi_index(rel, cs))
-    else:  # the stored array is transposed
-        flat = int(np.ravel_multi_index(tuple(rel[o] for o in plan.order), tuple(cs[o] for o in plan.order)))
+    axes = range(len(cs)) if plan.order is None else plan.order  # the stored (maybe transposed) order
+    flat = 0
+    for o in axes:  # C-order flat index in the stored array (rel is in bounds: checked by locate_point)
+        flat = flat * cs[o] + int(rel[o])
     isz = layout.itemsize
     buf = scratch(layout.inner_spec).reshape(-1).view(np.uint8)
     _native.decode_range_into(plan.chain, raw, buf, flat * isz, (flat + 1) * isz)
