@@ -1,6 +1,7 @@
 """Answering GET/HEAD with a value and single-range support, for the test HTTP servers
-(tests/remote/conftest.py, tests/reliability/test_http_versions.py): the stdlib handler
-ignores ``Range``."""
+(tests/remote/conftest.py, tests/reliability/test_http_versions.py,
+tests/reliability/test_ranged_index_object_store.py): the stdlib handler ignores
+``Range``.  :func:`version_seen` judges a read made while the server swapped versions."""
 
 from __future__ import annotations
 
@@ -42,3 +43,16 @@ def send_value(handler: http.server.BaseHTTPRequestHandler, data: bytes, body: b
     handler.end_headers()
     if body:
         handler.wfile.write(data[start:stop])
+
+
+def version_seen(got, old, new, what: str) -> str:
+    """``"old"`` or ``"new"``: which version ``got`` (a read while the object was
+    replaced) equals element for element; a mix of the two fails the test."""
+    import numpy as np
+    import pytest
+
+    if np.array_equal(got, old):
+        return "old"
+    if np.array_equal(got, new):
+        return "new"
+    pytest.fail(f"{what}: a mix of versions: {got!r}")

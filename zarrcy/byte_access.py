@@ -11,7 +11,9 @@ version are never combined with the index of another.  ``pinned`` says whether t
 store can guarantee that (LocalStore: one open file descriptor, which keeps the inode
 it opened even when the key is replaced by a rename; MemoryStore: the immutable value
 object).  Stores that cannot pin (object stores) offer conditional reads instead
-(``conditional_reads``: ETag + ``If-Match``).
+(``conditional_reads``: ETag + ``If-Match``), and a snapshot whose reads are each
+conditional on the version its first request saw (``ByteGetter.pinned_snapshot``: a
+changed value makes a read raise :class:`VersionChanged` instead of returning bytes).
 """
 
 from __future__ import annotations
@@ -22,9 +24,17 @@ from typing import Any, Hashable, Sequence
 from zarrcy.byte_range import ByteRequest, RangeRequest, resolve
 from zarrcy.errors import StoreError
 
-__all__ = ["ByteGetter", "ByteSetter", "ValueSnapshot", "LiveSnapshot", "BytesSnapshot", "IdentityToken"]
+__all__ = ["ByteGetter", "ByteSetter", "ValueSnapshot", "LiveSnapshot", "BytesSnapshot", "IdentityToken",
+           "VersionChanged"]
 
 Buffer = Any  # bytes | bytearray | memoryview | numpy uint8 array
+
+
+class VersionChanged(Exception):
+    """A read through a snapshot pinned by a version check (an object store's If-Match,
+    :meth:`ByteGetter.pinned_snapshot`) found the value is another version now (or
+    gone): nothing of that read may be combined with what the snapshot read before --
+    the caller starts again on a new snapshot (the sharding reader's stale-retry path)."""
 
 
 class IdentityToken:
@@ -149,6 +159,14 @@ class ByteGetter(ABC):
     def snapshot(self) -> ValueSnapshot:
         """Reads of one version of the value (see :class:`ValueSnapshot`)."""
         return LiveSnapshot(self)
+
+    def pinned_snapshot(self) -> ValueSnapshot:
+        """Like :meth:`snapshot`, but pinned where the store can pin at a price: many small
+        range reads of one version (a large shard index read in pieces).  Stores that pin
+        anyway return :meth:`snapshot`; object stores a snapshot whose reads are each
+        conditional on the version a HEAD saw (``If-Match``; :class:`VersionChanged` when
+        the object changed), ``pinned`` False when the server gives no strong ETag."""
+        return self.snapshot()
 
     @property
     def cache_id(self) -> Hashable | None:

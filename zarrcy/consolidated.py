@@ -137,6 +137,9 @@ class ConsolidatedStore(Store):
     def snapshot(self, key: str):
         return super().snapshot(key) if key in self._docs or self._is_metadata_key(key) else self.base.snapshot(key)
 
+    def pinned_snapshot(self, key: str):
+        return self.snapshot(key) if key in self._docs or self._is_metadata_key(key) else self.base.pinned_snapshot(key)
+
     def exists(self, key: str) -> bool:
         return self.get(key) is not None
 

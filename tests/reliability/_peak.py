@@ -6,7 +6,23 @@ gigabytes), so every growth read 0 in a full run and those checks could not fail
 ``VmHWM`` (/proc/self/status) belongs to the program's own memory, and writing ``5``
 to /proc/self/clear_refs resets it to the current RSS (Linux >= 4.0), so each step is
 measured alone.  ``PEAK`` is source text prepended to the scripts.
+
+In-process, :func:`traced_peak` gives the peak of the Python allocations (tracemalloc:
+Python's and numpy's buffers, in every thread) while a function runs.
 """
+
+import tracemalloc
+
+
+def traced_peak(fn):
+    """``(fn(), peak traced bytes while it ran)``."""
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        value = fn()
+        return value, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
 
 PEAK = '''
 def _proc_status(field):

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import tracemalloc
 
 import crc32c
 import numpy as np
@@ -23,6 +22,7 @@ import pytest
 from hypothesis import example, given, settings, strategies as st
 
 import zarrcy
+from _peak import traced_peak
 from zarrcy.codecs.sharding import index_io
 from zarrcy.errors import CorruptChunkError
 
@@ -80,16 +80,6 @@ def _sparse_shard(root: str, n: int, crc: bool, entries: dict[int, tuple[int, in
             f.write(value.to_bytes(4, "little"))
 
 
-def _traced_peak(fn):
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        value = fn()
-        return value, tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 # 2^22 inner chunks: a 64 MiB index (fast); ZARRCY_SLOW=1 adds a sparse 2 GiB index (2^27)
 SIZES = [1 << 22] + ([1 << 27] if os.environ.get("ZARRCY_SLOW") else [])
 
@@ -102,12 +92,12 @@ def test_point_read_behind_a_large_index_holds_no_index(tmp_path, n, crc, locati
     lin = n - 3
     _sparse_shard(root, n, crc, {lin: (1, 1), 5: (SENT, SENT), 6: (0, 1)}, b"\x2a\x63", location)
     a = zarrcy.open_array(root, mode="r")
-    value, peak = _traced_peak(lambda: a[lin])
+    value, peak = traced_peak(lambda: a[lin])
     assert int(value) == 0x63
     assert peak < 12 * MIB, f"peak {peak >> 20} MiB for a {16 * n >> 20} MiB index"
     assert int(a[5]) == 7 and int(a[6]) == 0x2a
     # one whole inner chunk (aligned read) takes the same path
-    got, peak = _traced_peak(lambda: a[lin:lin + 1])
+    got, peak = traced_peak(lambda: a[lin:lin + 1])
     assert got.tolist() == [0x63] and peak < 12 * MIB
 
 

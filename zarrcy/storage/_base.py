@@ -122,6 +122,12 @@ class Store(ABC):
         MemoryStore pin the version they opened."""
         return _LiveKey(self, key)
 
+    def pinned_snapshot(self, key: str) -> ValueSnapshot:
+        """``ByteGetter.pinned_snapshot``: reads of one version of ``key`` even where that
+        costs a request (object stores: a HEAD for the ETag, then If-Match reads raising
+        ``VersionChanged``).  Default: :meth:`snapshot`."""
+        return self.snapshot(key)
+
     def exists(self, key: str) -> bool:
         return self.get(key, None) is not None
 

@@ -156,6 +156,9 @@ class StorePath(ByteSetter):
     def snapshot(self) -> ValueSnapshot:
         return self.store.snapshot(self.path)
 
+    def pinned_snapshot(self) -> ValueSnapshot:
+        return self.store.pinned_snapshot(self.path)
+
     @property
     def cache_id(self) -> tuple[str, str]:
         return (self.store.url, self.path)

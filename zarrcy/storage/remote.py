@@ -57,6 +57,9 @@ with ``get_versioned`` and its inner chunks with ``get_ranges_if_version``, so w
   and compared -- a swap between the reads is seen; a swap and a swap back within one
   read keeping size, time and index bytes would not be (the one residual case).
 
+``pinned_snapshot(key)`` (a large shard index read in pieces): the size and strong ETag
+of one HEAD, then every read If-Match on it (``zarrcy.storage._etag_snapshot``).
+
 Chosen over ``obstore.get_ranges`` plus a check because ``get_ranges`` returns no ETag
 (the check would be another request, a HEAD, and still racy), whereas a conditional
 GET, or one response holding index and data, is one version by construction.
@@ -87,6 +90,7 @@ from zarrcy.config import get as _config_get, named_pool
 from zarrcy.byte_range import ByteRequest, RangeRequest, SuffixRequest
 from zarrcy.errors import ReadOnlyError, StoreError, WriteConflictError, expected
 from zarrcy.storage import _conditional as CW
+from zarrcy.storage._etag_snapshot import ETagSnapshot, strong_etag as _strong_etag
 from zarrcy.storage._base import Buffer, Store
 from zarrcy.storage._common import as_bytes_view, check_byte_request, check_key, check_prefix, resolve_range
 
@@ -161,14 +165,6 @@ class _Got(NamedTuple):
     start: int
     size: int | None
     modified: Any = None
-
-
-def _strong_etag(meta: Any) -> str | None:
-    """The ETag of a response/HEAD if it can be used with If-Match (strong), else None."""
-    tag = meta.get("e_tag") if meta else None
-    if not isinstance(tag, str) or not tag or tag.startswith("W/"):
-        return None
-    return tag
 
 
 _CONTROL = (KeyboardInterrupt, SystemExit, GeneratorExit)
@@ -525,6 +521,9 @@ class ObjectStore(Store):
         if got.size is None:  # nothing to validate with (no object size either)
             return got.data, None
         return got.data, ContentVersion(got.start, got.start + len(got.data), got.size, _digest(got.data), got.modified)
+
+    def pinned_snapshot(self, key: str) -> ETagSnapshot:
+        return ETagSnapshot.of_head(self, key, self._head(check_key(key)))
 
     def get_ranges_if_version(
         self, key: str, byte_ranges: Sequence[ByteRequest], version: object

@@ -62,6 +62,9 @@ class StoreWrapper(Store):
     def snapshot(self, key: str) -> ValueSnapshot:
         return self.inner.snapshot(key)
 
+    def pinned_snapshot(self, key: str) -> ValueSnapshot:
+        return self.inner.pinned_snapshot(key)
+
     def exists(self, key: str) -> bool:
         return self.inner.exists(key)
 

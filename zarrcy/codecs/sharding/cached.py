@@ -3,7 +3,8 @@
 
 A read takes one snapshot of the shard and its version token (MemoryStore: the value
 object; LocalStore: the pinned inode's stat, when not "racy"; object stores: the strong
-ETag of a fresh index read).  The touched inner chunks are looked up under
+ETag of a fresh index read -- or, behind an index too large to read whole
+(``index_io``), of a HEAD, the missing chunks' entries then read If-Match on it).  The touched inner chunks are looked up under
 ``(cache_id, token, layout.cache_key, inner chunk)``; when all are cached, a pinned
 store is not read at all (not even the index).  The missing ones are fetched through
 the snapshot (one coalesced read), decoded with one kernel call into a stack of whole
@@ -34,7 +35,7 @@ import zarrcy.chunk_cache as chunk_cache
 from zarrcy._kernels import _box_copy as KB
 from zarrcy._kernels import _inner_chunks as KI
 from zarrcy.codecs._base import ByteGetter, Selection
-from zarrcy.codecs.sharding import reader, scatter
+from zarrcy.codecs.sharding import index_io, reader, scatter
 from zarrcy.codecs.sharding.format import ShardLayout
 from zarrcy.errors import CorruptChunkError, StoreError
 from zarrcy.execution import ExecContext
@@ -77,17 +78,19 @@ def _decoded(getter: ByteGetter, layout: ShardLayout, linear: np.ndarray, ctx: E
         if all(e is not None for e in got):
             return got
     for _ in range(reader.STALE_RETRIES + 1):
-        with getter.snapshot() as snap:
+        ranged = index_io.ranged(layout, len(lins))  # a large index: only the entries of the misses
+        with (getter.pinned_snapshot() if ranged else getter.snapshot()) as snap:
+            ranged = ranged and index_io.usable(snap)
             flat: Any = None
             version: Any = None
-            if getter.conditional_reads:  # the current ETag: one index GET, never the cached one
+            if getter.conditional_reads and not ranged:  # the current ETag: one index GET, never the cached one
                 flat, version = reader.load_index(getter, snap, layout, fresh=True)
                 if flat is None:
                     return None
                 token = version
             elif snap.exists is False:
                 return None
-            else:
+            else:  # a pinned object-store snapshot's token: the ETag of its HEAD (= an index GET's)
                 token = snap.cache_token
             if token is None:
                 return _UNCACHED
@@ -96,12 +99,14 @@ def _decoded(getter: ByteGetter, layout: ShardLayout, linear: np.ndarray, ctx: E
             miss = [k for k, e in enumerate(got) if e is None]
             if not miss:
                 return got
-            if flat is None:
-                flat, version = reader.load_index(getter, snap, layout)
-                if flat is None:
-                    return None
             mlin = linear[miss]
             try:
+                if ranged:
+                    flat = index_io.load_entries(snap, layout, mlin)
+                elif flat is None:
+                    flat, version = reader.load_index(getter, snap, layout)
+                if flat is None:
+                    return None
                 new = _decode(snap, getter, layout, flat, mlin, version, ctx)
             except reader.Stale:
                 reader.drop_index(getter, layout)
@@ -114,11 +119,12 @@ def _decoded(getter: ByteGetter, layout: ShardLayout, linear: np.ndarray, ctx: E
                      f"{reader.STALE_RETRIES + 1} times in a row; giving up")
 
 
-def _decode(snap: Any, getter: ByteGetter, layout: ShardLayout, flat: np.ndarray, linear: np.ndarray,
+def _decode(snap: Any, getter: ByteGetter, layout: ShardLayout, flat: Any, linear: np.ndarray,
             version: Any, ctx: ExecContext) -> list[Any]:
     """Inner chunks ``linear`` fetched (one coalesced read) and decoded (one kernel call)
     into whole read-only chunks (:data:`chunk_cache.FILL`: not stored)."""
-    bufs, task_src, task_off, task_len = reader.plan_and_fetch(snap, getter, layout, flat, linear, version, ctx)
+    bufs, task_src, task_off, task_len = reader.plan_and_fetch(snap, getter, layout, *index_io.compact(flat, linear),
+                                                               version, ctx)
     cs = layout.chunk_shape
     m = int(linear.size)
     staging = np.empty((m * cs[0],) + tuple(cs[1:]), layout.spec.dtype)

@@ -5,11 +5,23 @@ A point read (one element) or a whole-inner-chunk read needs one index entry: 16
 per inner chunk -- 256 MiB for 2^24 inner chunks, and a sparse 2 GiB index raised
 MemoryError.  Here, for an index of more than ``RANGED_INDEX_MIN`` bytes in the
 recommended chain (``bytes`` little-endian, optionally ``crc32c``), read through a
-*pinned*, ``random_access`` snapshot of known size (LocalStore, MemoryStore, stored --
-not compressed -- ZipStore members: every read sees one version of the shard and a range
-read costs what it returns, ``zarrcy.byte_access``):
+*pinned*, ``random_access`` snapshot of known size (``ByteGetter.pinned_snapshot``;
+:func:`usable` decides):
 
-* without ``crc32c``: each wanted entry is one 16-byte range read;
+* LocalStore, MemoryStore, stored -- not compressed -- ZipStore members: the snapshot
+  pins the version (a file descriptor, an immutable value; ``zarrcy.byte_access``);
+* object stores with a strong ETag: one HEAD gives the size and the ETag, and every
+  range GET of the read (index entries, index pieces, inner chunks) carries
+  ``If-Match`` on it (``zarrcy.storage._etag_snapshot``).  A 412 or a response of
+  another ETag raises ``VersionChanged`` -- the reader's ``Stale``: the read starts
+  again from a new HEAD (at most ``STALE_RETRIES`` times), never mixing versions.
+
+Then:
+
+* without ``crc32c``: each run of consecutive wanted entries is one range read; the
+  runs within ``INDEX_PIECE`` bytes of the first go in one ``get_ranges`` call (an
+  object store coalesces them and runs the GETs concurrently), so a read of entries
+  all over the index makes at most as many calls as the index has pieces;
 * with ``crc32c`` (the checksum covers the whole index): the index is streamed in
   ``INDEX_PIECE``-byte range reads, the crc32c computed incrementally (the running value
   of ``crc32c.crc32c(data, value)``), the wanted entries kept; the stored checksum is
@@ -17,8 +29,13 @@ read costs what it returns, ``zarrcy.byte_access``):
 
 The entries used are validated with the same kernel and rules as a whole index (half-empty
 marker, overflow, past the end, into the index: CorruptChunkError naming the entry and its
-inner chunk).  Other stores (object stores: conditional reads keyed by the index's
-version token, ``reader.load_index``) and other index chains keep the whole-index path.
+inner chunk).  Kept on the whole-index path (``reader.load_index``): other index chains;
+compressed zip members; object stores *without a strong ETag* (none, or a weak ``W/``
+one): nothing ties two of their range GETs to one version, and streamed pieces of two
+versions could pass unnoticed (or fail the checksum as if corrupt), so the index is read
+in one GET and its bytes re-checked by the data read (``zarrcy.storage.remote``); and an
+object store's index already in the cache (keyed by its ETag, checked by the data GET:
+a point read then costs one request).
 """
 
 from __future__ import annotations
@@ -30,12 +47,10 @@ import numpy as np
 
 from zarrcy.byte_access import ValueSnapshot
 from zarrcy.byte_range import RangeRequest
-from zarrcy.codecs._base import ByteGetter
 from zarrcy.codecs.sharding.format import SENTINEL, ShardLayout, flat_bytes
 from zarrcy.errors import CorruptChunkError
 
-__all__ = ["RANGED_INDEX_MIN", "INDEX_PIECE", "MAX_ENTRIES", "SparseIndex", "compact", "ranged", "usable", "load_entries",
-           "with_entries"]
+__all__ = ["RANGED_INDEX_MIN", "INDEX_PIECE", "MAX_ENTRIES", "SparseIndex", "compact", "ranged", "usable", "load_entries"]
 
 #: indexes above this many bytes are not read whole for a point / one-inner-chunk read
 RANGED_INDEX_MIN = 4 << 20
@@ -75,23 +90,44 @@ def ranged(layout: ShardLayout, count: int = 1) -> bool:
     return layout.fast_index and layout.index_size > RANGED_INDEX_MIN and count <= MAX_ENTRIES
 
 
-def usable(getter: ByteGetter, snap: ValueSnapshot) -> bool:
-    """Whether ``snap`` can serve the ranged index reads: pinned (one version for every
-    read), ``random_access`` (not a compressed zip member, which inflates from its start
-    for every range) with a known size, or known to be missing; object stores
-    (``conditional_reads``) keep their token path."""
-    return (snap.pinned and snap.random_access and (snap.size is not None or snap.exists is False)
-            and not getter.conditional_reads)
+def usable(snap: ValueSnapshot) -> bool:
+    """Whether ``snap`` (from ``ByteGetter.pinned_snapshot``) can serve the ranged index
+    reads: pinned (one version for every read: a file descriptor, an immutable value, or
+    an object store's If-Match on the ETag of one HEAD), ``random_access`` (not a
+    compressed zip member, which inflates from its start for every range) with a known
+    size, or known to be missing.  The one place this capability is decided."""
+    return snap.pinned and snap.random_access and (snap.size is not None or snap.exists is False)
 
 
-def _read(snap: ValueSnapshot, start: int, n: int) -> memoryview:
-    raw = snap.get(RangeRequest(start, n))
-    if raw is None:
-        raise CorruptChunkError("shard disappeared while its index was read")
-    view = flat_bytes(raw)
-    if len(view) != n:
-        raise CorruptChunkError(f"shard index: expected {n} bytes at offset {start}, received {len(view)} (shard truncated?)")
-    return view
+def _read_many(snap: ValueSnapshot, spans: list[tuple[int, int]]) -> list[memoryview]:
+    """``(start, length)`` ranges of the shard in one ``get_ranges`` call (an object store
+    coalesces and runs them concurrently), each checked for its length."""
+    out = []
+    for (start, n), raw in zip(spans, snap.get_ranges([RangeRequest(a, b) for a, b in spans])):
+        if raw is None:
+            raise CorruptChunkError("shard disappeared while its index was read")
+        view = flat_bytes(raw)
+        if len(view) != n:
+            raise CorruptChunkError(f"shard index: expected {n} bytes at offset {start}, received {len(view)} "
+                                    "(shard truncated?)")
+        out.append(view)
+    return out
+
+
+def _batches(ids: np.ndarray) -> list[list[tuple[int, int]]]:
+    """Runs ``(a, b)`` of consecutive entries (``ids[a:b]``), grouped so that each group
+    spans at most ``INDEX_PIECE`` bytes of the index (one bounded ``get_ranges`` call;
+    each group starts more than a piece after the previous one: at most as many groups
+    as the index has pieces)."""
+    cuts = (np.flatnonzero(np.diff(ids) != 1) + 1).tolist()
+    groups: list[list[tuple[int, int]]] = []
+    first = 0
+    for a, b in zip([0] + cuts, cuts + [ids.size]):
+        if not groups or 16 * (int(ids[b - 1]) + 1 - first) > INDEX_PIECE:
+            groups.append([])
+            first = int(ids[a])
+        groups[-1].append((a, b))
+    return groups
 
 
 def load_entries(snap: ValueSnapshot, layout: ShardLayout, linear: Sequence[int] | np.ndarray) -> SparseIndex | None:
@@ -108,19 +144,17 @@ def load_entries(snap: ValueSnapshot, layout: ShardLayout, linear: Sequence[int]
     ids = np.unique(np.asarray(linear, dtype=np.int64))
     flat = np.empty(2 * ids.size, np.uint64)
     payload = 16 * layout.n
-    if not layout.has_crc:  # runs of consecutive entries: one range read each
-        cuts = (np.flatnonzero(np.diff(ids) != 1) + 1).tolist()
-        firsts = [0] + cuts
-        lasts = cuts + [ids.size]
-        for a, b in zip(firsts, lasts):
-            view = _read(snap, base + 16 * int(ids[a]), 16 * (b - a))
-            flat[2 * a:2 * b] = np.frombuffer(view, "<u8")
-    else:
+    if not layout.has_crc:
+        for batch in _batches(ids):  # one range read per run of consecutive entries
+            views = _read_many(snap, [(base + 16 * int(ids[a]), 16 * (b - a)) for a, b in batch])
+            for (a, b), view in zip(batch, views):
+                flat[2 * a:2 * b] = np.frombuffer(view, "<u8")
+    else:  # streamed: the checksum covers the whole index
         crc = 0
         k = 0
         for off in range(0, payload, INDEX_PIECE):
             n = min(INDEX_PIECE, payload - off)
-            view = _read(snap, base + off, n)
+            (view,) = _read_many(snap, [(base + off, n)])
             crc = _crc32c.crc32c(view, crc)
             stop = int(np.searchsorted(ids, (off + n) // 16))
             if stop > k:
@@ -129,22 +163,11 @@ def load_entries(snap: ValueSnapshot, layout: ShardLayout, linear: Sequence[int]
                 flat[2 * k:2 * stop] = pairs[at].reshape(-1)
                 k = stop
             del view
-        stored = int.from_bytes(_read(snap, base + payload, 4), "little")
+        (tail,) = _read_many(snap, [(base + payload, 4)])
+        stored = int.from_bytes(tail, "little")
         if stored != crc:
             raise CorruptChunkError(f"shard index: crc32c checksum mismatch (stored {stored:#010x}, computed {crc:#010x})")
     layout.validate(flat, size, ids.tolist())
     present = flat[0::2] != np.uint64(SENTINEL)
     layout.check_fetch(ids[present], flat[1::2][present])  # names the entry (the planner would not)
     return SparseIndex(ids, flat)
-
-
-def with_entries(getter: ByteGetter, layout: ShardLayout, linear: Sequence[int] | np.ndarray, body: Any,
-                 whole: Any) -> Any:
-    """``body(snapshot, index, version)`` as ``whole(getter, layout, body)`` (the reader's
-    ``with_index``) runs it, but with only the entries of ``linear`` loaded when the
-    index is large and the store can serve them (:func:`ranged`, :func:`usable`)."""
-    if ranged(layout, len(linear)):
-        with getter.snapshot() as snap:
-            if usable(getter, snap):
-                return body(snap, load_entries(snap, layout, linear), None)
-    return whole(getter, layout, body)

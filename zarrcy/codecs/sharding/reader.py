@@ -11,7 +11,9 @@ is conditional on it -- ``If-Match`` on the ETag, or, from a server without a st
 ETag, one GET holding both the data and the index bytes, compared with those decoded
 (``zarrcy.storage.remote``); a failed match re-reads the index (at most
 ``STALE_RETRIES`` times, then StoreError).  A store that returns no token at all gets
-the whole shard read in one request.
+the whole shard read in one request.  A point or few-inner-chunk read behind a large
+index reads only the entries it needs, through ``ByteGetter.pinned_snapshot`` (object
+stores: a HEAD's strong ETag, then If-Match reads; ``index_io``).
 
 **Execution context.**  The reads here get the call's
 :class:`~zarrcy.execution.ExecContext`: coalescing options and the threads decoding
@@ -43,7 +45,7 @@ import numpy as np
 
 from zarrcy._kernels import _sharding as K
 from zarrcy.byte_range import RangeRequest
-from zarrcy.byte_access import BytesSnapshot
+from zarrcy.byte_access import BytesSnapshot, VersionChanged
 from zarrcy.codecs._base import ByteGetter, Selection, ValueSnapshot, assign, select
 from zarrcy.codecs.sharding import index_io, scatter
 from zarrcy.codecs.sharding._parallel import decode_stats, scratch
@@ -116,8 +118,9 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reset_after_fork)
 
 
-class Stale(Exception):
-    """Internal: the shard is no longer the version its index was read from."""
+#: Internal: the shard is no longer the version its index was read from (raised here by a
+#: conditional data read, or by a pinned object-store snapshot's If-Match read)
+Stale = VersionChanged
 
 
 class _CachedToken:
@@ -226,24 +229,46 @@ def read_ranges(snap: ValueSnapshot, getter: ByteGetter, ranges: list[RangeReque
     return got
 
 
+def _index_cached(getter: ByteGetter, layout: ShardLayout, fresh: bool) -> bool:
+    """Whether an object store's index is in the cache (keyed by its ETag, which the data
+    GET checks): a read then costs that one conditional GET, no index entries."""
+    if fresh or not getter.conditional_reads or getter.in_write_session or not _config_get("shard_index_cache"):
+        return False
+    cid = getter.cache_id
+    return cid is not None and _cache_key(cid, layout) in _CACHE
+
+
 def with_index(
     getter: ByteGetter, layout: ShardLayout, body: Callable[[ValueSnapshot, Any, Any], Any], fresh: bool = False,
-    owned: bool = False,
+    owned: bool = False, linear: Sequence[int] | np.ndarray | None = None,
 ) -> Any:
     """``body(snapshot, index, version)`` on one snapshot of the shard; when a
     conditional data read finds the shard changed (:class:`Stale`), drop the cached
     index, re-read it and run ``body`` again -- at most ``STALE_RETRIES`` times.  A
     ``body`` that read no data behind a cached object-store index (:class:`_CachedToken`)
     runs again on a fresh one (``body`` must be a read: writers pass ``fresh=True``).
-    ``owned``: a large index comes in its own writable buffer (:func:`load_index`)."""
+    ``owned``: a large index comes in its own writable buffer (:func:`load_index`).
+    ``linear``: the inner chunks ``body`` reads; a large index is then not loaded whole
+    when a pinned snapshot can serve their entries (``index_io``: ``index`` is a
+    :class:`~.index_io.SparseIndex`)."""
     for _ in range(STALE_RETRIES + 1):
-        with getter.snapshot() as snap:
+        ranged = (linear is not None and index_io.ranged(layout, len(linear))
+                  and not _index_cached(getter, layout, fresh))
+        with (getter.pinned_snapshot() if ranged else getter.snapshot()) as snap:
+            flat: np.ndarray | index_io.SparseIndex | None
             try:
-                flat, version = load_index(getter, snap, layout, fresh, owned=owned)
+                if ranged and index_io.usable(snap):
+                    assert linear is not None
+                    flat, version = index_io.load_entries(snap, layout, linear), None
+                else:
+                    flat, version = load_index(getter, snap, layout, fresh, owned=owned)
             except _WholeValue:
                 with BytesSnapshot(getter.get()) as whole:
                     flat, _ = load_index(getter, whole, layout, True, conditional=False)
                     return body(whole, flat, None)
+            except Stale:  # a pinned object-store snapshot: the shard changed while its entries were read
+                fresh = True
+                continue
             try:
                 result = body(snap, flat, version)
                 if isinstance(version, _CachedToken) and not version.used:
@@ -371,13 +396,13 @@ def decode_partial(
     if lin is not None and (out is None or out.shape == layout.chunk_shape):
         # exactly one whole inner chunk (aligned reads): no projection, no tables
         dest = np.empty(layout.chunk_shape, dtype=layout.spec.dtype) if out is None else out
-        return index_io.with_entries(getter, layout, [lin], lambda snap, flat, version: _one(
-            snap, getter, layout, lin, flat, version, dest, ctx), with_index)
+        return with_index(getter, layout, lambda snap, flat, version: _one(
+            snap, getter, layout, lin, flat, version, dest, ctx), linear=[lin])
     proj, out = projected(selection, layout, out)
     if out.size == 0:
         return out
-    return index_io.with_entries(getter, layout, proj.linear, lambda snap, flat, version: _partial(
-        snap, getter, layout, proj, flat, version, out, ctx), with_index)
+    return with_index(getter, layout, lambda snap, flat, version: _partial(
+        snap, getter, layout, proj, flat, version, out, ctx), linear=proj.linear)
 
 
 def projected(selection: Selection, layout: ShardLayout, out: np.ndarray | None) -> tuple[Projection, np.ndarray]:
@@ -502,9 +527,9 @@ def read_point(layout: ShardLayout, getter: ByteGetter, local: Sequence[int], ct
     one range read of its inner chunk, a decode into a per-thread scratch chunk.  A large
     index is not loaded: only the entry's 16 bytes, or the index streamed in pieces for
     its crc32c (``index_io``)."""
-    return index_io.with_entries(getter, layout, [locate_point(layout, local)[0]],
-                                 lambda snap, flat, version: _point(snap, getter, layout, local, flat, version, ctx),
-                                 with_index)
+    return with_index(getter, layout,
+                      lambda snap, flat, version: _point(snap, getter, layout, local, flat, version, ctx),
+                      linear=[locate_point(layout, local)[0]])
 
 
 def locate_point(layout: ShardLayout, local: Sequence[int]) -> tuple[int, list[int]]:
@@ -563,10 +588,10 @@ def decode_points(layout: ShardLayout, getter: ByteGetter, coords: np.ndarray, c
     starts = np.r_[0, cuts]
     uniq = ls[starts]
     groups = np.split(order, cuts)
-    return index_io.with_entries(
-        getter, layout, uniq,
+    return with_index(
+        getter, layout,
         lambda snap, flat, version: _points(snap, getter, layout, flat, version, uniq, groups, local, out, ctx),
-        with_index,
+        linear=uniq,
     )
 
 
