@@ -527,9 +527,10 @@ def read_point(layout: ShardLayout, getter: ByteGetter, local: Sequence[int], ct
     one range read of its inner chunk, a decode into a per-thread scratch chunk.  A large
     index is not loaded: only the entry's 16 bytes, or the index streamed in pieces for
     its crc32c (``index_io``)."""
+    lin, rel = locate_point(layout, local)
     return with_index(getter, layout,
-                      lambda snap, flat, version: _point(snap, getter, layout, local, flat, version, ctx),
-                      linear=[locate_point(layout, local)[0]])
+                      lambda snap, flat, version: _point(snap, getter, layout, lin, rel, flat, version, ctx),
+                      linear=[lin])
 
 
 def locate_point(layout: ShardLayout, local: Sequence[int]) -> tuple[int, list[int]]:
@@ -544,20 +545,19 @@ def locate_point(layout: ShardLayout, local: Sequence[int]) -> tuple[int, list[i
     return lin, rel
 
 
-def _point(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, local: Sequence[int], flat: Any,
+def _point(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, lin: int, rel: list[int], flat: Any,
            version: Any, ctx: ExecContext) -> Any:
     if flat is None:
         return layout.fill_scalar
-    lin, rel = locate_point(layout, local)
     raw = _read_one(snap, getter, layout, lin, flat, version, ctx)
     if raw is None:
         return layout.fill_scalar
-    buf = scratch(layout.inner_spec)
     try:
         if scatter.usable(layout):  # decodes only what the element needs, where it can
             value = scatter.decode_element(layout, raw, tuple(rel))
             decode_stats.add(1)
             return value
+        buf = scratch(layout.inner_spec)
         with ctx.cpu():
             layout.inner.decode_into(raw, buf, ctx=ctx)
     except CorruptChunkError as e:

@@ -221,6 +221,8 @@ def decode_element(layout: Any, raw: Any, rel: tuple[int, ...]) -> Any:
     _native.decode_range_into(plan.chain, raw, buf, flat * isz, (flat + 1) * isz)
     dt = layout.spec.dtype
     stored = dt.newbyteorder() if plan.swap else dt
+    if dt.kind in "biufcmM":  # a numpy scalar is its own copy, in native byte order
+        return buf[flat * isz:(flat + 1) * isz].view(stored)[0]
     return np.frombuffer(buf[flat * isz:(flat + 1) * isz].tobytes(), dtype=stored).astype(dt)[0]
 
 
