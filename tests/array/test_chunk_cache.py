@@ -305,6 +305,21 @@ def test_results_are_never_views_of_the_cache(sharded):
 
 
 # -- boxes served from cached inner chunks in one call (cached.read_box) ------------------------
+def _forbid_chunk_reads(store, monkeypatch):
+    """Every read of the store but a metadata document fails the test (an all-fill
+    result checks that the array exists)."""
+    def no_chunk_reads(real):
+        def read(key, *a, **k):
+            if not key.endswith("zarr.json"):
+                pytest.fail(f"the store was read: {key}")
+            return real(key, *a, **k)
+        return read
+
+    for name in ("get", "get_ranges", "snapshot", "exists"):
+        if hasattr(type(store), name):
+            monkeypatch.setattr(store, name, no_chunk_reads(getattr(store, name)))
+
+
 def _box_calls(monkeypatch):
     from zarrcy.codecs.sharding import cached
 
@@ -332,16 +347,7 @@ def test_cached_boxes_in_one_call_without_reading(kind, tmp_path, request, monke
     for sel in sels:
         np.testing.assert_array_equal(a[sel], data[sel])  # fills the cache (shard by shard)
     calls.clear()
-    def no_chunk_reads(real):
-        def read(key, *a, **k):
-            if not key.endswith("zarr.json"):  # an all-fill result checks the array exists
-                pytest.fail(f"the store was read: {key}")
-            return real(key, *a, **k)
-        return read
-
-    for name in ("get", "get_ranges", "snapshot", "exists"):
-        if hasattr(type(store), name):
-            monkeypatch.setattr(store, name, no_chunk_reads(getattr(store, name)))
+    _forbid_chunk_reads(store, monkeypatch)
     chunk_cache.stats(reset=True)
     for sel in sels:
         got = a[sel]
@@ -424,16 +430,7 @@ def test_cached_points_in_one_call_without_reading(kind, tmp_path, request, monk
     real = cached.read_points
     monkeypatch.setattr(cached, "read_points", lambda *x: served.append(real(*x)) or served[-1])
 
-    def no_chunk_reads(real):
-        def read(key, *x, **k):
-            if not key.endswith("zarr.json"):
-                pytest.fail(f"the store was read: {key}")
-            return real(key, *x, **k)
-        return read
-
-    for name in ("get", "get_ranges", "snapshot", "exists"):
-        if hasattr(type(store), name):
-            monkeypatch.setattr(store, name, no_chunk_reads(getattr(store, name)))
+    _forbid_chunk_reads(store, monkeypatch)
     for p in pts:
         got = a.vindex[p]
         np.testing.assert_array_equal(got, data[p])

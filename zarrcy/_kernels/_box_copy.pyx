@@ -32,6 +32,19 @@ cdef inline void _fill_row(uint8_t *row, Py_ssize_t n, const uint8_t *pattern, P
         memcpy(row + i * itemsize, pattern, itemsize)
 
 
+cdef inline bint _advance(Py_ssize_t *pos, const int64_t *ext, Py_ssize_t n) noexcept nogil:
+    """Step the odometer ``pos[0:n]`` (last dimension fastest) within ``ext``; False
+    when it wrapped around (every position visited)."""
+    cdef Py_ssize_t d = n - 1
+    while d >= 0:
+        pos[d] += 1
+        if pos[d] < ext[d]:
+            return True
+        pos[d] = 0
+        d -= 1
+    return False
+
+
 def copy_box(srcs, const int64_t[:, ::1] pieces, const int64_t[::1] counts, const int64_t[::1] chunk_shape,
              cnp.ndarray out, const uint8_t[::1] fill):
     """Copy every task of the box into ``out`` (C-contiguous, writable, rank ``r`` =
@@ -158,21 +171,6 @@ cdef void _copy_all(const uint8_t **ptr, const int64_t *pieces, const int64_t *c
                 memcpy(out + ooff, fill_row, row_bytes)
             else:
                 memcpy(out + ooff, ptr[t] + soff, row_bytes)
-            # next row of the sub-box
-            d = r - 2
-            while d >= 0:
-                pos[d] += 1
-                if pos[d] < ext[d]:
-                    break
-                pos[d] = 0
-                d -= 1
-            if d < 0:
+            if not _advance(pos, ext, r - 1):  # next row of the sub-box (dimensions 0 .. r-2)
                 break
-        # next task
-        d = r - 1
-        while d >= 0:
-            task[d] += 1
-            if task[d] < counts[d]:
-                break
-            task[d] = 0
-            d -= 1
+        _advance(task, counts, r)  # next task
