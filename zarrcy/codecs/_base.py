@@ -172,6 +172,10 @@ class ArrayArrayCodec(Codec):
     #: :meth:`encoded_view` gives a writable view of a decoded-shape array in the encoded
     #: representation (the pipeline then decodes straight into the caller's array)
     supports_encoded_view: ClassVar[bool] = False
+    #: declared: encodes each element on its own, keeping the chunk's shape (scale_offset,
+    #: cast_value), so a writer may apply it to a whole selection's values itself
+    #: (:meth:`zarrcy.codecs.pipeline.CodecPipeline.encoded_stage`)
+    elementwise: ClassVar[bool] = False
 
     def encoded_view(self, out: np.ndarray) -> np.ndarray | None:
         """A view of ``out`` in the encoded representation, or None when this ``out``
@@ -273,6 +277,12 @@ class ArrayBytesCodec(Codec):
     #: the whole value (sharding); the defaults below decode / encode it whole
     supports_partial_decode: ClassVar[bool] = False
     supports_partial_encode: ClassVar[bool] = False
+
+    def after_array_codecs(self, leading: Sequence[Codec], spec: ArraySpec) -> tuple[ArrayBytesCodec, ArraySpec] | None:
+        """Declared capability of a codec with an inner chain (sharding): this codec for
+        values already encoded by ``leading``, the first (elementwise) array->array codecs
+        of its inner chain, and the spec of those values; None (the default): no inner chain."""
+        return None
 
     def decode_partial(
         self, getter: ByteGetter, selection: Selection, spec: ArraySpec, out: np.ndarray | None = None

@@ -523,6 +523,7 @@ class CastValueCodec(ArrayArrayCodec):
     """Converts element values to ``data_type`` (and back on decode); see the module docstring."""
 
     name: ClassVar[str] = "cast_value"
+    elementwise: ClassVar[bool] = True
 
     data_type: str
     rounding: Rounding = "nearest-even"

@@ -65,6 +65,11 @@ def _reset_cache_after_fork() -> None:
     _CACHE_LOCK = threading.Lock()
 
 
+def _json(codec: Codec) -> str:
+    """A codec's configuration as comparable text (NaN and -0.0 kept apart)."""
+    return json.dumps(codec.to_dict(), sort_keys=True)
+
+
 class CodecPipeline:
     """A resolved codec chain for chunks of ``spec`` (see module docstring)."""
 
@@ -201,6 +206,25 @@ class CodecPipeline:
 
     def to_json(self) -> list[Any]:
         return [c.to_dict() for c in self.codecs]
+
+    # -- values encoded by the caller ---------------------------------------------------
+    def encoded_stage(self, leading: Sequence[Codec]) -> tuple[tuple[Codec, ...], ArraySpec] | None:
+        """``(the remaining codecs, their input spec)`` for a writer that applies
+        ``leading`` itself: the chain's first array->array codecs (the same
+        configurations), each declared :attr:`~ArrayArrayCodec.elementwise`.  The spec
+        is theirs after ``leading`` (v3-core.rst "Determination of encoded
+        representations": dtype and fill value as those codecs encode them).  Looks
+        through an array->bytes codec with an inner chain (sharding) when the outer
+        chain has no array->array codec.  None when ``leading`` is not such a prefix."""
+        k = len(leading)
+        if not k or not all(isinstance(c, ArrayArrayCodec) and c.elementwise for c in leading):
+            return None
+        if not self.array_array:
+            got = self.array_bytes.after_array_codecs(leading, self._ab_spec)
+            return None if got is None else ((got[0], *self.bytes_bytes), got[1])
+        if len(self.array_array) < k or [_json(c) for c in self.array_array[:k]] != [_json(c) for c in leading]:
+            return None
+        return self.codecs[k:], (self._aa_specs[k] if k < len(self.array_array) else self._ab_spec)
 
     # -- sizes --------------------------------------------------------------------------
     def compute_encoded_size(self) -> int | None:

@@ -176,6 +176,7 @@ class ScaleOffsetCodec(ArrayArrayCodec):
     """``(x - offset) * scale`` on encode; see the module docstring."""
 
     name: ClassVar[str] = "scale_offset"
+    elementwise: ClassVar[bool] = True
 
     offset: Any = None
     scale: Any = None
@@ -247,6 +248,8 @@ class ScaleOffsetCastCodec(ArrayArrayCodec):
     Bit-identical to running the two codecs one after the other.  Not a metadata codec:
     ``to_dict`` gives both codecs' JSON (``unfused()`` gives the objects).
     """
+
+    elementwise: ClassVar[bool] = True
 
     name: ClassVar[str] = "scale_offset+cast_value"
 

@@ -54,7 +54,7 @@ from zarrcy.casting import merge_reports
 from zarrcy.errors import CorruptChunkError, MetadataError, ZarrcyError, expected
 from zarrcy.group import open_node
 from zarrcy.convert.execute import (QuantizeCheck, RegionTask, _check_quantize, _run_dask, _run_threads, _same,
-                                    recording)
+                                    encoded_recorder, recording)
 from zarrcy.convert.journal import JOURNAL_DIR, Journal, _fingerprint
 from zarrcy.convert.model import ArrayPlan, ConvertError, ConvertOptions, ConvertReport, RegionResult, _join, _prefix
 from zarrcy.convert.options import Settings, parse_settings
@@ -418,8 +418,9 @@ class _Driver:
         dst = Array(self.dst_store, p.dst_path, dst_metadata(p))
         rec = recording(dst) if p.mode == "rewrite" else None
         q = QuantizeCheck.of(p)
+        enc = encoded_recorder(rec, p.quantize) if rec is not None else None
         tasks = (RegionTask(src, dst, p.mode, region_selection(p, rid), rid, journal.region_key(p.rel, rid), o.verify,
-                            o.on_error, resuming, q, journal.enabled, pre.get(rid), p.kept_filters, rec)
+                            o.on_error, resuming, q, journal.enabled, pre.get(rid), p.kept_filters, rec, enc)
                  for rid in p.region_ids())
         report.decoded_bytes += p.fill_bytes  # regions left out: all fill value, nothing to write
         progress.update(p.fill_bytes)

@@ -169,6 +169,9 @@ class RegionTask:
     kept_filters: list[dict[str, Any]] | None = None
     # ``dst`` over a _ChecksumStore (:func:`recording`), shared by the array's regions
     recorder: Array | None = None
+    # --quantize, fused: ``recorder`` as written with values already encoded by the
+    # quantize chain (:func:`encoded_recorder`); None: values go through the whole chain
+    encoded: Array | None = None
 
 
 def _read_source(task: RegionTask, sel: tuple[slice, ...], corrupt: list[str], ctx: ExecContext | None) -> np.ndarray:
@@ -229,18 +232,47 @@ def _copy_objects(task: RegionTask, res: RegionResult) -> dict[str, str | None]:
     return keys
 
 
+def encoded_recorder(rec: Array, quantize: list[dict[str, Any]] | None) -> Array | None:
+    """``rec`` as the fused ``--quantize`` path writes it (:meth:`Array.encoded_by`: the
+    chain minus the quantize codecs, the values and fill value in their encoded type);
+    None without --quantize.  (A region whose values the cast kernel does not encode,
+    :func:`zarrcy.casting.quantize_with_report`, is written through ``rec``.)"""
+    return rec.encoded_by(quantize) if quantize else None
+
+
+def _fills_agree(dst: Array, data: np.ndarray, view: Array, encoded: np.ndarray) -> bool:
+    """The values equal to ``dst``'s fill value (bit for bit) are exactly those whose
+    code is ``view``'s fill code, so every chunk (inner chunk) is all fill in one type
+    exactly when it is in the other: writing ``encoded`` through ``view`` stores what
+    writing ``data`` through ``dst`` would.  The fill value encodes to the fill code, so
+    comparing the two counts is enough."""
+    def count(x: np.ndarray, fill: Any) -> int:
+        x = np.ascontiguousarray(x)
+        u = np.dtype(f"u{x.dtype.itemsize}")
+        return int(np.count_nonzero(x.view(u) == np.asarray(fill, dtype=x.dtype).view(u)))
+
+    return count(data, dst.fill_value) == count(encoded, view.fill_value)
+
+
 def _rewrite_objects(task: RegionTask, res: RegionResult, ctx: ExecContext | None) -> dict[str, str | None]:
     src, dst, sel = task.src, task.dst, task.sel
     data = _read_source(task, sel, res.corrupt, ctx)
     q = task.quantize
-    if q is not None:
-        rc = task.cast if task.cast is not None else _region_cast_report(src.path, data, sel, q)
-        res.cast, res.collisions, res.sentinel_counts = rc.report, rc.collisions, rc.sentinel_counts
     rec = task.recorder if task.recorder is not None else recording(dst)
+    target, values = rec, data
+    if q is not None:
+        if task.cast is not None:
+            rc = task.cast
+        else:  # one cast: the report and the encoded values (written without casting again)
+            rc = _region_cast_report(src.path, data, sel, q, encode=task.encoded is not None)
+        res.cast, res.collisions, res.sentinel_counts = rc.report, rc.collisions, rc.sentinel_counts
+        if (task.encoded is not None and rc.encoded is not None and data.dtype == dst.dtype
+                and _fills_agree(dst, data, task.encoded, rc.encoded)):
+            target, values = task.encoded, rc.encoded
     store = rec.store
-    assert isinstance(store, _ChecksumStore)
+    assert isinstance(store, _ChecksumStore) and target.store is store
     try:
-        rec.set_basic_selection(sel, data, context=ctx)
+        target.set_basic_selection(sel, values, context=ctx)
     except CastError:
         if q is None:
             raise
@@ -404,17 +436,22 @@ class RegionCast:
     report: Any
     collisions: int = 0
     sentinel_counts: dict[str, int] | None = None
+    #: the region's values encoded by the quantize chain (asked for with ``encode``)
+    encoded: np.ndarray | None = None
 
 
 def _region_cast_report(src_path: str, values: np.ndarray, sel: tuple[slice, ...], q: QuantizeCheck,
-                        before_start: bool = False) -> RegionCast:
+                        before_start: bool = False, encode: bool = False) -> RegionCast:
     """The CastReport of one region under the quantize chain; raises the exit-5 refusal
     when a value fails or would not read back as what it is (a collision with a
     sentinel code, unless allowed).  Numeric sentinels (fill values) are checked
-    through ``check_chain``: their own round trip counts as mapped, not as a mismatch."""
-    from zarrcy.casting import chain_report
+    through ``check_chain``: their own round trip counts as mapped, not as a mismatch.
+    ``encode``: also the values as ``chain`` encodes them (``RegionCast.encoded``; the
+    same kernel pass: ``check_chain`` differs from ``chain`` only in decoding), None
+    where the kernel does not take the chain."""
+    from zarrcy.casting import quantize_with_report
 
-    rep = chain_report(values, q.check_chain or q.chain, origin=[s.start for s in sel])
+    encoded, rep = quantize_with_report(values, q.check_chain or q.chain, encode=encode, origin=[s.start for s in sel])
     if rep.failing:
         raise _refusal(src_path, values, sel, q.chain, before_start=before_start)
     counts: dict[str, int] = {}
@@ -434,7 +471,7 @@ def _region_cast_report(src_path: str, values: np.ndarray, sel: tuple[slice, ...
         rep.causes["kind_changed"] = _kind_changed_without_fills(values, q, sel)
     if collisions and not q.allow_collisions:
         raise _collision(src_path, values, sel, q, rep, collisions, before_start=before_start)
-    return RegionCast(rep, collisions if q.sentinels else 0, counts or None)
+    return RegionCast(rep, collisions if q.sentinels else 0, counts or None, encoded)
 
 
 def _kind_changed_without_fills(values: np.ndarray, q: QuantizeCheck, sel: tuple[slice, ...]) -> Any:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from zarrcy.chunk_grid import RegularChunkGrid
-from zarrcy.codecs._base import ArrayArrayCodec, BytesBytesCodec
+from zarrcy.codecs._base import ArrayArrayCodec, BytesBytesCodec, Codec
 from zarrcy.codecs.sharding import ShardingCodec
 from zarrcy.config import get as _config_get
 from zarrcy.document.array import ArrayMetadataLike
@@ -46,6 +46,9 @@ StoreValue = StorePath
 
 class Array(ArrayReads, ArrayWrites):
     """A Zarr v3 array.  Obtain one with :func:`zarrcy.open_array` / :func:`zarrcy.create_array`."""
+
+    #: the leading codecs a view from :meth:`encoded_by` leaves to its writer (None: a plain array)
+    _encoded: tuple[Codec, ...] | None = None
 
     def __init__(self, store: Store, path: str, metadata: ArrayMetadataLike, *, read_only: bool = False) -> None:
         self.store = store
@@ -171,6 +174,8 @@ class Array(ArrayReads, ArrayWrites):
     def __reduce__(self):
         # the store object pickles itself (root / URL + storage options), so remote
         # credentials and options travel with the array (Dask workers, processes)
+        if self._encoded is not None:  # a view from encoded_by: its metadata is not the stored one
+            return (_reopen_encoded, (self.store, self.path, self.read_only, self._encoded))
         return (node_api().reopen_array, (self.store, self.path, self.read_only))
 
     # -- zarr-python API parity (issue 14): keep these together ------------------------
@@ -232,6 +237,35 @@ class Array(ArrayReads, ArrayWrites):
         new._array_config = cfg
         return new
 
+    def encoded_by(self, codecs: Any) -> "Array | None":
+        """This array as a writer sees it that encodes the values itself with ``codecs``
+        (codec objects or JSON): the array's leading array->array codecs, the same
+        configurations, each declared elementwise (``scale_offset``, ``cast_value``; of
+        the inner chunks when sharded).  The same store, path, grid and chunk keys; the
+        data type and fill value are those codecs' encoded ones (the fill value as they
+        encode it: ext-codec-cast_value.md, ext-codec-scale_offset.md), the codecs the
+        rest of the chain.  Writing through it stores exactly what writing the unencoded
+        values here would, provided that the caller's values equal this array's fill
+        value exactly where they equal the encoded fill value (all-fill chunks are
+        detected in the encoded type).  Nothing is written; None: ``codecs`` are not
+        such a prefix (or a Zarr v2 array)."""
+        from zarrcy.codecs.registry import codec_from_dict
+
+        m = self.metadata
+        if isinstance(m, V2ArrayMetadata):
+            return None
+        leading = [c if isinstance(c, Codec) else codec_from_dict(c, f"codecs[{i}]") for i, c in enumerate(codecs)]
+        got = self._pipeline.encoded_stage(leading)
+        if got is None:
+            return None
+        rest, spec = got
+        meta = m.with_changes(data_type=spec.data_type, fill_value=spec.fill_value, codecs=rest)
+        new = Array(self.store, self.path, meta, read_only=self.read_only)
+        if "_array_config" in self.__dict__:
+            new = new.with_config(self.config)
+        new._encoded = tuple(leading)
+        return new
+
     def nbytes_stored(self) -> int:
         """Bytes stored for this array: its metadata and every chunk (or shard)."""
         return sum(self.store.getsize(k) or 0 for k in self.store.list_prefix(self._prefix))
@@ -246,3 +280,8 @@ class Array(ArrayReads, ArrayWrites):
         """Merge ``new_attributes`` into the attributes (one metadata write); return self."""
         self.attrs.update(new_attributes)
         return self
+
+
+def _reopen_encoded(store: Store, path: str, read_only: bool, codecs: tuple[Codec, ...]) -> Array | None:
+    """Unpickling a view from :meth:`Array.encoded_by`: the stored array, viewed again."""
+    return node_api().reopen_array(store, path, read_only).encoded_by(codecs)

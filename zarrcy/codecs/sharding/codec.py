@@ -4,7 +4,7 @@ whole-shard encode/decode; partial reads and writes are delegated to
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, ClassVar, Literal, Sequence, cast
 
 import numpy as np
@@ -147,6 +147,16 @@ class ShardingCodec(ArrayBytesCodec):
         return lay
 
     _layout = layout  # older name
+
+    def after_array_codecs(self, leading: Sequence[Codec], spec: ArraySpec) -> tuple[ShardingCodec, ArraySpec] | None:
+        """This codec with ``leading`` dropped from the front of its inner chain (they
+        are elementwise, so a shard's values can be encoded by them as a whole), and
+        the shard's spec in their encoded dtype and fill value."""
+        got = self.layout(spec).inner.encoded_stage(leading)
+        if got is None:
+            return None
+        rest, inner = got
+        return replace(self, codecs=rest), ArraySpec(spec.shape, inner.dtype, inner.fill_value, inner.data_type)
 
     # -- whole-shard decode ----------------------------------------------------------------
     def _index_of(self, buf: memoryview, layout: ShardLayout) -> np.ndarray:
