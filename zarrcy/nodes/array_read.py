@@ -108,6 +108,44 @@ class ArrayReads(ArrayBase):
             value = scratch[tuple(local)]
             return value.copy() if isinstance(value, np.generic) else value  # str/bytes: immutable
 
+    def _read_in_one_shard(self, selection: tuple, ctx: ExecContext | None) -> Any:
+        """``a[sel]`` for slices (positive steps) and ints inside one shard of a sharded
+        array on the regular grid: the latency path of small partial reads.  The shard's
+        codec gets the shard-local selection and the output directly, with none of the
+        general selection machinery (its normalisation, the chunk projections, the task
+        map).  Anything else (index arrays, Ellipsis, negative steps, several shards,
+        empty slices, the decoded-chunk cache) returns ``_NOT_A_POINT``: the general path."""
+        coords = []
+        local: list[Any] = []
+        oshape = []
+        for i, n, c in zip(selection, self._shape, self._chunk_shape):
+            if type(i) is slice:
+                a, b, st = i.indices(n)
+                if st < 1 or b <= a:
+                    return _NOT_A_POINT
+                q = a // c
+                if (b - 1) // c != q:
+                    return _NOT_A_POINT
+                local.append(slice(a - q * c, b - q * c, st))
+                oshape.append((b - a - 1) // st + 1)
+            elif type(i) is int and -n <= i < n:
+                i = i + n if i < 0 else i
+                q = i // c
+                local.append(i - q * c)
+            else:
+                return _NOT_A_POINT
+            coords.append(q)
+        if chunk_cache.enabled():  # cached boxes: the array-level one-call path
+            return _NOT_A_POINT
+        out = np.empty(tuple(oshape), dtype=self._dtype)
+        key = self._prefix + self._encode_key(tuple(coords))
+        with chunk_errors(key):
+            piece = self._pipeline.decode_partial(StorePath(self.store, key), tuple(local), out,
+                                                  ctx or self._context())
+        if piece is None:
+            out[...] = self._fill
+        return self._read_done(out)
+
     def get_basic_selection(self, selection: Any = Ellipsis, *, context: ExecContext | None = None) -> Any:
         """``a[selection]``.  ``context``: run within this execution context (a caller
         that made one for a larger call, e.g. ``zarrcy.convert``); default: a new one."""
@@ -115,6 +153,10 @@ class ArrayReads(ArrayBase):
             value = self._read_point(selection, context)
             if value is not _NOT_A_POINT:
                 return value
+            if self._box_reads:
+                value = self._read_in_one_shard(selection, context)
+                if value is not _NOT_A_POINT:
+                    return value
         try:
             sel = normalize_basic(selection, self.shape)
         except _VectorizedSelection:
