@@ -1,5 +1,5 @@
-"""``a[sel]`` of slices and ints inside one shard (the latency path
-``ArrayReads._read_in_one_shard``) against numpy: every slice kind, negative ints,
+"""``a[sel]`` of slices and ints touching few shards, none whole (the latency path
+``ArrayReads._read_in_few_shards``) against numpy: every slice kind, negative ints,
 steps, edge shards past the array's end, missing shards (fill) and transposed or
 Python-path inner codecs; and proof that the path is taken (the general selection
 machinery is forbidden) or left (several shards, index arrays, the decoded-chunk
@@ -54,6 +54,27 @@ def _in_one_shard(draw):
     return tuple(sel)
 
 
+@st.composite
+def _anywhere(draw):
+    """Slices (any positive step, bounds past the ends) and ints anywhere."""
+    sel = []
+    for n in SHAPE:
+        if draw(st.integers(0, 3)) == 0:
+            sel.append(draw(st.integers(-n, n - 1)))
+        else:
+            sel.append(slice(draw(st.none() | st.integers(-n - 2, n + 2)), draw(st.none() | st.integers(-n - 2, n + 2)),
+                             draw(st.none() | st.integers(1, 15))))
+    return tuple(sel)
+
+
+def _touched_shards(sel):
+    n = 1
+    for s, size, c in zip(sel, SHAPE, SHARDS):
+        idx = np.arange(size)[s]
+        n *= len(set((np.atleast_1d(idx) // c).tolist()))
+    return n
+
+
 @pytest.fixture
 def forbid_general(monkeypatch):
     def boom(*a, **k):
@@ -76,16 +97,40 @@ def test_one_shard_reads_match_numpy(tmp_path_factory, sel):
     np.testing.assert_array_equal(got, ref[sel])
 
 
+@settings(max_examples=300, deadline=None)
+@given(sel=_anywhere())
+def test_box_reads_match_numpy(tmp_path_factory, sel):
+    """Every slice/int selection reads as numpy does, whichever path serves it; a
+    non-empty box touching at most 4 shards, none whole, never reaches the general
+    path."""
+    if "a" not in _MADE:
+        _MADE["a"] = _array(tmp_path_factory.mktemp("o"))
+    a, ref = _MADE["a"]
+    want = ref[sel]
+    whole = any(
+        all(set(range(q * c, min(size, (q + 1) * c)))
+            <= set((np.arange(size)[s] if type(s) is slice else np.array([s % size])).tolist())
+            for s, size, c, q in zip(sel, SHAPE, SHARDS, qs))
+        for qs in np.ndindex(*[(size + c - 1) // c for size, c in zip(SHAPE, SHARDS)]))
+    fast = want.size and 1 < _touched_shards(sel) <= 4 and not whole and not all(type(s) is int for s in sel)
+    with pytest.MonkeyPatch.context() as mp:
+        if fast:
+            mp.setattr(array_read, "iter_chunk_projections", lambda *x, **k: (_ for _ in ()).throw(AssertionError))
+        got = a[sel]
+    np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("codecs", [
     None,
     [zarrcy.codecs.codec_from_dict({"name": "zstd", "configuration": {"level": 1}}, "c")],
     [zarrcy.codecs.codec_from_dict({"name": "gzip", "configuration": {"level": 1}}, "c")],
 ])
-def test_one_shard_reads_every_codec(tmp_path, forbid_general, codecs):
+def test_box_reads_every_codec(tmp_path, codecs):
     a, ref = _array(tmp_path, codecs)
     for sel in [(slice(1, 7), slice(0, 6), slice(1, 4)), (9, slice(None, 6), slice(0, 4, 3)),
                 (slice(8, 13), slice(6, 10), slice(4, 7)), (-1, -1, slice(4, None)),
-                (slice(8, 13, 2), 0, 0)]:
+                (slice(8, 13, 2), 0, 0), (slice(5, 11), slice(4, 8), slice(3, 5)),   # 8 shards: general
+                (slice(5, 11), slice(4, 8), 2), (slice(0, 13, 9), 3, slice(1, 6, 4))]:
         np.testing.assert_array_equal(a[sel], ref[sel], err_msg=str(sel))
 
 
@@ -102,7 +147,8 @@ def test_one_shard_read_of_an_unwritten_array_is_fill(tmp_path, forbid_general):
 
 
 @pytest.mark.parametrize("sel", [
-    (slice(0, 9), 0, 0),                          # two shards along axis 0
+    (slice(0, 13), slice(0, 6), slice(0, 4)),     # two shards, one of them whole
+    (slice(1, 13), slice(1, 10), slice(1, 7)),    # eight shards
     (np.array([0, 1]), slice(0, 2), 0),           # an index array
     (Ellipsis, 0),                                # Ellipsis
     (slice(3, 3), 0, 0),                          # empty
