@@ -1,3 +1,5 @@
+from collections.abc import Sequence
+
 import numpy as np
 import numpy.typing as npt
 
@@ -10,3 +12,8 @@ def array_projection(
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...
 def is_constant(data: npt.NDArray[np.uint8] | memoryview | bytes, pattern: npt.NDArray[np.uint8] | bytes) -> bool: ...
 def debug_build() -> bool: ...
+def box_tables(
+    starts: Sequence[int], n_sels: Sequence[int], steps: Sequence[int], ints: Sequence[bool],
+    chunk_shape: Sequence[int], grid: Sequence[int],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64],
+           npt.NDArray[np.int64], npt.NDArray[np.int64]]: ...

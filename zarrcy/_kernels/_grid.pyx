@@ -5,7 +5,7 @@ Everything here works on one dimension at a time (or elementwise over dimensions
 the Python layer takes the product.  No Python objects are touched inside loops.
 """
 
-from libc.stdint cimport int64_t, uint8_t
+from libc.stdint cimport INT64_MAX, int64_t, uint8_t
 from libc.string cimport memcmp
 
 import numpy as np
@@ -223,3 +223,112 @@ def is_constant(const uint8_t[::1] data, const uint8_t[::1] pattern):
                     break
                 i += k
     return same
+
+
+# -- box selections of a shard: the inner-chunk kernel's tables in one call ------------------
+
+cdef enum:
+    BOX_MAX_NDIM = 64  # as the inner-chunk kernel's MAX_NDIM
+
+
+def box_tables(object starts, object n_sels, object steps, object ints, object chunk_shape, object grid):
+    """The scatter tables of a box selection of one shard (per dimension a slice
+    ``range(starts[d], starts[d] + n_sels[d] * steps[d], steps[d])`` or, where
+    ``ints[d]``, the single index ``starts[d]``) on its inner-chunk grid (``chunk_shape``
+    cells per inner chunk, ``grid`` inner chunks per dimension).
+
+    Returns ``(linear, coords, dim_base, dim_start, dim_local, dim_out)`` -- the tables
+    ``zarrcy.codecs.sharding.scatter.decode_tasks`` passes to the inner-chunk kernel:
+    task ``k`` (C order over the touched inner chunks) is inner chunk ``linear[k]`` and
+    takes row ``coords[k, d]`` of dimension ``d``, whose chunk-local indices and output
+    indices are ``dim_local[dim_start[dim_base[d] + r]:dim_start[dim_base[d] + r + 1]]``
+    and the same range of ``dim_out`` (an int is one pair, to output position 0).
+    Work and memory follow the selected indices and the touched inner chunks, never the
+    span; every input is checked (ValueError) before the loops."""
+    cdef Py_ssize_t ndim = len(chunk_shape), d, r, j, k
+    if ndim > BOX_MAX_NDIM or not (len(starts) == len(n_sels) == len(steps) == len(ints) == len(grid) == ndim):
+        raise ValueError(f"box_tables: expected {ndim} entries per argument (at most {BOX_MAX_NDIM})")
+    cdef int64_t st[BOX_MAX_NDIM]
+    cdef int64_t ns[BOX_MAX_NDIM]
+    cdef int64_t sp[BOX_MAX_NDIM]
+    cdef int64_t cs[BOX_MAX_NDIM]
+    cdef int64_t gr[BOX_MAX_NDIM]
+    cdef int64_t rows[BOX_MAX_NDIM]
+    cdef int64_t first[BOX_MAX_NDIM]  # each dimension's first run in the runs buffer
+    cdef bint isint[BOX_MAX_NDIM]
+    cdef int64_t cap = 0, n_idx = 0, m = 1, last
+    for d in range(ndim):
+        st[d] = starts[d]
+        ns[d] = n_sels[d]
+        sp[d] = steps[d]
+        cs[d] = chunk_shape[d]
+        gr[d] = grid[d]
+        isint[d] = bool(ints[d])
+        if cs[d] < 1 or gr[d] < 1 or st[d] < 0 or sp[d] < 1 or ns[d] < 1 or (isint[d] and ns[d] != 1):
+            raise ValueError(f"box_tables: dimension {d}: expected chunk >= 1, grid >= 1, start >= 0, step >= 1, "
+                             f"count >= 1, received {cs[d]}, {gr[d]}, {st[d]}, {sp[d]}, {ns[d]}")
+        # the last selected index lies inside the shard: start + (n - 1) * step < chunk * grid
+        if (ns[d] - 1 > (INT64_MAX - st[d]) // sp[d] or gr[d] > INT64_MAX // cs[d]
+                or st[d] + (ns[d] - 1) * sp[d] >= cs[d] * gr[d]):
+            raise ValueError(f"box_tables: dimension {d}: the selection leaves the shard")
+        last = st[d] + (ns[d] - 1) * sp[d]
+        first[d] = cap
+        # a touched inner chunk holds a selected index: runs <= min(count, chunks spanned)
+        cap += min(ns[d], last // cs[d] - st[d] // cs[d] + 1)
+        n_idx += ns[d]
+    runs_a = np.empty((5, max(cap, 1)), dtype=np.int64)
+    cdef int64_t[:, ::1] ru = runs_a
+    cdef Py_ssize_t got
+    for d in range(ndim):
+        last = st[d] + (ns[d] - 1) * sp[d]
+        got = _slice_projection(cs[d], st[d], ns[d], sp[d], st[d] // cs[d], last // cs[d], last,
+                                &ru[0, first[d]], &ru[1, first[d]], &ru[2, first[d]], &ru[3, first[d]],
+                                &ru[4, first[d]], cap - first[d])
+        if got < 1:
+            raise RuntimeError(f"box_tables: internal error in dimension {d}")
+        rows[d] = got
+        if m > INT64_MAX // got:
+            raise ValueError("box_tables: too many inner chunks")
+        m *= got
+    linear_a = np.empty(m, dtype=np.int64)
+    coords_a = np.empty((m, ndim), dtype=np.int64)
+    base_a = np.empty(ndim, dtype=np.int64)
+    start_a = np.empty(cap + ndim, dtype=np.int64)
+    local_a = np.empty(n_idx, dtype=np.int64)
+    out_a = np.empty(n_idx, dtype=np.int64)
+    cdef int64_t[::1] linear = linear_a, base = base_a, dstart = start_a, local = local_a, out = out_a
+    cdef int64_t[:, ::1] coords = coords_a
+    cdef int64_t pos = 0, nstart = 0, x, o, lin
+    cdef int64_t at[BOX_MAX_NDIM]
+    with nogil:
+        for d in range(ndim):
+            base[d] = nstart
+            for r in range(rows[d]):
+                dstart[nstart] = pos
+                nstart += 1
+                x = ru[1, first[d] + r]  # chunk-local start, step sp[d], up to the tight stop
+                o = ru[3, first[d] + r]
+                for j in range(ru[4, first[d] + r] - o):
+                    local[pos] = x
+                    out[pos] = 0 if isint[d] else o + j
+                    x += sp[d]
+                    pos += 1
+            dstart[nstart] = pos
+            nstart += 1
+        # tasks: the odometer over the touched rows, last dimension fastest
+        for d in range(ndim):
+            at[d] = 0
+        for k in range(m):
+            lin = 0
+            for d in range(ndim):
+                coords[k, d] = at[d]
+                lin = lin * gr[d] + ru[0, first[d] + at[d]]
+            linear[k] = lin
+            d = ndim - 1
+            while d >= 0:
+                at[d] += 1
+                if at[d] < rows[d]:
+                    break
+                at[d] = 0
+                d -= 1
+    return linear_a, coords_a, base_a, start_a[:nstart], local_a, out_a

@@ -20,7 +20,7 @@ import numpy as np
 import zarrcy.chunk_cache as chunk_cache
 from zarrcy._kernels import _rectilinear
 from zarrcy.byte_range import RangeRequest
-from zarrcy.execution import ExecContext
+from zarrcy.execution import FEW_ITEMS, ExecContext
 from zarrcy.indexing import (
     BasicSelection,
     ChunkProjection,
@@ -108,6 +108,75 @@ class ArrayReads(ArrayBase):
             value = scratch[tuple(local)]
             return value.copy() if isinstance(value, np.generic) else value  # str/bytes: immutable
 
+    def _read_in_few_shards(self, selection: tuple, ctx: ExecContext | None) -> Any:
+        """``a[sel]`` for slices (positive steps) and ints touching at most
+        :data:`~zarrcy.execution.FEW_ITEMS` shards of a sharded array on the regular
+        grid, none of them whole: the latency path of small partial reads.  Each shard's
+        codec gets its shard-local selection and its region of the output directly, in
+        turn (as ``ExecContext.map`` runs few partial shards; each kernel call spreads
+        its inner chunks over the budget), with none of the general selection machinery
+        (its normalisation, the chunk projections, the task map).  Anything else (index
+        arrays, Ellipsis, negative steps, more or whole shards, empty slices, the
+        decoded-chunk cache) returns ``_NOT_A_POINT``: the general path."""
+        dims: list[list[tuple[int, Any, Any]]] = []  # per dimension: (shard, local, out) pieces
+        oshape = []
+        m = 1
+        whole_everywhere = True  # every dimension has a piece covering its whole shard extent
+        for i, n, c in zip(selection, self._shape, self._chunk_shape):
+            if type(i) is slice:
+                a, b, st = i.indices(n)
+                if st < 1 or b <= a:
+                    return _NOT_A_POINT
+                k = (b - a - 1) // st + 1  # selected
+                last = a + (k - 1) * st
+                q0, q1 = a // c, last // c
+                if q1 - q0 >= FEW_ITEMS:
+                    return _NOT_A_POINT
+                pieces = []
+                whole = False
+                o = 0
+                for q in range(q0, q1 + 1):
+                    lo = q * c
+                    f = a if q == q0 else lo + (a - lo) % st  # first selected index >= lo
+                    hi = min(lo + c, n)
+                    if f > last or f >= hi:  # a step longer than a shard: none selected here
+                        continue
+                    cnt = (min(hi, last + 1) - f - 1) // st + 1
+                    pieces.append((q, slice(f - lo, f - lo + (cnt - 1) * st + 1, st), slice(o, o + cnt)))
+                    whole = whole or (st == 1 and f == lo and cnt == hi - lo)
+                    o += cnt
+                m *= len(pieces)
+                if m > FEW_ITEMS:
+                    return _NOT_A_POINT
+                dims.append(pieces)
+                oshape.append(k)
+                whole_everywhere = whole_everywhere and whole
+            elif type(i) is int and -n <= i < n:
+                i = i + n if i < 0 else i
+                q = i // c
+                dims.append([(q, i - q * c, None)])
+                whole_everywhere = whole_everywhere and min(c, n - q * c) == 1
+            else:
+                return _NOT_A_POINT
+        if whole_everywhere or chunk_cache.enabled():  # whole shards; cached boxes: their own paths
+            return _NOT_A_POINT
+        out = np.empty(tuple(oshape), dtype=self._dtype)
+        ctx = ctx or self._context()
+        pipeline = self._pipeline
+
+        def shard(combo: tuple[tuple[int, Any, Any], ...]) -> None:
+            key = self._prefix + self._encode_key(tuple(p[0] for p in combo))
+            target = out[tuple(p[2] for p in combo if p[2] is not None)]  # a view
+            with chunk_errors(key):
+                piece = pipeline.decode_partial(StorePath(self.store, key), tuple(p[1] for p in combo), target, ctx)
+            if piece is None:
+                target[...] = self._fill
+
+        # partial shards: the context decides (in turn, each kernel spreading its inner
+        # chunks; on an I/O-bound store, concurrently)
+        ctx.map(shard, list(itertools.product(*dims)), _always)
+        return self._read_done(out)
+
     def get_basic_selection(self, selection: Any = Ellipsis, *, context: ExecContext | None = None) -> Any:
         """``a[selection]``.  ``context``: run within this execution context (a caller
         that made one for a larger call, e.g. ``zarrcy.convert``); default: a new one."""
@@ -115,6 +184,10 @@ class ArrayReads(ArrayBase):
             value = self._read_point(selection, context)
             if value is not _NOT_A_POINT:
                 return value
+            if self._box_reads:
+                value = self._read_in_few_shards(selection, context)
+                if value is not _NOT_A_POINT:
+                    return value
         try:
             sel = normalize_basic(selection, self.shape)
         except _VectorizedSelection:
@@ -327,6 +400,10 @@ class ArrayReads(ArrayBase):
         ctx.map(lambda idx: self._keyed(task, idx, lambda i: tuple(int(x) for x in chunk_coords[:, i[0]])), groups)
         return out
 
+
+
+def _always(_: Any) -> bool:
+    return True
 
 
 def _partial_shard(p: ChunkProjection) -> bool:

@@ -14,7 +14,7 @@ from zarrcy._kernels import _grid
 from zarrcy.codecs._base import Selection
 from zarrcy.codecs.sharding.format import ShardLayout
 
-__all__ = ["Projection", "whole_projection"]
+__all__ = ["Projection", "BoxProjection", "project", "whole_projection"]
 
 
 # ------------------------------------------------------------------------------------
@@ -139,6 +139,124 @@ class Projection:
     def covers_all(self, k_full: bool, osel: tuple[Any, ...]) -> bool:
         """Task is a whole inner chunk landing on a plain (sliced) region of the output."""
         return k_full and not self.dropped and all(isinstance(s, slice) for s in osel)
+
+    def kernel_tables(self) -> KernelTables:
+        """The projection as the inner-chunk kernel's CSR tables: ``(task_coords, dim_base,
+        dim_start, dim_local, dim_out)`` -- for each dimension and touched inner chunk
+        (row), the chunk-local indices and the output indices they go to (an int
+        selection is one pair into an output axis of length 1).  Size: the selected
+        indices per dimension."""
+        starts: list[np.ndarray] = []
+        locs: list[np.ndarray] = []
+        outs: list[np.ndarray] = []
+        base = []
+        pos = 0  # entries of dim_local so far
+        nstart = 0  # entries of dim_start so far
+        for csel_d, osel_d in zip(self.csel, self.osel):
+            base.append(nstart)
+            row_start = [pos]
+            for cs, os_ in zip(csel_d, osel_d):
+                if isinstance(cs, slice):
+                    loc = np.arange(cs.start, cs.stop, cs.step, dtype=np.int64)
+                    out = np.arange(os_.start, os_.stop, dtype=np.int64)
+                elif isinstance(cs, np.ndarray):
+                    loc = np.asarray(cs, np.int64)
+                    out = np.asarray(os_, np.int64)
+                else:  # an int: one cell, on an output axis of length 1
+                    loc = np.array([cs], np.int64)
+                    out = np.zeros(1, np.int64)
+                locs.append(loc)
+                outs.append(out)
+                pos += loc.size
+                row_start.append(pos)
+            starts.append(np.asarray(row_start, np.int64))
+            nstart += len(row_start)
+        counts = self.counts
+        if counts:
+            coords = np.stack(np.unravel_index(np.arange(self.m, dtype=np.int64), counts), axis=1).astype(np.int64)
+        else:
+            coords = np.zeros((1, 0), np.int64)
+        cat = np.concatenate
+        empty = np.empty(0, np.int64)
+        return (
+            np.ascontiguousarray(coords),
+            np.asarray(base, np.int64),
+            cat(starts) if starts else empty,
+            cat(locs) if locs else empty,
+            cat(outs) if outs else empty,
+        )
+
+
+#: the inner-chunk kernel's tables of a projection (:meth:`Projection.kernel_tables`)
+KernelTables = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+class BoxProjection:
+    """A box selection of a shard (slices and ints; no index arrays) projected for the
+    inner-chunk kernel: task order, inner chunks and kernel tables from one
+    ``_grid.box_tables`` call, without the per-dimension Python lists of
+    :class:`Projection` (a partial read's latency path).  The few users of per-task
+    selections (the Python retries of ambiguous gzip codes) get them from a
+    :class:`Projection` built on first use."""
+
+    __slots__ = ("selection", "layout", "out_shape", "dropped", "linear", "m", "_tables", "_full")
+
+    def __init__(self, selection: Selection, layout: ShardLayout, starts: list[int], n_sels: list[int],
+                 steps: list[int], ints: list[bool]) -> None:
+        self.selection = selection
+        self.layout = layout
+        self.out_shape = tuple(n for n, i in zip(n_sels, ints) if not i)
+        self.dropped = tuple(d for d, i in enumerate(ints) if i)
+        linear, *tables = _grid.box_tables(starts, n_sels, steps, ints, layout.chunk_shape, layout.cps)
+        self.linear = linear
+        self.m = int(linear.size)
+        self._tables: KernelTables = tuple(tables)  # type: ignore[assignment]
+        self._full: Projection | None = None
+
+    def kernel_tables(self) -> KernelTables:
+        return self._tables
+
+    def full(self) -> Projection:
+        if self._full is None:
+            self._full = Projection(self.selection, self.layout)
+        return self._full
+
+    def task(self, k: int) -> tuple[tuple[Any, ...], tuple[Any, ...], bool]:
+        return self.full().task(k)
+
+    def covers_all(self, k_full: bool, osel: tuple[Any, ...]) -> bool:
+        return self.full().covers_all(k_full, osel)
+
+
+def project(selection: Selection, layout: ShardLayout, box: bool = False) -> Projection | BoxProjection:
+    """``selection``'s projection; with ``box`` (the kernel reads the layout) a
+    :class:`BoxProjection` when the selection is slices and ints selecting something.
+    Bad selections raise as :class:`Projection` does."""
+    shape = layout.spec.shape
+    if not box or len(selection) != len(shape):
+        return Projection(selection, layout)
+    starts, n_sels, steps, ints = [], [], [], []
+    for sel, size in zip(selection, shape):
+        if type(sel) is slice:
+            start, stop, step = sel.indices(size)
+            if step <= 0 or stop <= start:
+                return Projection(selection, layout)  # refused or empty there
+            n = (stop - start - 1) // step + 1
+            starts.append(start)
+            n_sels.append(n)
+            steps.append(step if n > 1 else 1)
+            ints.append(False)
+        elif isinstance(sel, np.ndarray):
+            return Projection(selection, layout)
+        else:
+            i = int(sel)
+            if not 0 <= i < size:
+                return Projection(selection, layout)  # refused there
+            starts.append(i)
+            n_sels.append(1)
+            steps.append(1)
+            ints.append(True)
+    return BoxProjection(selection, layout, starts, n_sels, steps, ints)
 
 
 def _slice_runs(c: int, start: int, n_sel: int, step: int) -> tuple[list[int], ...]:

@@ -49,7 +49,7 @@ from zarrcy.byte_access import BytesSnapshot, VersionChanged
 from zarrcy.codecs._base import ByteGetter, Selection, ValueSnapshot, assign, select
 from zarrcy.codecs.sharding import index_io, scatter
 from zarrcy.codecs.sharding._parallel import decode_stats, scratch
-from zarrcy.codecs.sharding.projection import Projection, whole_projection
+from zarrcy.codecs.sharding.projection import BoxProjection, Projection, project, whole_projection
 from zarrcy.codecs.sharding.format import SENTINEL, ShardLayout, flat_bytes
 from zarrcy.config import get as _config_get
 from zarrcy.errors import CorruptChunkError, StoreError
@@ -405,10 +405,11 @@ def decode_partial(
         snap, getter, layout, proj, flat, version, out, ctx), linear=proj.linear)
 
 
-def projected(selection: Selection, layout: ShardLayout, out: np.ndarray | None) -> tuple[Projection, np.ndarray]:
+def projected(selection: Selection, layout: ShardLayout,
+              out: np.ndarray | None) -> tuple[Projection | BoxProjection, np.ndarray]:
     """The selection's projection and the output it is decoded into (``out``, checked,
     or a new array)."""
-    proj = Projection(selection, layout)
+    proj = project(selection, layout, box=scatter.usable(layout))
     if out is None:
         out = np.empty(proj.out_shape, dtype=layout.spec.dtype)
     elif tuple(out.shape) != proj.out_shape:
@@ -480,7 +481,7 @@ def _one(snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, lin: int,
 
 
 def _decode_into(layout: ShardLayout, data: Any, osel: tuple[Any, ...], csel: tuple[Any, ...], full: bool,
-                 proj: Projection, out: np.ndarray, ctx: ExecContext) -> None:
+                 proj: Projection | BoxProjection, out: np.ndarray, ctx: ExecContext) -> None:
     inner = layout.inner
     if proj.covers_all(full, osel):
         inner.decode_into(data, out[osel + (Ellipsis,)], ctx=ctx)
@@ -492,7 +493,7 @@ def _decode_into(layout: ShardLayout, data: Any, osel: tuple[Any, ...], csel: tu
 
 
 def _partial(
-    snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, proj: Projection, flat: Any, version: Any,
+    snap: ValueSnapshot, getter: ByteGetter, layout: ShardLayout, proj: Projection | BoxProjection, flat: Any, version: Any,
     out: np.ndarray, ctx: ExecContext,
 ) -> np.ndarray | None:
     if flat is None:
@@ -515,7 +516,7 @@ def _partial(
                 raise CorruptChunkError(f"{layout.chunk_name(int(lin[k]))}: {e}") from e
 
     with ctx.cpu():
-        if proj.m > 1 and scatter.usable(layout):
+        if scatter.usable(layout):  # one kernel call, even for one inner chunk (its tables are built)
             scatter.decode_tasks(ctx, layout, proj, out, bufs, task_src, task_off, task_len, task)
             return out
         ctx.map_inner(proj.m, task, int((task_len >= 0).sum()) * layout.inner_spec.nbytes)

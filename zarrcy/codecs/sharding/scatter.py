@@ -53,50 +53,9 @@ def usable(layout: Any) -> bool:
     return ENABLED and layout.kernel is not None
 
 
-def scatter_tables(proj: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The projection as the kernel's CSR tables: ``(task_coords, dim_base, dim_start,
-    dim_local, dim_out)`` -- for each dimension and touched inner chunk (row), the
-    chunk-local indices and the output indices they go to (an int selection is one
-    pair into an output axis of length 1).  Size: the selected indices per dimension."""
-    starts: list[np.ndarray] = []
-    locs: list[np.ndarray] = []
-    outs: list[np.ndarray] = []
-    base = []
-    pos = 0  # entries of dim_local so far
-    nstart = 0  # entries of dim_start so far
-    for csel_d, osel_d in zip(proj.csel, proj.osel):
-        base.append(nstart)
-        row_start = [pos]
-        for cs, os_ in zip(csel_d, osel_d):
-            if isinstance(cs, slice):
-                loc = np.arange(cs.start, cs.stop, cs.step, dtype=np.int64)
-                out = np.arange(os_.start, os_.stop, dtype=np.int64)
-            elif isinstance(cs, np.ndarray):
-                loc = np.asarray(cs, np.int64)
-                out = np.asarray(os_, np.int64)
-            else:  # an int: one cell, on an output axis of length 1
-                loc = np.array([cs], np.int64)
-                out = np.zeros(1, np.int64)
-            locs.append(loc)
-            outs.append(out)
-            pos += loc.size
-            row_start.append(pos)
-        starts.append(np.asarray(row_start, np.int64))
-        nstart += len(row_start)
-    counts = proj.counts
-    if counts:
-        coords = np.stack(np.unravel_index(np.arange(proj.m, dtype=np.int64), counts), axis=1).astype(np.int64)
-    else:
-        coords = np.zeros((1, 0), np.int64)
-    cat = np.concatenate
-    empty = np.empty(0, np.int64)
-    return (
-        np.ascontiguousarray(coords),
-        np.asarray(base, np.int64),
-        cat(starts) if starts else empty,
-        cat(locs) if locs else empty,
-        cat(outs) if outs else empty,
-    )
+def scatter_tables(proj: Any) -> tuple[np.ndarray, ...]:
+    """The projection as the kernel's CSR tables (:meth:`.projection.Projection.kernel_tables`)."""
+    return tuple(proj.kernel_tables())
 
 
 def _settle(layout: Any, linear: np.ndarray, status: np.ndarray, task_len: np.ndarray,
@@ -128,7 +87,7 @@ def whole_tables(layout: Any) -> tuple[Any, tuple[np.ndarray, ...]]:
     and kept on it (up to 65,536 inner chunks; larger grids rebuild them per shard)."""
     def build() -> tuple[Any, tuple[np.ndarray, ...]]:
         proj = whole_projection(layout)
-        return proj, scatter_tables(proj)
+        return proj, proj.kernel_tables()
 
     return layout.kernel.whole(build)
 
@@ -160,17 +119,18 @@ def decode_tasks(
     else:
         target = np.empty(kshape, out.dtype)
     dest = target.reshape(out.shape)  # a view: what the Python retries write into
-    coords, dim_base, dim_start, dim_local, dim_out = scatter_tables(proj) if tables is None else tables
+    coords, dim_base, dim_start, dim_local, dim_out = proj.kernel_tables() if tables is None else tables
     status = np.empty(task_src.size, np.uint8)
     kernel = layout.kernel
     counted = plan is None  # decoded chunks (plan given) are not counted as decodes
     plan = kernel.plan if plan is None else plan
-    KI.decode_scatter_all(
+    failed = KI.decode_scatter_all(
         bufs, task_src, coords, task_off, task_len, dim_base, dim_start, dim_local, dim_out,
         kernel.shape, layout.itemsize, plan.swap, plan.chain, kernel.fill, target,
         status, ctx.kernel_threads(task_src.size, layout.inner_spec.nbytes) if counted else 1, plan.order, ctx.budget,
     )
-    _settle(layout, proj.linear, status, task_len if counted else _UNCOUNTED, lambda t: python_task(t, dest))
+    if failed or decode_stats.enabled:
+        _settle(layout, proj.linear, status, task_len if counted else _UNCOUNTED, lambda t: python_task(t, dest))
     if not direct:
         out[...] = dest
 
@@ -199,12 +159,13 @@ def decode_point_tasks(
         pt_local = np.ravel_multi_index(tuple(local[list(order)][:, pt_out]),
                                         tuple(layout.chunk_shape[o] for o in order)).astype(np.int64)
     status = np.empty(task_src.size, np.uint8)
-    KI.decode_points_all(
+    failed = KI.decode_points_all(
         bufs, task_src, task_off, task_len, pt_start, pt_local, pt_out, kernel.shape, layout.itemsize,
         plan.swap, plan.chain, kernel.fill, out, status,
         ctx.kernel_threads(task_src.size, layout.inner_spec.nbytes) if counted else 1, ctx.budget,
     )
-    _settle(layout, linear, status, task_len if counted else _UNCOUNTED, python_task)
+    if failed or decode_stats.enabled:
+        _settle(layout, linear, status, task_len if counted else _UNCOUNTED, python_task)
 
 
 def decode_element(layout: Any, raw: Any, rel: tuple[int, ...]) -> Any:
