@@ -405,3 +405,28 @@ def test_get_does_no_stat_before_open(local, monkeypatch):
     assert local.get("a/missing") is None
     monkeypatch.undo()
     assert calls == []
+
+
+def test_snapshot_get_ranges_equals_get_of_each_range(tmp_path):
+    """``_FileSnapshot.get_ranges`` (the shard reader's batched path) reads what
+    ``get`` reads for every kind of range, clipped at the end, and refuses bad ones as
+    ``get`` does."""
+    from zarrcy.byte_range import RangeRequest, SuffixRequest
+    from zarrcy.errors import StoreError
+
+    store = LocalStore(tmp_path)
+    data = bytes(range(256)) * 40
+    store.set("k", data)
+    ranges = [RangeRequest(0, 10), RangeRequest(5, 0), RangeRequest(10_000, 5), RangeRequest(10_230, 100),
+              RangeRequest(3, None), SuffixRequest(7), None, RangeRequest(20_000, 3), RangeRequest(True, 2)]
+    with store.snapshot("k") as snap:
+        got = snap.get_ranges(ranges)
+        assert got == [snap.get(r) for r in ranges]
+        assert got[0] == data[:10] and got[2] == data[10_000:10_005] and got[3] == data[10_230:]
+        assert got[7] == b""
+        with pytest.raises(StoreError):
+            snap.get_ranges([RangeRequest(0, 4), RangeRequest(-1, 2)])
+        with pytest.raises(StoreError):
+            snap.get_ranges([RangeRequest(0, -2)])
+    with store.snapshot("missing") as snap:
+        assert snap.get_ranges([RangeRequest(0, 1), None]) == [None, None]

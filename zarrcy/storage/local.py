@@ -42,7 +42,7 @@ from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
 
 from zarrcy.byte_access import ValueSnapshot
-from zarrcy.byte_range import ByteRequest
+from zarrcy.byte_range import ByteRequest, RangeRequest
 from zarrcy.config import get as _config_get
 from zarrcy.errors import StoreError, expected
 from zarrcy.storage import _filelock
@@ -961,6 +961,28 @@ class _FileSnapshot(ValueSnapshot):
             if isinstance(e, StoreError):
                 raise
             raise StoreError(f"{self.store._path(self.key)}: read failed: {e}") from e
+
+    def get_ranges(self, byte_ranges: Sequence[ByteRequest]) -> list[bytes | None]:
+        """:meth:`get` of each range; plain ``RangeRequest``s of non-negative ints (what
+        the shard reader asks for, many per call) are read with no per-range checks
+        beyond the clipping :meth:`get` applies."""
+        if self.fd < 0:
+            return [None] * len(byte_ranges)
+        size = self.size or 0
+        out: list[bytes | None] = []
+        try:
+            for r in byte_ranges:
+                if type(r) is RangeRequest and type(r[0]) is int and type(r[1]) is int and r[0] >= 0 and r[1] >= 0:
+                    start = r[0] if r[0] < size else size
+                    stop = start + r[1] if start + r[1] < size else size
+                    out.append(_pread_exact(self.fd, start, stop - start))
+                else:
+                    out.append(self.get(r))
+        except OSError as e:
+            if isinstance(e, StoreError):
+                raise
+            raise StoreError(f"{self.store._path(self.key)}: read failed: {e}") from e
+        return out
 
     def get_owned(self, byte_range: ByteRequest) -> bytearray | None:
         if self.fd < 0:
