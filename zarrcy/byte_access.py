@@ -19,7 +19,7 @@ changed value makes a read raise :class:`VersionChanged` instead of returning by
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Hashable, Sequence
+from typing import Any, Generator, Hashable, Sequence
 
 from zarrcy.byte_range import ByteRequest, RangeRequest, resolve
 from zarrcy.errors import StoreError
@@ -79,12 +79,23 @@ class ValueSnapshot:
     #: key can have while the token lives (the decoded-chunk cache's key,
     #: ``zarrcy.chunk_cache``), or None: data read through it are not cached
     cache_token: Hashable | None = None
+    #: range reads :meth:`iter_ranges` may have in flight at once (the store's declared
+    #: I/O concurrency; 1: one after another)
+    io_concurrency: int = 1
 
     def get(self, byte_range: ByteRequest = None) -> bytes | None:
         raise NotImplementedError
 
     def get_ranges(self, byte_ranges: Sequence[ByteRequest]) -> list[bytes | None]:
         return [self.get(r) for r in byte_ranges]
+
+    def iter_ranges(self, byte_ranges: Sequence[ByteRequest], window: int = 1) -> Generator[bytes | None, None, None]:
+        """The ranges one at a time, in order, each its own read (never merged).  A
+        snapshot with :attr:`io_concurrency` above 1 (an object store) keeps up to
+        ``window`` of them in flight ahead of the consumer, so the consumer holds at most
+        ``window`` answers (the one it uses included); here: one read at a time."""
+        for r in byte_ranges:
+            yield self.get(r)
 
     def get_owned(self, byte_range: ByteRequest) -> bytearray | None:
         """The range read into a new writable buffer that nothing else references (a

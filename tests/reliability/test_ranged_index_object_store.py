@@ -77,6 +77,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     before = None
     count = 0
     lock = threading.Lock()
+    #: ``gate(range)`` runs for every GET of ``KEY`` outside the lock, before the answer
+    gate = None
 
     def log_message(self, *args) -> None:
         pass
@@ -104,6 +106,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 sent = sum(stop - start for start, stop in _spans([("GET", rng or "bytes=0-")], len(data)))
             if key == KEY:
                 cls.log.append((self.command, rng, match, status, sent, tag))
+        if cls.gate is not None and key == KEY and body:
+            cls.gate(rng)
         if status != 200:
             send_empty(self, status)
             return
@@ -216,10 +220,82 @@ def test_checksummed_index_is_streamed_in_pieces(server, tmp_path):
     assert [m for m, *_ in log] == ["HEAD"] + ["GET"] * (pieces + 2)
     assert {im for m, _, im, *_ in log if m == "GET"} == {server.etag()}
     assert all(0 < e[4] <= index_io.INDEX_PIECE for e in log[1:])
-    assert peak < 3 * index_io.INDEX_PIECE + 2 * MIB < 16 * N_BIG, f"peak {peak >> 20} MiB"
+    # at most PIECES_IN_FLIGHT pieces in flight (concurrent If-Match GETs), + 1 being consumed
+    assert peak < (index_io.PIECES_IN_FLIGHT + 1) * index_io.INDEX_PIECE < 16 * N_BIG, f"peak {peak >> 20} MiB"
     local = _local(tmp_path, N_BIG, True, shard)
     for sel in (lin, slice(lin, lin + 1), 5, slice(4, 8), N_BIG - 1):
         assert np.array_equal(a[sel], local[sel]), sel
+
+
+class _InFlight:
+    """A server gate counting the index-piece GETs in flight (those starting in the
+    index, at or after ``first``); the first ``meet`` of them wait for each other at a
+    barrier, which only GETs in flight together can pass (a timeout breaks it: the read
+    then fails; nothing else depends on timing)."""
+
+    def __init__(self, first: int, meet: int) -> None:
+        self.first = first
+        self.lock = threading.Lock()
+        self.now = self.most = self.seen = 0
+        self.barrier = threading.Barrier(max(meet, 1), timeout=60)
+        self.meet = meet
+
+    def __call__(self, rng: str | None) -> None:
+        if rng is None or int(rng.split("=")[1].split("-")[0] or 0) < self.first:
+            return
+        with self.lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+            self.seen += 1
+            wait = self.seen <= self.meet
+        try:
+            if wait:
+                self.barrier.wait()
+        finally:
+            with self.lock:
+                self.now -= 1
+
+
+def test_index_pieces_are_fetched_concurrently_within_the_window(server, tmp_path):
+    """The pieces of a streamed checksummed index are GETs in flight together (the first
+    two meet at a barrier), never more than PIECES_IN_FLIGHT at once, each If-Match on
+    the HEAD's ETag; the value read is the LocalStore's."""
+    lin = 77
+    shard = _shard(N_BIG, True, {lin: (2, 2), 5: (0, 2)}, b"\x2a\x00\x63\x00")
+    gate = _InFlight(first=4, meet=2)
+    server.h.gate = gate
+    try:
+        value, peak, log = server.measured(N_BIG, True, shard, lambda a: a[lin])
+    finally:
+        server.h.gate = None
+    assert int(value) == 0x63
+    assert not gate.barrier.broken
+    assert 2 <= gate.most <= index_io.PIECES_IN_FLIGHT, gate.most
+    assert gate.seen == 16 * N_BIG // index_io.INDEX_PIECE + 1  # the pieces and the stored crc32c
+    assert {im for m, _, im, *_ in log if m == "GET"} == {server.etag()}
+    assert int(_local(tmp_path, N_BIG, True, shard)[lin]) == 0x63
+
+
+@pytest.mark.parametrize("window", [1, 2, 3])
+def test_iter_ranges_keeps_at_most_window_gets_in_flight(server, window):
+    """``ETagSnapshot.iter_ranges`` answers in order with at most ``window`` GETs in
+    flight (window 1: one after another); a window of 2 or more is reached (barrier)."""
+    from zarrcy.byte_range import RangeRequest
+    from zarrcy.storage._etag_snapshot import ETagSnapshot
+
+    data = bytes(range(256)) * 64
+    server.serve(1, False, data)
+    a = server.open()
+    store = a.store
+    snap = ETagSnapshot(store, KEY.split("/", 1)[1], server.etag(), len(data))  # the store is rooted at the array
+    gate = _InFlight(first=0, meet=window if window > 1 else 0)
+    server.h.gate = gate
+    try:
+        got = list(snap.iter_ranges([RangeRequest(i * 1000, 1000) for i in range(12)], window))
+    finally:
+        server.h.gate = None
+    assert got == [data[i * 1000:(i + 1) * 1000] for i in range(12)]
+    assert gate.most == window and not gate.barrier.broken
 
 
 def test_corrupt_checksum_is_refused_before_any_entry_is_used(server):

@@ -7,7 +7,8 @@ strong ETag from one HEAD, and every read is a GET with ``If-Match`` on that ETa
 changed object).  A changed or deleted object makes the read raise
 :class:`~zarrcy.byte_access.VersionChanged` -- never bytes to combine with those read
 before.  The sharding reader streams a large shard index through it in bounded pieces
-(``zarrcy.codecs.sharding.index_io``) and retries a changed shard from a new snapshot.
+(``zarrcy.codecs.sharding.index_io``; the pieces fetched concurrently, each
+If-Match, ``iter_ranges``) and retries a changed shard from a new snapshot.
 
 Without a strong ETag (none, or a weak ``W/...`` one) nothing proves two responses came
 from one version: the snapshot is then *not* pinned (``pinned`` False, size unknown,
@@ -19,10 +20,14 @@ is a pinned snapshot of nothing (``exists`` False, reads return None).  Storage 
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections import deque
+from concurrent.futures import Future, wait
+from itertools import islice
+from typing import Any, Generator, Sequence
 
 from zarrcy.byte_access import ValueSnapshot, VersionChanged
 from zarrcy.byte_range import ByteRequest
+from zarrcy.config import named_pool
 
 __all__ = ["ETagSnapshot", "strong_etag"]
 
@@ -54,6 +59,7 @@ class ETagSnapshot(ValueSnapshot):
             self.exists = True
             self.size = size
             self.cache_token = etag  # a strong ETag names one content (the token of an index GET too)
+            self.io_concurrency = store.io_concurrency  # iter_ranges: If-Match GETs in flight at once
         # else: not pinned, size and existence unknown (a later read may see another version)
 
     @classmethod
@@ -74,3 +80,28 @@ class ETagSnapshot(ValueSnapshot):
             raise VersionChanged(f"{self.store.url}/{self.key}: the object changed while it was read "
                                  f"(no longer ETag {self.etag})")
         return list(got)
+
+    def iter_ranges(self, byte_ranges: Sequence[ByteRequest], window: int = 1) -> Generator[bytes | None, None, None]:
+        """Each range ONE ``If-Match`` GET (never merged: a piece stays a piece), answered
+        in order, with up to ``window`` GETs (at most the store's ``io_concurrency``) in
+        flight on the store's shared I/O pool: the consumer holds at most ``window``
+        answers, the one it uses included (the next GET is submitted when it asks for the
+        next answer).  A changed object raises VersionChanged once the GETs in flight have
+        returned: no request of this read outlives it (a retry's follow its own HEAD)."""
+        window = max(1, min(window, self.io_concurrency))
+        if self.exists is False or self.etag is None or window == 1:
+            yield from super().iter_ranges(byte_ranges, window)
+            return
+        pool = named_pool("io", self.io_concurrency)  # ObjectStore's request pool (its tasks never wait on it)
+        todo = iter(byte_ranges)
+        flight: deque[Future[bytes | None]] = deque(pool.submit(self.get, r) for r in islice(todo, window))
+        try:
+            while flight:
+                data = flight.popleft().result()
+                yield data
+                del data
+                flight.extend(pool.submit(self.get, r) for r in islice(todo, 1))
+        finally:
+            for fut in flight:
+                fut.cancel()
+            wait(flight)

@@ -23,9 +23,12 @@ Then:
   object store coalesces them and runs the GETs concurrently), so a read of entries
   all over the index makes at most as many calls as the index has pieces;
 * with ``crc32c`` (the checksum covers the whole index): the index is streamed in
-  ``INDEX_PIECE``-byte range reads, the crc32c computed incrementally (the running value
-  of ``crc32c.crc32c(data, value)``), the wanted entries kept; the stored checksum is
-  compared before any entry is used.  Memory stays one piece, never the index.
+  ``INDEX_PIECE``-byte range reads (``ValueSnapshot.iter_ranges``: on an object store
+  up to ``PIECES_IN_FLIGHT`` If-Match GETs in flight at once, bounded by the store's
+  I/O concurrency, answered in order), the crc32c computed incrementally in index order
+  (the running value of ``crc32c.crc32c(data, value)``), the wanted entries kept; the
+  stored checksum is compared before any entry is used.  Memory stays at most
+  ``PIECES_IN_FLIGHT`` pieces, never the index.
 
 The entries used are validated with the same kernel and rules as a whole index (half-empty
 marker, overflow, past the end, into the index: CorruptChunkError naming the entry and its
@@ -50,12 +53,15 @@ from zarrcy.byte_range import RangeRequest
 from zarrcy.codecs.sharding.format import SENTINEL, ShardLayout, flat_bytes
 from zarrcy.errors import CorruptChunkError
 
-__all__ = ["RANGED_INDEX_MIN", "INDEX_PIECE", "MAX_ENTRIES", "SparseIndex", "compact", "ranged", "usable", "load_entries"]
+__all__ = ["RANGED_INDEX_MIN", "INDEX_PIECE", "PIECES_IN_FLIGHT", "MAX_ENTRIES", "SparseIndex", "compact", "ranged", "usable", "load_entries"]
 
 #: indexes above this many bytes are not read whole for a point / one-inner-chunk read
 RANGED_INDEX_MIN = 4 << 20
 #: bytes per range read when a checksummed index is streamed (a multiple of 16)
 INDEX_PIECE = 4 << 20
+#: pieces of a streamed index in flight at once (at most the snapshot's ``io_concurrency``:
+#: an object store's concurrent If-Match GETs); the pieces held stay at most this many
+PIECES_IN_FLIGHT = 4
 #: reads touching more inner chunks than this load the index whole
 MAX_ENTRIES = 4096
 
@@ -99,19 +105,22 @@ def usable(snap: ValueSnapshot) -> bool:
     return snap.pinned and snap.random_access and (snap.size is not None or snap.exists is False)
 
 
+def _checked(raw: bytes | None, start: int, n: int) -> memoryview:
+    """The answer of a ``(start, n)`` range read of the shard, checked for its length."""
+    if raw is None:
+        raise CorruptChunkError("shard disappeared while its index was read")
+    view = flat_bytes(raw)
+    if len(view) != n:
+        raise CorruptChunkError(f"shard index: expected {n} bytes at offset {start}, received {len(view)} "
+                                "(shard truncated?)")
+    return view
+
+
 def _read_many(snap: ValueSnapshot, spans: list[tuple[int, int]]) -> list[memoryview]:
     """``(start, length)`` ranges of the shard in one ``get_ranges`` call (an object store
     coalesces and runs them concurrently), each checked for its length."""
-    out = []
-    for (start, n), raw in zip(spans, snap.get_ranges([RangeRequest(a, b) for a, b in spans])):
-        if raw is None:
-            raise CorruptChunkError("shard disappeared while its index was read")
-        view = flat_bytes(raw)
-        if len(view) != n:
-            raise CorruptChunkError(f"shard index: expected {n} bytes at offset {start}, received {len(view)} "
-                                    "(shard truncated?)")
-        out.append(view)
-    return out
+    return [_checked(raw, start, n)
+            for (start, n), raw in zip(spans, snap.get_ranges([RangeRequest(a, b) for a, b in spans]))]
 
 
 def _batches(ids: np.ndarray) -> list[list[tuple[int, int]]]:
@@ -150,21 +159,27 @@ def load_entries(snap: ValueSnapshot, layout: ShardLayout, linear: Sequence[int]
             for (a, b), view in zip(batch, views):
                 flat[2 * a:2 * b] = np.frombuffer(view, "<u8")
     else:  # streamed: the checksum covers the whole index
+        spans = [(base + off, min(INDEX_PIECE, payload - off)) for off in range(0, payload, INDEX_PIECE)]
+        spans.append((base + payload, 4))  # the stored crc32c: the last answer
+        window = min(PIECES_IN_FLIGHT, snap.io_concurrency)
+        pieces = snap.iter_ranges([RangeRequest(a, n) for a, n in spans], window)
         crc = 0
         k = 0
-        for off in range(0, payload, INDEX_PIECE):
-            n = min(INDEX_PIECE, payload - off)
-            (view,) = _read_many(snap, [(base + off, n)])
-            crc = _crc32c.crc32c(view, crc)
-            stop = int(np.searchsorted(ids, (off + n) // 16))
-            if stop > k:
-                at = (ids[k:stop] - off // 16).astype(np.intp)
-                pairs = np.frombuffer(view, "<u8").reshape(-1, 2)
-                flat[2 * k:2 * stop] = pairs[at].reshape(-1)
-                k = stop
-            del view
-        (tail,) = _read_many(snap, [(base + payload, 4)])
-        stored = int.from_bytes(tail, "little")
+        try:  # the answers come in order: the running crc32c and the entries as each arrives
+            for start, n in spans[:-1]:
+                view = _checked(next(pieces, None), start, n)  # (no other reference: freed below)
+                crc = _crc32c.crc32c(view, crc)
+                off = start - base
+                stop = int(np.searchsorted(ids, (off + n) // 16))
+                if stop > k:
+                    at = (ids[k:stop] - off // 16).astype(np.intp)
+                    pairs = np.frombuffer(view, "<u8").reshape(-1, 2)
+                    flat[2 * k:2 * stop] = pairs[at].reshape(-1)
+                    k = stop
+                del view
+            stored = int.from_bytes(_checked(next(pieces, None), base + payload, 4), "little")
+        finally:
+            pieces.close()  # (an error: the reads still in flight are waited for)
         if stored != crc:
             raise CorruptChunkError(f"shard index: crc32c checksum mismatch (stored {stored:#010x}, computed {crc:#010x})")
     layout.validate(flat, size, ids.tolist())
