@@ -188,6 +188,8 @@ def recorded(monkeypatch, tmp_path):
         return real_splice(self, key, parts, source)
 
     monkeypatch.setattr(local._FileSnapshot, "get", get)
+    # (batched range reads, recorded one by one as get records them)
+    monkeypatch.setattr(local._FileSnapshot, "get_ranges", lambda self, ranges: [get(self, r) for r in ranges])
     monkeypatch.setattr(LocalStore, "set_spliced", set_spliced)
     a = _array(LocalStore(str(tmp_path / "a")))
     zarrcy.config(coalesce_gap=0)
