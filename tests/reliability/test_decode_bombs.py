@@ -7,7 +7,8 @@ v2 filter chains, zstd frames without a content size, v3 ``string``/``bytes`` ch
 with zstd (no decoded size to compare with), zip members compressed with bzip2 (a raw
 MemoryError) and ``zarrcy check --data`` (read every chunk file whole).
 
-Each case runs in a subprocess that builds a 512 MiB bomb (a few KB to 550 KB stored),
+Each case runs in its own process (forked from one runner that imported zarrcy once:
+``_forkrun.py``) that builds a 512 MiB bomb (a few KB to 550 KB stored),
 opens the array, resets its peak RSS (``_peak.py``: not ``ru_maxrss``, which a child
 inherits from its parent), reads the chunk (refused with
 CorruptChunkError) and checks that the peak RSS grew by at most
@@ -21,13 +22,13 @@ variable-length chunks (no decoded size) the bound is ``max_chunk_bytes``, set t
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import textwrap
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _forkrun import run_cases  # noqa: E402
 from _peak import PEAK  # noqa: E402
 
 SCRIPT = PEAK + textwrap.dedent('''
@@ -182,10 +183,16 @@ CASES = [
 ]
 
 
+@pytest.fixture(scope="module")
+def bomb_results(tmp_path_factory):
+    """Every case, each in its own (forked) process: ``_forkrun.py``."""
+    dirs = {case: tmp_path_factory.mktemp(case) for case in CASES}
+    return run_cases(SCRIPT, {case: [str(dirs[case] / "a"), case, BZ2_512] for case in CASES}, timeout=60 + 30 * len(CASES))
+
+
 @pytest.mark.parametrize("case", CASES)
-def test_bomb_is_refused_within_the_memory_bound(tmp_path, case):
-    r = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "a"), case, BZ2_512],
-                       capture_output=True, text=True, timeout=120)
+def test_bomb_is_refused_within_the_memory_bound(bomb_results, case):
+    r = bomb_results[case]
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
 
 
