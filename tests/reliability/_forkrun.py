@@ -24,8 +24,19 @@ import numpy, numcodecs, zarrcy
 from zarrcy.storage import MemoryStore
 # the modules a case's open/create path needs (imported lazily by zarrcy): load them once
 zarrcy.open_array(zarrcy.create_array(MemoryStore(), shape=(2,), dtype="uint8").store, mode="r")
-jobs = json.load(sys.stdin)
+parallel, jobs = json.load(sys.stdin)
 results = {}
+running = {}
+
+
+def collect(pid, name, fds):
+    _, status = os.waitpid(pid, 0)
+    out = []
+    for f in fds:
+        f.seek(0); out.append(f.read().decode(errors="replace")); f.close()
+    results[name] = [os.waitstatus_to_exitcode(status), *out]
+
+
 for name, script, argv in jobs:
     fds = [tempfile.TemporaryFile() for _ in range(2)]
     sys.stdout.flush(); sys.stderr.flush()
@@ -44,11 +55,12 @@ for name, script, argv in jobs:
             traceback.print_exc(); code = 1
         sys.stdout.flush(); sys.stderr.flush()
         os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    out = []
-    for f in fds:
-        f.seek(0); out.append(f.read().decode(errors="replace")); f.close()
-    results[name] = [os.waitstatus_to_exitcode(status), *out]
+    if parallel:
+        running[pid] = (name, fds)
+    else:
+        collect(pid, name, fds)
+for pid, (name, fds) in running.items():
+    collect(pid, name, fds)
 sys.stdout.write(json.dumps(results))
 '''
 
@@ -60,11 +72,12 @@ class Result:
     stderr: str
 
 
-def run_cases(script: str, cases: dict[str, list[str]], timeout: float) -> dict[str, Result]:
+def run_cases(script: str, cases: dict[str, list[str]], timeout: float, parallel: bool = False) -> dict[str, Result]:
     """``{name: Result}`` of ``python -c script *argv`` for every ``name: argv`` of
-    ``cases``, each in a forked child of one runner (see the module docstring)."""
+    ``cases``, each in a forked child of one runner (see the module docstring): one after
+    another, or with ``parallel`` all at once (concurrent writer processes)."""
     jobs = [[name, script, argv] for name, argv in cases.items()]
-    r = subprocess.run([sys.executable, "-c", RUNNER], input=json.dumps(jobs), capture_output=True,
+    r = subprocess.run([sys.executable, "-c", RUNNER], input=json.dumps([parallel, jobs]), capture_output=True,
                        text=True, timeout=timeout)
     if r.returncode != 0:
         raise AssertionError(f"the case runner failed ({r.returncode}): {r.stderr[-3000:]}")

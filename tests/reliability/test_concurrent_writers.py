@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 import random
-import subprocess
 import sys
 import threading
 import time
@@ -39,6 +38,7 @@ from zarrcy.errors import CorruptChunkError
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from _concurrent_writer import W, decode_value, value  # noqa: E402
+from _forkrun import run_cases  # noqa: E402
 
 SLOW = os.environ.get("ZARRCY_SLOW", "") not in ("", "0")
 ROWS = 48
@@ -68,19 +68,22 @@ def _create(root: Path, unit: int, sharded: bool) -> zarrcy.Array:
     return a
 
 
-def _spawn(root: Path, unit: int, worker: int, strategy: str, rows: list[int] | None = None,
-           n_workers: int = WORKERS, threads: int = THREADS, rounds: int = ROUNDS) -> subprocess.Popen:
-    args = [sys.executable, str(HERE / "_concurrent_writer.py"), str(root), str(unit), str(worker),
-            str(n_workers), str(threads), str(rounds), strategy]
+def _writer(root: Path, unit: int, worker: int, strategy: str, rows: list[int] | None = None,
+            n_workers: int = WORKERS, threads: int = THREADS, rounds: int = ROUNDS) -> list[str]:
+    """The arguments of one writer process (``_concurrent_writer.py``)."""
+    args = [str(root), str(unit), str(worker), str(n_workers), str(threads), str(rounds), strategy]
     if rows is not None:
         args.append(",".join(map(str, rows)))
-    return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return args
 
 
-def _finish(procs: list[subprocess.Popen]) -> None:
-    for p in procs:
-        _, err = p.communicate(timeout=120)
-        assert p.returncode == 0, err.decode()[-3000:]
+def _run_writers(writers: list[list[str]]) -> None:
+    """Run the writer processes all at once (forked children of one runner that imported
+    zarrcy once: ``_forkrun.py``) and wait for every one."""
+    script = (HERE / "_concurrent_writer.py").read_text()
+    results = run_cases(script, {str(i): w for i, w in enumerate(writers)}, timeout=120, parallel=True)
+    for r in results.values():
+        assert r.returncode == 0, r.stderr[-3000:]
 
 
 class _Readers:
@@ -136,9 +139,8 @@ def test_disjoint_process_and_thread_writers_make_the_union(tmp_path, layout):
     _create(root, unit, sharded)
     readers = _Readers(root)
     t0 = time.monotonic()
-    procs = [_spawn(root, unit, w, "rewrite") for w in range(WORKERS)]
     try:
-        _finish(procs)
+        _run_writers([_writer(root, unit, w, "rewrite") for w in range(WORKERS)])
     finally:
         readers.close()
     a = zarrcy.open_array(str(root))
@@ -174,9 +176,8 @@ def test_append_strategy_readers_detect_torn_never_misread(tmp_path):
     root = tmp_path / "arr"
     _create(root, 4, True)
     readers = _Readers(root, allow_torn=True)
-    procs = [_spawn(root, 4, w, "append") for w in range(WORKERS)]
     try:
-        _finish(procs)
+        _run_writers([_writer(root, 4, w, "append") for w in range(WORKERS)])
     finally:
         readers.close()
     full = zarrcy.open_array(str(root))[...]
@@ -192,8 +193,7 @@ def test_two_writers_in_one_shard_lose_updates_but_never_corrupt(tmp_path, strat
     _create(root, 4, True)
     rows_a = [r for r in range(ROWS) if r % 2 == 0]
     rows_b = [r for r in range(ROWS) if r % 2 == 1]
-    procs = [_spawn(root, 4, 0, strategy, rows_a, rounds=3), _spawn(root, 4, 1, strategy, rows_b, rounds=3)]
-    _finish(procs)
+    _run_writers([_writer(root, 4, 0, strategy, rows_a, rounds=3), _writer(root, 4, 1, strategy, rows_b, rounds=3)])
     a = zarrcy.open_array(str(root))
     lost = corrupt = 0
     for r in range(ROWS):
