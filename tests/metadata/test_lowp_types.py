@@ -5,6 +5,7 @@ rounding of decimal fill values against an exact reference written from the spec
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
@@ -139,6 +140,7 @@ def test_name_forms(name):
 # ------------------------------------------------------------------ rounding reference
 
 
+@functools.cache  # the reference's table of one type (read-only): built once, not per point
 def _grid(name: str) -> tuple[list[Fraction], dict[Fraction, int], Fraction]:
     """Finite values (sorted, non-negative), their bits, and the overflow marker (the next
     grid point above the largest finite value)."""
