@@ -298,10 +298,10 @@ def test_kernel_path_corrupt_inner_chunk_names_it(inner_loop):
 
 @given(st.integers(1, 9), st.integers(0, 200), st.integers(0, 80), st.integers(1, 40))
 def test_slice_runs_against_numpy(c, start, n_sel, step):
-    from zarrcy.codecs.sharding.projection import _slice_runs
+    from zarrcy.codecs.sharding.projection import slice_runs
 
     idx = start + step * np.arange(n_sel)
-    ch, cs, ce, os_, oe = _slice_runs(c, start, n_sel, step)
+    ch, cs, ce, os_, oe = slice_runs(c, start, n_sel, step)
     assert ch == sorted(set((idx // c).tolist()))
     got = []
     for q, a, b, o0, o1 in zip(ch, cs, ce, os_, oe):

@@ -430,3 +430,25 @@ def test_snapshot_get_ranges_equals_get_of_each_range(tmp_path):
             snap.get_ranges([RangeRequest(0, -2)])
     with store.snapshot("missing") as snap:
         assert snap.get_ranges([RangeRequest(0, 1), None]) == [None, None]
+
+
+def test_snapshot_read_errors_name_the_file(tmp_path, monkeypatch):
+    """An I/O error while reading a pinned file (EIO from a failing disk) is a
+    ``StoreError`` naming the file, from every read of the snapshot."""
+    import errno
+
+    store = LocalStore(tmp_path)
+    store.set("k", b"x" * 100)
+
+    def eio(*args):
+        raise OSError(errno.EIO, "Input/output error")
+
+    with store.snapshot("k") as snap:
+        monkeypatch.setattr(os, "pread", eio)
+        monkeypatch.setattr(os, "preadv", eio)
+        for read in (lambda: snap.get(), lambda: snap.get(RangeRequest(0, 4)),
+                     lambda: snap.get_ranges([RangeRequest(0, 4)]), lambda: snap.get_ranges([SuffixRequest(3)]),
+                     lambda: snap.get_owned(RangeRequest(1, 5))):
+            with pytest.raises(StoreError, match=r"k: read failed: .*Input/output error") as info:
+                read()
+            assert isinstance(info.value.__cause__, OSError) and info.value.__cause__.errno == errno.EIO

@@ -17,6 +17,8 @@ from libc.stdint cimport int64_t, uint8_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
+from zarrcy._kernels._odometer cimport advance
+
 cimport numpy as cnp
 import numpy as np
 
@@ -30,19 +32,6 @@ cdef inline void _fill_row(uint8_t *row, Py_ssize_t n, const uint8_t *pattern, P
     cdef Py_ssize_t i
     for i in range(n):
         memcpy(row + i * itemsize, pattern, itemsize)
-
-
-cdef inline bint _advance(Py_ssize_t *pos, const int64_t *ext, Py_ssize_t n) noexcept nogil:
-    """Step the odometer ``pos[0:n]`` (last dimension fastest) within ``ext``; False
-    when it wrapped around (every position visited)."""
-    cdef Py_ssize_t d = n - 1
-    while d >= 0:
-        pos[d] += 1
-        if pos[d] < ext[d]:
-            return True
-        pos[d] = 0
-        d -= 1
-    return False
 
 
 def copy_box(srcs, const int64_t[:, ::1] pieces, const int64_t[::1] counts, const int64_t[::1] chunk_shape,
@@ -128,8 +117,8 @@ cdef void _copy_all(const uint8_t **ptr, const int64_t *pieces, const int64_t *c
                     uint8_t *out, const cnp.npy_intp *oshape, Py_ssize_t r, Py_ssize_t ntask,
                     Py_ssize_t itemsize, const uint8_t *fill_row) noexcept nogil:
     cdef Py_ssize_t first[MAX_RANK]   # the first row of each dimension in ``pieces``
-    cdef Py_ssize_t task[MAX_RANK]    # the task's row per dimension (odometer)
-    cdef Py_ssize_t pos[MAX_RANK]     # the position inside the task's sub-box (odometer)
+    cdef int64_t task[MAX_RANK]       # the task's row per dimension (odometer)
+    cdef int64_t pos[MAX_RANK]        # the position inside the task's sub-box (odometer)
     cdef int64_t cstride[MAX_RANK]
     cdef int64_t ostride[MAX_RANK]
     cdef int64_t ext[MAX_RANK]
@@ -171,6 +160,6 @@ cdef void _copy_all(const uint8_t **ptr, const int64_t *pieces, const int64_t *c
                 memcpy(out + ooff, fill_row, row_bytes)
             else:
                 memcpy(out + ooff, ptr[t] + soff, row_bytes)
-            if not _advance(pos, ext, r - 1):  # next row of the sub-box (dimensions 0 .. r-2)
+            if not advance(pos, ext, r - 1):  # next row of the sub-box (dimensions 0 .. r-2)
                 break
-        _advance(task, counts, r)  # next task
+        advance(task, counts, r)  # next task

@@ -8,6 +8,8 @@ the Python layer takes the product.  No Python objects are touched inside loops.
 from libc.stdint cimport INT64_MAX, int64_t, uint8_t
 from libc.string cimport memcmp
 
+from zarrcy._kernels._odometer cimport advance
+
 import numpy as np
 
 cimport numpy as cnp
@@ -324,11 +326,5 @@ def box_tables(object starts, object n_sels, object steps, object ints, object c
                 coords[k, d] = at[d]
                 lin = lin * gr[d] + ru[0, first[d] + at[d]]
             linear[k] = lin
-            d = ndim - 1
-            while d >= 0:
-                at[d] += 1
-                if at[d] < rows[d]:
-                    break
-                at[d] = 0
-                d -= 1
+            advance(at, rows, ndim)
     return linear_a, coords_a, base_a, start_a[:nstart], local_a, out_a

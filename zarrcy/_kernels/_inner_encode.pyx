@@ -13,6 +13,7 @@ from libc.stdint cimport int64_t, uint8_t
 from libc.string cimport memcmp, memcpy, memset
 
 from zarrcy._kernels._inner_common cimport *
+from zarrcy._kernels._odometer cimport advance
 
 cimport numpy as cnp
 import numpy as np
@@ -80,14 +81,7 @@ cdef Py_ssize_t _encode_loop(const EncodeCtx *c, const Geom *g, Py_ssize_t t0, P
                 if memcmp(base + so, c.fill_row, row) != 0:
                     empty = False
                     break
-                d = ndim - 2
-                while d >= 0:
-                    pos[d] += 1
-                    if pos[d] < ext[d]:
-                        break
-                    pos[d] = 0
-                    d -= 1
-                if d < 0:
+                if not advance(pos, ext, ndim - 1):
                     break
             if empty:
                 c.empty[i] = 1
@@ -112,14 +106,7 @@ cdef Py_ssize_t _encode_loop(const EncodeCtx *c, const Geom *g, Py_ssize_t t0, P
                 else:  # stored transposed: the row's elements lie cstride[-1] apart
                     for k in range(ext[last]):
                         memcpy(c.scratch + ro + k * g.cstride[last], base + so + k * g.itemsize, g.itemsize)
-                d = ndim - 2
-                while d >= 0:
-                    pos[d] += 1
-                    if pos[d] < ext[d]:
-                        break
-                    pos[d] = 0
-                    d -= 1
-                if d < 0:
+                if not advance(pos, ext, ndim - 1):
                     break
             if g.swapw:
                 zc_bswap(c.scratch, g.chunk_bytes, g.swapw)

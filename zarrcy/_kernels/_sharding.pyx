@@ -30,6 +30,7 @@ MAX_RANK = MAX_NDIM
 # ------------------------------------------------------------------------------------
 
 from zarrcy._kernels._endian cimport load_le64 as _load_le64, store_le64 as _store_le64
+from zarrcy._kernels._odometer cimport advance
 
 
 def decode_index(const uint8_t[::1] raw, uint64_t[::1] out):
@@ -344,6 +345,7 @@ def empty_chunks(const uint8_t[::1] data, const int64_t[::1] shape, const int64_
         s *= shape[d]
     cdef const uint8_t* src = &data[0]
     cdef const uint8_t* fr = &fill_row[0]
+    cdef const int64_t* cshape = &chunk_shape[0]
     cdef Py_ssize_t c, base, off
     cdef bint same
     with nogil:
@@ -362,24 +364,10 @@ def empty_chunks(const uint8_t[::1] data, const int64_t[::1] shape, const int64_
                 if memcmp(src + off, fr, rowlen) != 0:
                     same = False
                     break
-                # next row within the chunk (all dimensions but the last)
-                d = ndim - 2
-                while d >= 0:
-                    rpos[d] += 1
-                    if rpos[d] < chunk_shape[d]:
-                        break
-                    rpos[d] = 0
-                    d -= 1
-                if d < 0:
+                if not advance(rpos, cshape, ndim - 1):  # next row within the chunk
                     break
             out[c] = same
-            d = ndim - 1
-            while d >= 0:
-                gpos[d] += 1
-                if gpos[d] < grid[d]:
-                    break
-                gpos[d] = 0
-                d -= 1
+            advance(gpos, grid, ndim)
 
 
 # ------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ import numpy as np
 import zarrcy.chunk_cache as chunk_cache
 from zarrcy._kernels import _rectilinear
 from zarrcy.byte_range import RangeRequest
+from zarrcy.codecs.sharding.projection import slice_runs
 from zarrcy.execution import FEW_ITEMS, ExecContext
 from zarrcy.indexing import (
     BasicSelection,
@@ -129,22 +130,13 @@ class ArrayReads(ArrayBase):
                     return _NOT_A_POINT
                 k = (b - a - 1) // st + 1  # selected
                 last = a + (k - 1) * st
-                q0, q1 = a // c, last // c
-                if q1 - q0 >= FEW_ITEMS:
+                if last // c - a // c >= FEW_ITEMS:
                     return _NOT_A_POINT
-                pieces = []
-                whole = False
-                o = 0
-                for q in range(q0, q1 + 1):
-                    lo = q * c
-                    f = a if q == q0 else lo + (a - lo) % st  # first selected index >= lo
-                    hi = min(lo + c, n)
-                    if f > last or f >= hi:  # a step longer than a shard: none selected here
-                        continue
-                    cnt = (min(hi, last + 1) - f - 1) // st + 1
-                    pieces.append((q, slice(f - lo, f - lo + (cnt - 1) * st + 1, st), slice(o, o + cnt)))
-                    whole = whole or (st == 1 and f == lo and cnt == hi - lo)
-                    o += cnt
+                qs, starts, stops, o0, o1 = slice_runs(c, a, k, st)
+                pieces = [(q, slice(s0, s1, st), slice(p0, p1))
+                          for q, s0, s1, p0, p1 in zip(qs, starts, stops, o0, o1)]
+                whole = st == 1 and any(s0 == 0 and s1 == min(c, n - q * c)
+                                        for q, s0, s1 in zip(qs, starts, stops))
                 m *= len(pieces)
                 if m > FEW_ITEMS:
                     return _NOT_A_POINT

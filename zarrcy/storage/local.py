@@ -37,7 +37,7 @@ import os
 import stat
 import threading
 import time
-from typing import Callable, ContextManager, Hashable, Iterable, Iterator, Sequence
+from typing import Callable, ContextManager, Hashable, Iterable, Iterator, NoReturn, Sequence
 from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
 
@@ -958,9 +958,7 @@ class _FileSnapshot(ValueSnapshot):
             start, stop = (0, size) if byte_range is None else resolve_range(byte_range, size)
             return _pread_exact(self.fd, start, stop - start)
         except OSError as e:
-            if isinstance(e, StoreError):
-                raise
-            raise StoreError(f"{self.store._path(self.key)}: read failed: {e}") from e
+            self._read_failed(e)
 
     def get_ranges(self, byte_ranges: Sequence[ByteRequest]) -> list[bytes | None]:
         """:meth:`get` of each range; plain ``RangeRequest``s of non-negative ints (what
@@ -979,9 +977,7 @@ class _FileSnapshot(ValueSnapshot):
                 else:
                     out.append(self.get(r))
         except OSError as e:
-            if isinstance(e, StoreError):
-                raise
-            raise StoreError(f"{self.store._path(self.key)}: read failed: {e}") from e
+            self._read_failed(e)
         return out
 
     def get_owned(self, byte_range: ByteRequest) -> bytearray | None:
@@ -998,12 +994,18 @@ class _FileSnapshot(ValueSnapshot):
                     break
                 got += n
         except OSError as e:
-            raise StoreError(f"{self.store._path(self.key)}: read failed: {e}") from e
+            self._read_failed(e)
         finally:
             view.release()
         if got < len(out):
             del out[got:]  # the file shrank: the caller sees a short read, as with get()
         return out
+
+    def _read_failed(self, e: OSError) -> NoReturn:
+        """A failed read of the pinned file as a :class:`StoreError` naming it."""
+        if isinstance(e, StoreError):
+            raise e
+        raise StoreError(f"{self.store._path(self.key)}: read failed: {e}") from e
 
     def close(self) -> None:
         fd, self.fd = self.fd, -1

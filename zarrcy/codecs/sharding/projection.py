@@ -59,7 +59,7 @@ class Projection:
                     stop, step = min(stop, start + 1), 1
                 n_sel = len(range(start, stop, step))
                 out_shape.append(n_sel)
-                runs = _slice_runs(c, start, n_sel, step)
+                runs = slice_runs(c, start, n_sel, step)
                 self.chunks.append(runs[0])
                 self.csel.append([slice(a, b, step) for a, b in zip(runs[1], runs[2])])
                 self.osel.append([slice(a, b) for a, b in zip(runs[3], runs[4])])
@@ -259,7 +259,7 @@ def project(selection: Selection, layout: ShardLayout, box: bool = False) -> Pro
     return BoxProjection(selection, layout, starts, n_sels, steps, ints)
 
 
-def _slice_runs(c: int, start: int, n_sel: int, step: int) -> tuple[list[int], ...]:
+def slice_runs(c: int, start: int, n_sel: int, step: int) -> tuple[list[int], ...]:
     """``range(start, start + n_sel * step, step)`` split at multiples of ``c``: lists of
     (chunk, in-chunk start, in-chunk stop, out start, out stop).  Few touched chunks: in
     Python (no array round trips); many: the ``_grid`` kernel the array layer uses."""

@@ -34,7 +34,7 @@ from zarrcy.config import get as _config_get
 from zarrcy.errors import CorruptChunkError
 from zarrcy.execution import ExecContext
 
-__all__ = ["usable", "writes_strided", "scatter_tables", "decode_tasks", "decode_point_tasks", "decode_element",
+__all__ = ["usable", "writes_strided", "decode_tasks", "decode_point_tasks", "decode_element",
            "encode_chunks", "merge_chunks", "decode_stacked", "DECODED", "ENABLED"]
 
 #: tests switch the kernel path off to compare it with the Python path
@@ -51,11 +51,6 @@ _UNCOUNTED = np.full(1, -1, np.int64)  # _settle's task lengths when nothing cou
 def usable(layout: Any) -> bool:
     """The kernel can decode this layout's inner chunks."""
     return ENABLED and layout.kernel is not None
-
-
-def scatter_tables(proj: Any) -> tuple[np.ndarray, ...]:
-    """The projection as the kernel's CSR tables (:meth:`.projection.Projection.kernel_tables`)."""
-    return tuple(proj.kernel_tables())
 
 
 def _settle(layout: Any, linear: np.ndarray, status: np.ndarray, task_len: np.ndarray,
