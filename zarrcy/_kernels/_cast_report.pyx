@@ -117,47 +117,16 @@ cdef extern from "zc_cast_report.h":
         double a[2]
         double e[2]
         int64_t zero, fc, fv
-    int zr_one_d_i8(int mode, const double* x, int8_t* y, Py_ssize_t m, double od, double sd, double lo, double hi,
-                    int clamp, int nank, int64_t nanc, int hasdk, int64_t dkey, int hasfc, int64_t fcode, int hasfv,
-                    uint64_t fbits, zr_one_t* q) noexcept nogil
-    int zr_one_d_i16(int mode, const double* x, int16_t* y, Py_ssize_t m, double od, double sd, double lo, double hi,
-                     int clamp, int nank, int64_t nanc, int hasdk, int64_t dkey, int hasfc, int64_t fcode, int hasfv,
-                     uint64_t fbits, zr_one_t* q) noexcept nogil
-    int zr_one_d_i32(int mode, const double* x, int32_t* y, Py_ssize_t m, double od, double sd, double lo, double hi,
-                     int clamp, int nank, int64_t nanc, int hasdk, int64_t dkey, int hasfc, int64_t fcode, int hasfv,
-                     uint64_t fbits, zr_one_t* q) noexcept nogil
-    int zr_one_d_u8(int mode, const double* x, uint8_t* y, Py_ssize_t m, double od, double sd, double lo, double hi,
-                    int clamp, int nank, int64_t nanc, int hasdk, int64_t dkey, int hasfc, int64_t fcode, int hasfv,
-                    uint64_t fbits, zr_one_t* q) noexcept nogil
-    int zr_one_d_u16(int mode, const double* x, uint16_t* y, Py_ssize_t m, double od, double sd, double lo, double hi,
-                     int clamp, int nank, int64_t nanc, int hasdk, int64_t dkey, int hasfc, int64_t fcode, int hasfv,
-                     uint64_t fbits, zr_one_t* q) noexcept nogil
-    int zr_one_d_u32(int mode, const double* x, uint32_t* y, Py_ssize_t m, double od, double sd, double lo, double hi,
-                     int clamp, int nank, int64_t nanc, int hasdk, int64_t dkey, int hasfc, int64_t fcode, int hasfv,
-                     uint64_t fbits, zr_one_t* q) noexcept nogil
-    int zr_one_f_i8(int mode, const float* x, int8_t* y, Py_ssize_t m, double od, double sd, double lo, double hi,
-                    int clamp, int nank, int64_t nanc, int hasdk, int64_t dkey, int hasfc, int64_t fcode, int hasfv,
-                    uint64_t fbits, zr_one_t* q) noexcept nogil
-    int zr_one_f_i16(int mode, const float* x, int16_t* y, Py_ssize_t m, double od, double sd, double lo, double hi,
-                     int clamp, int nank, int64_t nanc, int hasdk, int64_t dkey, int hasfc, int64_t fcode, int hasfv,
-                     uint64_t fbits, zr_one_t* q) noexcept nogil
-    int zr_one_f_u8(int mode, const float* x, uint8_t* y, Py_ssize_t m, double od, double sd, double lo, double hi,
-                    int clamp, int nank, int64_t nanc, int hasdk, int64_t dkey, int hasfc, int64_t fcode, int hasfv,
-                    uint64_t fbits, zr_one_t* q) noexcept nogil
-    int zr_one_f_u16(int mode, const float* x, uint16_t* y, Py_ssize_t m, double od, double sd, double lo, double hi,
-                     int clamp, int nank, int64_t nanc, int hasdk, int64_t dkey, int hasfc, int64_t fcode, int hasfv,
-                     uint64_t fbits, zr_one_t* q) noexcept nogil
-
-
-# the parameters of the one-pass blocks (zr_one_*), fixed for a call
-ctypedef struct one_t:
-    bint on             # the chain takes the one-pass path
-    int mode
-    double od, sd       # scale_offset (0, 1 without: the same values)
-    double lo, hi
-    int clamp, nank, hasdk, hasfc, hasfv
-    int64_t nanc, dkey
-    uint64_t fcode, fbits
+    # the parameters of the one-pass blocks, fixed for a call
+    ctypedef struct zr_par_t:
+        int on              # the chain takes the one-pass path
+        int mode
+        double od, sd       # scale_offset (0, 1 without: the same values)
+        double lo, hi
+        int clamp, nank, hasdk, hasfc, hasfv
+        int64_t nanc, dkey
+        uint64_t fcode, fbits
+    int zr_one(int dbl, int dc, const void* x, void* y, Py_ssize_t m, const zr_par_t* p, zr_one_t* q) noexcept nogil
 
 
 def report_isa(force=None):
@@ -323,6 +292,27 @@ cdef Py_ssize_t _first_zero_err(const flt_t* x, const flt_t* back, Py_ssize_t m)
     return -1
 
 
+cdef inline void _merge(rep_t* q, int64_t ex, const int64_t* n, const double* a, int oor_outcome) noexcept nogil:
+    """Add an ordinary block's counts: ``ex`` exact, ``n`` rounded / high / low / NaN
+    mapped, ``a`` the minima / maxima of the rounded / high / low source values; the out
+    of range ones count under ``oor_outcome`` (clamped or wrapped)."""
+    cdef int k
+    q.cnt[K_EXACT] += ex
+    q.cnt[K_ROUNDED] += n[0]
+    q.cnt[K_HIGH] += n[1]
+    q.cnt[K_LOW] += n[2]
+    q.cnt[K_MAP_NAN] += n[3]
+    for k in range(3):
+        if a[2 * k] < q.mn[K_ROUNDED + k]:
+            q.mn[K_ROUNDED + k] = a[2 * k]
+        if a[2 * k + 1] > q.mx[K_ROUNDED + k]:
+            q.mx[K_ROUNDED + k] = a[2 * k + 1]
+    q.outc[ST_EXACT] += ex
+    q.outc[ST_ROUNDED] += n[0]
+    q.outc[ST_MAPPED] += n[3]
+    q.outc[oor_outcome] += n[1] + n[2]
+
+
 cdef bint _fast_block(const flt_t* x, const flt_t* t, Py_ssize_t m, int64_t base, void* yb, int sc, int dc,
                       cfg_t* ce, cfg_t* cd, bint so, double od, double sd, bint finite_keys, rep_t* q) noexcept nogil:
     """The block by the codec's own loops and the vectorised counts; False (nothing counted)
@@ -381,20 +371,7 @@ cdef bint _fast_block(const flt_t* x, const flt_t* t, Py_ssize_t m, int64_t base
         else:
             zr_status_d(x, t, m, ce.rmode, 1, <double>ce.f.lo, <double>ce.f.hi, n2, a)
     # an ordinary block: merge its counts
-    q.cnt[K_EXACT] += ex
-    q.cnt[K_ROUNDED] += n[0]
-    q.cnt[K_HIGH] += n[1]
-    q.cnt[K_LOW] += n[2]
-    q.cnt[K_MAP_NAN] += n[3]
-    for k in range(3):
-        if a[2 * k] < q.mn[K_ROUNDED + k]:
-            q.mn[K_ROUNDED + k] = a[2 * k]
-        if a[2 * k + 1] > q.mx[K_ROUNDED + k]:
-            q.mx[K_ROUNDED + k] = a[2 * k + 1]
-    q.outc[ST_EXACT] += ex
-    q.outc[ST_ROUNDED] += n[0]
-    q.outc[ST_MAPPED] += n[3]
-    q.outc[ST_CLAMPED if ce.oor == OOR_CLAMP else ST_WRAPPED] += n[1] + n[2]
+    _merge(q, ex, n, a, ST_CLAMPED if ce.oor == OOR_CLAMP else ST_WRAPPED)
     if e[0] > q.max_abs:
         j = _first_err(x, back, m, e[0], False)
         q.max_abs = e[0]
@@ -414,45 +391,8 @@ cdef inline bint _dec_nan(const void* v, int sc) noexcept nogil:
     return f != f
 
 
-cdef int _one_call(const flt_t* x, void* y, int dc, Py_ssize_t m, const one_t* p, zr_one_t* z) noexcept nogil:
-    """The one-pass C block of (source type, code type); non-zero: the block needs the exact path."""
-    if flt_t is double:
-        if dc == T_INT8:
-            return zr_one_d_i8(p.mode, x, <int8_t*>y, m, p.od, p.sd, p.lo, p.hi, p.clamp, p.nank, p.nanc, p.hasdk,
-                               p.dkey, p.hasfc, <int64_t>p.fcode, p.hasfv, p.fbits, z)
-        elif dc == T_INT16:
-            return zr_one_d_i16(p.mode, x, <int16_t*>y, m, p.od, p.sd, p.lo, p.hi, p.clamp, p.nank, p.nanc, p.hasdk,
-                                p.dkey, p.hasfc, <int64_t>p.fcode, p.hasfv, p.fbits, z)
-        elif dc == T_INT32:
-            return zr_one_d_i32(p.mode, x, <int32_t*>y, m, p.od, p.sd, p.lo, p.hi, p.clamp, p.nank, p.nanc, p.hasdk,
-                                p.dkey, p.hasfc, <int64_t>p.fcode, p.hasfv, p.fbits, z)
-        elif dc == T_UINT8:
-            return zr_one_d_u8(p.mode, x, <uint8_t*>y, m, p.od, p.sd, p.lo, p.hi, p.clamp, p.nank, p.nanc, p.hasdk,
-                               p.dkey, p.hasfc, <int64_t>p.fcode, p.hasfv, p.fbits, z)
-        elif dc == T_UINT16:
-            return zr_one_d_u16(p.mode, x, <uint16_t*>y, m, p.od, p.sd, p.lo, p.hi, p.clamp, p.nank, p.nanc, p.hasdk,
-                                p.dkey, p.hasfc, <int64_t>p.fcode, p.hasfv, p.fbits, z)
-        elif dc == T_UINT32:
-            return zr_one_d_u32(p.mode, x, <uint32_t*>y, m, p.od, p.sd, p.lo, p.hi, p.clamp, p.nank, p.nanc, p.hasdk,
-                                p.dkey, p.hasfc, <int64_t>p.fcode, p.hasfv, p.fbits, z)
-    else:
-        if dc == T_INT8:
-            return zr_one_f_i8(p.mode, x, <int8_t*>y, m, p.od, p.sd, p.lo, p.hi, p.clamp, p.nank, p.nanc, p.hasdk,
-                               p.dkey, p.hasfc, <int64_t>p.fcode, p.hasfv, p.fbits, z)
-        elif dc == T_INT16:
-            return zr_one_f_i16(p.mode, x, <int16_t*>y, m, p.od, p.sd, p.lo, p.hi, p.clamp, p.nank, p.nanc, p.hasdk,
-                                p.dkey, p.hasfc, <int64_t>p.fcode, p.hasfv, p.fbits, z)
-        elif dc == T_UINT8:
-            return zr_one_f_u8(p.mode, x, <uint8_t*>y, m, p.od, p.sd, p.lo, p.hi, p.clamp, p.nank, p.nanc, p.hasdk,
-                               p.dkey, p.hasfc, <int64_t>p.fcode, p.hasfv, p.fbits, z)
-        elif dc == T_UINT16:
-            return zr_one_f_u16(p.mode, x, <uint16_t*>y, m, p.od, p.sd, p.lo, p.hi, p.clamp, p.nank, p.nanc, p.hasdk,
-                                p.dkey, p.hasfc, <int64_t>p.fcode, p.hasfv, p.fbits, z)
-    return 1
-
-
 cdef bint _one_block(const flt_t* x, Py_ssize_t m, int64_t base, void* yb, int sc, int dc, cfg_t* cd, bint so,
-                     const one_t* p, rep_t* q) noexcept nogil:
+                     const zr_par_t* p, rep_t* q) noexcept nogil:
     """The block in one pass (``_one_call``): encode, classes, minima / maxima, round trip
     and fill counts; False (nothing counted) when it needs the exact path -- as
     ``_fast_block``, also when a class appears for the first time (its first index)."""
@@ -471,7 +411,7 @@ cdef bint _one_block(const flt_t* x, Py_ssize_t m, int64_t base, void* yb, int s
     z.a[1] = -INFINITY
     z.e[0] = z.e[1] = 0.0
     z.zero = z.fc = z.fv = 0
-    if _one_call(x, yb, dc, m, p, &z):
+    if zr_one(flt_t is double, dc, <const void*>x, yb, m, p, &z):
         return False
     ex = m - z.n[0] - z.n[1] - z.n[2] - z.n[3]
     if ((ex and q.first[K_EXACT] < 0) or (z.n[0] and q.first[K_ROUNDED] < 0) or (z.n[1] and q.first[K_HIGH] < 0)
@@ -519,20 +459,7 @@ cdef bint _one_block(const flt_t* x, Py_ssize_t m, int64_t base, void* yb, int s
         q.i_rel = base + jr
     if jz >= 0:
         q.i_zero = base + jz
-    q.cnt[K_EXACT] += ex
-    q.cnt[K_ROUNDED] += z.n[0]
-    q.cnt[K_HIGH] += z.n[1]
-    q.cnt[K_LOW] += z.n[2]
-    q.cnt[K_MAP_NAN] += z.n[3]
-    for k in range(3):
-        if a[2 * k] < q.mn[K_ROUNDED + k]:
-            q.mn[K_ROUNDED + k] = a[2 * k]
-        if a[2 * k + 1] > q.mx[K_ROUNDED + k]:
-            q.mx[K_ROUNDED + k] = a[2 * k + 1]
-    q.outc[ST_EXACT] += ex
-    q.outc[ST_ROUNDED] += z.n[0]
-    q.outc[ST_MAPPED] += z.n[3]
-    q.outc[ST_CLAMPED] += z.n[1] + z.n[2]
+    _merge(q, ex, z.n, a, ST_CLAMPED)
     q.nfc += z.fc
     q.nfv += z.fv
     return True
@@ -558,7 +485,7 @@ cdef int64_t _bits_equal(const void* p, Py_ssize_t isz, Py_ssize_t m, uint64_t b
 
 
 cdef void _report(const flt_t* x, void* y, int dc, Py_ssize_t isz, Py_ssize_t n, bint so, double od, double sd,
-                  cfg_t* ce, cfg_t* cd, bint fast, bint finite_keys, const one_t* p, rep_t* q,
+                  cfg_t* ce, cfg_t* cd, bint fast, bint finite_keys, const zr_par_t* p, rep_t* q,
                   uint8_t* codes) noexcept nogil:
     cdef flt_t t[BLOCK]
     cdef uint64_t scratch[BLOCK]
@@ -629,7 +556,7 @@ def cast_report_into(src, dst, codes, CastFormat fmt not None, int rounding, int
     cdef void* yp = NULL
     cdef uint8_t* cp = NULL
     cdef bint fast, finite_keys
-    cdef one_t p
+    cdef zr_par_t p
     cdef object u
     a.take(0, src, False, "cast_report_into: src")
     a.take(1, dst, True, "cast_report_into: dst")

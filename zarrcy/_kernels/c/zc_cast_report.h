@@ -33,6 +33,16 @@ static inline double zr_unkey(int64_t k) { return zr_dbl(k ^ ((k >> 63) & INT64_
 #define ZR_MINMAX(M, CND) { int64_t mk = -(CND);                                    \
     int64_t lo_ = (k & mk) | (INT64_MAX & ~mk), hi_ = (k & mk) | (INT64_MIN & ~mk);  \
     M##mn = lo_ < M##mn ? lo_ : M##mn; M##mx = hi_ > M##mx ? hi_ : M##mx; }
+/* the cast of v (finite: fin) to an integer in [lo, hi] (lo1 = lo - 1, hi1 = hi + 1): r
+   the rounded value of v clamped to [lo - 1, hi + 1]; h / l above / below the range,
+   rd rounded in range (0 / 1 integers) */
+#define ZR_CAST_STEP(ADJ)                                                             \
+        double cc = v > lo1 ? v : lo1;                                                \
+        cc = cc < hi1 ? cc : hi1;                                                     \
+        double r = (cc + ZR_MAGIC) - ZR_MAGIC;                                        \
+        ADJ                                                                           \
+        int64_t h = fin & (r > hi), l = fin & (r < lo);                               \
+        int64_t rd = fin & (h ^ 1) & (l ^ 1) & (r != v);
 #define ZR_STATUS_BODY(T, ADJ, OOR)                                                   \
     int64_t nr = 0, nh = 0, nl = 0, nn = 0; Py_ssize_t i;                             \
     double lo1 = lo - 1.0, hi1 = hi + 1.0;                                            \
@@ -42,12 +52,7 @@ static inline double zr_unkey(int64_t k) { return zr_dbl(k ^ ((k >> 63) & INT64_
         double v = (double)t[i];                                                      \
         int64_t k = zr_key((double)x[i]);                                             \
         int64_t fin = fabs(v) <= ZR_DMAX;                                             \
-        double cc = v > lo1 ? v : lo1;                                                \
-        cc = cc < hi1 ? cc : hi1;                                                     \
-        double r = (cc + ZR_MAGIC) - ZR_MAGIC;                                        \
-        ADJ                                                                           \
-        int64_t h = fin & (r > hi), l = fin & (r < lo);                               \
-        int64_t rd = fin & (h ^ 1) & (l ^ 1) & (r != v);                              \
+        ZR_CAST_STEP(ADJ)                                                             \
         nr += rd; nh += h; nl += l; nn += v != v;                                     \
         ZR_MINMAX(r, rd)                                                              \
         if (OOR) { ZR_MINMAX(h, h) ZR_MINMAX(l, l) }                                  \
@@ -92,6 +97,14 @@ static inline double zr_unkey(int64_t k) { return zr_dbl(k ^ ((k >> 63) & INT64_
    the decode key without being a NaN (a sentinel collision), or a NaN whose code is not
    the decode key.  Branch-free: comparisons are 0/1 integers, minima / maxima selects. */
 typedef struct {
+    int on;                 /* the caller's: the chain takes the one-pass path */
+    int mode;               /* rounding: 0..4 as R_NEAREST_EVEN .. R_NEAREST_AWAY */
+    double od, sd, lo, hi;  /* scale_offset (0, 1 without), the target's range */
+    int clamp, nank, hasdk, hasfc, hasfv;
+    int64_t nanc, dkey;     /* the NaN key's code, the decode key */
+    uint64_t fcode, fbits;  /* the fill code's and the fill value's bit patterns */
+} zr_par_t;
+typedef struct {
     int64_t n[4];
     double a[2];
     double e[2];
@@ -100,11 +113,12 @@ typedef struct {
 #define ZR_ONE_BODY(T, UT, D, ADJ)                                                    \
     int64_t nr = 0, nh = 0, nl = 0, nn = 0, bad = 0, zerr = 0, fc = 0, fv = 0;        \
     Py_ssize_t i;                                                                     \
-    const T o = (T)od, s = (T)sd;                                                     \
-    const D nanc = (D)nanc_, dkey = (D)dkey_, fcode = (D)fcode_;                      \
-    const UT fbits = (UT)fbits_;                                                      \
-    const int64_t clamp = clamp_ != 0, nank = nank_ != 0, hasdk = hasdk_ != 0;        \
-    const int64_t hasfc = hasfc_ != 0, hasfv = hasfv_ != 0;                           \
+    const T o = (T)p->od, s = (T)p->sd;                                               \
+    const double lo = p->lo, hi = p->hi;                                              \
+    const D nanc = (D)p->nanc, dkey = (D)p->dkey, fcode = (D)p->fcode;                \
+    const UT fbits = (UT)p->fbits;                                                    \
+    const int64_t clamp = p->clamp != 0, nank = p->nank != 0, hasdk = p->hasdk != 0;  \
+    const int64_t hasfc = p->hasfc != 0, hasfv = p->hasfv != 0;                       \
     double lo1 = lo - 1.0, hi1 = hi + 1.0;                                            \
     int64_t rmn = zr_key(q->a[0]), rmx = zr_key(q->a[1]);                             \
     int64_t mabs = zr_bits(q->e[0]), mrel = zr_bits(q->e[1]);                         \
@@ -116,12 +130,7 @@ typedef struct {
         double v = (double)tt, xd = (double)xv;                                       \
         int64_t k = zr_key(xd);                                                       \
         int64_t xn = xd != xd, xfin = fabs(xd) <= ZR_DMAX, fin = fabs(v) <= ZR_DMAX;  \
-        double cc = v > lo1 ? v : lo1;                                                \
-        cc = cc < hi1 ? cc : hi1;                                                     \
-        double r = (cc + ZR_MAGIC) - ZR_MAGIC;                                        \
-        ADJ                                                                           \
-        int64_t h = fin & (r > hi), l = fin & (r < lo);                               \
-        int64_t rd = fin & (h ^ 1) & (l ^ 1) & (r != v);                              \
+        ZR_CAST_STEP(ADJ)                                                             \
         double rc = r < lo ? lo : r;                                                  \
         rc = rc > hi ? hi : rc;                                                       \
         D code = xn ? nanc : (D)(zr_bits(rc + ZR_MAGIC) - magic);                     \
@@ -150,9 +159,7 @@ typedef struct {
     q->e[0] = zr_dbl(mabs); q->e[1] = zr_dbl(mrel); q->zero |= zerr != 0;             \
     q->fc += fc; q->fv += fv;                                                         \
     return bad != 0;
-#define ZR_ONE_ARGS(T, D) (const T* __restrict x, D* __restrict y, Py_ssize_t m, double od, double sd, \
-    double lo, double hi, int clamp_, int nank_, int64_t nanc_, int hasdk_, int64_t dkey_, int hasfc_,  \
-    int64_t fcode_, int hasfv_, uint64_t fbits_, zr_one_t* q)
+#define ZR_ONE_ARGS(T, D) (const T* __restrict x, D* __restrict y, Py_ssize_t m, const zr_par_t* p, zr_one_t* q)
 #define ZR_ONE_DEF(SUF, ATTR, NAME, T, UT, D, ADJ) \
     ATTR static int zr_one_##NAME##SUF ZR_ONE_ARGS(T, D) { ZR_ONE_BODY(T, UT, D, ADJ) }
 #define ZR_ONE_MODES(SUF, ATTR, P, T, UT, D)                                          \
@@ -238,30 +245,32 @@ static void zr_status_##P(const T* x, const T* t, Py_ssize_t m, int mode, int oo
         default: ZR_PICK(zr_status_##P##_rne)(x, t, m, lo, hi, n, a);                 \
     }                                                                                 \
 }
-/* the one-pass block (ZR_ONE_BODY) for the rounding mode (0..4 as R_NEAREST_EVEN ..
-   R_NEAREST_AWAY), as the build picked at run time */
-#define ZR_ONE_DISPATCH(P, T, D)                                                      \
-static int zr_one_##P(int mode_, const T* x, D* y, Py_ssize_t m, double od, double sd, double lo, \
-    double hi, int clamp_, int nank_, int64_t nanc_, int hasdk_, int64_t dkey_, int hasfc_, int64_t fcode_, \
-    int hasfv_, uint64_t fbits_, zr_one_t* q) {                                             \
-    switch (mode_) {                                                                  \
-        case 1: return ZR_PICK(zr_one_##P##_rtz)(x, y, m, od, sd, lo, hi, clamp_, nank_, nanc_, hasdk_, dkey_, hasfc_, fcode_, hasfv_, fbits_, q); \
-        case 2: return ZR_PICK(zr_one_##P##_rtp)(x, y, m, od, sd, lo, hi, clamp_, nank_, nanc_, hasdk_, dkey_, hasfc_, fcode_, hasfv_, fbits_, q); \
-        case 3: return ZR_PICK(zr_one_##P##_rtn)(x, y, m, od, sd, lo, hi, clamp_, nank_, nanc_, hasdk_, dkey_, hasfc_, fcode_, hasfv_, fbits_, q); \
-        case 4: return ZR_PICK(zr_one_##P##_rna)(x, y, m, od, sd, lo, hi, clamp_, nank_, nanc_, hasdk_, dkey_, hasfc_, fcode_, hasfv_, fbits_, q); \
-        default: return ZR_PICK(zr_one_##P##_rne)(x, y, m, od, sd, lo, hi, clamp_, nank_, nanc_, hasdk_, dkey_, hasfc_, fcode_, hasfv_, fbits_, q); \
-    }                                                                                 \
+/* the one-pass block (ZR_ONE_BODY) of a source (0 float32, 1 float64) and a code type
+   (T_* storage code: int8 0, int16 1, int32 2, uint8 4, uint16 5, uint32 6) for p->mode, as
+   the build picked at run time; 1 (the exact path) for pairs it does not take */
+#define ZR_ONE_MODE(P, T, D) switch (p->mode) {                                       \
+        case 1: return ZR_PICK(zr_one_##P##_rtz)((const T*)x, (D*)y, m, p, q);        \
+        case 2: return ZR_PICK(zr_one_##P##_rtp)((const T*)x, (D*)y, m, p, q);        \
+        case 3: return ZR_PICK(zr_one_##P##_rtn)((const T*)x, (D*)y, m, p, q);        \
+        case 4: return ZR_PICK(zr_one_##P##_rna)((const T*)x, (D*)y, m, p, q);        \
+        default: return ZR_PICK(zr_one_##P##_rne)((const T*)x, (D*)y, m, p, q); }
+static int zr_one(int dbl, int dc, const void* x, void* y, Py_ssize_t m, const zr_par_t* p, zr_one_t* q) {
+    if (dbl) switch (dc) {
+        case 0: ZR_ONE_MODE(d_i8, double, int8_t)
+        case 1: ZR_ONE_MODE(d_i16, double, int16_t)
+        case 2: ZR_ONE_MODE(d_i32, double, int32_t)
+        case 4: ZR_ONE_MODE(d_u8, double, uint8_t)
+        case 5: ZR_ONE_MODE(d_u16, double, uint16_t)
+        case 6: ZR_ONE_MODE(d_u32, double, uint32_t)
+        default: return 1;
+    } else switch (dc) {
+        case 0: ZR_ONE_MODE(f_i8, float, int8_t)
+        case 1: ZR_ONE_MODE(f_i16, float, int16_t)
+        case 4: ZR_ONE_MODE(f_u8, float, uint8_t)
+        case 5: ZR_ONE_MODE(f_u16, float, uint16_t)
+        default: return 1;
+    }
 }
-ZR_ONE_DISPATCH(d_i8, double, int8_t)
-ZR_ONE_DISPATCH(d_i16, double, int16_t)
-ZR_ONE_DISPATCH(d_i32, double, int32_t)
-ZR_ONE_DISPATCH(d_u8, double, uint8_t)
-ZR_ONE_DISPATCH(d_u16, double, uint16_t)
-ZR_ONE_DISPATCH(d_u32, double, uint32_t)
-ZR_ONE_DISPATCH(f_i8, float, int8_t)
-ZR_ONE_DISPATCH(f_i16, float, int16_t)
-ZR_ONE_DISPATCH(f_u8, float, uint8_t)
-ZR_ONE_DISPATCH(f_u16, float, uint16_t)
 ZR_DISPATCH(f, float)
 ZR_DISPATCH(d, double)
 static void zr_stats_f(const float* x, const float* back, Py_ssize_t m, int64_t* st, double* e) {
