@@ -87,11 +87,11 @@ static inline double zr_unkey(int64_t k) { return zr_dbl(k ^ ((k >> 63) & INT64_
    convert to the source float type exactly; scale_offset as o = 0, s = 1 when absent, which
    computes the same values): per element the scale_offset result, its cast (the codec's
    arithmetic: clamp to [lo - 1, hi + 1], round, clamp to [lo, hi]; NaN -> the NaN key's
-   code), the code stored, the class counts (o->n: rounded, high, low, NaN), the minimum /
-   maximum of the source values of the rounded ones (o->a[0..1]; those of the high / low
+   code), the code stored, the class counts (q->n: rounded, high, low, NaN), the minimum /
+   maximum of the source values of the rounded ones (q->a[0..1]; those of the high / low
    ones, rare, are left to the caller: a second pass over such blocks), the decode
-   (code / s + o) and the round-trip errors (o->e, o->zero), and the codes equal to the fill
-   code / the values bit-equal to the fill value (o->fc, o->fv).  Returns non-zero when the
+   (code / s + o) and the round-trip errors (q->e, q->zero), and the codes equal to the fill
+   code / the values bit-equal to the fill value (q->fc, q->fv).  Returns non-zero when the
    block needs the exact path: an infinite source, a scale_offset or decode result that
    overflows, a NaN without a NaN key, a value out of range without clamp, a code that hits
    the decode key without being a NaN (a sentinel collision), or a NaN whose code is not
