@@ -16,6 +16,7 @@ def cast_report_into(
     codes: npt.NDArray[np.uint8] | None, fmt: CastFormat, rounding: int, out_of_range: int, scale_offset: bool,
     offset: float, scale: float, keys: npt.NDArray[np.generic] | None, values: npt.NDArray[np.generic] | None,
     dec_fmt: CastFormat, dec_rounding: int, dec_out_of_range: int, dec_keys: npt.NDArray[np.generic] | None,
-    dec_values: npt.NDArray[np.generic] | None,
+    dec_values: npt.NDArray[np.generic] | None, fill_code: npt.NDArray[np.generic] | None = None,
+    fill_value: npt.NDArray[np.float32] | npt.NDArray[np.float64] | None = None,
 ) -> tuple[tuple[int, ...], tuple[float, ...], tuple[float, ...], tuple[int, ...], tuple[int, ...], int, float, int,
-           float, int, int]: ...
+           float, int, int, int, int]: ...

@@ -96,6 +96,8 @@ ctypedef struct rep_t:
     double max_rel          # ... with a non-zero original
     int64_t i_rel
     int64_t i_zero          # first original 0 read back non-zero (relative error: inf)
+    int64_t nfc             # codes equal to the fill code, values bit-equal to the fill value
+    int64_t nfv
 
 
 # The vectorisable loops in C: one body per (source type, rounding mode); comparisons are
@@ -110,6 +112,21 @@ cdef extern from "zc_cast_report.h":
     void zr_stats_f(const float* x, const float* back, Py_ssize_t m, int64_t* st, double* e) noexcept nogil
     void zr_stats_d(const double* x, const double* back, Py_ssize_t m, int64_t* st, double* e) noexcept nogil
     int zr_set_isa(int state) noexcept nogil
+    ctypedef struct zr_one_t:
+        int64_t n[4]
+        double a[2]
+        double e[2]
+        int64_t zero, fc, fv
+    # the parameters of the one-pass blocks, fixed for a call
+    ctypedef struct zr_par_t:
+        int on              # the chain takes the one-pass path
+        int mode
+        double od, sd       # scale_offset (0, 1 without: the same values)
+        double lo, hi
+        int clamp, nank, hasdk, hasfc, hasfv
+        int64_t nanc, dkey
+        uint64_t fcode, fbits
+    int zr_one(int dbl, int dc, const void* x, void* y, Py_ssize_t m, const zr_par_t* p, zr_one_t* q) noexcept nogil
 
 
 def report_isa(force=None):
@@ -275,6 +292,27 @@ cdef Py_ssize_t _first_zero_err(const flt_t* x, const flt_t* back, Py_ssize_t m)
     return -1
 
 
+cdef inline void _merge(rep_t* q, int64_t ex, const int64_t* n, const double* a, int oor_outcome) noexcept nogil:
+    """Add an ordinary block's counts: ``ex`` exact, ``n`` rounded / high / low / NaN
+    mapped, ``a`` the minima / maxima of the rounded / high / low source values; the out
+    of range ones count under ``oor_outcome`` (clamped or wrapped)."""
+    cdef int k
+    q.cnt[K_EXACT] += ex
+    q.cnt[K_ROUNDED] += n[0]
+    q.cnt[K_HIGH] += n[1]
+    q.cnt[K_LOW] += n[2]
+    q.cnt[K_MAP_NAN] += n[3]
+    for k in range(3):
+        if a[2 * k] < q.mn[K_ROUNDED + k]:
+            q.mn[K_ROUNDED + k] = a[2 * k]
+        if a[2 * k + 1] > q.mx[K_ROUNDED + k]:
+            q.mx[K_ROUNDED + k] = a[2 * k + 1]
+    q.outc[ST_EXACT] += ex
+    q.outc[ST_ROUNDED] += n[0]
+    q.outc[ST_MAPPED] += n[3]
+    q.outc[oor_outcome] += n[1] + n[2]
+
+
 cdef bint _fast_block(const flt_t* x, const flt_t* t, Py_ssize_t m, int64_t base, void* yb, int sc, int dc,
                       cfg_t* ce, cfg_t* cd, bint so, double od, double sd, bint finite_keys, rep_t* q) noexcept nogil:
     """The block by the codec's own loops and the vectorised counts; False (nothing counted)
@@ -333,20 +371,7 @@ cdef bint _fast_block(const flt_t* x, const flt_t* t, Py_ssize_t m, int64_t base
         else:
             zr_status_d(x, t, m, ce.rmode, 1, <double>ce.f.lo, <double>ce.f.hi, n2, a)
     # an ordinary block: merge its counts
-    q.cnt[K_EXACT] += ex
-    q.cnt[K_ROUNDED] += n[0]
-    q.cnt[K_HIGH] += n[1]
-    q.cnt[K_LOW] += n[2]
-    q.cnt[K_MAP_NAN] += n[3]
-    for k in range(3):
-        if a[2 * k] < q.mn[K_ROUNDED + k]:
-            q.mn[K_ROUNDED + k] = a[2 * k]
-        if a[2 * k + 1] > q.mx[K_ROUNDED + k]:
-            q.mx[K_ROUNDED + k] = a[2 * k + 1]
-    q.outc[ST_EXACT] += ex
-    q.outc[ST_ROUNDED] += n[0]
-    q.outc[ST_MAPPED] += n[3]
-    q.outc[ST_CLAMPED if ce.oor == OOR_CLAMP else ST_WRAPPED] += n[1] + n[2]
+    _merge(q, ex, n, a, ST_CLAMPED if ce.oor == OOR_CLAMP else ST_WRAPPED)
     if e[0] > q.max_abs:
         j = _first_err(x, back, m, e[0], False)
         q.max_abs = e[0]
@@ -360,8 +385,108 @@ cdef bint _fast_block(const flt_t* x, const flt_t* t, Py_ssize_t m, int64_t base
     return True
 
 
+cdef inline bint _dec_nan(const void* v, int sc) noexcept nogil:
+    """The decode map's one value (source type) is a NaN."""
+    cdef double f = <double>(<const float*>v)[0] if sc == T_FLOAT32 else (<const double*>v)[0]
+    return f != f
+
+
+cdef bint _one_block(const flt_t* x, Py_ssize_t m, int64_t base, void* yb, int sc, int dc, cfg_t* cd, bint so,
+                     const zr_par_t* p, rep_t* q) noexcept nogil:
+    """The block in one pass (``_one_call``): encode, classes, minima / maxima, round trip
+    and fill counts; False (nothing counted) when it needs the exact path -- as
+    ``_fast_block``, also when a class appears for the first time (its first index)."""
+    cdef zr_one_t z
+    cdef flt_t back[BLOCK]
+    cdef flt_t t[BLOCK]
+    cdef int64_t n2[4]
+    cdef double a[6]
+    cdef int64_t ex
+    cdef int k, stage = -1
+    cdef Py_ssize_t r, i, ja = -1, jr = -1, jz = -1
+    cdef flt_t o = <flt_t>p.od
+    cdef flt_t s = <flt_t>p.sd
+    z.n[0] = z.n[1] = z.n[2] = z.n[3] = 0
+    z.a[0] = INFINITY
+    z.a[1] = -INFINITY
+    z.e[0] = z.e[1] = 0.0
+    z.zero = z.fc = z.fv = 0
+    if zr_one(flt_t is double, dc, <const void*>x, yb, m, p, &z):
+        return False
+    ex = m - z.n[0] - z.n[1] - z.n[2] - z.n[3]
+    if ((ex and q.first[K_EXACT] < 0) or (z.n[0] and q.first[K_ROUNDED] < 0) or (z.n[1] and q.first[K_HIGH] < 0)
+            or (z.n[2] and q.first[K_LOW] < 0) or (z.n[3] and q.first[K_MAP_NAN] < 0)):
+        return False
+    if z.e[0] > q.max_abs or z.e[1] > q.max_rel or (z.zero and q.i_zero < 0):
+        # a new largest error (rare after the first blocks): its first index, from the
+        # codec's own decode of the block
+        if so:
+            r = cast_so_block(<const void*>yb, dc, <void*>back, sc, m, p.od, p.sd, cd, &stage)
+        else:
+            setup_keys(cd, dc, sc)
+            r = drive(<const void*>yb, dc, <void*>back, sc, m, cd)
+        if r >= 0:
+            return False
+        if z.e[0] > q.max_abs:
+            ja = _first_err(x, back, m, z.e[0], False)
+            if ja < 0:
+                return False
+        if z.e[1] > q.max_rel:
+            jr = _first_err(x, back, m, z.e[1], True)
+            if jr < 0:
+                return False
+        if z.zero and q.i_zero < 0:
+            jz = _first_zero_err(x, back, m)
+            if jz < 0:
+                return False
+    a[0] = z.a[0]
+    a[1] = z.a[1]
+    a[2] = a[4] = INFINITY
+    a[3] = a[5] = -INFINITY
+    if z.n[1] or z.n[2]:  # values out of range (clamped): their minima / maxima in a second pass
+        for i in range(m):
+            t[i] = (x[i] - o) * s
+        n2[0] = n2[1] = n2[2] = n2[3] = 0
+        if flt_t is float:
+            zr_status_f(x, t, m, p.mode, 1, p.lo, p.hi, n2, a)
+        else:
+            zr_status_d(x, t, m, p.mode, 1, p.lo, p.hi, n2, a)
+    if ja >= 0:
+        q.max_abs = z.e[0]
+        q.i_abs = base + ja
+    if jr >= 0:
+        q.max_rel = z.e[1]
+        q.i_rel = base + jr
+    if jz >= 0:
+        q.i_zero = base + jz
+    _merge(q, ex, z.n, a, ST_CLAMPED)
+    q.nfc += z.fc
+    q.nfv += z.fv
+    return True
+
+
+cdef int64_t _bits_equal(const void* p, Py_ssize_t isz, Py_ssize_t m, uint64_t bits) noexcept nogil:
+    """Elements of ``p`` (``isz`` bytes each) whose bit pattern is ``bits``."""
+    cdef Py_ssize_t i
+    cdef int64_t c = 0
+    if isz == 1:
+        for i in range(m):
+            c += (<const uint8_t*>p)[i] == <uint8_t>bits
+    elif isz == 2:
+        for i in range(m):
+            c += (<const uint16_t*>p)[i] == <uint16_t>bits
+    elif isz == 4:
+        for i in range(m):
+            c += (<const uint32_t*>p)[i] == <uint32_t>bits
+    else:
+        for i in range(m):
+            c += (<const uint64_t*>p)[i] == bits
+    return c
+
+
 cdef void _report(const flt_t* x, void* y, int dc, Py_ssize_t isz, Py_ssize_t n, bint so, double od, double sd,
-                  cfg_t* ce, cfg_t* cd, bint fast, bint finite_keys, rep_t* q, uint8_t* codes) noexcept nogil:
+                  cfg_t* ce, cfg_t* cd, bint fast, bint finite_keys, const zr_par_t* p, rep_t* q,
+                  uint8_t* codes) noexcept nogil:
     cdef flt_t t[BLOCK]
     cdef uint64_t scratch[BLOCK]
     cdef Py_ssize_t start = 0, m, i
@@ -375,6 +500,9 @@ cdef void _report(const flt_t* x, void* y, int dc, Py_ssize_t isz, Py_ssize_t n,
         if m > BLOCK:
             m = BLOCK
         yb = <void*>((<char*>y) + start * isz) if y != NULL else <void*>scratch
+        if p.on and _one_block(x + start, m, start, yb, sc, dc, cd, so, p, q):
+            start += m
+            continue
         if so:
             for i in range(m):
                 t[i] = (x[start + i] - o) * s
@@ -384,12 +512,16 @@ cdef void _report(const flt_t* x, void* y, int dc, Py_ssize_t isz, Py_ssize_t n,
         if not (fast and _fast_block(x + start, tp, m, start, yb, sc, dc, ce, cd, so, od, sd, finite_keys, q)):
             _exact_block(x + start, tp, m, start, yb, sc, dc, ce, cd, so, o, s, q,
                          codes + start if codes != NULL else NULL)
+        if p.hasfc:
+            q.nfc += _bits_equal(yb, isz, m, p.fcode)
+        if p.hasfv:
+            q.nfv += _bits_equal(<const void*>(x + start), sizeof(flt_t), m, p.fbits)
         start += m
 
 
 def cast_report_into(src, dst, codes, CastFormat fmt not None, int rounding, int out_of_range, bint scale_offset,
                      double offset, double scale, keys, values, CastFormat dec_fmt not None, int dec_rounding,
-                     int dec_out_of_range, dec_keys, dec_values):
+                     int dec_out_of_range, dec_keys, dec_values, fill_code=None, fill_value=None):
     """The report of ``[scale_offset{offset, scale},] cast_value`` over a float32 / float64
     ``src`` (1-d C-contiguous; ``scale_offset`` false: the cast alone).
 
@@ -403,7 +535,14 @@ def cast_report_into(src, dst, codes, CastFormat fmt not None, int rounding, int
     largest source value (+inf / -inf when none) and the first flat index (-1: none);
     the outcome counts exact, rounded, clamped, wrapped, mapped, failing; the largest
     round-trip errors and their first indices (-1: none); the first original zero read back
-    non-zero (-1: none).
+    non-zero (-1: none); then ``fill_codes, fill_values``: the encoded values bit-equal to
+    ``fill_code`` (None or one element of ``fmt``'s storage type) and the source values
+    bit-equal to ``fill_value`` (None or one element of ``src``'s type), 0 when not given.
+
+    Chains whose codes convert back to the source type exactly (float64 with integers of
+    <= 32 bits, float32 with <= 16 bits), without per-element codes, with at most a NaN key
+    each way, take one pass per block (``zr_one_*``); blocks it cannot decide, and every
+    other chain, the fast / exact paths.
     """
     cdef Arrays a = Arrays()
     cdef Arrays d = Arrays()
@@ -417,6 +556,8 @@ def cast_report_into(src, dst, codes, CastFormat fmt not None, int rounding, int
     cdef void* yp = NULL
     cdef uint8_t* cp = NULL
     cdef bint fast, finite_keys
+    cdef zr_par_t p
+    cdef object u
     a.take(0, src, False, "cast_report_into: src")
     a.take(1, dst, True, "cast_report_into: dst")
     a.take(2, keys, False, "cast_report_into: keys")
@@ -424,6 +565,8 @@ def cast_report_into(src, dst, codes, CastFormat fmt not None, int rounding, int
     a.take(4, codes, True, "cast_report_into: codes")
     d.take(0, dec_keys, False, "cast_report_into: dec_keys")
     d.take(1, dec_values, False, "cast_report_into: dec_values")
+    d.take(2, fill_code, False, "cast_report_into: fill_code")
+    d.take(3, fill_value, False, "cast_report_into: fill_value")
     n = a.n[0]
     sc = a.code[0]
     dc = fmt.code
@@ -441,6 +584,10 @@ def cast_report_into(src, dst, codes, CastFormat fmt not None, int rounding, int
         raise ValueError("cast_report_into: keys, values: expected the source and the target storage types")
     if (dec_keys is not None and d.code[0] != dc) or (dec_values is not None and d.code[1] != sc):
         raise ValueError("cast_report_into: dec_keys, dec_values: expected the target and the source storage types")
+    if fill_code is not None and (d.n[2] != 1 or d.code[2] != dc):
+        raise ValueError(f"cast_report_into: fill_code: expected 1 element of the storage type of {fmt!r}")
+    if fill_value is not None and (d.n[3] != 1 or d.code[3] != sc):
+        raise ValueError("cast_report_into: fill_value: expected 1 element of the source's type")
     isz = fmt.f.itemsize
     # does a decode key map to a finite value (a numeric sentinel)?
     finite_keys = dec_values is not None and bool(np.isfinite(np.asarray(dec_values, dtype=np.float64)).any())
@@ -450,6 +597,24 @@ def cast_report_into(src, dst, codes, CastFormat fmt not None, int rounding, int
     except BaseException:
         release_cfg(&ce)
         raise
+    p.on = False
+    p.hasfc = fill_code is not None
+    p.hasfv = fill_value is not None
+    p.fcode = p.fbits = 0
+    if p.hasfc:
+        u = np.asarray(fill_code)
+        p.fcode = int(u.view(f"u{u.dtype.itemsize}")[0])
+    if p.hasfv:
+        u = np.asarray(fill_value)
+        p.fbits = int(u.view(f"u{u.dtype.itemsize}")[0])
+    p.hasdk = d.n[0] == 1
+    p.dkey = int(np.asarray(dec_keys)[0]) if p.hasdk else 0
+    p.mode = ce.rmode
+    p.clamp = ce.oor == OOR_CLAMP
+    p.lo = <double>ce.f.lo
+    p.hi = <double>ce.f.hi
+    p.od = offset if scale_offset else 0.0
+    p.sd = scale if scale_offset else 1.0
     for k in range(NSLOT):
         q.cnt[k] = 0
         q.mn[k] = INFINITY
@@ -461,6 +626,7 @@ def cast_report_into(src, dst, codes, CastFormat fmt not None, int rounding, int
     q.max_abs = 0.0
     q.max_rel = 0.0
     q.i_abs = q.i_rel = q.i_zero = -1
+    q.nfc = q.nfv = 0
     if n:
         xp = a.ptr[0]
         if dst is not None:
@@ -469,17 +635,24 @@ def cast_report_into(src, dst, codes, CastFormat fmt not None, int rounding, int
             cp = <uint8_t*>a.ptr[4]
         with nogil:
             setup_keys(&ce, sc, dc)
+            p.nank = ce.nan_key
+            p.nanc = <int64_t>ce.nan_val
             # the vectorised status arithmetic in float64 is exact for natural integer
             # targets of <= 32 bits; per-element codes come from the exact path only
             fast = (cp == NULL and fmt.f.kind != 2 and fmt.f.nbits <= 32 and (ce.nkeys == 0 or ce.nan_key))
+            # one pass: codes read back exactly as the source type, a decode map of at most
+            # one key that reads back as NaN
+            p.on = (fast and (sc == T_FLOAT64 or fmt.f.nbits <= 16) and d.n[0] == d.n[1] and d.n[0] <= 1
+                    and (d.n[0] == 0 or _dec_nan(d.ptr[1], sc)))
             if sc == T_FLOAT32:
-                _report(<const float*>xp, yp, dc, isz, n, scale_offset, offset, scale, &ce, &cd, fast, finite_keys, &q,
-                        cp)
+                _report(<const float*>xp, yp, dc, isz, n, scale_offset, offset, scale, &ce, &cd, fast, finite_keys, &p,
+                        &q, cp)
             else:
-                _report(<const double*>xp, yp, dc, isz, n, scale_offset, offset, scale, &ce, &cd, fast, finite_keys, &q,
-                        cp)
+                _report(<const double*>xp, yp, dc, isz, n, scale_offset, offset, scale, &ce, &cd, fast, finite_keys, &p,
+                        &q, cp)
     release_cfg(&ce)
     release_cfg(&cd)
     return (tuple(q.cnt[k] for k in range(NSLOT)), tuple(q.mn[k] for k in range(NSLOT)),
             tuple(q.mx[k] for k in range(NSLOT)), tuple(q.first[k] for k in range(NSLOT)),
-            tuple(q.outc[k] for k in range(6)), q.first_fail_code, q.max_abs, q.i_abs, q.max_rel, q.i_rel, q.i_zero)
+            tuple(q.outc[k] for k in range(6)), q.first_fail_code, q.max_abs, q.i_abs, q.max_rel, q.i_rel, q.i_zero,
+            q.nfc, q.nfv)

@@ -46,6 +46,7 @@ class _Acc:
         self.i_rel: int | None = None
         self.i_zero: int | None = None
         self.indices: dict[str, list[int]] = {}
+        self.fills = [0, 0]     # codes at the fill code, values bit-equal to the fill value
 
     def slot(self, k: int, count: int, mn: Any, mx: Any, first: int) -> None:
         if not count:
@@ -149,12 +150,14 @@ def _kernel_chain(x: np.ndarray, chain: list[Any]) -> tuple[Any, ...] | None:
 
 
 def _kernel_block(acc: _Acc, xb: np.ndarray, base: int, yb: np.ndarray | None, codes_b: np.ndarray | None,
-                  kc: tuple[Any, ...], chain: list[Any]) -> None:
+                  kc: tuple[Any, ...], chain: list[Any], fills: tuple[np.ndarray, np.ndarray] | None) -> None:
     so, od, sd, enc, dec = kc
-    cnt, mn, mx, first, outc, ffc, mabs, iabs, mrel, irel, izero = _k.cast_report_into(
+    cnt, mn, mx, first, outc, ffc, mabs, iabs, mrel, irel, izero, nfc, nfv = _k.cast_report_into(
         xb, yb, codes_b, enc.dst.kernel_format(), enc.rounding, enc.out_of_range, so, od, sd,
         enc.keys.reshape(-1), enc.values.reshape(-1), dec.dst.kernel_format(), dec.rounding, dec.out_of_range,
-        dec.keys.reshape(-1), dec.values.reshape(-1))
+        dec.keys.reshape(-1), dec.values.reshape(-1), *(fills if fills is not None else (None, None)))
+    acc.fills[0] += int(nfc)
+    acc.fills[1] += int(nfv)
     flip = sd < 0
     if flip and codes_b is not None:
         codes_b[...] = _r._FLIP[codes_b]
@@ -318,8 +321,28 @@ def _numpy_block(acc: _Acc, x: np.ndarray, base: int, chain: list[Any]) -> np.nd
 # entry points
 # ---------------------------------------------------------------------------------------
 
+def _fill_args(fills: Any, src: np.dtype, code: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """``(fill code, fill value)`` as the kernel takes them: one element of the encoded
+    type and one of the (native-order) source type; a MetadataError for anything else."""
+    if not isinstance(fills, (tuple, list)) or len(fills) != 2:
+        raise MetadataError(expected("fills", "a (source fill value, fill code) pair", fills), "fills")
+    out = []
+    for name, v, dt in (("fills[1]", fills[1], code), ("fills[0]", fills[0], src)):
+        a = np.asarray(v)
+        if a.shape != () or a.dtype.kind not in "biuf" or (a.dtype.kind == "f" and dt.kind != "f"):
+            raise MetadataError(expected(name, f"a {dt.name} scalar", v), name)
+        with np.errstate(all="ignore"):
+            b = a.astype(dt)
+        if not (b == a or (a.dtype.kind == "f" and bool(np.isnan(a)) and bool(np.isnan(b)))):
+            raise MetadataError(expected(name, f"a value {dt.name} represents", v), name)
+        if a.dtype == dt:
+            b = a.astype(dt)  # the bits as given (a NaN payload, -0.0)
+        out.append(b.reshape(1))
+    return out[0], out[1]
+
+
 def _run(values: Any, codecs: Any, *, encode: bool, masks: bool | None, max_indices: int,
-         origin: Any) -> tuple[np.ndarray | None, CastReport]:
+         origin: Any, fills: Any = None) -> tuple[np.ndarray | None, CastReport]:
     x = np.asarray(values)
     chain = parse_codecs(codecs)
     if max_indices < 0:
@@ -339,13 +362,14 @@ def _run(values: Any, codecs: Any, *, encode: bool, masks: bool | None, max_indi
     if kc is not None:
         flat = flat.astype(flat.dtype.newbyteorder("="), copy=False)
         enc = kc[3]
+        fa = None if fills is None else _fill_args(fills, flat.dtype, np.dtype(enc.dst.dtype))
         out = np.empty(x.shape, dtype=enc.dst.dtype) if encode else None
         y = None if out is None else out.reshape(-1)
         scratch = np.empty(min(n, _r._REPORT_BLOCK), dtype=np.uint8) if (collect and not keep) else None
         for i in range(0, n, _r._REPORT_BLOCK):
             j = min(n, i + _r._REPORT_BLOCK)
             cb = codes[i:j] if codes is not None else (None if scratch is None else scratch[:j - i])
-            _kernel_block(acc, flat[i:j], i, None if y is None else y[i:j], cb, kc, chain)
+            _kernel_block(acc, flat[i:j], i, None if y is None else y[i:j], cb, kc, chain, fa)
             if collect and cb is not None:
                 _collect(acc, cb, i, oor, max_indices)
         dtype_name = enc.dst.dtype.name
@@ -361,6 +385,8 @@ def _run(values: Any, codecs: Any, *, encode: bool, masks: bool | None, max_indi
     rep = _finish(acc, x, chain, dtype_name, org, codes, max_indices, collect)
     if out is not None and rep.failing:
         out = None
+    if fills is not None and out is not None:
+        rep.fill_counts = (acc.fills[0], acc.fills[1])
     return out, rep
 
 
@@ -392,10 +418,15 @@ def chain_report(values: Any, codecs: Any, origin: Any = None) -> CastReport:
     return _run(values, codecs, encode=False, masks=False, max_indices=0, origin=origin)[1]
 
 
-def quantize_with_report(values: Any, codecs: Any, encode: bool = True,
-                         origin: Any = None) -> tuple[np.ndarray | None, CastReport]:
+def quantize_with_report(values: Any, codecs: Any, encode: bool = True, origin: Any = None,
+                         fills: Any = None) -> tuple[np.ndarray | None, CastReport]:
     """``(encoded, report)``: the values encoded by a float32 / float64 ``[scale_offset,]
     cast_value`` chain (the bytes the codec writes; the chain's encoded dtype, ``values``'
     shape) and :func:`chain_report`'s report, in one pass.  ``encoded`` is None when
-    ``encode`` is false, for a chain the kernel does not take, and when a value fails."""
-    return _run(values, codecs, encode=encode, masks=False, max_indices=0, origin=origin)
+    ``encode`` is false, for a chain the kernel does not take, and when a value fails.
+
+    ``fills``: None or ``(fill_value, fill_code)`` (scalars of ``values``' dtype and of the
+    encoded dtype): then, whenever ``encoded`` is returned, ``report.fill_counts`` is
+    ``(codes bit-equal to fill_code, values bit-equal to fill_value)``, counted in the
+    same pass (what convert's fused write checks)."""
+    return _run(values, codecs, encode=encode, masks=False, max_indices=0, origin=origin, fills=fills)

@@ -178,6 +178,9 @@ class CastReport:
     # per-element codes (shape of the input) when kept; see mask()
     codes: npt.NDArray[np.uint8] | None = field(default=None, repr=False, compare=False)
     out_of_range: str | None = None
+    # (encoded values bit-equal to the fill code, source values bit-equal to the fill
+    # value) when quantize_with_report was given ``fills`` (not part of the JSON form)
+    fill_counts: tuple[int, int] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         # also built from its JSON form (the convert journal)

@@ -240,20 +240,19 @@ def encoded_recorder(rec: Array, quantize: list[dict[str, Any]] | None) -> Array
     return rec.encoded_by(quantize) if quantize else None
 
 
-def _fills_agree(dst: Array, data: np.ndarray, view: Array, encoded: np.ndarray) -> bool:
+def _fills_agree(counts: tuple[int, int] | None) -> bool:
     """The values equal to ``dst``'s fill value (bit for bit) are exactly those whose
     code is ``view``'s fill code, so every chunk (inner chunk) is all fill in one type
     exactly when it is in the other: writing ``encoded`` through ``view`` stores what
     writing ``data`` through ``dst`` would.  The fill value encodes to the fill code, so
     comparing the two counts is enough (and no code at the fill code needs no count of
-    ``data``: the common case of data without missing values costs one pass over the codes)."""
-    def count(x: np.ndarray, fill: Any) -> int:
-        x = np.ascontiguousarray(x)
-        u = np.dtype(f"u{x.dtype.itemsize}")
-        return int(np.count_nonzero(x.view(u) == np.asarray(fill, dtype=x.dtype).view(u)))
-
-    n = count(encoded, view.fill_value)
-    return n == 0 or n == count(data, dst.fill_value)
+    ``data``).  ``counts``: ``(codes bit-equal to view's fill code, values of data bit-equal
+    to dst's fill value)``, counted by the region report's kernel pass
+    (``CastReport.fill_counts``; None: not counted, so no fused write)."""
+    if counts is None:
+        return False
+    codes, values = counts
+    return codes == 0 or codes == values
 
 
 def _rewrite_objects(task: RegionTask, res: RegionResult, ctx: ExecContext | None) -> dict[str, str | None]:
@@ -266,10 +265,11 @@ def _rewrite_objects(task: RegionTask, res: RegionResult, ctx: ExecContext | Non
         if task.cast is not None:
             rc = task.cast
         else:  # one cast: the report and the encoded values (written without casting again)
-            rc = _region_cast_report(src.path, data, sel, q, encode=task.encoded is not None)
+            fills = (dst.fill_value, task.encoded.fill_value) if task.encoded is not None else None
+            rc = _region_cast_report(src.path, data, sel, q, encode=task.encoded is not None, fills=fills)
         res.cast, res.collisions, res.sentinel_counts = rc.report, rc.collisions, rc.sentinel_counts
         if (task.encoded is not None and rc.encoded is not None and data.dtype == dst.dtype
-                and _fills_agree(dst, data, task.encoded, rc.encoded)):
+                and _fills_agree(rc.report.fill_counts)):
             target, values = task.encoded, rc.encoded
     store = rec.store
     assert isinstance(store, _ChecksumStore) and target.store is store
@@ -443,17 +443,19 @@ class RegionCast:
 
 
 def _region_cast_report(src_path: str, values: np.ndarray, sel: tuple[slice, ...], q: QuantizeCheck,
-                        before_start: bool = False, encode: bool = False) -> RegionCast:
+                        before_start: bool = False, encode: bool = False, fills: Any = None) -> RegionCast:
     """The CastReport of one region under the quantize chain; raises the exit-5 refusal
     when a value fails or would not read back as what it is (a collision with a
     sentinel code, unless allowed).  Numeric sentinels (fill values) are checked
     through ``check_chain``: their own round trip counts as mapped, not as a mismatch.
     ``encode``: also the values as ``chain`` encodes them (``RegionCast.encoded``; the
     same kernel pass: ``check_chain`` differs from ``chain`` only in decoding), None
-    where the kernel does not take the chain."""
+    where the kernel does not take the chain; ``fills``: ``(fill value, fill code)`` whose
+    counts the same pass takes (``report.fill_counts``, see ``_fills_agree``)."""
     from zarrcy.casting import quantize_with_report
 
-    encoded, rep = quantize_with_report(values, q.check_chain or q.chain, encode=encode, origin=[s.start for s in sel])
+    encoded, rep = quantize_with_report(values, q.check_chain or q.chain, encode=encode, origin=[s.start for s in sel],
+                                        fills=fills)
     if rep.failing:
         raise _refusal(src_path, values, sel, q.chain, before_start=before_start)
     counts: dict[str, int] = {}

@@ -33,6 +33,16 @@ static inline double zr_unkey(int64_t k) { return zr_dbl(k ^ ((k >> 63) & INT64_
 #define ZR_MINMAX(M, CND) { int64_t mk = -(CND);                                    \
     int64_t lo_ = (k & mk) | (INT64_MAX & ~mk), hi_ = (k & mk) | (INT64_MIN & ~mk);  \
     M##mn = lo_ < M##mn ? lo_ : M##mn; M##mx = hi_ > M##mx ? hi_ : M##mx; }
+/* the cast of v (finite: fin) to an integer in [lo, hi] (lo1 = lo - 1, hi1 = hi + 1): r
+   the rounded value of v clamped to [lo - 1, hi + 1]; h / l above / below the range,
+   rd rounded in range (0 / 1 integers) */
+#define ZR_CAST_STEP(ADJ)                                                             \
+        double cc = v > lo1 ? v : lo1;                                                \
+        cc = cc < hi1 ? cc : hi1;                                                     \
+        double r = (cc + ZR_MAGIC) - ZR_MAGIC;                                        \
+        ADJ                                                                           \
+        int64_t h = fin & (r > hi), l = fin & (r < lo);                               \
+        int64_t rd = fin & (h ^ 1) & (l ^ 1) & (r != v);
 #define ZR_STATUS_BODY(T, ADJ, OOR)                                                   \
     int64_t nr = 0, nh = 0, nl = 0, nn = 0; Py_ssize_t i;                             \
     double lo1 = lo - 1.0, hi1 = hi + 1.0;                                            \
@@ -42,12 +52,7 @@ static inline double zr_unkey(int64_t k) { return zr_dbl(k ^ ((k >> 63) & INT64_
         double v = (double)t[i];                                                      \
         int64_t k = zr_key((double)x[i]);                                             \
         int64_t fin = fabs(v) <= ZR_DMAX;                                             \
-        double cc = v > lo1 ? v : lo1;                                                \
-        cc = cc < hi1 ? cc : hi1;                                                     \
-        double r = (cc + ZR_MAGIC) - ZR_MAGIC;                                        \
-        ADJ                                                                           \
-        int64_t h = fin & (r > hi), l = fin & (r < lo);                               \
-        int64_t rd = fin & (h ^ 1) & (l ^ 1) & (r != v);                              \
+        ZR_CAST_STEP(ADJ)                                                             \
         nr += rd; nh += h; nl += l; nn += v != v;                                     \
         ZR_MINMAX(r, rd)                                                              \
         if (OOR) { ZR_MINMAX(h, h) ZR_MINMAX(l, l) }                                  \
@@ -78,6 +83,105 @@ static inline double zr_unkey(int64_t k) { return zr_dbl(k ^ ((k >> 63) & INT64_
     }                                                                                 \
     st[0] += mism; st[1] |= zerr != 0; e[0] = zr_dbl(mabs); e[1] = zr_dbl(mrel);
 
+/* One pass over a block for the report's fast path (natural integer targets whose codes
+   convert to the source float type exactly; scale_offset as o = 0, s = 1 when absent, which
+   computes the same values): per element the scale_offset result, its cast (the codec's
+   arithmetic: clamp to [lo - 1, hi + 1], round, clamp to [lo, hi]; NaN -> the NaN key's
+   code), the code stored, the class counts (q->n: rounded, high, low, NaN), the minimum /
+   maximum of the source values of the rounded ones (q->a[0..1]; those of the high / low
+   ones, rare, are left to the caller: a second pass over such blocks), the decode
+   (code / s + o) and the round-trip errors (q->e, q->zero), and the codes equal to the fill
+   code / the values bit-equal to the fill value (q->fc, q->fv).  Returns non-zero when the
+   block needs the exact path: an infinite source, a scale_offset or decode result that
+   overflows, a NaN without a NaN key, a value out of range without clamp, a code that hits
+   the decode key without being a NaN (a sentinel collision), or a NaN whose code is not
+   the decode key.  Branch-free: comparisons are 0/1 integers, minima / maxima selects. */
+typedef struct {
+    int on;                 /* the caller's: the chain takes the one-pass path */
+    int mode;               /* rounding: 0..4 as R_NEAREST_EVEN .. R_NEAREST_AWAY */
+    double od, sd, lo, hi;  /* scale_offset (0, 1 without), the target's range */
+    int clamp, nank, hasdk, hasfc, hasfv;
+    int64_t nanc, dkey;     /* the NaN key's code, the decode key */
+    uint64_t fcode, fbits;  /* the fill code's and the fill value's bit patterns */
+} zr_par_t;
+typedef struct {
+    int64_t n[4];
+    double a[2];
+    double e[2];
+    int64_t zero, fc, fv;
+} zr_one_t;
+#define ZR_ONE_BODY(T, UT, D, ADJ)                                                    \
+    int64_t nr = 0, nh = 0, nl = 0, nn = 0, bad = 0, zerr = 0, fc = 0, fv = 0;        \
+    Py_ssize_t i;                                                                     \
+    const T o = (T)p->od, s = (T)p->sd;                                               \
+    const double lo = p->lo, hi = p->hi;                                              \
+    const D nanc = (D)p->nanc, dkey = (D)p->dkey, fcode = (D)p->fcode;                \
+    const UT fbits = (UT)p->fbits;                                                    \
+    const int64_t clamp = p->clamp != 0, nank = p->nank != 0, hasdk = p->hasdk != 0;  \
+    const int64_t hasfc = p->hasfc != 0, hasfv = p->hasfv != 0;                       \
+    double lo1 = lo - 1.0, hi1 = hi + 1.0;                                            \
+    int64_t rmn = zr_key(q->a[0]), rmx = zr_key(q->a[1]);                             \
+    int64_t mabs = zr_bits(q->e[0]), mrel = zr_bits(q->e[1]);                         \
+    const int64_t magic = zr_bits(ZR_MAGIC);                                          \
+    for (i = 0; i < m; i++) {                                                         \
+        T xv = x[i];                                                                  \
+        UT xb; memcpy(&xb, &xv, sizeof(UT));                                          \
+        T tt = (xv - o) * s;                                                          \
+        double v = (double)tt, xd = (double)xv;                                       \
+        int64_t k = zr_key(xd);                                                       \
+        int64_t xn = xd != xd, xfin = fabs(xd) <= ZR_DMAX, fin = fabs(v) <= ZR_DMAX;  \
+        ZR_CAST_STEP(ADJ)                                                             \
+        double rc = r < lo ? lo : r;                                                  \
+        rc = rc > hi ? hi : rc;                                                       \
+        D code = xn ? nanc : (D)(zr_bits(rc + ZR_MAGIC) - magic);                     \
+        y[i] = code;                                                                  \
+        int64_t dk = hasdk & (code == dkey);                                          \
+        T bt = (T)code / s + o;                                                       \
+        double b = (double)bt;                                                        \
+        int64_t bfin = fabs(b) <= ZR_DMAX;                                            \
+        bad |= ((xfin | xn) ^ 1) | (xfin & ((fin & bfin) ^ 1)) | (xn & (nank ^ 1))    \
+               | ((h | l) & (clamp ^ 1)) | (dk ^ xn);                                 \
+        nr += rd; nh += h; nl += l; nn += xn;                                         \
+        ZR_MINMAX(r, rd)                                                              \
+        double ao = fabs(xd);                                                         \
+        int64_t both = xfin & bfin, nz = ao != 0.0;                                   \
+        int64_t mboth = -both, mnz = -nz;                                             \
+        int64_t eb = zr_bits(fabs(b - xd)) & mboth;                                   \
+        mabs = eb > mabs ? eb : mabs;                                                 \
+        int64_t rb = zr_bits(zr_dbl(eb) / ao) & mnz & mboth;  /* masked: 0 / 0 */     \
+        mrel = rb > mrel ? rb : mrel;                                                 \
+        zerr |= both & (nz ^ 1) & (b != 0.0);                                         \
+        fc += hasfc & (code == fcode);                                                \
+        fv += hasfv & (xb == fbits);                                                  \
+    }                                                                                 \
+    q->n[0] += nr; q->n[1] += nh; q->n[2] += nl; q->n[3] += nn;                       \
+    q->a[0] = zr_unkey(rmn); q->a[1] = zr_unkey(rmx);                                 \
+    q->e[0] = zr_dbl(mabs); q->e[1] = zr_dbl(mrel); q->zero |= zerr != 0;             \
+    q->fc += fc; q->fv += fv;                                                         \
+    return bad != 0;
+#define ZR_ONE_ARGS(T, D) (const T* __restrict x, D* __restrict y, Py_ssize_t m, const zr_par_t* p, zr_one_t* q)
+#define ZR_ONE_DEF(SUF, ATTR, NAME, T, UT, D, ADJ) \
+    ATTR static int zr_one_##NAME##SUF ZR_ONE_ARGS(T, D) { ZR_ONE_BODY(T, UT, D, ADJ) }
+#define ZR_ONE_MODES(SUF, ATTR, P, T, UT, D)                                          \
+    ZR_ONE_DEF(SUF, ATTR, P##_rne, T, UT, D, ZR_ADJ_RNE)                              \
+    ZR_ONE_DEF(SUF, ATTR, P##_rtz, T, UT, D, ZR_ADJ_RTZ)                              \
+    ZR_ONE_DEF(SUF, ATTR, P##_rtp, T, UT, D, ZR_ADJ_RTP)                              \
+    ZR_ONE_DEF(SUF, ATTR, P##_rtn, T, UT, D, ZR_ADJ_RTN)                              \
+    ZR_ONE_DEF(SUF, ATTR, P##_rna, T, UT, D, ZR_ADJ_RNA)
+/* the source / code pairs whose codes convert exactly: float64 with every integer of <= 32
+   bits, float32 with those of <= 16 bits */
+#define ZR_ONE_FNS(SUF, ATTR)                                                         \
+    ZR_ONE_MODES(SUF, ATTR, d_i8, double, uint64_t, int8_t)                           \
+    ZR_ONE_MODES(SUF, ATTR, d_i16, double, uint64_t, int16_t)                         \
+    ZR_ONE_MODES(SUF, ATTR, d_i32, double, uint64_t, int32_t)                         \
+    ZR_ONE_MODES(SUF, ATTR, d_u8, double, uint64_t, uint8_t)                          \
+    ZR_ONE_MODES(SUF, ATTR, d_u16, double, uint64_t, uint16_t)                        \
+    ZR_ONE_MODES(SUF, ATTR, d_u32, double, uint64_t, uint32_t)                        \
+    ZR_ONE_MODES(SUF, ATTR, f_i8, float, uint32_t, int8_t)                            \
+    ZR_ONE_MODES(SUF, ATTR, f_i16, float, uint32_t, int16_t)                          \
+    ZR_ONE_MODES(SUF, ATTR, f_u8, float, uint32_t, uint8_t)                           \
+    ZR_ONE_MODES(SUF, ATTR, f_u16, float, uint32_t, uint16_t)
+
 /* OOR 0: the minima / maxima of the rounded values only; 1: also of the out-of-range ones
    (a second pass over the blocks that have some) */
 #define ZR_STATUS_DEF(SUF, ATTR, NAME, T, ADJ) \
@@ -100,8 +204,10 @@ static inline double zr_unkey(int64_t k) { return zr_dbl(k ^ ((k >> 63) & INT64_
     ATTR static void zr_stats_d##SUF(const double* __restrict x, const double* __restrict back, Py_ssize_t m, int64_t* st, double* e) { ZR_STATS_BODY(double) }
 
 ZR_FNS(_base, )
+ZR_ONE_FNS(_base, )
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && !defined(ZC_NO_AVX2)
 ZR_FNS(_avx2, __attribute__((target("avx2"))))
+ZR_ONE_FNS(_avx2, __attribute__((target("avx2"))))
 static int zr_avx2 = -1;
 static int zr_use_avx2(void) {
     if (zr_avx2 < 0) { __builtin_cpu_init(); zr_avx2 = __builtin_cpu_supports("avx2") ? 1 : 0; }
@@ -138,6 +244,32 @@ static void zr_status_##P(const T* x, const T* t, Py_ssize_t m, int mode, int oo
         case 4: ZR_PICK(zr_status_##P##_rna)(x, t, m, lo, hi, n, a); break;           \
         default: ZR_PICK(zr_status_##P##_rne)(x, t, m, lo, hi, n, a);                 \
     }                                                                                 \
+}
+/* the one-pass block (ZR_ONE_BODY) of a source (0 float32, 1 float64) and a code type
+   (T_* storage code: int8 0, int16 1, int32 2, uint8 4, uint16 5, uint32 6) for p->mode, as
+   the build picked at run time; 1 (the exact path) for pairs it does not take */
+#define ZR_ONE_MODE(P, T, D) switch (p->mode) {                                       \
+        case 1: return ZR_PICK(zr_one_##P##_rtz)((const T*)x, (D*)y, m, p, q);        \
+        case 2: return ZR_PICK(zr_one_##P##_rtp)((const T*)x, (D*)y, m, p, q);        \
+        case 3: return ZR_PICK(zr_one_##P##_rtn)((const T*)x, (D*)y, m, p, q);        \
+        case 4: return ZR_PICK(zr_one_##P##_rna)((const T*)x, (D*)y, m, p, q);        \
+        default: return ZR_PICK(zr_one_##P##_rne)((const T*)x, (D*)y, m, p, q); }
+static int zr_one(int dbl, int dc, const void* x, void* y, Py_ssize_t m, const zr_par_t* p, zr_one_t* q) {
+    if (dbl) switch (dc) {
+        case 0: ZR_ONE_MODE(d_i8, double, int8_t)
+        case 1: ZR_ONE_MODE(d_i16, double, int16_t)
+        case 2: ZR_ONE_MODE(d_i32, double, int32_t)
+        case 4: ZR_ONE_MODE(d_u8, double, uint8_t)
+        case 5: ZR_ONE_MODE(d_u16, double, uint16_t)
+        case 6: ZR_ONE_MODE(d_u32, double, uint32_t)
+        default: return 1;
+    } else switch (dc) {
+        case 0: ZR_ONE_MODE(f_i8, float, int8_t)
+        case 1: ZR_ONE_MODE(f_i16, float, int16_t)
+        case 4: ZR_ONE_MODE(f_u8, float, uint8_t)
+        case 5: ZR_ONE_MODE(f_u16, float, uint16_t)
+        default: return 1;
+    }
 }
 ZR_DISPATCH(f, float)
 ZR_DISPATCH(d, double)
