@@ -335,8 +335,6 @@ def _fill_args(fills: Any, src: np.dtype, code: np.dtype) -> tuple[np.ndarray, n
             b = a.astype(dt)
         if not (b == a or (a.dtype.kind == "f" and bool(np.isnan(a)) and bool(np.isnan(b)))):
             raise MetadataError(expected(name, f"a value {dt.name} represents", v), name)
-        if a.dtype == dt:
-            b = a.astype(dt)  # the bits as given (a NaN payload, -0.0)
         out.append(b.reshape(1))
     return out[0], out[1]
 
