@@ -29,6 +29,10 @@ __all__ = ["ByteGetter", "ByteSetter", "ValueSnapshot", "LiveSnapshot", "BytesSn
 
 Buffer = Any  # bytes | bytearray | memoryview | numpy uint8 array
 
+#: bytes per range read of :meth:`ValueSnapshot.get_owned`'s default, and reads in flight
+OWNED_PIECE = 4 << 20
+OWNED_WINDOW = 4
+
 
 class VersionChanged(Exception):
     """A read through a snapshot pinned by a version check (an object store's If-Match,
@@ -100,8 +104,30 @@ class ValueSnapshot:
     def get_owned(self, byte_range: ByteRequest) -> bytearray | None:
         """The range read into a new writable buffer that nothing else references (a
         shard rewrite turns the old index into the new one in place, issue 23.8); None
-        when the snapshot cannot read without an extra copy (then use :meth:`get`)."""
-        return None
+        when the snapshot cannot read without an extra copy (then use :meth:`get`).
+
+        Default: a ``pinned``, ``random_access`` snapshot of known size (a MemoryStore
+        value, a stored zip member, an object with a strong ETag) reads the range in
+        ``OWNED_PIECE``-byte range reads (:meth:`iter_ranges`, on an object store a few
+        If-Match GETs in flight), each copied into the buffer as it arrives: the range
+        is held once, plus the pieces in flight.  A short value gives a short buffer,
+        as :meth:`get` would."""
+        if not (self.pinned and self.random_access and self.exists and self.size is not None):
+            return None
+        start, stop = resolve(byte_range, self.size)
+        out = bytearray(max(0, stop - start))
+        spans = [(a, min(OWNED_PIECE, stop - a)) for a in range(start, stop, OWNED_PIECE)]
+        got = 0
+        for (a, n), piece in zip(spans, self.iter_ranges([RangeRequest(a, n) for a, n in spans], OWNED_WINDOW)):
+            k = 0 if piece is None else min(len(piece), n)
+            if k:
+                out[a - start:a - start + k] = memoryview(piece)[:k]
+            got += k
+            if k < n:
+                break
+        if got < len(out):
+            del out[got:]
+        return out
 
     def close(self) -> None:
         pass

@@ -168,6 +168,10 @@ def load_index(
     index bytes themselves: ``zarrcy.storage.remote``): then every data read must be
     conditional on it (:func:`read_ranges`).  ``fresh``: skip the cache.
     ``conditional=False``: read through ``snap`` even on a store with conditional reads."""
+    if owned and layout.index_size > int(_config_get("shard_index_cache")):
+        got = _load_owned(getter, snap, layout, conditional and getter.conditional_reads)
+        if got is not None:
+            return got
     cid = getter.cache_id
     use_cache = bool(_config_get("shard_index_cache")) and cid is not None
     ck = _cache_key(cid, layout) if use_cache else None
@@ -189,12 +193,6 @@ def load_index(
         return flat, token
     if snap.exists is False:
         return None, None
-    if owned and layout.index_size > int(_config_get("shard_index_cache")):
-        # a writer's large index (never cached): read into its own writable buffer, which
-        # the rewrite turns into the new index in place (one copy of the index)
-        mine = snap.get_owned(layout.index_request())
-        if mine is not None:
-            return _parse_index(mine, layout, snap.size, shared=False), None
     raw = snap.get(layout.index_request())
     if raw is None:
         return None, None
@@ -213,6 +211,34 @@ def load_index(
     if ck is not None:
         _cache_put(ck, raw, size, flat)
     return flat, None
+
+
+def _load_owned(
+    getter: ByteGetter, snap: ValueSnapshot, layout: ShardLayout, conditional: bool,
+) -> tuple[np.ndarray | None, Any] | None:
+    """A writer's large index (never cached) read into its own writable buffer, which
+    the rewrite turns into the new index in place: the index is held once (issue 23.8).
+    ``(index or None if the shard does not exist, version)``, or None when the store
+    cannot read it so (then :func:`load_index` reads it as a reader does).
+
+    On a store with conditional reads the index comes through a pinned snapshot (one
+    HEAD, then If-Match range reads of that ETag, ``ValueSnapshot.get_owned``) and the
+    ETag is the version every data read of the write is conditional on; a server
+    without a strong ETag keeps the one-GET path, whose bytes the data read re-checks."""
+    req = layout.index_request()
+    if not conditional:
+        mine = snap.get_owned(req)
+        return None if mine is None else (_parse_index(mine, layout, snap.size, shared=False), None)
+    with getter.pinned_snapshot() as pinned:
+        if not pinned.pinned:
+            return None
+        if pinned.exists is False:
+            drop_index(getter, layout)
+            return None, None
+        mine = pinned.get_owned(req)  # VersionChanged (= Stale): with_index reads again
+        if mine is None:
+            return None
+        return _parse_index(mine, layout, pinned.size, shared=False), pinned.cache_token
 
 
 def read_ranges(snap: ValueSnapshot, getter: ByteGetter, ranges: list[RangeRequest], version: Any) -> list[Any]:
