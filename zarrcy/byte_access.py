@@ -120,7 +120,7 @@ class ValueSnapshot:
         got = 0
         for (a, n), piece in zip(spans, self.iter_ranges([RangeRequest(a, n) for a, n in spans], OWNED_WINDOW)):
             k = 0 if piece is None else min(len(piece), n)
-            if k:
+            if piece is not None and k:
                 out[a - start:a - start + k] = memoryview(piece)[:k]
             got += k
             if k < n:
