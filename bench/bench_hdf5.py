@@ -21,7 +21,7 @@ xarray's dask chunks are one shard (12 steps), as in the issue's reference timin
 Both sides write the same codecs: ``bytes`` + ``zstd`` level 0 (libzstd's default, 3;
 no checksum) inside ``sharding_indexed`` shards of 12 (1, 721, 1440) chunks.
 
-The ``limit-Nt`` column is the codec-bound floor of rows 1 and 2 (:func:`limit`):
+The ``limit-Nt`` column is the codec-bound floor of each row (:func:`limit`):
 every source chunk inflated by libdeflate (+ HDF5's unshuffle) and every destination
 chunk zstd-encoded at the same level, on the same N threads, from memory (no file
 I/O, no shard assembly); the label splits it into its inflate and encode parts.  The
@@ -159,12 +159,16 @@ def _check(dst: str, src_file: str, t: int, quantized: bool) -> None:
         raise AssertionError("bench_hdf5: zarrcy's time coordinate is not days 0, 1, ... since 2001-01-01")
 
 
-def limit(path: str, threads: int, level: int = 0, var: str = "t2m") -> tuple[float, float, float]:
+def limit(path: str, threads: int, level: int = 0, var: str = "t2m",
+          quant: dict[str, float] | None = None) -> tuple[float, float, float]:
     """(inflate seconds, encode seconds, CPU seconds of both): the codec work of converting ``var`` of ``path``
     on ``threads`` threads, from memory.  Batches of raw chunks are read first (not
     timed); each batch is inflated (libdeflate's zlib entry point, GIL released, into
     per-thread buffers) and unshuffled, then every decoded chunk is zstd-encoded at
-    ``level`` (numcodecs, GIL released): the destination chunks are the source's."""
+    ``level`` (numcodecs, GIL released): the destination chunks are the source's.
+    ``quant`` (``QUANT``): the chunks encoded are the uint16 codes of the ``--quantize``
+    row instead (``(x - offset) * scale`` rounded, NaN as 65535), computed between the
+    two timed steps and not timed: the floor of that row's codec work."""
     import h5py
     import numcodecs.zstd as nz
 
@@ -177,6 +181,7 @@ def limit(path: str, threads: int, level: int = 0, var: str = "t2m") -> tuple[fl
         shuffle = bool(ds.shuffle)
         nbytes = int(np.prod(ds.chunks)) * ds.dtype.itemsize
         itemsize = ds.dtype.itemsize
+        ds_dtype = ds.dtype
         idx: list[tuple[int, int]] = []
         ds.id.chunk_iter(lambda si: idx.append((int(si.byte_offset), int(si.size))))
     idx.sort()
@@ -205,16 +210,28 @@ def limit(path: str, threads: int, level: int = 0, var: str = "t2m") -> tuple[fl
                 raws = [np.frombuffer(os.pread(fd, n, o), np.uint8) for o, n in idx[b:b + batch]]
                 t0, c0 = time.perf_counter(), time.process_time()
                 decoded = list(ex.map(inflate, raws))
-                t1 = time.perf_counter()
+                t1, c1 = time.perf_counter(), time.process_time()
+                if quant is not None:
+                    decoded = [_codes(a, ds_dtype, quant) for a in decoded]
+                t1b, c1b = time.perf_counter(), time.process_time()
                 list(ex.map(lambda a: nz.compress(a, level), decoded))
                 t2 = time.perf_counter()
-                cpu += time.process_time() - c0
+                cpu += time.process_time() - c0 - (c1b - c1)
                 t_inf += t1 - t0
-                t_enc += t2 - t1
+                t_enc += t2 - t1b
                 del decoded
     finally:
         os.close(fd)
     return t_inf, t_enc, cpu
+
+
+def _codes(raw: np.ndarray, dtype: np.dtype, quant: dict[str, float]) -> np.ndarray:
+    """The ``--quantize`` row's uint16 codes of one decoded chunk (the limit's input)."""
+    x = (raw.view(dtype).astype(np.float64) - quant["offset"]) * quant["scale"]
+    nan = np.isnan(x)
+    codes = np.clip(np.rint(np.where(nan, 0.0, x)), 0, 65534).astype(np.uint16)
+    codes[nan] = 65535
+    return codes
 
 
 def _read_row(table: Table, path: str, steps: int, threads: int, step_mib: float) -> None:
@@ -288,6 +305,9 @@ def run(quick: bool = False, threads: int | None = None) -> Table:
         t_inf, t_enc, t_cpu = limit(one, threads, level)
         print(f"  {lim}: libdeflate inflate + unshuffle {t_inf:.3f} s + zstd level {level} encode {t_enc:.3f} s "
               f"= {t_inf + t_enc:.3f} s, CPU {t_cpu:.2f} s (load avg {os.getloadavg()[0]:.2f})", flush=True)
+        q_inf, q_enc, q_cpu = limit(one, threads, level, quant=QUANT)
+        print(f"  {lim} of --quantize uint16: inflate + unshuffle {q_inf:.3f} s + zstd level {level} encode of the "
+              f"codes {q_enc:.3f} s = {q_inf + q_enc:.3f} s, CPU {q_cpu:.2f} s (the cast not counted)", flush=True)
         _read_row(table, one, min(nt, 60), threads, step_mib)
         rows = (("1 file", one, [one], None, None),
                 ("12 files --concat-dim time", f"{d}/month*.nc", monthly, "time", None),
@@ -307,12 +327,12 @@ def run(quick: bool = False, threads: int | None = None) -> Table:
             rss += f" / xarray {xr['maxrss_mib']:.0f}" if xr else " / xarray n/a"
             cpu = f"CPU s zarrcy {zc['cpu']:.2f}" if zc else "CPU s zarrcy n/a"
             cpu += f" / xarray {xr['cpu']:.2f}" if xr else " / xarray n/a"
-            cpu += "" if quant else f" / limit {t_cpu:.2f}"
+            cpu += f" / limit {q_cpu if quant else t_cpu:.2f}"
             table.add(f"{nt * step_mib:.0f} MiB NetCDF-4 {label} -> v3 shards {tchunk} steps zstd"
                       f"{'' if level == 0 else f' level {level}'} "
                       f"({rss}; budget {budget:.0f}; {cpu}; load {os.getloadavg()[0]:.2f})",
                       {"zarrcy": zc["seconds"] if zc else None, "xarray+zarr-python": xr["seconds"] if xr else None,
-                       lim: None if quant else t_inf + t_enc})
+                       lim: q_inf + q_enc if quant else t_inf + t_enc})
             for k in ("zc.zarr", "xr.zarr"):
                 shutil.rmtree(f"{d}/{k}", ignore_errors=True)
     finally:
