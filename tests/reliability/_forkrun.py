@@ -1,68 +1,262 @@
-"""Run many independent subprocess cases of one test module from a single interpreter.
+"""Child processes of the reliability suite without a fresh interpreter each.
 
-Several reliability tests run each case in its own process (a memory limit, a peak-RSS
-measurement, a crash must not take pytest down).  Starting a fresh interpreter and
-importing numpy + zarrcy cost ~1 s a case on the CI host, most of those tests' time.
-:func:`run_cases` starts **one** runner process that imports them once, then runs every
-case in a **forked child**: still one process per case (its own address space, its own
-resource limits, its own peak RSS: ``_peak.py`` resets ``VmHWM`` in the child, so what
-the parent held is not counted), executing the same script text as ``python -c SCRIPT
-ARGS...`` would, one case after another.  Each case's exit code, stdout and stderr come
-back separately, so every parametrized test still passes or fails on its own case.
+Several reliability tests run code in its own process (a memory limit, a peak-RSS
+measurement, a writer killed with SIGKILL, concurrent writer processes).  Starting a
+fresh interpreter and importing numpy + zarrcy cost ~1 s a process on the CI host, most
+of those tests' time.  :func:`server` starts **one** runner per pytest process that
+imports them once (the zarrcy under test: the runner's ``sys.path`` starts with the
+directory pytest imported it from) and then **forks** a child per request.  A child is
+still its own process, as with ``subprocess.Popen([sys.executable, *argv])``: its own
+pid (a SIGKILL hits only it), address space, resource limits and peak RSS (``_peak.py``
+resets ``VmHWM`` in the child, so what the runner held is not counted), its own stdin /
+stdout pipes, and it runs ``python -c SCRIPT ARGS...`` or ``python FILE ARGS...`` the
+same way (``sys.argv``, ``__name__ == "__main__"``, ``sys.path[0]``, exit code of
+``SystemExit`` or of an uncaught exception).  The runner itself runs nothing but the
+warm-up below, and holds no thread of zarrcy's when it forks.
+
+What a child cannot see differently from a fresh interpreter: modules are imported
+already, and environment variables read at import (``ZARRCY_THREADS`` ...) keep the
+values the runner started with (``env=`` sets variables read later).  Tests whose point
+is a fresh interpreter (spawn, forkserver) keep starting one.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
+import os
+import select
+import signal
+import socket
 import subprocess
 import sys
+import tempfile
+import threading
+import time
 from dataclasses import dataclass
 
+import zarrcy
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(zarrcy.__file__)))
+
 RUNNER = r'''
-import json, os, sys, tempfile, traceback
+import json, os, runpy, select, signal, socket, sys, traceback, warnings
+root = sys.argv[1]
+sys.path[:] = [root] + [p for p in sys.path if p not in ("", root)]
 import numpy, numcodecs, zarrcy
 from zarrcy.storage import MemoryStore
-# the modules a case's open/create path needs (imported lazily by zarrcy): load them once
+assert os.path.dirname(os.path.dirname(os.path.abspath(zarrcy.__file__))) == root, zarrcy.__file__
+# the modules a child's open/create path needs (imported lazily by zarrcy): load them once
 zarrcy.open_array(zarrcy.create_array(MemoryStore(), shape=(2,), dtype="uint8").store, mode="r")
-parallel, jobs = json.load(sys.stdin)
-results = {}
-running = {}
+sock = socket.socket(fileno=int(sys.argv[2]))
+base_path, base_filters = sys.path[:], warnings.filters[:]
+# numpy's BLAS may hold idle threads: its own at-fork handlers make the fork safe
+warnings.filterwarnings("ignore", "This process .* is multi-threaded", DeprecationWarning)
+children = {}
 
 
-def collect(pid, name, fds):
-    _, status = os.waitpid(pid, 0)
-    out = []
-    for f in fds:
-        f.seek(0); out.append(f.read().decode(errors="replace")); f.close()
-    results[name] = [os.waitstatus_to_exitcode(status), *out]
-
-
-for name, script, argv in jobs:
-    fds = [tempfile.TemporaryFile() for _ in range(2)]
-    sys.stdout.flush(); sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:
-        os.dup2(fds[0].fileno(), 1); os.dup2(fds[1].fileno(), 2)
-        sys.argv = ["-c", *argv]
+def child(req, fds):
+    code = 1
+    try:
+        for i, fd in enumerate(fds):
+            os.dup2(fd, i, inheritable=True)
+        for fd in fds:
+            os.close(fd)
+        sock.close()
+        for fd in children.values():
+            os.close(fd)
+        warnings.filters[:] = base_filters
+        os.chdir(req["cwd"])
+        os.environ.update(req["env"])
+        argv = req["argv"]
+        if argv[0] == "-c":
+            sys.argv, sys.path[:] = ["-c", *argv[2:]], ["", *base_path]
+            exec(compile(argv[1], "<string>", "exec"), {"__name__": "__main__"})
+        else:
+            sys.argv, sys.path[:] = list(argv), [os.path.dirname(os.path.abspath(argv[0])), *base_path]
+            runpy.run_path(argv[0], run_name="__main__")
         code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 0 if e.code is None else 1
+        if not isinstance(e.code, int) and e.code is not None:
+            print(e.code, file=sys.stderr)
+    except BaseException:
+        traceback.print_exc()
+    finally:
         try:
-            exec(compile(script, "<case>", "exec"), {"__name__": "__main__"})
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-            if not isinstance(e.code, int) and e.code is not None:
-                print(e.code, file=sys.stderr)
-        except BaseException:
-            traceback.print_exc(); code = 1
+            sys.stdout.flush(); sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+while True:
+    msg, fds, _, _ = socket.recv_fds(sock, 1 << 22, 3)
+    if not msg:
+        break
+    req = json.loads(msg)
+    if req["op"] == "start":
         sys.stdout.flush(); sys.stderr.flush()
-        os._exit(code)
-    if parallel:
-        running[pid] = (name, fds)
-    else:
-        collect(pid, name, fds)
-for pid, (name, fds) in running.items():
-    collect(pid, name, fds)
-sys.stdout.write(json.dumps(results))
+        pid = os.fork()
+        if pid == 0:
+            child(req, fds)
+        for fd in fds:
+            os.close(fd)
+        children[pid] = os.pidfd_open(pid)
+        reply = {"pid": pid}
+    else:  # "wait"
+        pid, timeout = req["pid"], req["timeout"]
+        code = None
+        if select.select([children[pid]], [], [], timeout)[0]:
+            code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+            os.close(children.pop(pid))
+        reply = {"code": code}
+    sock.send(json.dumps(reply).encode())
+for pid in children:  # the test process went away: leave no child behind
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
 '''
+
+
+class ForkServer:
+    """The runner process (see the module docstring); :meth:`start` forks a child."""
+
+    def __init__(self) -> None:
+        self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._log = tempfile.TemporaryFile()
+        self._proc = subprocess.Popen([sys.executable, "-c", RUNNER, ROOT, str(theirs.fileno())],
+                                      pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.DEVNULL, stderr=self._log)
+        theirs.close()
+        self._lock = threading.Lock()
+
+    def ask(self, req: dict, fds: list[int] = ()) -> dict:
+        with self._lock:
+            socket.send_fds(self._sock, [json.dumps(req).encode()], list(fds))
+            msg = self._sock.recv(1 << 16)
+        if not msg:
+            self._log.seek(0)
+            raise AssertionError(f"the fork server died: {self._log.read().decode(errors='replace')[-3000:]}")
+        return json.loads(msg)
+
+    def start(self, argv: list, env: dict[str, str] | None = None, cwd: str | None = None) -> Child:
+        """A child running like ``python *argv`` (``["-c", SCRIPT, *args]`` or ``[FILE,
+        *args]``), with its stdin and stdout connected to pipes, stderr to a file."""
+        stdin_r, stdin_w = os.pipe()
+        stdout_r, stdout_w = os.pipe()
+        err = os.open(tempfile.gettempdir(), os.O_TMPFILE | os.O_RDWR, 0o600)
+        try:
+            pid = self.ask({"op": "start", "argv": [str(a) for a in argv], "env": env or {},
+                            "cwd": cwd or os.getcwd()}, [stdin_r, stdout_w, err])["pid"]
+        except BaseException:
+            for fd in (stdin_w, stdout_r, err):
+                os.close(fd)
+            raise
+        finally:
+            os.close(stdin_r)
+            os.close(stdout_w)
+        return Child(self, pid, stdin_w, stdout_r, err)
+
+    def close(self) -> None:
+        self._sock.close()
+        self._proc.wait(60)
+        self._log.close()
+
+
+_SERVER: ForkServer | None = None
+
+
+def server() -> ForkServer:
+    """The runner of this pytest process (started on first use, stopped at exit)."""
+    global _SERVER
+    if _SERVER is None:
+        _SERVER = ForkServer()
+        atexit.register(_SERVER.close)
+    return _SERVER
+
+
+class Child:
+    """A forked child: like ``subprocess.Popen`` with ``stdin=PIPE, stdout=PIPE`` (text);
+    :meth:`communicate` (or :meth:`close`) closes the pipes."""
+
+    def __init__(self, server: ForkServer, pid: int, stdin: int, stdout: int, err: int) -> None:
+        self.pid, self._server = pid, server
+        self._fds = {"stdin": stdin, "stdout": stdout, "err": err}
+        self._buf, self._err_text = b"", ""
+        self.returncode: int | None = None
+
+    def readline(self, timeout: float = 120) -> str:
+        """The child's next line of stdout (``""`` at its end)."""
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buf and self._read(deadline):
+            pass
+        line, nl, self._buf = self._buf.partition(b"\n")
+        return (line + nl).decode()
+
+    def _read(self, deadline: float) -> bool:
+        fd = self._fds["stdout"]
+        if not select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            self.kill()
+            self.wait()
+            raise subprocess.TimeoutExpired(f"child {self.pid}", 0)
+        data = os.read(fd, 1 << 16)
+        self._buf += data
+        return bool(data)
+
+    def send(self, text: str) -> None:
+        """Write ``text`` to the child's stdin."""
+        os.write(self._fds["stdin"], text.encode())
+
+    def poll(self) -> int | None:
+        return self.returncode if self.returncode is not None else self._wait(0)
+
+    def wait(self, timeout: float = 600) -> int:
+        code = self.returncode if self.returncode is not None else self._wait(timeout)
+        if code is None:
+            raise subprocess.TimeoutExpired(f"child {self.pid}", timeout)
+        return code
+
+    def _wait(self, timeout: float) -> int | None:
+        code = self._server.ask({"op": "wait", "pid": self.pid, "timeout": timeout})["code"]
+        if code is not None:
+            self.returncode = code
+        return code
+
+    def kill(self) -> None:
+        """SIGKILL (a no-op once it was reaped: the pid is not ours any more)."""
+        if self.returncode is None:
+            os.kill(self.pid, signal.SIGKILL)
+
+    @property
+    def stderr(self) -> str:
+        """What the child wrote to stderr so far."""
+        if "err" in self._fds:
+            self._err_text = os.pread(self._fds["err"], 1 << 24, 0).decode(errors="replace")
+        return self._err_text
+
+    def close(self) -> None:
+        """Close the pipes (the child sees EOF on stdin; its stdout writes fail)."""
+        self._err_text = self.stderr
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+
+    def communicate(self, input: str = "", timeout: float = 120) -> tuple[str, str]:
+        """Send ``input``, close stdin, read stdout to its end, wait and close: (rest of
+        stdout, stderr).  Past ``timeout`` the child is killed and TimeoutExpired raised."""
+        deadline = time.monotonic() + timeout
+        try:
+            try:
+                self.send(input)
+            except BrokenPipeError:
+                pass
+            os.close(self._fds.pop("stdin"))
+            while self._read(deadline):
+                pass
+            self.wait(max(0.0, deadline - time.monotonic()))
+        finally:
+            self.close()
+        out, self._buf = self._buf.decode(errors="replace"), b""
+        return out, self.stderr
 
 
 @dataclass
@@ -74,11 +268,17 @@ class Result:
 
 def run_cases(script: str, cases: dict[str, list[str]], timeout: float, parallel: bool = False) -> dict[str, Result]:
     """``{name: Result}`` of ``python -c script *argv`` for every ``name: argv`` of
-    ``cases``, each in a forked child of one runner (see the module docstring): one after
-    another, or with ``parallel`` all at once (concurrent writer processes)."""
-    jobs = [[name, script, argv] for name, argv in cases.items()]
-    r = subprocess.run([sys.executable, "-c", RUNNER], input=json.dumps([parallel, jobs]), capture_output=True,
-                       text=True, timeout=timeout)
-    if r.returncode != 0:
-        raise AssertionError(f"the case runner failed ({r.returncode}): {r.stderr[-3000:]}")
-    return {name: Result(*v) for name, v in json.loads(r.stdout).items()}
+    ``cases``, each in a forked child (see the module docstring): one after another, or
+    with ``parallel`` all started before any is waited for (concurrent writer processes)."""
+    deadline = time.monotonic() + timeout
+    started: dict[str, Child] = {}
+    results = {}
+    for name, argv in cases.items():
+        started[name] = server().start(["-c", script, *argv])
+        if not parallel:
+            results[name] = Result(0, *started[name].communicate(timeout=deadline - time.monotonic()))
+    for name, c in started.items():
+        if parallel:
+            results[name] = Result(0, *c.communicate(timeout=deadline - time.monotonic()))
+        results[name].returncode = c.returncode
+    return results

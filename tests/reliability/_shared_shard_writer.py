@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -44,25 +43,23 @@ def plan(seed: int, worker: int, n: int) -> list[tuple[slice, slice]]:
 
 def campaign(root: str, seed: int, locks: bool, writers: int, storage_options: dict | None = None) -> None:
     """Run ``writers`` writer processes on the array at ``root`` (a path or URL, opened
-    with ``storage_options``), released together."""
-    env = dict(os.environ, SHARED_WRITER_OPTIONS=json.dumps(storage_options))
-    procs = [subprocess.Popen([sys.executable, __file__, root, str(w),
-                               str(WRITES), str(seed), "1" if locks else "0"],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-             for w in range(writers)]
+    with ``storage_options``), released together.  Each is a forked child of a runner
+    that imported zarrcy once (``_forkrun.py``)."""
+    from _forkrun import server
+
+    env = {"SHARED_WRITER_OPTIONS": json.dumps(storage_options)}
+    procs = [server().start([__file__, root, w, WRITES, seed, "1" if locks else "0"], env=env) for w in range(writers)]
     try:
         for p in procs:
-            assert p.stdout.readline().strip() == "ready", p.stderr.read()
+            assert p.readline().strip() == "ready", p.stderr
         for p in procs:  # all imported and opened: release them together
-            p.stdin.write("go\n")
-            p.stdin.flush()
+            p.send("go\n")
         for p in procs:
             _, err = p.communicate(timeout=300)
             assert p.returncode == 0, err
     finally:
         for p in procs:
-            if p.poll() is None:
-                p.kill()
+            p.kill()
 
 
 def lost_updates(final: np.ndarray, seed: int, writers: int) -> int:

@@ -32,8 +32,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -47,6 +45,7 @@ from zarrcy.errors import CorruptChunkError
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from _crash_writer import N, pattern  # noqa: E402
+from _forkrun import server  # noqa: E402
 
 SLOW = os.environ.get("ZARRCY_SLOW", "") not in ("", "0")
 KILLS = 40 if SLOW else 2
@@ -103,28 +102,24 @@ def _parse_log(text: str, model: dict) -> tuple[dict, dict]:
 
 
 def _run_writer(root: Path, strategy: str, seed: int, first: int, log: Path, delay: float, min_writes: int = 0) -> None:
-    """Start the writer, wait until it is ready (and has acknowledged ``min_writes``
-    writes), let it run ``delay`` seconds more, then SIGKILL it."""
-    env = dict(os.environ, ZARRCY_THREADS="2")
-    p = subprocess.Popen(
-        [sys.executable, str(HERE / "_crash_writer.py"), str(root), strategy, str(seed), str(first), str(log)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )
+    """Start the writer (a forked child of the runner that imported zarrcy once:
+    ``_forkrun.py``), wait until it is ready (and has acknowledged ``min_writes`` writes),
+    let it run ``delay`` seconds more, then SIGKILL it."""
+    p = server().start([HERE / "_crash_writer.py", root, strategy, seed, first, log])
     try:
         t0 = time.monotonic()
         while not (log.exists() and log.read_bytes().startswith(b"R\n") and log.read_bytes().count(b"\nA") >= min_writes):
             if p.poll() is not None:
-                raise AssertionError(f"writer exited early: {p.stderr.read().decode()[-2000:]}")
+                raise AssertionError(f"writer exited early: {p.stderr[-2000:]}")
             if time.monotonic() - t0 > 60:
                 raise AssertionError("writer did not start")
             time.sleep(0.005)
         time.sleep(delay)
         if p.poll() is not None:
-            raise AssertionError(f"writer died by itself: {p.stderr.read().decode()[-2000:]}")
+            raise AssertionError(f"writer died by itself: {p.stderr[-2000:]}")
     finally:
-        p.send_signal(signal.SIGKILL)
-        p.wait()
-        p.stderr.close()
+        p.kill()
+        p.communicate()
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))

@@ -19,7 +19,6 @@ The locks themselves are tested deterministically: a holder process and a waiter
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -33,10 +32,11 @@ from zarrcy.storage import LocalStore
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from _forkrun import Child, server  # noqa: E402
 from _shared_shard_writer import SHAPE, WRITES, campaign, code, lost_updates, plan  # noqa: E402
 
 SLOW = os.environ.get("ZARRCY_SLOW", "") not in ("", "0")
-WRITERS = 20 if SLOW else 5  # each writer is a process importing zarrcy: ~0.8 s of CPU
+WRITERS = 20 if SLOW else 5  # each writer is a process (forked from a runner that imported zarrcy)
 
 
 def _sharded(root: Path) -> zarrcy.Array:
@@ -96,10 +96,9 @@ with s.write_lock(sys.argv[2]):
 """
 
 
-def _hold(root: Path, key: str) -> subprocess.Popen:
-    p = subprocess.Popen([sys.executable, "-c", _HOLDER, str(root), key], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, text=True)
-    assert p.stdout.readline().strip() == "held"
+def _hold(root: Path, key: str) -> Child:
+    p = server().start(["-c", _HOLDER, root, key])  # a forked child: ``_forkrun.py``
+    assert p.readline().strip() == "held", p.stderr
     return p
 
 
@@ -267,7 +266,7 @@ def test_write_locks_is_checked(bad) -> None:
         zarrcy.config(write_locks=bad)
 
 
-def test_lock_file_creation_survives_a_pruned_directory(tmp_path: Path) -> None:
+def test_lock_file_creation_survives_a_pruned_directory(tmp_path: Path, monkeypatch) -> None:
     """Another writer's pruning can remove the (empty) directory between opening it and
     creating the lock file in it: the lock opens the directory again (seen as a
     StoreError "cannot create the write lock file ... No such file or directory" from a
@@ -293,9 +292,15 @@ def test_lock_file_creation_survives_a_pruned_directory(tmp_path: Path) -> None:
     def always_gone(path: str) -> int:
         os.makedirs(path, exist_ok=True)
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        calls.append(path)
         os.rmdir(path)
         return fd
 
+    # fewer attempts than the real 64 (whose growing pauses cost ~0.7 s): still past the
+    # first pauses, and the give-up is the same code
+    monkeypatch.setattr(_filelock, "DIR_RACE_ATTEMPTS", 8)
+    calls.clear()
     with pytest.raises(StoreError, match="cannot create the write lock file"):
         with _filelock.ObjectFileLock(str(d), "3", "c/0/3", 5.0, always_gone):
             pass
+    assert len(calls) == 8  # gave up after exactly DIR_RACE_ATTEMPTS
