@@ -21,12 +21,10 @@ from zarrcy.codecs.sharding import reader as shard_reader
 from zarrcy.errors import CorruptChunkError, MetadataError, StoreError
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _forkrun import server  # noqa: E402
 from _peak import PEAK  # noqa: E402
 
-# children import the zarrcy under test (the installed package in CI, a built tree in development),
-# never the source tree, which has no compiled kernels in a fresh clone
 SLOW = os.environ.get("ZARRCY_SLOW", "") not in ("", "0")
-ROOT = os.path.dirname(os.path.dirname(zarrcy.__file__))
 
 
 @contextlib.contextmanager
@@ -81,24 +79,19 @@ def test_other_process_rewrite_same_size_is_seen(tmp_path, fs):
     (128-byte inodes) mtime has 1 s resolution: a stat token repeats.  The reader must
     never decode the new bytes with the cached old index."""
     ctx = loop_fs(tmp_path) if fs != "tmp" else contextlib.nullcontext(tmp_path)
-    env = dict(os.environ, PYTHONPATH=ROOT)
     with ctx as base:
         for trial in range(4 if SLOW else 2):  # inode reuse is likely, not certain: more with ZARRCY_SLOW
             path = base / f"a{trial}.zarr"
-            p = subprocess.Popen([sys.executable, "-c", _WRITER, str(path)], env=env, stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, text=True)
+            p = server().start(["-c", _WRITER, path])  # another process, forked: ``_forkrun.py``
             try:
-                assert p.stdout.readline().strip() == "ready"
+                assert p.readline().strip() == "ready", p.stderr
                 r = zarrcy.open_array(zarrcy.LocalStore(str(path)), mode="r")
                 assert r[0] == 1  # caches the index
-                p.stdin.write("go\n")
-                p.stdin.flush()
-                assert p.wait(120) == 0
+                p.send("go\n")
+                assert p.wait(120) == 0, p.stderr
             finally:
                 p.kill()
-                p.wait()
-                p.stdin.close()
-                p.stdout.close()
+                p.communicate()
             assert (r[0], r[1]) == (0, 5), trial
             assert r[...].tolist() == [0, 5, 6, 7]
 
@@ -236,10 +229,10 @@ _PEAK = PEAK + textwrap.dedent("""
 def test_huge_index_write_one_element_peak():
     """2^24 inner chunks: a 256 MiB index.  Writing and reading one element holds the
     index a small constant number of times (was: 1.6 GB for the write)."""
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    r = subprocess.run([sys.executable, "-c", _PEAK], capture_output=True, env=env, timeout=300)
-    assert r.returncode == 0, r.stderr.decode()[-2000:]
-    grew = int(r.stdout.split()[-1])
+    p = server().start(["-c", _PEAK])  # its own process (own peak RSS), forked: ``_forkrun.py``
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err[-2000:]
+    grew = int(out.split()[-1])
     assert grew < 1100 << 20, grew  # index 256 MiB: new sizes + output + the store's copy
 
 

@@ -6,7 +6,8 @@ SIGKILL before ``close()`` left a file no zip reader could open: the whole archi
 lost.  Now mode "a" appends to a copy beside the archive and ``close()`` renames it over
 the original atomically (zarrcy/storage/zip.py docstring).
 
-Each test runs the writer in a subprocess and kills it with SIGKILL; ``ZARRCY_SLOW=1``
+Each test runs the writer in a child process (forked from a runner that imported zarrcy
+once: ``_forkrun.py``) and kills it with SIGKILL; ``ZARRCY_SLOW=1``
 runs the kill loop longer.
 """
 
@@ -15,8 +16,6 @@ from __future__ import annotations
 import hashlib
 import os
 import random
-import signal
-import subprocess
 import sys
 import textwrap
 import time
@@ -26,6 +25,9 @@ import numpy as np
 import pytest
 
 import zarrcy
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _forkrun import server  # noqa: E402
 
 SLOW = os.environ.get("ZARRCY_SLOW", "") not in ("", "0")
 
@@ -74,11 +76,13 @@ def _digest(p) -> str:
 
 
 def _run_until_ready(args):
-    proc = subprocess.Popen([sys.executable, "-c", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    assert line.strip() == "ready", line + proc.stderr.read()
-    proc.send_signal(signal.SIGKILL)
-    proc.communicate()
+    proc = server().start(["-c", *args])
+    try:
+        line = proc.readline()
+        assert line.strip() == "ready", line + proc.stderr
+    finally:
+        proc.kill()
+        proc.communicate()
     return proc
 
 
@@ -141,13 +145,14 @@ def test_kill_loop_never_loses_a_committed_append(tmp_path):
     rng = random.Random(12)
     last = 0
     for _ in range(30 if SLOW else 4):
-        proc = subprocess.Popen([sys.executable, "-c", LOOP, str(p), str(last)], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        first = proc.stdout.readline()  # one completed append, then kill at a random moment
-        assert first.strip(), proc.stderr.read()
-        time.sleep(rng.uniform(0.0, 0.3))
-        proc.send_signal(signal.SIGKILL)
-        rest, _ = proc.communicate()
+        proc = server().start(["-c", LOOP, p, last])
+        try:
+            first = proc.readline()  # one completed append, then kill at a random moment
+            assert first.strip(), proc.stderr
+            time.sleep(rng.uniform(0.0, 0.3))
+        finally:
+            proc.kill()
+            rest, _ = proc.communicate()
         out = first + rest
         printed = [int(x) for x in out.split()]
         with zipfile.ZipFile(p) as z:
