@@ -266,6 +266,14 @@ class Result:
     stderr: str
 
 
+def run(argv: list, timeout: float) -> Result:
+    """Like ``subprocess.run([sys.executable, *argv], capture_output=True, text=True,
+    timeout=timeout)``, in a forked child (TimeoutExpired after killing it)."""
+    child = server().start(argv)
+    out, err = child.communicate(timeout=timeout)
+    return Result(child.returncode, out, err)
+
+
 def run_cases(script: str, cases: dict[str, list[str]], timeout: float, parallel: bool = False) -> dict[str, Result]:
     """``{name: Result}`` of ``python -c script *argv`` for every ``name: argv`` of
     ``cases``, each in a forked child (see the module docstring): one after another, or

@@ -13,20 +13,20 @@ Each entry point must raise CorruptChunkError (naming the key), leave the stored
 unchanged, and grow the peak RSS (VmHWM, reset before each step) by less than 48 MiB: fixed-size chunks (64 KiB) run
 with the default ``max_chunk_bytes`` (8 GiB), so a decoder capped by that global limit
 instead of the chunk's size is caught; the variable-length bound is ``max_chunk_bytes``,
-16 MiB for those steps.  One subprocess runs them
-all (the peak RSS is per process), printing one line per entry point.
+16 MiB for those steps.  One child process (forked from a runner that imported zarrcy once:
+``_forkrun.py``) runs them all (the peak RSS is per process), printing one line per entry point.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import textwrap
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _forkrun import run  # noqa: E402
 from _peak import PEAK  # noqa: E402
 
 SCRIPT = PEAK + textwrap.dedent('''
@@ -166,6 +166,5 @@ SCRIPT = PEAK + textwrap.dedent('''
 @pytest.mark.skipif(not os.path.exists("/proc/self/clear_refs"), reason="peak RSS per step needs Linux /proc")
 @pytest.mark.parametrize("bomb", ["no-size", "claimed-size"])
 def test_zstd_bomb_through_every_decode_entry_point(tmp_path, bomb):
-    r = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path), bomb], capture_output=True, text=True,
-                       timeout=600)
+    r = run(["-c", SCRIPT, tmp_path, bomb], timeout=600)  # its own process, forked: ``_forkrun.py``
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout[-4000:] + r.stderr[-4000:]

@@ -84,7 +84,7 @@ if _OPEN:  # findings in code this suite does not own, waiting for their fix
             T.TARGETS[target](f.read())
 
 
-# A hang cannot be caught in-process: hang regressions run in a subprocess with a timeout.
+# A hang cannot be caught in-process: hang regressions run in a child process with a timeout.
 _V2_ZSTD_FILTERS = {"zarr_format": 2, "shape": [16], "chunks": [16], "dtype": "<i4",
                     "compressor": {"id": "zstd", "level": 1}, "fill_value": 0, "order": "C",
                     "filters": [{"id": "delta", "dtype": "<i4"}]}
@@ -95,6 +95,9 @@ _V2_ZSTD_FILTERS = {"zarr_format": 2, "shape": [16], "chunks": [16], "dtype": "<
 def test_open_v2_zstd_filters_hang():
     import json
     import subprocess
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _forkrun import run
 
     chunk = (FUZZ / "reproducers" / "codec_zstd" / "no-content-size-trailing-byte-hang").read_bytes()[1:]
     code = (
@@ -110,8 +113,8 @@ def test_open_v2_zstd_filters_hang():
         "print('ok')\n"
     )
     try:
-        r = subprocess.run([sys.executable, "-c", code, json.dumps(_V2_ZSTD_FILTERS), chunk.hex()],
-                           capture_output=True, text=True, timeout=120)  # a hang, not a slow start under load
+        # a forked child (``_forkrun.py``): killed on a hang, not a slow start under load
+        r = run(["-c", code, json.dumps(_V2_ZSTD_FILTERS), chunk.hex()], timeout=120)
     except subprocess.TimeoutExpired:
         raise AssertionError("hang") from None
     assert r.stdout.strip() == "ok", r.stderr

@@ -7,17 +7,21 @@ was fetched whole as well.  Now a whole-chunk read fetches at most
 ``pipeline.stored_size_limit() + 1`` bytes, and an inner chunk whose size exceeds the
 inner chain's limit is refused before its range is fetched.
 
-Each case runs in a subprocess with RLIMIT_AS = 1.5 GB, so a regression fails with a
+Each case runs in its own process (forked from a runner that imported zarrcy once:
+``_forkrun.py``) with RLIMIT_AS = 1.5 GB, so a regression fails with a
 MemoryError instead of exhausting the machine.
 """
 
 from __future__ import annotations
 
-import subprocess
+import os
 import sys
 import textwrap
 
 import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _forkrun import run  # noqa: E402
 
 SCRIPT = textwrap.dedent('''
     import os, resource, struct, sys
@@ -56,5 +60,5 @@ SCRIPT = textwrap.dedent('''
 
 @pytest.mark.parametrize("case", ["chunk", "shard"])
 def test_sparse_huge_object_is_refused_without_reading_it(tmp_path, case):
-    r = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "a"), case], capture_output=True, text=True, timeout=120)
+    r = run(["-c", SCRIPT, tmp_path / "a", case], timeout=120)  # its own process, forked: ``_forkrun.py``
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr

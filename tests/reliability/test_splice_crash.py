@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import textwrap
 
 import pytest
 
 from zarrcy.storage.local import TEMP_PREFIX, LocalStore
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _forkrun import server  # noqa: E402
 
 OLD = bytes(range(256)) * 4096  # 1 MiB
 
@@ -34,16 +36,12 @@ CHILD = textwrap.dedent("""
 def test_kill_mid_splice_keeps_the_old_value(tmp_path):
     s = LocalStore(tmp_path / "s")
     s.set("c/0", OLD)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    p = subprocess.Popen([sys.executable, "-c", CHILD, s.root], stdout=subprocess.PIPE, env=env)
+    p = server().start(["-c", CHILD, s.root])  # another process, forked: ``_forkrun.py``
     try:
-        assert p.stdout is not None
-        assert p.stdout.readline() == b"ready\n"
+        assert p.readline() == "ready\n", p.stderr
     finally:
         p.kill()
-        p.wait()
-        if p.stdout is not None:
-            p.stdout.close()
+        p.communicate()
     assert s.get("c/0") == OLD
     temps = [f for f in os.listdir(tmp_path / "s" / "c") if f.startswith(TEMP_PREFIX)]
     assert len(temps) == 1
