@@ -68,10 +68,16 @@ READS = {
 }
 
 
+@pytest.fixture(scope="module")
+def sharded() -> zarrcy.Array:
+    """One array for the tests that only read it (``_sharded`` rebuilds per test)."""
+    return _sharded()
+
+
 @pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("name", sorted(READS))
-def test_sharded_reads_stay_within_the_budget(restore_config, threads, name):
-    a = _sharded()
+def test_sharded_reads_stay_within_the_budget(restore_config, sharded, threads, name):
+    a = sharded
     zarrcy.config(threads=threads)
     sel, want, busy = READS[name]
     with observe(rendezvous=True) as seen:
@@ -82,12 +88,19 @@ def test_sharded_reads_stay_within_the_budget(restore_config, threads, name):
     _check(seen, threads, calls=0 if name == "point" else 1, busy=busy)
 
 
-@pytest.mark.parametrize("threads", THREADS)
-def test_python_codec_path_stays_within_the_budget(restore_config, threads):
-    """Inner chunks decoded through the Python codecs (``ExecContext.map_inner``)."""
+@pytest.fixture(scope="module")
+def python_codec() -> zarrcy.Array:
+    """Inner chunks compressed by a Python codec (read only by the test below)."""
     a = zarrcy.create_array(MemoryStore(), shape=(64, 64, 64), chunks=(4, 4, 4), shards=(16, 16, 16), dtype="int32",
                             fill_value=0, compressors=[{"name": "numcodecs.zlib", "configuration": {"level": 1}}])
     a[...] = REF
+    return a
+
+
+@pytest.mark.parametrize("threads", THREADS)
+def test_python_codec_path_stays_within_the_budget(restore_config, python_codec, threads):
+    """Inner chunks decoded through the Python codecs (``ExecContext.map_inner``)."""
+    a = python_codec
     zarrcy.config(threads=threads)
     with observe(rendezvous=True) as seen:
         np.testing.assert_array_equal(a[...], REF)
@@ -239,10 +252,10 @@ def test_convert_regions_and_their_reads_share_one_budget(tmp_path, restore_conf
     assert ctx.budget.busy == 1
 
 
-def test_point_reads_share_one_single_thread_context(restore_config):
+def test_point_reads_share_one_single_thread_context(restore_config, sharded):
     """``a[i, j, k]`` decodes one inner chunk in the calling thread: the shared
     ``for_point`` context (threads 1) takes no slot, whatever ``threads`` is."""
-    a = _sharded()
+    a = sharded
     zarrcy.config(threads=3)
     ctx = ExecContext.for_point()
     assert ctx.threads == 1 and ExecContext.for_point() is ctx
