@@ -14,10 +14,12 @@ same way (``sys.argv``, ``__name__ == "__main__"``, ``sys.path[0]``, exit code o
 ``SystemExit`` or of an uncaught exception).  The runner itself runs nothing but the
 warm-up below, and holds no thread of zarrcy's when it forks.
 
-What a child cannot see differently from a fresh interpreter: modules are imported
-already, and environment variables read at import (``ZARRCY_THREADS`` ...) keep the
-values the runner started with (``env=`` sets variables read later).  Tests whose point
-is a fresh interpreter (spawn, forkserver) keep starting one.
+What a child sees differently from a fresh interpreter: modules are imported already,
+so environment variables read at import (``ZARRCY_THREADS`` ...) keep the values they
+had when this module was imported (at collection); ``os.environ`` itself is the test
+process's at the start of the child (plus ``env=``).  Tests whose point is a fresh
+interpreter (an environment variable read at import, spawn, forkserver) keep starting
+one.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from dataclasses import dataclass
 import zarrcy
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(zarrcy.__file__)))
+ENV = dict(os.environ)  # at collection: what the runner's imports read, before any test changed it
 
 RUNNER = r'''
 import json, os, runpy, select, signal, socket, sys, traceback, warnings
@@ -67,6 +70,7 @@ def child(req, fds):
             os.close(fd)
         warnings.filters[:] = base_filters
         os.chdir(req["cwd"])
+        os.environ.clear()
         os.environ.update(req["env"])
         argv = req["argv"]
         if argv[0] == "-c":
@@ -106,7 +110,9 @@ while True:
     else:  # "wait"
         pid, timeout = req["pid"], req["timeout"]
         code = None
-        if select.select([children[pid]], [], [], timeout)[0]:
+        poll = select.poll()
+        poll.register(children[pid], select.POLLIN)
+        if poll.poll(timeout * 1000):
             code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
             os.close(children.pop(pid))
         reply = {"code": code}
@@ -124,7 +130,7 @@ class ForkServer:
         self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._log = tempfile.TemporaryFile()
         self._proc = subprocess.Popen([sys.executable, "-c", RUNNER, ROOT, str(theirs.fileno())],
-                                      pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL,
+                                      pass_fds=[theirs.fileno()], env=ENV, stdin=subprocess.DEVNULL,
                                       stdout=subprocess.DEVNULL, stderr=self._log)
         theirs.close()
         self._lock = threading.Lock()
@@ -140,12 +146,13 @@ class ForkServer:
 
     def start(self, argv: list, env: dict[str, str] | None = None, cwd: str | None = None) -> Child:
         """A child running like ``python *argv`` (``["-c", SCRIPT, *args]`` or ``[FILE,
-        *args]``), with its stdin and stdout connected to pipes, stderr to a file."""
+        *args]``), with its stdin and stdout connected to pipes, stderr to a file, and this
+        process's environment updated with ``env`` (variables read at import excepted)."""
         stdin_r, stdin_w = os.pipe()
         stdout_r, stdout_w = os.pipe()
         err = os.open(tempfile.gettempdir(), os.O_TMPFILE | os.O_RDWR, 0o600)
         try:
-            pid = self.ask({"op": "start", "argv": [str(a) for a in argv], "env": env or {},
+            pid = self.ask({"op": "start", "argv": [str(a) for a in argv], "env": {**os.environ, **(env or {})},
                             "cwd": cwd or os.getcwd()}, [stdin_r, stdout_w, err])["pid"]
         except BaseException:
             for fd in (stdin_w, stdout_r, err):
@@ -194,10 +201,12 @@ class Child:
 
     def _read(self, deadline: float) -> bool:
         fd = self._fds["stdout"]
-        if not select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+        poll = select.poll()
+        poll.register(fd, select.POLLIN)
+        if not poll.poll(max(0.0, deadline - time.monotonic()) * 1000):
             self.kill()
             self.wait()
-            raise subprocess.TimeoutExpired(f"child {self.pid}", 0)
+            raise subprocess.TimeoutExpired(f"child {self.pid} (stdout)", deadline - time.monotonic())
         data = os.read(fd, 1 << 16)
         self._buf += data
         return bool(data)
