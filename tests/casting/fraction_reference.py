@@ -118,7 +118,8 @@ class Elem:
     collision: bool = False
     kind: bool = False
     err: float | None = None  # abs error (float64 arithmetic), when both finite
-    rel: float | None = None  # rel error, or inf for an original 0 read back non-zero
+    rel: float | None = None  # rel error (float64 arithmetic: inf when the quotient overflows)
+    rel_of_zero: bool = False  # an original 0 read back non-zero: an infinite rel error
     code: Any = None
 
 
@@ -257,7 +258,7 @@ class Chain:
             if x != 0:
                 e.rel = float(fop(Fraction(err) / abs(x), f64))
             elif b != 0:
-                e.rel = INF
+                e.rel, e.rel_of_zero = INF, True
         return e
 
 
@@ -311,12 +312,14 @@ def reference_report(values: np.ndarray, chain: Chain) -> dict[str, Any]:
             note("kind_changed", i, x)
         if e.err is not None and e.err > max_abs:
             max_abs, i_abs = e.err, i
-        if e.rel is not None:
-            if math.isinf(e.rel):
-                if zero_rel is None:
-                    zero_rel = i
-            elif e.rel > max_rel:
-                max_rel, i_rel = e.rel, i
+        # the largest rel error: an original 0 read back non-zero (truly infinite) ranks
+        # above any quotient, even one that overflows float64 (a subnormal original: a
+        # finite error, reported as inf); among equal values the first index
+        if e.rel_of_zero:
+            if zero_rel is None:
+                zero_rel = i
+        elif e.rel is not None and e.rel > max_rel:
+            max_rel, i_rel = e.rel, i
 
     def where(i: int | None) -> list[int] | None:
         return None if i is None else [int(v) for v in np.unravel_index(i, shape)]

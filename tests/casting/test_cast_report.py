@@ -54,10 +54,9 @@ def _compare(x: np.ndarray, chain: Chain, monkeypatch: pytest.MonkeyPatch) -> No
         check_fields(got, want, f"{name}: {chain} {x.tolist()[:20]}")
 
 
-def check_fields(got: dict[str, Any], want: dict[str, Any], ctx: str, inf_rel_index: bool = True) -> None:
-    """A report's JSON against reference_report's fields.  ``inf_rel_index`` false: the
-    index of an infinite relative error is not compared (the reference also names a
-    subnormal whose quotient overflows, the kernels only an original 0 read back non-zero)."""
+def check_fields(got: dict[str, Any], want: dict[str, Any], ctx: str) -> None:
+    """A report's JSON against reference_report's fields (every one, the index of an
+    infinite relative error included)."""
     for k in ("exact", "rounded", "clamped", "wrapped", "scalar_mapped", "failing"):
         assert got[k] == want[k], (k, ctx, got[k], want[k])
     for cause in CAUSES:
@@ -72,7 +71,7 @@ def check_fields(got: dict[str, Any], want: dict[str, Any], ctx: str, inf_rel_in
     assert _same(got["max_rel_error"], want["max_rel_error"]), (ctx, got["max_rel_error"], want["max_rel_error"])
     if want["max_abs_error"]:
         assert got["max_abs_error_index"] == want["max_abs_error_index"], ctx
-    if want["max_rel_error"] and (inf_rel_index or not math.isinf(_num(want["max_rel_error"]))):
+    if want["max_rel_error"]:
         assert got["max_rel_error_index"] == want["max_rel_error_index"], ctx
 
 
@@ -232,6 +231,29 @@ def test_overflow_of_scale_offset_and_decode(monkeypatch: pytest.MonkeyPatch) ->
     x = np.array([3.0e38, -3.0e38, 1.0], np.float32)
     _compare(x, Chain("float32", "float32", oor="clamp", offset=-3e38, scale=2.0), monkeypatch)
     _compare(np.array([1.0, 2.0]), Chain("float64", "int32", offset=0.0, scale=1e-320), monkeypatch)
+
+
+#: an original 0 read back non-zero (an infinite relative error) and subnormals whose
+#: relative error overflows float64 (finite, reported as inf): offset 0.3, uint8 codes
+ZERO_AND_SUBNORMALS = [
+    [1.0, 5e-324, 0.0, 1e-320],   # an overflowing quotient first: the 0 is still the largest
+    [1.0, 0.0, 5e-324],
+    [1.0, 5e-324, 1e-320],        # no 0: the first overflowing quotient
+    [1.0, 2.0],                   # finite errors only
+]
+
+
+@pytest.mark.parametrize("values", ZERO_AND_SUBNORMALS)
+def test_infinite_relative_error_ranks_an_original_zero_first(values: list[float],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """max_rel_error_index names the original 0 read back non-zero when there is one
+    (its error is truly infinite), even after a subnormal whose quotient overflows."""
+    x = np.array(values, np.float64)
+    chain = Chain("float64", "uint8", offset=0.3, scale=1.0)
+    want = reference_report(x, chain)
+    if 0.0 in values:
+        assert want["max_rel_error"] == math.inf and want["max_rel_error_index"] == [values.index(0.0)]
+    _compare(x, chain, monkeypatch)
 
 
 @settings(max_examples=200, deadline=None)
