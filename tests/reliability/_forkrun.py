@@ -135,7 +135,7 @@ class ForkServer:
         theirs.close()
         self._lock = threading.Lock()
 
-    def ask(self, req: dict, fds: list[int] = ()) -> dict:
+    def ask(self, req: dict, fds: tuple[int, ...] = ()) -> dict:
         with self._lock:
             socket.send_fds(self._sock, [json.dumps(req).encode()], list(fds))
             msg = self._sock.recv(1 << 16)
@@ -153,7 +153,7 @@ class ForkServer:
         err = os.open(tempfile.gettempdir(), os.O_TMPFILE | os.O_RDWR, 0o600)
         try:
             pid = self.ask({"op": "start", "argv": [str(a) for a in argv], "env": {**os.environ, **(env or {})},
-                            "cwd": cwd or os.getcwd()}, [stdin_r, stdout_w, err])["pid"]
+                            "cwd": cwd or os.getcwd()}, (stdin_r, stdout_w, err))["pid"]
         except BaseException:
             for fd in (stdin_w, stdout_r, err):
                 os.close(fd)
@@ -194,19 +194,19 @@ class Child:
     def readline(self, timeout: float = 120) -> str:
         """The child's next line of stdout (``""`` at its end)."""
         deadline = time.monotonic() + timeout
-        while b"\n" not in self._buf and self._read(deadline):
+        while b"\n" not in self._buf and self._read(deadline, timeout):
             pass
         line, nl, self._buf = self._buf.partition(b"\n")
         return (line + nl).decode()
 
-    def _read(self, deadline: float) -> bool:
+    def _read(self, deadline: float, timeout: float) -> bool:
         fd = self._fds["stdout"]
         poll = select.poll()
         poll.register(fd, select.POLLIN)
         if not poll.poll(max(0.0, deadline - time.monotonic()) * 1000):
             self.kill()
             self.wait()
-            raise subprocess.TimeoutExpired(f"child {self.pid} (stdout)", deadline - time.monotonic())
+            raise subprocess.TimeoutExpired(f"child {self.pid}", timeout)
         data = os.read(fd, 1 << 16)
         self._buf += data
         return bool(data)
@@ -259,7 +259,7 @@ class Child:
             except BrokenPipeError:
                 pass
             os.close(self._fds.pop("stdin"))
-            while self._read(deadline):
+            while self._read(deadline, timeout):
                 pass
             self.wait(max(0.0, deadline - time.monotonic()))
         finally:
@@ -275,12 +275,15 @@ class Result:
     stderr: str
 
 
+def _finish(child: Child, deadline: float) -> Result:
+    out, err = child.communicate(timeout=deadline - time.monotonic())
+    return Result(child.wait(), out, err)
+
+
 def run(argv: list, timeout: float) -> Result:
     """Like ``subprocess.run([sys.executable, *argv], capture_output=True, text=True,
     timeout=timeout)``, in a forked child (TimeoutExpired after killing it)."""
-    child = server().start(argv)
-    out, err = child.communicate(timeout=timeout)
-    return Result(child.returncode, out, err)
+    return _finish(server().start(argv), time.monotonic() + timeout)
 
 
 def run_cases(script: str, cases: dict[str, list[str]], timeout: float, parallel: bool = False) -> dict[str, Result]:
@@ -288,14 +291,7 @@ def run_cases(script: str, cases: dict[str, list[str]], timeout: float, parallel
     ``cases``, each in a forked child (see the module docstring): one after another, or
     with ``parallel`` all started before any is waited for (concurrent writer processes)."""
     deadline = time.monotonic() + timeout
-    started: dict[str, Child] = {}
-    results = {}
-    for name, argv in cases.items():
-        started[name] = server().start(["-c", script, *argv])
-        if not parallel:
-            results[name] = Result(0, *started[name].communicate(timeout=deadline - time.monotonic()))
-    for name, c in started.items():
-        if parallel:
-            results[name] = Result(0, *c.communicate(timeout=deadline - time.monotonic()))
-        results[name].returncode = c.returncode
-    return results
+    if not parallel:
+        return {name: _finish(server().start(["-c", script, *argv]), deadline) for name, argv in cases.items()}
+    started = {name: server().start(["-c", script, *argv]) for name, argv in cases.items()}
+    return {name: _finish(child, deadline) for name, child in started.items()}
