@@ -150,7 +150,8 @@ class ForkServer:
         process's environment updated with ``env`` (variables read at import excepted)."""
         stdin_r, stdin_w = os.pipe()
         stdout_r, stdout_w = os.pipe()
-        err = os.open(tempfile.gettempdir(), os.O_TMPFILE | os.O_RDWR, 0o600)
+        with tempfile.TemporaryFile() as f:
+            err = os.dup(f.fileno())  # a plain descriptor: no file object to close
         try:
             pid = self.ask({"op": "start", "argv": [str(a) for a in argv], "env": {**os.environ, **(env or {})},
                             "cwd": cwd or os.getcwd()}, (stdin_r, stdout_w, err))["pid"]
