@@ -21,7 +21,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, Generator, Hashable, Sequence
 
-from zarrcy.byte_range import ByteRequest, RangeRequest, resolve
+from zarrcy.byte_range import ByteRequest, RangeRequest, pieces, resolve
 from zarrcy.errors import StoreError
 
 __all__ = ["ByteGetter", "ByteSetter", "ValueSnapshot", "LiveSnapshot", "BytesSnapshot", "IdentityToken",
@@ -29,7 +29,9 @@ __all__ = ["ByteGetter", "ByteSetter", "ValueSnapshot", "LiveSnapshot", "BytesSn
 
 Buffer = Any  # bytes | bytearray | memoryview | numpy uint8 array
 
-#: bytes per range read of :meth:`ValueSnapshot.get_owned`'s default, and reads in flight
+#: bytes per range read when a large range is read in pieces through a snapshot
+#: (:meth:`ValueSnapshot.get_owned`; a shard index streamed, ``codecs/sharding/index_io``),
+#: and the pieces in flight at once (an object store's concurrent If-Match GETs)
 OWNED_PIECE = 4 << 20
 OWNED_WINDOW = 4
 
@@ -116,17 +118,15 @@ class ValueSnapshot:
             return None
         start, stop = resolve(byte_range, self.size)
         out = bytearray(max(0, stop - start))
-        spans = [(a, min(OWNED_PIECE, stop - a)) for a in range(start, stop, OWNED_PIECE)]
+        spans = pieces(start, stop, OWNED_PIECE)
         got = 0
-        for (a, n), piece in zip(spans, self.iter_ranges([RangeRequest(a, n) for a, n in spans], OWNED_WINDOW)):
+        for (a, n), piece in zip(spans, self.iter_ranges([RangeRequest(*s) for s in spans], OWNED_WINDOW)):
             k = 0 if piece is None else min(len(piece), n)
-            if piece is not None and k:
-                out[a - start:a - start + k] = memoryview(piece)[:k]
+            out[a - start:a - start + k] = memoryview(piece or b"")[:k]
             got += k
-            if k < n:
+            if k < n:  # the value is shorter than its size said: a short buffer, as get() gives
                 break
-        if got < len(out):
-            del out[got:]
+        del out[got:]
         return out
 
     def close(self) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import NamedTuple, Union
 
-__all__ = ["RangeRequest", "SuffixRequest", "ByteRequest", "resolve"]
+__all__ = ["RangeRequest", "SuffixRequest", "ByteRequest", "resolve", "pieces"]
 
 
 class RangeRequest(NamedTuple):
@@ -44,3 +44,9 @@ def resolve(request: ByteRequest, size: int) -> tuple[int, int]:
     start = min(offset, size)
     stop = size if length is None else min(size, offset + length)
     return start, stop
+
+
+def pieces(start: int, stop: int, piece: int) -> list[tuple[int, int]]:
+    """``[start, stop)`` as consecutive ``(offset, length)`` spans of at most ``piece``
+    bytes (a large range read in bounded pieces: ``RangeRequest(*span)`` each)."""
+    return [(a, min(piece, stop - a)) for a in range(start, stop, piece)]

@@ -48,8 +48,8 @@ from typing import Any, Sequence
 import crc32c as _crc32c
 import numpy as np
 
-from zarrcy.byte_access import ValueSnapshot
-from zarrcy.byte_range import RangeRequest
+from zarrcy.byte_access import OWNED_PIECE, OWNED_WINDOW, ValueSnapshot
+from zarrcy.byte_range import RangeRequest, pieces as byte_pieces
 from zarrcy.codecs.sharding.format import SENTINEL, ShardLayout, flat_bytes
 from zarrcy.errors import CorruptChunkError
 
@@ -57,11 +57,12 @@ __all__ = ["RANGED_INDEX_MIN", "INDEX_PIECE", "PIECES_IN_FLIGHT", "MAX_ENTRIES",
 
 #: indexes above this many bytes are not read whole for a point / one-inner-chunk read
 RANGED_INDEX_MIN = 4 << 20
-#: bytes per range read when a checksummed index is streamed (a multiple of 16)
-INDEX_PIECE = 4 << 20
+#: bytes per range read when a checksummed index is streamed (a multiple of 16; the
+#: same pieces as a writer's index read whole, ``ValueSnapshot.get_owned``)
+INDEX_PIECE = OWNED_PIECE
 #: pieces of a streamed index in flight at once (at most the snapshot's ``io_concurrency``:
 #: an object store's concurrent If-Match GETs); the pieces held stay at most this many
-PIECES_IN_FLIGHT = 4
+PIECES_IN_FLIGHT = OWNED_WINDOW
 #: reads touching more inner chunks than this load the index whole
 MAX_ENTRIES = 4096
 
@@ -159,7 +160,7 @@ def load_entries(snap: ValueSnapshot, layout: ShardLayout, linear: Sequence[int]
             for (a, b), view in zip(batch, views):
                 flat[2 * a:2 * b] = np.frombuffer(view, "<u8")
     else:  # streamed: the checksum covers the whole index
-        spans = [(base + off, min(INDEX_PIECE, payload - off)) for off in range(0, payload, INDEX_PIECE)]
+        spans = byte_pieces(base, base + payload, INDEX_PIECE)
         spans.append((base + payload, 4))  # the stored crc32c: the last answer
         window = min(PIECES_IN_FLIGHT, snap.io_concurrency)
         pieces = snap.iter_ranges([RangeRequest(a, n) for a, n in spans], window)
