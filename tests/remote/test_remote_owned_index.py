@@ -132,3 +132,23 @@ def test_no_strong_etag_keeps_the_one_get_path(s3_url, s3_server, s3_log, monkey
         with pytest.raises(zarrcy.errors.StoreError):  # no conditional PUT possible without an ETag
             a[N // 2 + 3] = 2
     assert seen and all(s is None for s in seen)  # the owned path declined
+
+
+@pytest.mark.parametrize("case", ["truncated", "garbage-index", "shorter-than-index"])
+def test_hostile_shard_refused_on_the_piece_path(s3_url, s3_server, s3_log, monkeypatch, case):
+    """A shard whose index pieces are garbage or cut short: CorruptChunkError naming the
+    shard, nothing written (the object is still the hostile one)."""
+    opts = s3_server[1]
+    a = _make(s3_url, opts)
+    raw = ObjectStore(s3_url, storage_options=dict(opts))
+    good = raw.get("s/c/0")
+    bad = {"truncated": good[:-10], "shorter-than-index": good[:1000],
+           "garbage-index": good[:-INDEX] + bytes(np.random.default_rng(1).integers(0, 256, INDEX, np.uint8))}[case]
+    raw.set("s/c/0", bad)
+    calls = []
+    real = reader._load_owned
+    monkeypatch.setattr(reader, "_load_owned", lambda *args, **kw: (calls.append(1), real(*args, **kw))[1])
+    with zarrcy.config.set(shard_index_cache=0), pytest.raises(zarrcy.errors.CorruptChunkError, match="c/0"):
+        a[N // 2 + 3] = 2
+    assert calls  # the owned path ran (and raised)
+    assert raw.get("s/c/0") == bad
