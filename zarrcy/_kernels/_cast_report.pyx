@@ -130,18 +130,18 @@ cdef extern from "zc_cast_report.h":
 
 
 def report_isa(force=None):
-    """The build the report loops run (``"avx2"`` or ``"baseline"``); ``force``: ``"baseline"``
-    or ``"avx2"`` (where the CPU has it) for tests, ``"auto"`` to detect again."""
+    """The build the report loops run (``"avx512"``: the one-pass loops in AVX-512, the
+    others in AVX2; ``"avx2"``; ``"baseline"``); ``force``: one of those (capped at what the
+    CPU has) for tests, ``"auto"`` to detect again."""
     cdef int state = -2
-    if force == "baseline":
-        state = 0
-    elif force == "avx2":
-        state = 1
+    names = ("baseline", "avx2", "avx512")
+    if force in names:
+        state = names.index(force)
     elif force == "auto":
         state = -1
     elif force is not None:
-        raise ValueError(f"report_isa: force: expected 'baseline', 'avx2', 'auto' or None, received {force!r}")
-    return "avx2" if zr_set_isa(state) == 1 else "baseline"
+        raise ValueError(f"report_isa: force: expected 'baseline', 'avx2', 'avx512', 'auto' or None, received {force!r}")
+    return names[zr_set_isa(state)]
 
 
 cdef inline bint _fin(double v) noexcept nogil:
