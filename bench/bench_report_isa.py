@@ -2,13 +2,14 @@
 CPU runs: baseline, AVX2 and AVX-512 (``report_isa``), in one process, interleaved
 (level by level, round after round), single-threaded.
 
-Input: ``bench_hdf5``'s field (STEPS (721, 1440) float32 steps, 1 % NaN), through the
-``--quantize`` chain of the HDF5 bench's quantize row (scale_offset offset -4, scale 8000;
-cast_value uint16, nearest-even, clamp, NaN <-> 65535), and the same values as float64
-through scale_offset(-4, 30) + cast_value(uint8): ``quantize_with_report`` (report and
-encoded codes from one pass, fill counts included: what convert runs per region).  Every
-level's report and codes are checked equal to the first level's.  The table gives the
-median nanoseconds per element and each level's speed-up over AVX2.
+Input: ``bench_hdf5``'s field (STEPS (721, 1440) float32 steps, 1 % NaN) through the chain
+``--quantize offset=-4,scale=8000,dtype=uint16,nan=65535`` builds (the HDF5 bench's
+quantize row: scale_offset, then cast_value uint16, nearest-even, NaN <-> 65535), and the
+same values as float64 through ``offset=-4,scale=30,dtype=uint8,nan=255``:
+``quantize_with_report`` (report and encoded codes from one pass, fill counts included:
+what convert runs per region).  Every level's report and codes are checked equal to the
+first level's.  The table gives the median nanoseconds per element and each level's
+speed-up over AVX2.
 
 ``python -m bench.bench_report_isa [STEPS] [ROUNDS]`` (defaults 4 and 5)."""
 
@@ -17,29 +18,23 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from typing import Any
-
 import numpy as np
 
 from bench.bench_hdf5 import _step
 
 
-def _chain(scale: float, dtype: str, nan: int) -> list[dict[str, Any]]:
-    return [{"name": "scale_offset", "configuration": {"offset": -4.0, "scale": scale}},
-            {"name": "cast_value", "configuration": {"data_type": dtype, "rounding": "nearest-even",
-                                                     "out_of_range": "clamp",
-                                                     "scalar_map": {"encode": [["NaN", nan]], "decode": [[nan, "NaN"]]}}}]
-
-
 def run(steps: int = 4, rounds: int = 5) -> dict[str, dict[str, float]]:
     from zarrcy._kernels._cast_report import report_isa
     from zarrcy.casting import quantize_with_report
+    from zarrcy.convert.options import parse_quantize  # the chain ``--quantize`` builds
 
     x32 = np.stack([_step(t, 721, 1440) for t in range(steps)])
     x32.reshape(-1)[::100] = np.nan
     cases = {
-        "float32 -> uint16 (scale 8000)": (x32, _chain(8000.0, "uint16", 65535), (np.float32("nan"), np.uint16(65535))),
-        "float64 -> uint8 (scale 30)": (x32.astype(np.float64), _chain(30.0, "uint8", 255), (np.float64("nan"), np.uint8(255))),
+        "float32 -> uint16 (scale 8000)": (x32, parse_quantize("offset=-4,scale=8000,dtype=uint16,nan=65535"),
+                                           (np.float32("nan"), np.uint16(65535))),
+        "float64 -> uint8 (scale 30)": (x32.astype(np.float64), parse_quantize("offset=-4,scale=30,dtype=uint8,nan=255"),
+                                        (np.float64("nan"), np.uint8(255))),
     }
     levels = []
     try:

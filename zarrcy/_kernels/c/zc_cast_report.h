@@ -228,7 +228,8 @@ static int zr_level(void) {
     return zr_isa;
 }
 #define ZR_PICK(NAME) (zr_level() >= 1 ? NAME##_avx2 : NAME##_base)
-#define ZR_PICK1(NAME) (zr_level() >= 2 ? NAME##_avx512 : ZR_PICK(NAME))
+/* the one-pass loops' pick: AVX-512 from level 2 */
+#define ZR_PICK_ONE(NAME) (zr_level() >= 2 ? NAME##_avx512 : ZR_PICK(NAME))
 /* state 0 baseline, 1 AVX2, 2 AVX-512 (each capped at what the CPU has), -1 detect again,
    other: query; returns the level in use */
 static int zr_set_isa(int state) {
@@ -238,7 +239,7 @@ static int zr_set_isa(int state) {
 }
 #else
 #define ZR_PICK(NAME) NAME##_base
-#define ZR_PICK1(NAME) NAME##_base
+#define ZR_PICK_ONE(NAME) NAME##_base
 static int zr_set_isa(int state) { (void)state; return 0; }
 #endif
 #if defined(__GNUC__) && !defined(__clang__)
@@ -266,11 +267,11 @@ static void zr_status_##P(const T* x, const T* t, Py_ssize_t m, int mode, int oo
    (T_* storage code: int8 0, int16 1, int32 2, uint8 4, uint16 5, uint32 6) for p->mode, as
    the build picked at run time; 1 (the exact path) for pairs it does not take */
 #define ZR_ONE_MODE(P, T, D) switch (p->mode) {                                       \
-        case 1: return ZR_PICK1(zr_one_##P##_rtz)((const T*)x, (D*)y, m, p, q);        \
-        case 2: return ZR_PICK1(zr_one_##P##_rtp)((const T*)x, (D*)y, m, p, q);        \
-        case 3: return ZR_PICK1(zr_one_##P##_rtn)((const T*)x, (D*)y, m, p, q);        \
-        case 4: return ZR_PICK1(zr_one_##P##_rna)((const T*)x, (D*)y, m, p, q);        \
-        default: return ZR_PICK1(zr_one_##P##_rne)((const T*)x, (D*)y, m, p, q); }
+        case 1: return ZR_PICK_ONE(zr_one_##P##_rtz)((const T*)x, (D*)y, m, p, q);        \
+        case 2: return ZR_PICK_ONE(zr_one_##P##_rtp)((const T*)x, (D*)y, m, p, q);        \
+        case 3: return ZR_PICK_ONE(zr_one_##P##_rtn)((const T*)x, (D*)y, m, p, q);        \
+        case 4: return ZR_PICK_ONE(zr_one_##P##_rna)((const T*)x, (D*)y, m, p, q);        \
+        default: return ZR_PICK_ONE(zr_one_##P##_rne)((const T*)x, (D*)y, m, p, q); }
 static int zr_one(int dbl, int dc, const void* x, void* y, Py_ssize_t m, const zr_par_t* p, zr_one_t* q) {
     if (dbl) switch (dc) {
         case 0: ZR_ONE_MODE(d_i8, double, int8_t)
